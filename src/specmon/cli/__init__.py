@@ -1,0 +1,1 @@
+"""Argument parsing and wiring: the only layer that knows every other layer."""

@@ -1,0 +1,196 @@
+"""The events that flow from sources through the hub to the session state, the recorder and the UI.
+
+Every event carries `t`: seconds on the monotonic clock, taken when the observation ARRIVED (before
+any other work). Events hold raw observations only; derived numbers (acceptance length, rates,
+flags) are computed from them in core, so replaying a recording recomputes everything and an
+improved detector also improves old recordings.
+
+`source` names where an event came from: the server's base URL for stream, /metrics and log events,
+`"gpu"` or a dcgm-exporter URL for GPU samples.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Labels = tuple[tuple[str, str], ...]
+"""Prometheus labels as sorted (name, value) pairs: hashable and order-independent."""
+
+
+def labels_of(mapping: dict[str, str]) -> Labels:
+    """Labels from a dict, sorted by name so equal label sets compare equal."""
+    return tuple(sorted(mapping.items()))
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """What is known of the session's server when it starts (the recording header)."""
+
+    server: str | None = None
+    model: str | None = None
+    draft_model: str | None = None
+    method: str | None = None
+    n_spec: int | None = None
+    vllm_version: str | None = None
+    gpu: str | None = None
+    simulated: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- requests (stream client)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestStarted:
+    """A chat/completions request was sent (t = send time)."""
+
+    t: float
+    request_id: str
+    source: str
+    model: str
+    max_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    prompt_chars: int = 0
+    """Length of the prompt text; the prompt itself is not kept in events."""
+
+
+@dataclass(frozen=True, slots=True)
+class StreamChunk:
+    """One SSE data message of a streamed response, as it arrived.
+
+    `completion_tokens` is the CUMULATIVE `usage.completion_tokens` that vLLM attaches to every
+    chunk when `continuous_usage_stats` is on (None when the server did not send it). The tokens a
+    chunk carried are the difference to the previous chunk's value; core computes that.
+    """
+
+    t: float
+    request_id: str
+    text: str = ""
+    reasoning: str = ""
+    role: str | None = None
+    completion_tokens: int | None = None
+    prompt_tokens: int | None = None
+    finish_reason: str | None = None
+
+
+RequestOutcome = Literal["ok", "failed", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestEnded:
+    """The stream finished (t = arrival of the last data message, normally the usage chunk).
+
+    `spec_decoding` is vLLM's per-request `metrics.speculative_decoding` object when the server
+    returned one. On failure `error` says what went wrong; what arrived before stays in the
+    preceding `StreamChunk` events.
+    """
+
+    t: float
+    request_id: str
+    outcome: RequestOutcome = "ok"
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    finish_reason: str | None = None
+    spec_decoding: dict[str, Any] | None = None
+    error: str | None = None
+
+
+# ---------------------------------------------------------------- server (/metrics, logs, health)
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSample:
+    """One Prometheus sample of a family specmon reads (exact exported name, e.g. `..._total`)."""
+
+    name: str
+    labels: Labels
+    value: float
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsScraped:
+    """A successful /metrics scrape: every sample of the families specmon reads."""
+
+    t: float
+    source: str
+    samples: tuple[MetricSample, ...]
+
+
+ServerStatus = Literal["up", "stale", "down", "unreadable"]
+
+
+@dataclass(frozen=True, slots=True)
+class ServerStatusChanged:
+    """The reachability of a server's /metrics changed (up, stale, down, or unreadable page)."""
+
+    t: float
+    source: str
+    status: ServerStatus
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ServerLogLine:
+    """One line that a hosted `vllm serve` printed (untrusted text: display literally)."""
+
+    t: float
+    source: str
+    line: str
+
+
+# ---------------------------------------------------------------- GPU
+
+
+@dataclass(frozen=True, slots=True)
+class GpuReading:
+    """One GPU at one instant. Every number is None when not available (shown as —, never 0)."""
+
+    index: int
+    name: str | None = None
+    uuid: str | None = None
+    temperature_c: float | None = None
+    slowdown_temperature_c: float | None = None
+    memory_used_bytes: int | None = None
+    memory_total_bytes: int | None = None
+    utilization_pct: float | None = None
+    power_w: float | None = None
+    power_limit_w: float | None = None
+    sm_clock_mhz: float | None = None
+    memory_clock_mhz: float | None = None
+    clock_event_reasons: tuple[str, ...] | None = None
+    """Decoded clock-event (throttle) reasons, e.g. ("sw_power_cap",); () when none is active."""
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSampled:
+    """One sample of every GPU the sampler sees. `error` says why there is no reading."""
+
+    t: float
+    source: str
+    gpus: tuple[GpuReading, ...]
+    error: str | None = None
+
+
+# ---------------------------------------------------------------- user
+
+
+@dataclass(frozen=True, slots=True)
+class Marker:
+    """A user (or tool) marker on the timeline."""
+
+    t: float
+    label: str
+
+
+Event = (
+    RequestStarted
+    | StreamChunk
+    | RequestEnded
+    | MetricsScraped
+    | ServerStatusChanged
+    | ServerLogLine
+    | GpuSampled
+    | Marker
+)

@@ -1,0 +1,1 @@
+"""Presentation: the terminal views. The only layer that may import textual."""

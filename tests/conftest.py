@@ -1,0 +1,12 @@
+"""Suite-wide settings."""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import settings
+
+# Shared, noisy machines: no per-example deadline in CI (timing is never what a property tests).
+settings.register_profile("ci", deadline=None, print_blob=True)
+settings.register_profile("dev", deadline=None)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
