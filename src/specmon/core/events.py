@@ -161,6 +161,8 @@ class GpuReading:
     memory_clock_mhz: float | None = None
     clock_event_reasons: tuple[str, ...] | None = None
     """Decoded clock-event (throttle) reasons, e.g. ("sw_power_cap",); () when none is active."""
+    host: str | None = None
+    """The host the GPU is in, when read remotely (dcgm-exporter's `hostname` label); None locally."""
 
 
 @dataclass(frozen=True, slots=True)

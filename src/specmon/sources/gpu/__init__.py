@@ -1,0 +1,47 @@
+"""GPU readings as `GpuSampled` events: local GPUs through NVML, remote ones through dcgm-exporter.
+
+- `NvmlSampler` (nvml.py): local GPUs via nvidia-ml-py; lazy init, NVML errors become None.
+- `DcgmSampler` (dcgm.py): a dcgm-exporter `/metrics` URL; imported lazily from here, so the
+  NVML path works where httpx or prometheus_client are not installed.
+- `FakeNvml`, `FakeGpu` (fake_nvml.py): a scriptable pynvml stand-in for tests and demos.
+- `run_sampler` (loop.py): the 1 Hz loop that samples in a worker thread and emits.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from specmon.sources.gpu.loop import GpuSampler, run_sampler
+from specmon.sources.gpu.nvml import FIELD_GROUPS, NvmlSampler
+
+if TYPE_CHECKING:
+    from specmon.sources.gpu.dcgm import DcgmSampler, parse_dcgm_page
+    from specmon.sources.gpu.fake_nvml import FakeGpu, FakeNvml
+
+__all__ = [
+    "FIELD_GROUPS",
+    "DcgmSampler",
+    "FakeGpu",
+    "FakeNvml",
+    "GpuSampler",
+    "NvmlSampler",
+    "parse_dcgm_page",
+    "run_sampler",
+]
+
+_LAZY = {
+    "DcgmSampler": "specmon.sources.gpu.dcgm",
+    "parse_dcgm_page": "specmon.sources.gpu.dcgm",
+    "FakeGpu": "specmon.sources.gpu.fake_nvml",
+    "FakeNvml": "specmon.sources.gpu.fake_nvml",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import the dcgm reader (httpx, prometheus_client) and the fake (pynvml) on first use."""
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module_name), name)
