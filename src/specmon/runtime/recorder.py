@@ -1,0 +1,147 @@
+"""Writes a session recording (NDJSON, `.gz` by extension) as events arrive.
+
+Crash-safe: lines are appended, flushed at least once a second (checked at every write and by the
+hub's periodic tick), and the file is fsynced on close. Secrets are scrubbed before anything is
+written (core.recording_format.redact_text and the literal secret values given here).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import gzip
+import io
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import IO
+
+from specmon.core.clock import Clock, monotonic_clock
+from specmon.core.events import Event, SessionInfo
+from specmon.core.recording_format import EventEncoder, encode_header
+
+# Environment variables whose values must never reach a recording, even inside a log line.
+SECRET_ENV_VARS: tuple[str, ...] = (
+    "OPENAI_API_KEY",
+    "VLLM_API_KEY",
+    "HF_TOKEN",
+    "HUGGING_FACE_HUB_TOKEN",
+    "HUGGINGFACE_HUB_TOKEN",
+    "SPECMON_API_KEY",
+)
+
+
+def environment_secrets(environ: dict[str, str] | None = None) -> tuple[str, ...]:
+    """Values of well-known token variables and of any `*_KEY`, `*_TOKEN`, `*_SECRET` variable."""
+    env = os.environ if environ is None else environ
+    found: list[str] = []
+    for name, value in env.items():
+        upper = name.upper()
+        if (
+            name in SECRET_ENV_VARS
+            or upper.endswith(("_KEY", "_TOKEN", "_SECRET", "_PASSWORD"))
+            or "API_KEY" in upper
+        ) and len(value) >= 4:
+            found.append(value)
+    return tuple(found)
+
+
+class RecordingExistsError(FileExistsError):
+    """The recording file already exists (recordings are never overwritten)."""
+
+
+class Recorder:
+    """A hub subscriber that appends every event to a recording file.
+
+    Events must carry `t` in seconds since the session started (the hub's SessionClock does).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        info: SessionInfo,
+        *,
+        secrets: Iterable[str] = (),
+        clock: Clock = monotonic_clock,
+        flush_interval: float = 1.0,
+        started_at: str | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self._clock = clock
+        self._flush_interval = flush_interval
+        secrets = tuple(s for s in (*secrets, *environment_secrets()) if s)
+        self._encoder = EventEncoder(secrets)
+        try:
+            self._raw: IO[bytes] = open(self.path, "xb")  # noqa: SIM115 - kept open for the session
+        except FileExistsError:
+            raise RecordingExistsError(
+                f"{self.path} already exists; choose another file (recordings are not overwritten)"
+            ) from None
+        self._gz: gzip.GzipFile | None = None
+        target: IO[bytes] = self._raw
+        if self.path.name.endswith(".gz"):
+            self._gz = gzip.GzipFile(fileobj=self._raw, mode="wb", compresslevel=6)
+            target = self._gz  # type: ignore[assignment]
+        self._out = io.TextIOWrapper(target, encoding="utf-8", newline="\n")  # type: ignore[arg-type]
+        self._dumps = json.JSONEncoder(separators=(",", ":")).encode
+        if started_at is None:
+            started_at = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+        header = encode_header(info, started_at=started_at, secrets=secrets)
+        self._out.write(self._dumps(header) + "\n")
+        self.closed = False
+        self.lines_written = 1
+        self._last_flush = clock()
+        self.flush()
+
+    def __call__(self, event: Event) -> None:
+        self.write(event)
+
+    def write(self, event: Event) -> None:
+        """Append one event line; flush when the last flush is older than the flush interval."""
+        if self.closed:
+            return
+        self._out.write(self._dumps(self._encoder.encode(event)) + "\n")
+        self.lines_written += 1
+        now = self._clock()
+        if now - self._last_flush >= self._flush_interval:
+            self._flush_at(now)
+
+    def flush_if_due(self) -> None:
+        """Flush when the flush interval has passed (the hub calls this on a timer)."""
+        if not self.closed:
+            now = self._clock()
+            if now - self._last_flush >= self._flush_interval:
+                self._flush_at(now)
+
+    def flush(self) -> None:
+        """Push everything written so far to the operating system (readable by another process)."""
+        if not self.closed:
+            self._flush_at(self._clock())
+
+    def _flush_at(self, now: float) -> None:
+        self._out.flush()
+        if self._gz is not None:
+            self._gz.flush()
+        self._raw.flush()
+        self._last_flush = now
+
+    def close(self) -> None:
+        """Flush, finish the gzip stream, fsync and close (idempotent)."""
+        if getattr(self, "closed", True):
+            return
+        self.closed = True
+        try:
+            self._out.flush()
+            self._out.detach()
+            if self._gz is not None:
+                self._gz.close()
+            self._raw.flush()
+            os.fsync(self._raw.fileno())
+        finally:
+            self._raw.close()
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,418 @@
+"""The OpenAI-compatible stream client: one streamed chat completion → timestamped events.
+
+Each SSE data message is timestamped with the injected clock the moment the client gets it, before
+any other work. The request asks for `stream_options = {include_usage, continuous_usage_stats}` so
+every chunk carries the cumulative `usage.completion_tokens` (exact tokens per engine step), and
+keeps vLLM's per-request `metrics.speculative_decoding` from the final usage chunk when present.
+Cancelling the task ends the request with outcome "cancelled"; a server that dies mid-stream ends it
+with outcome "failed" and the error text, the chunks that arrived stay emitted.
+
+The API key is used for the requests only: it never appears in events, errors or logs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+import openai
+
+from specmon.core.clock import Clock, monotonic_clock
+from specmon.core.events import (
+    Event,
+    RequestEnded,
+    RequestOutcome,
+    RequestStarted,
+    SessionInfo,
+    StreamChunk,
+)
+from specmon.core.recording_format import redact_text
+
+Emit = Callable[[Event], None]
+
+SIMULATED_HEADER = "x-specmon-simulated"
+API_KEY_ENV_VARS: tuple[str, ...] = ("OPENAI_API_KEY", "VLLM_API_KEY")
+NO_KEY = "EMPTY"
+"""What the client sends when no key is configured (vLLM without --api-key accepts anything)."""
+
+
+def resolve_api_key(explicit: str | None, environ: Mapping[str, str] | None = None) -> str | None:
+    """The key to use: the explicit one, else OPENAI_API_KEY, else VLLM_API_KEY, else None."""
+    if explicit:
+        return explicit
+    env = os.environ if environ is None else environ
+    for name in API_KEY_ENV_VARS:
+        value = env.get(name)
+        if value:
+            return value
+    return None
+
+
+def server_base(url: str) -> str:
+    """The server's base URL: no trailing slash, no `/v1`, no credentials; scheme added if missing.
+
+    Raises ValueError with a clear message when the URL cannot be a server address.
+    """
+    text = url.strip()
+    if not text:
+        raise ValueError("empty server URL")
+    if "://" not in text:
+        text = "http://" + text
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https"):
+        raise ValueError(f"server URL must be http or https, got {parts.scheme!r} in {url!r}")
+    if not parts.hostname:
+        raise ValueError(f"server URL has no host: {url!r}")
+    netloc = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
+    try:
+        port = parts.port
+    except ValueError:
+        raise ValueError(f"server URL has a bad port: {url!r}") from None
+    if port is not None:
+        netloc += f":{port}"
+    path = re.sub(r"/+$", "", parts.path)
+    path = re.sub(r"/v1$", "", path)
+    return urlunsplit((parts.scheme, netloc, path, "", ""))
+
+
+@dataclass(frozen=True, slots=True)
+class ServerIdentity:
+    """What a server says about itself (any field may be None when it did not say)."""
+
+    base_url: str
+    models: tuple[str, ...] = ()
+    vllm_version: str | None = None
+    simulated: bool = False
+    profile: str | None = None
+    n_spec: int | None = None
+    error: str | None = None
+
+    def session_info(self, model: str | None = None) -> SessionInfo:
+        """SessionInfo for a session on this server."""
+        extra: dict[str, Any] = {}
+        if self.profile is not None:
+            extra["sim_profile"] = self.profile
+        return SessionInfo(
+            server=self.base_url,
+            model=model or (self.models[0] if self.models else None),
+            n_spec=self.n_spec,
+            vllm_version=self.vllm_version,
+            simulated=self.simulated,
+            extra=extra,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """One chat request: the prompt and the sampling controls passed through to the server."""
+
+    prompt: str
+    system: str | None = None
+    model: str | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    extra_body: Mapping[str, Any] | None = None
+
+
+_ids = itertools.count(1)
+
+
+def new_request_id() -> str:
+    """A session-unique request id (`r1`, `r2`, ...)."""
+    return f"r{next(_ids)}"
+
+
+class StreamClient:
+    """Streams chat completions from one OpenAI-compatible server and emits events.
+
+    `clock` gives every timestamp (the hub's session clock in the app, a FakeClock in tests).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        api_key: str | None = None,
+        clock: Clock = monotonic_clock,
+        timeout: float = 600.0,
+        connect_timeout: float = 10.0,
+        max_retries: int = 0,
+    ) -> None:
+        self.base_url = server_base(url)
+        self.source = self.base_url
+        self._key = resolve_api_key(api_key)
+        self._clock = clock
+        self._client = openai.AsyncOpenAI(
+            base_url=self.base_url + "/v1",
+            api_key=self._key or NO_KEY,
+            timeout=openai.Timeout(timeout, connect=connect_timeout),
+            max_retries=max_retries,
+        )
+        self._secrets = (self._key,) if self._key else ()
+        self._models: tuple[str, ...] | None = None
+        self.simulated: bool | None = None
+        """True once the server announced itself as simulated (header or /version)."""
+
+    def _clean(self, text: str) -> str:
+        return redact_text(text, self._secrets)
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def __aenter__(self) -> StreamClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # ------------------------------------------------------------ server identity
+
+    async def list_models(self) -> tuple[str, ...]:
+        """Model ids from /v1/models (cached after the first success)."""
+        if self._models is None:
+            page = await self._client.models.list()
+            self._models = tuple(m.id for m in page.data)
+        return self._models
+
+    async def resolve_model(self, model: str | None = None) -> str:
+        """`model` if given, else the first model the server lists."""
+        if model:
+            return model
+        models = await self.list_models()
+        if not models:
+            raise RuntimeError(f"{self.source} lists no models at /v1/models")
+        return models[0]
+
+    async def identify(self) -> ServerIdentity:
+        """Ask /version and /v1/models; never raises (errors go into `error`)."""
+        headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
+        version: str | None = None
+        simulated = False
+        profile: str | None = None
+        n_spec: int | None = None
+        errors: list[str] = []
+        try:
+            async with httpx.AsyncClient(timeout=10.0, headers=headers) as http:
+                resp = await http.get(self.base_url + "/version")
+                simulated = resp.headers.get(SIMULATED_HEADER) == "1"
+                if resp.status_code == 200:
+                    body = resp.json()
+                    if isinstance(body, dict):
+                        v = body.get("version")
+                        version = str(v) if v is not None else None
+                        simulated = simulated or body.get("simulated") is True
+                        p = body.get("profile")
+                        profile = str(p) if p is not None else None
+                        k = body.get("n_spec")
+                        n_spec = k if isinstance(k, int) and not isinstance(k, bool) else None
+        except (httpx.HTTPError, ValueError) as exc:
+            errors.append(f"/version: {type(exc).__name__}: {self._clean(str(exc))}")
+        models: tuple[str, ...] = ()
+        try:
+            models = await self.list_models()
+        except (openai.OpenAIError, httpx.HTTPError) as exc:
+            errors.append(f"/v1/models: {type(exc).__name__}: {self._clean(str(exc))}")
+        if simulated:
+            self.simulated = True
+        return ServerIdentity(
+            base_url=self.base_url,
+            models=models,
+            vllm_version=version,
+            simulated=simulated,
+            profile=profile,
+            n_spec=n_spec,
+            error="; ".join(errors) or None,
+        )
+
+    # ------------------------------------------------------------ streaming
+
+    async def chat(
+        self, request: ChatRequest, emit: Emit, *, request_id: str | None = None
+    ) -> RequestEnded:
+        """Stream one chat completion, emitting RequestStarted, StreamChunk…, RequestEnded.
+
+        Returns the RequestEnded event. Cancellation emits RequestEnded(outcome="cancelled") and
+        re-raises CancelledError.
+        """
+        clock = self._clock
+        rid = request_id or new_request_id()
+        try:
+            model = await self.resolve_model(request.model)
+        except Exception as exc:
+            emit(RequestStarted(t=clock(), request_id=rid, source=self.source, model=""))
+            failed = self._end(
+                clock(), rid, _StreamState(), "failed", "no model: " + self._describe(exc)
+            )
+            emit(failed)
+            return failed
+        messages: list[dict[str, str]] = []
+        if request.system:
+            messages.append({"role": "system", "content": request.system})
+        messages.append({"role": "user", "content": request.prompt})
+        kwargs: dict[str, Any] = {
+            "model": model,
+            "messages": messages,
+            "stream": True,
+            "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+        }
+        if request.max_tokens is not None:
+            kwargs["max_tokens"] = request.max_tokens
+        if request.temperature is not None:
+            kwargs["temperature"] = request.temperature
+        if request.top_p is not None:
+            kwargs["top_p"] = request.top_p
+        if request.extra_body:
+            kwargs["extra_body"] = dict(request.extra_body)
+
+        prompt_chars = len(request.prompt) + len(request.system or "")
+        emit(
+            RequestStarted(
+                t=clock(),
+                request_id=rid,
+                source=self.source,
+                model=model,
+                max_tokens=request.max_tokens,
+                temperature=request.temperature,
+                top_p=request.top_p,
+                prompt_chars=prompt_chars,
+            )
+        )
+        state = _StreamState()
+        stream: Any = None
+        try:
+            stream = await self._client.chat.completions.create(**kwargs)
+            if stream.response.headers.get(SIMULATED_HEADER) == "1":
+                self.simulated = True
+            iterator = stream.__aiter__()
+            while True:
+                try:
+                    chunk = await iterator.__anext__()
+                except StopAsyncIteration:
+                    break
+                t = clock()  # arrival time, before any other work
+                self._on_chunk(t, rid, chunk, state, emit)
+        except asyncio.CancelledError:
+            ended = self._end(clock(), rid, state, "cancelled", None)
+            emit(ended)
+            await _close_quietly(stream)
+            raise
+        except Exception as exc:
+            ended = self._end(clock(), rid, state, "failed", self._describe(exc))
+            emit(ended)
+            await _close_quietly(stream)
+            return ended
+        await _close_quietly(stream)
+        if state.finish_reason is None:
+            ended = self._end(
+                state.last_t if state.last_t is not None else clock(),
+                rid,
+                state,
+                "failed",
+                "the stream ended before the response finished (no finish_reason)",
+            )
+        else:
+            ended = self._end(state.last_t or clock(), rid, state, "ok", None)
+        emit(ended)
+        return ended
+
+    def _on_chunk(self, t: float, rid: str, chunk: Any, state: _StreamState, emit: Emit) -> None:
+        state.last_t = t
+        usage = chunk.usage
+        completion = prompt = None
+        if usage is not None:
+            completion = usage.completion_tokens
+            prompt = usage.prompt_tokens
+            state.completion_tokens = completion
+            state.prompt_tokens = prompt
+        extra = chunk.model_extra or {}
+        metrics = extra.get("metrics")
+        if isinstance(metrics, dict):
+            spec = metrics.get("speculative_decoding")
+            if isinstance(spec, dict):
+                state.spec_decoding = spec
+        choices = chunk.choices
+        if not choices:
+            return  # the final usage chunk: its numbers go into RequestEnded
+        choice = choices[0]
+        delta = choice.delta
+        text = ""
+        reasoning = ""
+        role = None
+        if delta is not None:
+            text = delta.content or ""
+            role = delta.role
+            dextra = delta.model_extra or {}
+            r = dextra.get("reasoning") or dextra.get("reasoning_content")
+            if isinstance(r, str):
+                reasoning = r
+        if choice.finish_reason is not None:
+            state.finish_reason = choice.finish_reason
+        emit(
+            StreamChunk(
+                t=t,
+                request_id=rid,
+                text=text,
+                reasoning=reasoning,
+                role=role,
+                completion_tokens=completion,
+                prompt_tokens=prompt,
+                finish_reason=choice.finish_reason,
+            )
+        )
+
+    def _end(
+        self,
+        t: float,
+        rid: str,
+        state: _StreamState,
+        outcome: RequestOutcome,
+        error: str | None,
+    ) -> RequestEnded:
+        return RequestEnded(
+            t=t,
+            request_id=rid,
+            outcome=outcome,
+            prompt_tokens=state.prompt_tokens,
+            completion_tokens=state.completion_tokens,
+            finish_reason=state.finish_reason,
+            spec_decoding=state.spec_decoding,
+            error=error,
+        )
+
+    def _describe(self, exc: BaseException) -> str:
+        """A one-line description of a failure, with any secret scrubbed."""
+        if isinstance(exc, openai.APIStatusError):
+            text = f"HTTP {exc.status_code}: {exc.message}"
+        elif isinstance(exc, openai.APIConnectionError):
+            cause = exc.__cause__ or exc.__context__
+            detail = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
+            text = f"connection to {self.source} failed: {exc.message}{detail}"
+        else:
+            text = f"{type(exc).__name__}: {exc}"
+        return self._clean(" ".join(text.split()))
+
+
+@dataclass
+class _StreamState:
+    last_t: float | None = None
+    completion_tokens: int | None = None
+    prompt_tokens: int | None = None
+    finish_reason: str | None = None
+    spec_decoding: dict[str, Any] | None = None
+
+
+async def _close_quietly(stream: Any) -> None:
+    if stream is None:
+        return
+    try:
+        await stream.close()
+    except Exception:
+        return

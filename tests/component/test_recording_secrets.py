@@ -1,0 +1,71 @@
+"""No API key, Authorization header or token reaches a recording."""
+
+from __future__ import annotations
+
+import pytest
+
+from specmon.core.clock import FakeClock
+from specmon.core.events import (
+    RequestEnded,
+    ServerLogLine,
+    ServerStatusChanged,
+    SessionInfo,
+    StreamChunk,
+)
+from specmon.core.recording_format import redact_text
+from specmon.runtime.recorder import Recorder, environment_secrets
+from specmon.sources.recording_player import read_recording
+
+PLANTED = "sk-planted0123456789SECRET"
+ENV_TOKEN = "envtok-7f3a9c1e5b"
+
+
+@pytest.mark.parametrize(
+    ("line", "kept"),
+    [
+        (f"non-default args: {{'api_key': ['{PLANTED}'], 'model': 'm'}}", "'model': 'm'"),
+        (f"vllm serve m --api-key {PLANTED} --port 8000", "--port 8000"),
+        ("vllm serve m --api-key=abcdef12 --port 8000", "--port 8000"),
+        ("Authorization: Bearer abc.def.ghi", "Authorization"),
+        ("HF_TOKEN=hf_abcdefghijkl VLLM_API_KEY=xyz12345", "HF_TOKEN="),
+        ('{"api_key": "abcdef12", "n": 1}', '"n": 1'),
+        ("GET http://user:hunter2@host:8000/metrics", "host:8000/metrics"),
+    ],
+)
+def test_redact_text_removes_secrets_by_shape(line, kept):
+    out = redact_text(line)
+    for secret in (PLANTED, "abcdef12", "abc.def.ghi", "hf_abcdefghijkl", "xyz12345", "hunter2"):
+        assert secret not in out
+    assert "[REDACTED]" in out
+    assert kept in out
+
+
+def test_redact_text_keeps_ordinary_numbers():
+    line = "max_num_batched_tokens=2048, num_spec_tokens=8, SpeculativeConfig(method='dflash')"
+    assert redact_text(line) == line
+
+
+def test_environment_secrets_finds_key_and_token_variables():
+    env = {"OPENAI_API_KEY": "k-123456", "MY_SERVICE_TOKEN": ENV_TOKEN, "PATH": "/usr/bin"}
+    assert set(environment_secrets(env)) == {"k-123456", ENV_TOKEN}
+
+
+def test_planted_secrets_never_reach_the_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("SOME_DEPLOY_TOKEN", ENV_TOKEN)
+    path = tmp_path / "s.ndjson"
+    info = SessionInfo(
+        server=f"http://admin:{PLANTED}@gpu-box:8000",
+        extra={"command": f"vllm serve m --api-key {PLANTED}"},
+    )
+    with Recorder(path, info, clock=FakeClock(), secrets=["literal-key-42"]) as rec:
+        rec.write(ServerLogLine(1.0, "s", f"args: api_key={PLANTED} token {ENV_TOKEN}"))
+        rec.write(ServerLogLine(1.1, "s", "Authorization: Bearer literal-key-42"))
+        rec.write(RequestEnded(2.0, "r", "failed", error="401 for key literal-key-42"))
+        rec.write(ServerStatusChanged(3.0, "s", "down", detail=f"env {ENV_TOKEN}"))
+        rec.write(StreamChunk(4.0, "r", text="the key literal-key-42 in model text"))
+    raw = path.read_text()
+    for secret in (PLANTED, ENV_TOKEN, "literal-key-42"):
+        assert secret not in raw
+    rec_read = read_recording(path)
+    assert rec_read.info.server == "http://gpu-box:8000"
+    assert len(rec_read.events) == 5
