@@ -1,0 +1,271 @@
+"""Start and stop one real `vllm serve` process (its whole process group) for the test tier.
+
+A server runs in its own session (start_new_session), so stopping it signals every process vLLM
+spawned (API server, engine core, worker). Stopping verifies that no process of the group is left.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+from tests.real_vllm.tiny_models import TinyModels
+from tests.real_vllm.vllm_env import vllm_cache_root
+
+MODEL_NAME = "tiny"
+N_SPEC = 4
+READY_TIMEOUT_S = 300.0
+STOP_TERM_WAIT_S = 20.0
+STOP_KILL_WAIT_S = 10.0
+LOG_TAIL_LINES = 50
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """What one server runs: its speculation method and, for draft_model, which draft."""
+
+    name: str
+    method: str | None  # "ngram", "draft_model" or None (no speculative decoding)
+    draft: str | None = None  # attribute of TinyModels: "draft_same", "draft_noised", "draft_other"
+    n_spec: int | None = N_SPEC
+
+    def speculative_config(self, models: TinyModels) -> dict[str, object] | None:
+        if self.method == "ngram":
+            return {
+                "method": "ngram",
+                "num_speculative_tokens": self.n_spec,
+                "prompt_lookup_max": 4,
+                "prompt_lookup_min": 2,
+            }
+        if self.method == "draft_model":
+            assert self.draft is not None
+            return {
+                "method": "draft_model",
+                "model": str(getattr(models, self.draft)),
+                "num_speculative_tokens": self.n_spec,
+            }
+        return None
+
+
+SPECS: dict[str, ServerSpec] = {
+    spec.name: spec
+    for spec in (
+        ServerSpec("draft_same", "draft_model", "draft_same"),
+        ServerSpec("draft_noised", "draft_model", "draft_noised"),
+        ServerSpec("draft_other", "draft_model", "draft_other"),
+        ServerSpec("ngram", "ngram"),
+        ServerSpec("plain", None, None, None),
+    )
+}
+
+
+class ServerStartError(RuntimeError):
+    """The server exited or did not become healthy; the message ends with its log's last lines."""
+
+
+class ServerStopError(RuntimeError):
+    """Processes of the server's group survived SIGTERM and SIGKILL."""
+
+
+def free_port() -> int:
+    """A port that was free on 127.0.0.1 a moment ago (the server may still lose a race for it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return "(no log written)"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def group_members(pgid: int) -> list[tuple[int, str]]:
+    """(pid, state) of every live process whose process group is `pgid`, read from /proc."""
+    members: list[tuple[int, str]] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # Fields after the parenthesised command: state ppid pgrp ...
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if int(fields[2]) == pgid:
+            members.append((int(entry.name), fields[0]))
+    return members
+
+
+def server_env() -> dict[str, str]:
+    """The environment of a server: CPU target, 1 GiB KV cache, stats every second, no colour."""
+    env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH",)}
+    env.update(
+        {
+            "VLLM_TARGET_DEVICE": "cpu",
+            "VLLM_CPU_KVCACHE_SPACE": "1",
+            "VLLM_LOG_STATS_INTERVAL": "1",
+            "VLLM_CACHE_ROOT": str(vllm_cache_root()),
+            "VLLM_NO_USAGE_STATS": "1",
+            "DO_NOT_TRACK": "1",
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "NO_COLOR": "1",
+        }
+    )
+    return env
+
+
+def serve_args(spec: ServerSpec, models: TinyModels, port: int) -> list[str]:
+    """The arguments after `vllm serve` for one spec."""
+    args = [
+        str(models.target),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--served-model-name",
+        MODEL_NAME,
+        "--dtype",
+        "bfloat16",
+        "--max-model-len",
+        "1024",
+        "--max-num-seqs",
+        "8",
+    ]
+    config = spec.speculative_config(models)
+    if config is not None:
+        args += ["--speculative-config", json.dumps(config)]
+    return args
+
+
+@dataclass
+class VllmServer:
+    """One running `vllm serve`: what tests get from the server fixtures."""
+
+    spec: ServerSpec
+    url: str
+    port: int
+    log_path: Path
+    args: list[str]
+    process: subprocess.Popen[bytes] = field(repr=False)
+    started_s: float = 0.0  # seconds from launch to healthy
+    model_name: str = MODEL_NAME
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def method(self) -> str | None:
+        return self.spec.method
+
+    @property
+    def n_spec(self) -> int | None:
+        return self.spec.n_spec
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def is_running(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self) -> None:
+        """SIGTERM the whole group, wait, SIGKILL what is left, and verify that nothing remains."""
+        pgid = self.process.pid  # leader of its own session and group
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGTERM)
+        if not _wait_group_gone(self.process, pgid, STOP_TERM_WAIT_S):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pgid, signal.SIGKILL)
+            if not _wait_group_gone(self.process, pgid, STOP_KILL_WAIT_S):
+                raise ServerStopError(
+                    f"vllm server {self.name}: processes of group {pgid} survived SIGKILL: "
+                    f"{group_members(pgid)}"
+                )
+
+
+def _wait_group_gone(process: subprocess.Popen[bytes], pgid: int, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=0.2)
+        # Zombies hold no memory and are reaped by their parent; only live members count.
+        if not [pid for pid, state in group_members(pgid) if state != "Z"]:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+
+
+def start_server(
+    spec: ServerSpec,
+    python: Path,
+    models: TinyModels,
+    log_dir: Path,
+    ready_timeout_s: float = READY_TIMEOUT_S,
+) -> VllmServer:
+    """Launch `vllm serve` for `spec` and wait until /health answers 200.
+
+    Retries once on a new port if the first one was taken between probing and binding.
+    """
+    for attempt in (1, 2):
+        port = free_port()
+        log_path = log_dir / f"vllm-{spec.name}.log"
+        args = serve_args(spec, models, port)
+        vllm = python.parent / "vllm"
+        with log_path.open("wb") as log_file:
+            process = subprocess.Popen(
+                [str(vllm), "serve", *args],
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=server_env(),
+                start_new_session=True,
+            )
+        server = VllmServer(spec, f"http://127.0.0.1:{port}", port, log_path, args, process)
+        launched = time.monotonic()
+        try:
+            _wait_healthy(server, ready_timeout_s)
+        except ServerStartError:
+            server.stop()
+            if attempt == 1 and "address already in use" in log_tail(log_path).lower():
+                continue
+            raise
+        server.started_s = time.monotonic() - launched
+        return server
+    raise AssertionError("unreachable")
+
+
+def _wait_healthy(server: VllmServer, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    with httpx.Client(timeout=2.0) as client:
+        while True:
+            code = server.process.poll()
+            if code is not None:
+                raise ServerStartError(
+                    f"vllm server {server.name} exited with code {code} before it was ready; "
+                    f"last {LOG_TAIL_LINES} lines of {server.log_path}:\n"
+                    + log_tail(server.log_path)
+                )
+            with contextlib.suppress(httpx.HTTPError):
+                if client.get(f"{server.url}/health").status_code == 200:
+                    return
+            if time.monotonic() > deadline:
+                raise ServerStartError(
+                    f"vllm server {server.name} not healthy after {timeout_s:.0f} s; "
+                    f"last {LOG_TAIL_LINES} lines of {server.log_path}:\n"
+                    + log_tail(server.log_path)
+                )
+            time.sleep(0.5)
