@@ -1,0 +1,1 @@
+"""Detectors over derived numbers: the vanilla-speed flag per request, periodic degradation."""

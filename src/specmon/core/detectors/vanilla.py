@@ -1,0 +1,194 @@
+"""The vanilla-speed flag: did speculation actually help this request, and if not, why.
+
+A request is flagged when
+- its decode speed is at or below the vanilla baseline plus a margin (one-sided: slower than
+  vanilla is the worst case, not a different one), or
+- its acceptance length stays near 1.0 while drafts are proposed, or
+- speculation is not configured on its server (every request runs at vanilla speed).
+
+Each reason is decided on its own inputs (so each can be triggered alone):
+- acceptance_near_zero: AL ≤ 1 + al_near_one while drafts are proposed (server-side per-request
+  drafts > 0, or the server is known to run speculation); judged from the server's per-request
+  numbers when present, else from at least `min_decode_chunks` client decode chunks.
+- net_loss: AL > 1 + al_near_one but decode speed ≤ baseline·(1 + margin), and no throttling or
+  contention explains it (the verify cost eats the gain).
+- throttling: a GPU reading during the request shows a thermal/power clock-event reason, or a
+  temperature at or above its slowdown threshold.
+- batch_contention: other requests overlapped this one (in this session, or
+  vllm:num_requests_running > 1 during it).
+- spec_not_configured: no vllm:spec_decode_* family on the server, or n_spec = 0.
+- short_request: fewer than `min_tokens` completion tokens: too few to judge speed (prefill and the
+  first step dominate); set instead of net_loss.
+- vanilla_speed: slow, and none of the above explains it (e.g. AL unknown).
+Without a baseline only the AL-based and configuration reasons apply. Pure: inputs in, verdict out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from specmon.core.events import GpuReading
+from specmon.core.stream_stats import RequestStats
+
+THROTTLE_REASONS: frozenset[str] = frozenset(
+    {"sw_power_cap", "hw_slowdown", "sw_thermal", "hw_thermal", "hw_power_brake"}
+)
+"""Decoded clock-event reasons that slow a GPU down (gpu_idle, clocks_setting, sync_boost and
+display_clocks do not mean throttling)."""
+
+DEFAULT_MARGIN = 0.10
+DEFAULT_AL_NEAR_ONE = 0.10
+DEFAULT_MIN_TOKENS = 32
+DEFAULT_MIN_DECODE_CHUNKS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class VanillaContext:
+    """What is known around a request besides its own stream."""
+
+    baseline_tok_s: float | None = None
+    """Vanilla (n_spec = 0) decode tok/s for this model + GPU + vLLM version; None = unknown."""
+    spec_configured: bool | None = None
+    """False: no spec-decode metrics on the server; None: not known."""
+    n_spec: int | None = None
+    gpu_readings: tuple[GpuReading, ...] = ()
+    """GPU readings sampled between send and end of the request."""
+    overlapping_requests: int = 0
+    """Other requests of this session in flight at some point during this one."""
+    server_running_max: float | None = None
+    """Largest vllm:num_requests_running seen during the request (summed over engines)."""
+    margin: float = DEFAULT_MARGIN
+    al_near_one: float = DEFAULT_AL_NEAR_ONE
+    min_tokens: int = DEFAULT_MIN_TOKENS
+    min_decode_chunks: int = DEFAULT_MIN_DECODE_CHUNKS
+
+
+@dataclass(frozen=True, slots=True)
+class VanillaVerdict:
+    """flagged: the request ran at (or below) vanilla speed; reasons: (code, sentence) pairs."""
+
+    flagged: bool
+    reasons: tuple[tuple[str, str], ...] = ()
+    judged: bool = True
+    """False for requests that did not finish normally (failed, cancelled, running)."""
+
+    @property
+    def codes(self) -> tuple[str, ...]:
+        return tuple(code for code, _ in self.reasons)
+
+
+def throttle_evidence(readings: Iterable[GpuReading]) -> str | None:
+    """A sentence naming the throttling seen in the readings, or None."""
+    reasons: set[str] = set()
+    hot: list[str] = []
+    for r in readings:
+        if r.clock_event_reasons:
+            reasons.update(x for x in r.clock_event_reasons if x in THROTTLE_REASONS)
+        if (
+            r.temperature_c is not None
+            and r.slowdown_temperature_c is not None
+            and r.temperature_c >= r.slowdown_temperature_c
+        ):
+            hot.append(f"GPU {r.index} at {r.temperature_c:g} °C ≥ {r.slowdown_temperature_c:g} °C")
+    parts = []
+    if reasons:
+        parts.append("clock-event reasons " + ", ".join(sorted(reasons)))
+    if hot:
+        parts.append(hot[0])
+    return "; ".join(parts) if parts else None
+
+
+def _acceptance(stats: RequestStats) -> tuple[float | None, bool]:
+    """(AL to judge by, whether drafts were seen being proposed by the server for this request)."""
+    server = stats.server_spec
+    if server is not None and server.num_draft_tokens is not None:
+        return server.mean_acceptance_length, server.num_draft_tokens > 0
+    return stats.client_acceptance_length, False
+
+
+def judge(stats: RequestStats, ctx: VanillaContext) -> VanillaVerdict:
+    """The vanilla-speed verdict of one finished request."""
+    if stats.outcome != "ok":
+        return VanillaVerdict(flagged=False, judged=False)
+
+    not_configured = ctx.spec_configured is False or ctx.n_spec == 0
+    al, server_drafted = _acceptance(stats)
+    enough_client = stats.decode_chunks >= ctx.min_decode_chunks
+    drafts_proposed = server_drafted or (ctx.spec_configured is True and enough_client)
+    near_one = (
+        not not_configured and al is not None and drafts_proposed and al <= 1.0 + ctx.al_near_one
+    )
+    threshold = None
+    slow = False
+    if ctx.baseline_tok_s is not None and ctx.baseline_tok_s > 0:
+        threshold = ctx.baseline_tok_s * (1.0 + ctx.margin)
+        slow = stats.decode_tok_s is not None and stats.decode_tok_s <= threshold
+
+    flagged = not_configured or near_one or slow
+    if not flagged:
+        return VanillaVerdict(flagged=False)
+
+    reasons: list[tuple[str, str]] = []
+    if not_configured:
+        reasons.append(
+            (
+                "spec_not_configured",
+                "speculation is not configured on this server (no spec-decode metrics or n_spec 0)",
+            )
+        )
+    if near_one:
+        reasons.append(
+            (
+                "acceptance_near_zero",
+                f"acceptance near 0: acceptance length {al:.2f} while drafts are proposed",
+            )
+        )
+    throttle = throttle_evidence(ctx.gpu_readings) if slow or near_one else None
+    if throttle:
+        reasons.append(("throttling", f"GPU throttling during the request: {throttle}"))
+    others = max(ctx.overlapping_requests, 0)
+    running = ctx.server_running_max
+    contention = others > 0 or (running is not None and running > 1)
+    if contention and (slow or near_one):
+        what = (
+            f"{others} other request(s) of this session overlapped"
+            if others > 0
+            else f"the server ran up to {running:g} requests at once"
+        )
+        reasons.append(("batch_contention", f"batch contention: {what}"))
+    short = stats.completion_tokens is not None and stats.completion_tokens < ctx.min_tokens
+    if slow and short:
+        limit = f" (max_tokens {stats.max_tokens})" if stats.max_tokens is not None else ""
+        reasons.append(
+            (
+                "short_request",
+                f"only {stats.completion_tokens} tokens{limit}: too few to judge decode speed",
+            )
+        )
+    if (
+        slow
+        and not not_configured
+        and al is not None
+        and al > 1.0 + ctx.al_near_one
+        and not throttle
+        and not contention
+        and not short
+    ):
+        reasons.append(
+            (
+                "net_loss",
+                f"net loss: acceptance length {al:.2f} but {stats.decode_tok_s:.1f} tok/s is at "
+                f"or below vanilla {ctx.baseline_tok_s:.1f} tok/s + {ctx.margin:.0%} "
+                "(verify cost eats the gain)",
+            )
+        )
+    if not reasons:
+        reasons.append(
+            (
+                "vanilla_speed",
+                f"decode {stats.decode_tok_s:.1f} tok/s at or below vanilla "
+                f"{ctx.baseline_tok_s:.1f} tok/s + {ctx.margin:.0%}; no cause found",
+            )
+        )
+    return VanillaVerdict(flagged=True, reasons=tuple(reasons))

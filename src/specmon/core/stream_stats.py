@@ -1,0 +1,230 @@
+"""Per-request statistics folded from RequestStarted / StreamChunk / RequestEnded events.
+
+Definitions (docs/definitions.md has the long form):
+- choice message: every StreamChunk is one. The stream client folds the usage-only message
+  (`choices: []`) into RequestEnded (its arrival is RequestEnded.t), so it adds no ITL entry.
+- TTFT = first choice message - send (as `vllm bench serve`: the role chunk counts).
+- t_first = arrival of the first token (first chunk whose cumulative completion_tokens ≥ 1; without
+  usage numbers, the first chunk with text or reasoning); t_last = arrival of the last token (last
+  chunk whose cumulative count grew; without usage, the last chunk with text or reasoning).
+- decode tok/s = (completion tokens - 1) / (t_last - t_first);
+  e2e tok/s = tokens / (t_end - t_send).
+- E2EL = t_end - t_send (t_end = RequestEnded.t, the last data message);
+  TPOT = (E2EL - TTFT) / (n - 1).
+- ITL = gaps between consecutive choice messages (per chunk, not per token).
+- tokens of a chunk = Δ of the CUMULATIVE usage.completion_tokens to the previous chunk.
+- decode chunks: chunks with tokens, except the first one (the prefill step's token); the role
+  chunk (0 tokens) is not one. A decode chunk with more than K+1 tokens was merged by a slow reader:
+  excluded from client AL and counted. Client AL = mean tokens per remaining decode chunk.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from specmon.core.events import RequestEnded, RequestStarted, StreamChunk
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSpecStats:
+    """vLLM's per-request `metrics.speculative_decoding` (newest vLLM), read defensively."""
+
+    mean_acceptance_length: float | None = None
+    draft_acceptance_rate: float | None = None
+    num_spec_steps: int | None = None
+    num_accepted_draft_tokens: int | None = None
+    num_draft_tokens: int | None = None
+    num_spec_tokens: int | None = None
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    v = float(value)
+    return v if math.isfinite(v) else None
+
+
+def _int(value: Any) -> int | None:
+    v = _num(value)
+    return int(v) if v is not None and v >= 0 and v == int(v) else None
+
+
+def parse_server_spec(data: Mapping[str, Any] | None) -> ServerSpecStats | None:
+    """ServerSpecStats from the response object; fields that are missing or not numbers are None.
+
+    The mean AL is recomputed as 1 + accepted/steps when both counts are present (vLLM's formula),
+    so a server's rounding or a wrong field does not leak in.
+    """
+    if not isinstance(data, Mapping):
+        return None
+    steps = _int(data.get("num_spec_steps"))
+    accepted = _int(data.get("num_accepted_draft_tokens"))
+    drafted = _int(data.get("num_draft_tokens"))
+    al = _num(data.get("mean_acceptance_length"))
+    if steps is not None and accepted is not None:
+        al = 1.0 + accepted / steps if steps > 0 else None
+    rate = _num(data.get("draft_acceptance_rate"))
+    if drafted is not None and accepted is not None:
+        rate = accepted / drafted if drafted > 0 else None
+    return ServerSpecStats(
+        mean_acceptance_length=al,
+        draft_acceptance_rate=rate,
+        num_spec_steps=steps,
+        num_accepted_draft_tokens=accepted,
+        num_draft_tokens=drafted,
+        num_spec_tokens=_int(data.get("num_spec_tokens")),
+    )
+
+
+@dataclass(slots=True)
+class RequestTrace:
+    """What arrived for one request: the fold of its events (mutable while the request runs)."""
+
+    request_id: str
+    started: RequestStarted | None = None
+    ended: RequestEnded | None = None
+    chunk_t: list[float] = field(default_factory=list)
+    chunk_cum: list[int | None] = field(default_factory=list)
+    chunk_has_text: list[bool] = field(default_factory=list)
+    last_cum: int | None = None
+
+    def add(self, event: RequestStarted | StreamChunk | RequestEnded) -> None:
+        """Fold one event of this request."""
+        if isinstance(event, RequestStarted):
+            self.started = event
+        elif isinstance(event, RequestEnded):
+            self.ended = event
+        else:
+            self._add_chunk(event)
+
+    def _add_chunk(self, c: StreamChunk) -> None:
+        cum = c.completion_tokens
+        if cum is not None and (cum < 0 or (self.last_cum is not None and cum < self.last_cum)):
+            cum = None  # a cumulative count cannot shrink: not a number to trust
+        self.chunk_t.append(c.t)
+        self.chunk_cum.append(cum)
+        self.chunk_has_text.append(bool(c.text or c.reasoning))
+        if cum is not None:
+            self.last_cum = cum
+
+
+@dataclass(frozen=True, slots=True)
+class RequestStats:
+    """The numbers of one request (None = not measurable from what arrived)."""
+
+    request_id: str
+    outcome: str
+    """"ok", "failed", "cancelled", or "running" while no RequestEnded arrived."""
+    error: str | None
+    t_send: float | None
+    t_end: float | None
+    completion_tokens: int | None
+    prompt_tokens: int | None
+    max_tokens: int | None
+    ttft_s: float | None
+    e2el_s: float | None
+    tpot_s: float | None
+    decode_tok_s: float | None
+    e2e_tok_s: float | None
+    itl_s: tuple[float, ...]
+    chunk_tokens: tuple[int, ...]
+    """Tokens per chunk that carried tokens, in arrival order (needs continuous usage stats)."""
+    decode_chunks: int
+    merged_chunks: int | None
+    """None when K is unknown (merges cannot be told apart)."""
+    single_token_chunks: int
+    client_acceptance_length: float | None
+    server_spec: ServerSpecStats | None
+    t_first_token: float | None = None
+    t_last_token: float | None = None
+
+
+def _first_last_token_times(
+    trace: RequestTrace,
+) -> tuple[float | None, float | None, list[int]]:
+    """(t_first, t_last, per-chunk token deltas of chunks whose count grew)."""
+    t_first = t_last = None
+    deltas: list[int] = []
+    prev = 0
+    for t, cum in zip(trace.chunk_t, trace.chunk_cum, strict=True):
+        if cum is None:
+            continue
+        d = cum - prev
+        prev = cum
+        if d > 0:
+            deltas.append(d)
+            if t_first is None:
+                t_first = t
+            t_last = t
+    if t_first is None:  # no usage numbers: fall back on the chunks that carried text
+        texts = [t for t, has in zip(trace.chunk_t, trace.chunk_has_text, strict=True) if has]
+        if texts:
+            t_first, t_last = texts[0], texts[-1]
+    return t_first, t_last, deltas
+
+
+def request_stats(trace: RequestTrace, *, n_spec: int | None = None) -> RequestStats:
+    """The statistics of one request; `n_spec` (K) lets merged chunks be recognised."""
+    started, ended = trace.started, trace.ended
+    t_send = started.t if started else None
+    t_end = ended.t if ended else None
+    choice_times = trace.chunk_t
+    t_first, t_last, deltas = _first_last_token_times(trace)
+
+    n: int | None = None
+    if ended is not None and ended.completion_tokens is not None and ended.completion_tokens >= 0:
+        n = ended.completion_tokens
+    elif trace.last_cum is not None:
+        n = trace.last_cum
+
+    ttft = choice_times[0] - t_send if choice_times and t_send is not None else None
+    e2el = t_end - t_send if t_end is not None and t_send is not None else None
+    tpot = None
+    if e2el is not None and ttft is not None and n is not None and n > 1:
+        tpot = (e2el - ttft) / (n - 1)
+    decode = None
+    if n is not None and n >= 2 and t_first is not None and t_last is not None:
+        span = t_last - t_first
+        decode = (n - 1) / span if span > 0 else None
+    e2e = None
+    if n is not None and e2el is not None and e2el > 0:
+        e2e = n / e2el
+    itl = tuple(b - a for a, b in itertools.pairwise(choice_times))
+
+    decode_deltas = deltas[1:]
+    merged: int | None = None
+    counted = decode_deltas
+    if n_spec is not None and n_spec >= 0:
+        limit = n_spec + 1
+        merged = sum(1 for d in decode_deltas if d > limit)
+        counted = [d for d in decode_deltas if d <= limit]
+    client_al = sum(counted) / len(counted) if counted else None
+
+    return RequestStats(
+        request_id=trace.request_id,
+        outcome=ended.outcome if ended else "running",
+        error=ended.error if ended else None,
+        t_send=t_send,
+        t_end=t_end,
+        completion_tokens=n,
+        prompt_tokens=ended.prompt_tokens if ended else None,
+        max_tokens=started.max_tokens if started else None,
+        ttft_s=ttft,
+        e2el_s=e2el,
+        tpot_s=tpot,
+        decode_tok_s=decode,
+        e2e_tok_s=e2e,
+        itl_s=itl,
+        chunk_tokens=tuple(deltas),
+        decode_chunks=len(decode_deltas),
+        merged_chunks=merged,
+        single_token_chunks=sum(1 for d in decode_deltas if d == 1),
+        client_acceptance_length=client_al,
+        server_spec=parse_server_spec(ended.spec_decoding) if ended else None,
+        t_first_token=t_first,
+        t_last_token=t_last,
+    )

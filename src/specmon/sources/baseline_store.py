@@ -1,0 +1,167 @@
+"""Vanilla (n_spec = 0) decode baselines, stored per model + GPU + vLLM version.
+
+The file is `$XDG_DATA_HOME/specmon/baselines.json` (default `~/.local/share/specmon/...`):
+
+    {"format": "specmon-baselines", "version": 1,
+     "baselines": [{"model": ..., "gpu": ..., "vllm_version": ..., "tok_s": 61.8,
+                    "requests": 5, "recorded_at": "2026-11-22T02:40:00+00:00", "note": ""}]}
+
+Writes are atomic (a temporary file in the same directory, fsync, then os.replace). A file that is
+not valid JSON or not this format raises BaselineStoreError naming the file and the problem, and is
+never overwritten: the user decides (move it away or fix it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+FORMAT = "specmon-baselines"
+VERSION = 1
+
+
+class BaselineStoreError(Exception):
+    """The baseline file cannot be read or written; the message names the file and the problem."""
+
+
+@dataclass(frozen=True, slots=True)
+class BaselineKey:
+    """What a vanilla speed depends on. Unknown parts are stored as "" (and match only "")."""
+
+    model: str
+    gpu: str
+    vllm_version: str
+
+
+@dataclass(frozen=True, slots=True)
+class Baseline:
+    """One measured vanilla decode speed."""
+
+    model: str
+    gpu: str
+    vllm_version: str
+    tok_s: float
+    requests: int | None = None
+    recorded_at: str = ""
+    note: str = ""
+
+    @property
+    def key(self) -> BaselineKey:
+        return BaselineKey(self.model, self.gpu, self.vllm_version)
+
+
+def default_path(env: Mapping[str, str] | None = None) -> Path:
+    """`$XDG_DATA_HOME/specmon/baselines.json`, with XDG's default `~/.local/share`."""
+    env = os.environ if env is None else env
+    base = env.get("XDG_DATA_HOME") or ""
+    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".local" / "share"
+    return root / "specmon" / "baselines.json"
+
+
+def _baseline_from(item: Any, path: Path, index: int) -> Baseline:
+    where = f"{path}: baseline #{index + 1}"
+    if not isinstance(item, dict):
+        raise BaselineStoreError(f"{where} is not an object")
+    try:
+        tok_s = item["tok_s"]
+        if isinstance(tok_s, bool) or not isinstance(tok_s, int | float):
+            raise TypeError("tok_s is not a number")
+        if not math.isfinite(tok_s) or tok_s <= 0:
+            raise ValueError(f"tok_s {tok_s!r} is not a positive number")
+        requests = item.get("requests")
+        if requests is not None and (isinstance(requests, bool) or not isinstance(requests, int)):
+            raise TypeError("requests is not an integer")
+        fields = {}
+        for name in ("model", "gpu", "vllm_version", "recorded_at", "note"):
+            value = item.get(name, "")
+            if not isinstance(value, str):
+                raise TypeError(f"{name} is not a string")
+            fields[name] = value
+    except KeyError as exc:
+        raise BaselineStoreError(f"{where} has no {exc.args[0]!r}") from None
+    except (TypeError, ValueError) as exc:
+        raise BaselineStoreError(f"{where}: {exc}") from None
+    return Baseline(tok_s=float(tok_s), requests=requests, **fields)
+
+
+class BaselineStore:
+    """Read and write the baseline file."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path if path is not None else default_path()
+
+    def load(self) -> list[Baseline]:
+        """Every stored baseline ([] when the file does not exist yet)."""
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BaselineStoreError(f"cannot read the baseline file {self.path}: {exc}") from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise BaselineStoreError(
+                f"the baseline file {self.path} is not valid JSON (line {exc.lineno}, column "
+                f"{exc.colno}: {exc.msg}); it was left as it is: fix it or move it away"
+            ) from None
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise BaselineStoreError(
+                f"the baseline file {self.path} is not a specmon baseline file (no "
+                f'"format": "{FORMAT}"); it was left as it is: fix it or move it away'
+            )
+        version = data.get("version")
+        if not isinstance(version, int) or version > VERSION:
+            raise BaselineStoreError(
+                f"the baseline file {self.path} has version {version!r}; this specmon reads "
+                f"version {VERSION} (a newer specmon wrote it?)"
+            )
+        items = data.get("baselines", [])
+        if not isinstance(items, list):
+            raise BaselineStoreError(f"{self.path}: 'baselines' is not a list")
+        return [_baseline_from(item, self.path, i) for i, item in enumerate(items)]
+
+    def get(self, key: BaselineKey) -> Baseline | None:
+        """The baseline stored for exactly this model + GPU + vLLM version, or None."""
+        for b in self.load():
+            if b.key == key:
+                return b
+        return None
+
+    def put(self, baseline: Baseline) -> None:
+        """Store (or replace) the baseline of its key, atomically."""
+        if not math.isfinite(baseline.tok_s) or baseline.tok_s <= 0:
+            raise ValueError(f"a baseline must be a positive speed (got {baseline.tok_s!r})")
+        items = [b for b in self.load() if b.key != baseline.key]
+        items.append(baseline)
+        payload = {
+            "format": FORMAT,
+            "version": VERSION,
+            "baselines": [asdict(b) for b in items],
+        }
+        self._write_atomic(json.dumps(payload, indent=2, sort_keys=True) + "\n")
+
+    def _write_atomic(self, text: str) -> None:
+        directory = self.path.parent
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".baselines-", suffix=".tmp", dir=directory)
+        except OSError as exc:
+            raise BaselineStoreError(f"cannot write the baseline file {self.path}: {exc}") from None
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise BaselineStoreError(f"cannot write the baseline file {self.path}: {exc}") from None
