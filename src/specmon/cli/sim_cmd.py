@@ -1,0 +1,107 @@
+"""`specmon sim`: run the simulated DFlash vLLM server in the foreground until Ctrl-C/SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+
+from specmon.sim.profiles import DEFAULT_PROFILE, PROFILES
+from specmon.sim.server import SimConfig, SimConfigError, SimServer, resolve
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "sim",
+        help="run the SIMULATED vLLM server (OpenAI API, /metrics, DFlash-like speculation)",
+        description=(
+            "Run a simulated vLLM server with speculative decoding. Everything it serves is "
+            "SIMULATED: /version says so and every response carries X-Specmon-Simulated: 1."
+        ),
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="port (0 = any free port)")
+    parser.add_argument(
+        "--profile",
+        default=DEFAULT_PROFILE,
+        help=f"model/GPU profile: {', '.join(sorted(PROFILES))} (default {DEFAULT_PROFILE})",
+    )
+    parser.add_argument(
+        "--n-spec", type=int, default=None, help="num_speculative_tokens (default: the profile's)"
+    )
+    parser.add_argument(
+        "--schedule",
+        default=None,
+        help="degradation schedule, e.g. cycle:5f,1t,3d,1r, drop-at:N or file:PATH (default off)",
+    )
+    parser.add_argument(
+        "--speed", type=float, default=1.0, help="pace multiplier (10 = ten times faster)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument(
+        "--log-interval",
+        type=float,
+        default=None,
+        help="seconds between stats log lines (default $VLLM_LOG_STATS_INTERVAL or 10; 0 = off)",
+    )
+
+
+def _log_interval(args: argparse.Namespace) -> float:
+    if args.log_interval is not None:
+        return float(args.log_interval)
+    try:
+        return float(os.environ.get("VLLM_LOG_STATS_INTERVAL", "10"))
+    except ValueError:
+        return 10.0
+
+
+def run(args: argparse.Namespace) -> int:
+    config = SimConfig(
+        profile=args.profile,
+        n_spec=args.n_spec,
+        schedule=args.schedule,
+        speed=args.speed,
+        seed=args.seed,
+        host=args.host,
+        port=args.port,
+        log_interval=_log_interval(args),
+    )
+    try:
+        resolved = resolve(config)
+    except SimConfigError as err:
+        print(f"specmon sim: {err}", file=sys.stderr)
+        return 2
+    try:
+        return asyncio.run(_serve(config, resolved.n_spec))
+    except OSError as err:
+        print(
+            f"specmon sim: cannot listen on {args.host}:{args.port}: {err.strerror}",
+            file=sys.stderr,
+        )
+        return 1
+
+
+async def _serve(config: SimConfig, n_spec: int) -> int:
+    server = SimServer(config)
+    await server.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    schedule = config.schedule or "off"
+    print(
+        f"SIMULATED vLLM server (specmon sim) on {server.url}  profile={config.profile} "
+        f"n_spec={n_spec} speed={config.speed:g} schedule={schedule} seed={config.seed}",
+        flush=True,
+    )
+    print("All numbers it serves are SIMULATED. Ctrl-C stops it.", flush=True)
+    try:
+        await stop.wait()
+    finally:
+        await server.stop()
+    print("specmon sim: stopped", file=sys.stderr, flush=True)
+    return 0
