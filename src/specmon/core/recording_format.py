@@ -234,21 +234,40 @@ class MetricsDeltaDecoder:
     """Rebuilds full scrapes from stored changed-sample deltas, per source."""
 
     def __init__(self) -> None:
-        self._state: dict[str, dict[tuple[str, Labels], float]] = {}
+        self._state: dict[str, dict[tuple[str, Labels], MetricSample]] = {}
+        self._labels: dict[Any, Labels] = {}
+
+    def _labels_of(self, value: Any) -> Labels:
+        # The same label sets come back every scrape: convert each one once.
+        try:
+            key = tuple(value.items())
+            return self._labels[key]
+        except KeyError:
+            labels = self._labels[key] = _labels_of(value)
+            return labels
+        except (AttributeError, TypeError):
+            return _labels_of(value)
 
     def decode(self, t: float, data: dict[str, Any]) -> MetricsScraped:
         source = str(data.get("src", ""))
         state = self._state.setdefault(source, {})
+        labels_of = self._labels_of
         for item in data.get("gone", ()):
             name, labels = item[0], item[1]
-            state.pop((str(name), _labels_of(labels)), None)
+            state.pop((str(name), labels_of(labels)), None)
         for item in data.get("s", ()):
-            name, labels, value = item[0], item[1], item[2]
-            state[(str(name), _labels_of(labels))] = float(value)
-        samples = tuple(
-            MetricSample(name, labels, value) for (name, labels), value in state.items()
-        )
-        return MetricsScraped(t=t, source=source, samples=samples)
+            name, labels, value = str(item[0]), labels_of(item[1]), item[2]
+            if type(value) is not float:
+                value = _number(value)
+            # unchanged series keep their MetricSample object: a scrape rebuilds cheaply
+            state[(name, labels)] = MetricSample(name, labels, value)
+        return MetricsScraped(t=t, source=source, samples=tuple(state.values()))
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise RecordingFormatError(f"metric value {value!r} is not a number")
+    return float(value)
 
 
 def _labels_of(value: Any) -> Labels:
@@ -366,30 +385,38 @@ class EventDecoder:
         self._metrics = MetricsDeltaDecoder()
 
     def decode(self, value: Any) -> Event | None:
-        if not isinstance(value, list) or len(value) < 3:
+        if type(value) is not list or len(value) < 3:
             raise RecordingFormatError("an event must be a list [t, code, data]")
-        t, code, data = value[0], value[1], value[2]
-        if not isinstance(t, int | float) or isinstance(t, bool):
-            raise RecordingFormatError(f"event time {t!r} is not a number")
-        if not isinstance(data, dict):
+        t = value[0]
+        code = value[1]
+        data = value[2]
+        if type(t) is not float:
+            if type(t) is not int:
+                raise RecordingFormatError(f"event time {t!r} is not a number")
+            t = float(t)
+        if type(data) is not dict:
             raise RecordingFormatError(f"event data for code {code!r} is not an object")
-        t = float(t)
         try:
             if code == CODE_CHUNK:
-                n = data.get("n")
-                p = data.get("p")
-                if (n is not None and type(n) is not int) or (p is not None and type(p) is not int):
-                    raise RecordingFormatError("chunk token counts must be integers")
-                return StreamChunk(
-                    t,
-                    str(data["id"]),
-                    str(data.get("x", "")),
-                    str(data.get("rz", "")),
-                    _opt_str(data.get("role")),
-                    n,
-                    p,
-                    _opt_str(data.get("fr")),
-                )
+                get = data.get
+                rid = data["id"]
+                text = get("x", "")
+                reasoning = get("rz", "")
+                role = get("role")
+                n = get("n")
+                p = get("p")
+                finish = get("fr")
+                if (
+                    type(rid) is not str
+                    or type(text) is not str
+                    or type(reasoning) is not str
+                    or (n is not None and type(n) is not int)
+                    or (p is not None and type(p) is not int)
+                    or (role is not None and type(role) is not str)
+                    or (finish is not None and type(finish) is not str)
+                ):
+                    raise RecordingFormatError("a chunk field has the wrong type")
+                return StreamChunk(t, rid, text, reasoning, role, n, p, finish)
             if code == CODE_METRICS:
                 return self._metrics.decode(t, data)
             if code == CODE_GPU:

@@ -51,8 +51,11 @@ class Recording:
     started_at: str | None = None
 
 
-def _raw_lines(path: Path, problems: list[ReadProblem]) -> Iterator[bytes]:
-    """Yield the file's lines (without the newline); the last one may be torn (no newline)."""
+_TORN = "\x00TORN"
+
+
+def _raw_lines(path: Path, problems: list[ReadProblem]) -> Iterator[str]:
+    """Yield the file's lines (without the newline); a torn last line ends with _TORN."""
     gz = path.name.endswith(".gz")
     decomp = zlib.decompressobj(zlib.MAX_WBITS | 16) if gz else None
     pending = b""
@@ -64,19 +67,21 @@ def _raw_lines(path: Path, problems: list[ReadProblem]) -> Iterator[bytes]:
             if decomp is not None:
                 try:
                     block = decomp.decompress(block)
+                    if decomp.eof and decomp.unused_data:
+                        # A second gzip member (files concatenated): go on with a fresh stream.
+                        rest = decomp.unused_data
+                        decomp = zlib.decompressobj(zlib.MAX_WBITS | 16)
+                        block += decomp.decompress(rest)
                 except zlib.error as exc:
                     problems.append(ReadProblem(0, f"gzip data is damaged after this point: {exc}"))
                     break
-                if decomp.eof and decomp.unused_data:
-                    # A second gzip member (files concatenated): continue with a fresh stream.
-                    rest = decomp.unused_data
-                    decomp = zlib.decompressobj(zlib.MAX_WBITS | 16)
-                    block += decomp.decompress(rest)
             pending += block
-            *lines, pending = pending.split(b"\n")
-            yield from lines
+            complete, newline, pending = pending.rpartition(b"\n")
+            if newline:
+                # split on newline bytes only: UTF-8 never has 0x0A inside a character
+                yield from complete.decode("utf-8", errors="replace").split("\n")
     if pending:
-        yield pending + b"\x00TORN"  # marker: the last line had no newline
+        yield pending.decode("utf-8", errors="replace") + _TORN
 
 
 def iter_recording(
@@ -99,9 +104,9 @@ def iter_recording(
         raise RecordingError(f"{p}: cannot read: {exc}") from None
     if first is None:
         raise RecordingError(f"{p} is empty: no header line")
-    torn = first.endswith(b"\x00TORN")
+    torn = first.endswith(_TORN)
     if torn:
-        first = first[: -len(b"\x00TORN")]
+        first = first[: -len(_TORN)]
     try:
         header = json.loads(first)
     except ValueError:
@@ -114,23 +119,25 @@ def iter_recording(
     return info, _events(lines, sink), header
 
 
-def _events(lines: Iterator[bytes], problems: list[ReadProblem]) -> Iterator[Event]:
-    decoder = EventDecoder()
-    decode = decoder.decode
-    loads = json.loads
+def _events(lines: Iterator[str], problems: list[ReadProblem]) -> Iterator[Event]:
+    decode = EventDecoder().decode
+    raw_decode = json.JSONDecoder().raw_decode
     number = 1
     for raw in lines:
         number += 1
-        if raw.endswith(b"\x00TORN"):
-            problems.append(
-                ReadProblem(number, "torn last line (the recording was cut while writing)")
-            )
-            return
-        if not raw or raw.isspace() or raw.startswith(b"#"):
-            continue
         try:
-            event = decode(loads(raw))
+            value, end = raw_decode(raw)
+            if end != len(raw) and raw[end:].strip():
+                raise ValueError(f"extra data after the JSON value at column {end + 1}")
+            event = decode(value)
         except ValueError as exc:  # JSONDecodeError and RecordingFormatError are ValueErrors
+            if raw.endswith(_TORN):
+                problems.append(
+                    ReadProblem(number, "torn last line (the recording was cut while writing)")
+                )
+                return
+            if not raw.strip() or raw.lstrip().startswith("#"):
+                continue  # blank and comment lines are allowed
             problems.append(ReadProblem(number, f"skipped: {exc}"))
             continue
         if event is not None:

@@ -1,0 +1,138 @@
+"""`specmon demo`: the built-in simulated DFlash server, a prompt loop, and live numbers.
+
+The simulator runs in its own thread on a free loopback port with the seeds' degradation cycle
+(`cycle:5f,1t,3d,1r`); the hub runs the stream client and the /metrics scraper on its own thread;
+the terminal shows the state at a fixed rate. Everything is labelled SIMULATED. Ctrl-C (or the
+end of `--requests`) stops the loop, the hub and the simulator, leaving no thread or port behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+from typing import Any
+
+from specmon.core.events import ServerLogLine
+from specmon.core.session_state import SessionState
+from specmon.runtime.monitor import Monitor, Target
+from specmon.runtime.prompt_loop import prompt_loop
+from specmon.sources.stream_client import ChatRequest
+
+DEMO_SCHEDULE = "cycle:5f,1t,3d,1r"
+
+DEMO_PROMPTS: tuple[str, ...] = (
+    "Explain speculative decoding to a new colleague in three short paragraphs.",
+    "Write a Python function that merges two sorted lists, with a docstring and a test.",
+    "List five things that make a GPU throttle its clocks, one line each.",
+    "Summarise what acceptance length means for a draft model, with a small example.",
+    "Write a haiku about a server that answers faster than it thinks.",
+    "Compare ngram drafting and a small draft model: when does each one win?",
+    "Give a step-by-step plan to benchmark num_speculative_tokens on one GPU.",
+    "Describe a Space Invaders game loop in pseudo-code.",
+)
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "demo",
+        help="run the built-in simulated server and watch it (no GPU needed; labelled SIMULATED)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--profile", default=None, help="simulator profile (default: the sim's)")
+    p.add_argument("--n-spec", type=int, default=None, help="num_speculative_tokens to simulate")
+    p.add_argument("--speed", type=float, default=1.0, help="pace multiplier (default 1.0)")
+    p.add_argument("--requests", type=int, default=None, help="stop after N requests")
+    p.add_argument("--max-tokens", type=int, default=256, help="tokens per answer (default 256)")
+    p.add_argument("--record", metavar="FILE", help="record the session (.gz compresses)")
+    p.add_argument(
+        "--json", action="store_true", help="print the final snapshot as JSON at the end"
+    )
+    p.add_argument(
+        "--schedule", default=DEMO_SCHEDULE, help=f"sim schedule (default {DEMO_SCHEDULE})"
+    )
+
+
+def _error(message: str) -> int:
+    print(f"specmon demo: {message}", file=sys.stderr)
+    return 2
+
+
+def run(args: argparse.Namespace) -> int:
+    from specmon.sim.server import SimConfig, SimConfigError, start_in_thread
+
+    if args.requests is not None and args.requests < 1:
+        return _error(f"--requests must be at least 1, got {args.requests}")
+    if args.speed <= 0:
+        return _error(f"--speed must be positive, got {args.speed}")
+    if args.max_tokens < 1:
+        return _error(f"--max-tokens must be at least 1, got {args.max_tokens}")
+    kwargs: dict[str, Any] = {"speed": args.speed, "schedule": args.schedule, "port": 0}
+    if args.profile is not None:
+        kwargs["profile"] = args.profile
+    if args.n_spec is not None:
+        kwargs["n_spec"] = args.n_spec
+    logs: list[str] = []
+    monitor: Monitor | None = None
+
+    def sink(line: str) -> None:
+        if monitor is not None and monitor.hub.running:
+            hub = monitor.hub
+            hub.post(ServerLogLine(t=hub.clock(), source=sim_url, line=line))
+        else:
+            logs.append(line)
+
+    try:
+        sim = start_in_thread(SimConfig(**kwargs), log_sink=sink)
+    except (SimConfigError, ValueError) as exc:
+        return _error(str(exc))
+    sim_url = sim.url
+    try:
+        monitor = Monitor([Target(sim_url)], SessionState, interval=1.0, record=args.record)
+        try:
+            monitor.start()
+        except FileExistsError as exc:
+            return _error(str(exc))
+        return _drive(monitor, args)
+    finally:
+        if monitor is not None:
+            monitor.stop()
+        sim.stop()
+
+
+def _drive(monitor: Monitor, args: argparse.Namespace) -> int:
+    from specmon.ui.live_console import TextTail, run_live, run_plain
+
+    hub = monitor.hub
+    tail = TextTail()
+    hub.subscribe(tail)
+    client = monitor.clients[0]
+    requests = [ChatRequest(prompt=p, max_tokens=args.max_tokens) for p in DEMO_PROMPTS]
+    done = threading.Event()
+    loop = hub.submit(
+        prompt_loop(client, requests, hub.emit, scraper=monitor.scrapers[0], count=args.requests)
+    )
+    loop.add_done_callback(lambda _f: done.set())
+    title = f"specmon demo — simulated server {client.base_url}"
+    interrupted = False
+    try:
+        if sys.stdout.isatty() and not args.json:
+            run_live(
+                monitor.snapshot, title=title, done=done, read_text=lambda: hub.read(tail.read)
+            )
+        elif not args.json:
+            print(f"[SIMULATED] specmon demo against {client.base_url}", flush=True)
+            run_plain(monitor.snapshot, done=done, write=lambda s: print(s, flush=True))
+        else:
+            done.wait()
+    except KeyboardInterrupt:
+        interrupted = True
+    loop.cancel()
+    if not interrupted and loop.done() and not loop.cancelled() and loop.exception() is not None:
+        print(f"specmon demo: the prompt loop failed: {loop.exception()}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(monitor.snapshot()))
+    return 130 if interrupted else 0

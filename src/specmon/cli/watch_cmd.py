@@ -1,0 +1,128 @@
+"""`specmon watch`: attach to one or more running vLLM servers and show what they do.
+
+`--once --json` prints one snapshot (docs/watch-json.md) and exits; `--json` prints one snapshot
+line per interval; otherwise a live terminal view. Servers that are down are shown as down.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+from typing import Any
+
+from specmon.core.session_state import SessionState
+from specmon.runtime.monitor import Monitor, pair_targets
+from specmon.runtime.recorder import RecordingExistsError
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "watch",
+        help="attach to running vLLM servers: live tok/s, acceptance, GPU, flags",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--attach",
+        action="append",
+        required=True,
+        metavar="URL",
+        help="server base URL, e.g. http://gpu-box:8000 (repeat for several servers)",
+    )
+    p.add_argument(
+        "--metrics-url",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="where a server's /metrics page is when not at URL/metrics (paired with --attach "
+        "in order)",
+    )
+    p.add_argument(
+        "--api-key",
+        default=None,
+        help="API key (default: $OPENAI_API_KEY or $VLLM_API_KEY); never printed or recorded",
+    )
+    p.add_argument(
+        "--gpu",
+        default="none",
+        metavar="local|none|DCGM_URL",
+        help="GPU numbers from local NVML, a dcgm-exporter URL, or none (default)",
+    )
+    p.add_argument("--interval", type=float, default=1.0, help="seconds between scrapes")
+    p.add_argument("--record", metavar="FILE", help="record the session (.gz compresses)")
+    p.add_argument("--once", action="store_true", help="print one snapshot and exit")
+    p.add_argument("--json", action="store_true", help="JSON output (one line per snapshot)")
+
+
+def _error(message: str) -> int:
+    print(f"specmon watch: {message}", file=sys.stderr)
+    return 2
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.interval > 0:
+        return _error(f"--interval must be positive, got {args.interval}")
+    if args.once and not args.json:
+        args.json = True  # one snapshot is only meaningful as data
+    gpu = args.gpu
+    if gpu not in ("local", "none") and not gpu.startswith(("http://", "https://")):
+        return _error(f"--gpu must be local, none or a dcgm-exporter http(s) URL, got {gpu!r}")
+    try:
+        targets = pair_targets(args.attach, args.metrics_url)
+    except ValueError as exc:
+        return _error(str(exc))
+    try:
+        monitor = Monitor(
+            targets,
+            SessionState,
+            api_key=args.api_key,
+            gpu=gpu,
+            interval=args.interval,
+            record=args.record,
+        )
+    except ValueError as exc:
+        return _error(str(exc))
+    try:
+        try:
+            monitor.start(run_loops=not args.once)
+        except RecordingExistsError as exc:
+            return _error(str(exc))
+        if args.once:
+            return _once(monitor)
+        if args.json:
+            return _json_lines(monitor)
+        return _live(monitor)
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        monitor.stop()
+
+
+def _once(monitor: Monitor) -> int:
+    """Two scrapes one interval apart (so windowed rates exist), then one snapshot."""
+    monitor.scrape_all_once()
+    threading.Event().wait(monitor.interval)
+    monitor.scrape_all_once()
+    print(json.dumps(monitor.snapshot()))
+    return 0
+
+
+def _json_lines(monitor: Monitor) -> int:
+    stop = threading.Event()
+    while not stop.wait(monitor.interval):
+        print(json.dumps(monitor.snapshot()), flush=True)
+    return 0
+
+
+def _live(monitor: Monitor) -> int:
+    from specmon.ui.live_console import run_live, run_plain
+
+    done = threading.Event()
+    servers = ", ".join(t.base for t in monitor.targets)
+    if sys.stdout.isatty():
+        run_live(monitor.snapshot, title=f"specmon watch — {servers}", done=done)
+    else:
+        run_plain(monitor.snapshot, done=done, write=lambda s: print(s, flush=True))
+    return 0

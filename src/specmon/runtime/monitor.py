@@ -1,0 +1,230 @@
+"""A monitoring session: the hub, a session state, an optional recorder and the sources.
+
+Used by `specmon watch` and `specmon demo`: it identifies each attached server (/version,
+/v1/models), builds the SessionInfo (simulated or not), subscribes the state (and the recorder)
+to the hub, and starts one /metrics scraper per server and the GPU sampler. The UI reads
+`snapshot()` at its own rate; nothing here waits on the UI.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from specmon.core.events import Event, SessionInfo
+from specmon.runtime.hub import Hub
+from specmon.runtime.recorder import Recorder
+from specmon.sources.metrics_scraper import MetricsScraper, metrics_url_for
+from specmon.sources.stream_client import (
+    ServerIdentity,
+    StreamClient,
+    resolve_api_key,
+    server_base,
+)
+
+
+class State(Protocol):
+    """What the monitor needs of a session state (core.session_state.SessionState)."""
+
+    def apply(self, event: Event) -> None: ...
+
+    def snapshot(self) -> dict[str, Any]: ...
+
+
+StateFactory = Callable[[SessionInfo], State]
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One attached server: its base URL and where its /metrics page is."""
+
+    url: str
+    metrics_url: str | None = None
+
+    @property
+    def base(self) -> str:
+        return server_base(self.url)
+
+    @property
+    def metrics(self) -> str:
+        return self.metrics_url or metrics_url_for(self.base)
+
+
+def pair_targets(urls: Sequence[str], metrics_urls: Sequence[str] = ()) -> list[Target]:
+    """Targets from --attach URLs and --metrics-url URLs (paired in order).
+
+    Raises ValueError with a clear message for bad URLs or more metrics URLs than servers.
+    """
+    if len(metrics_urls) > len(urls):
+        raise ValueError(
+            f"{len(metrics_urls)} --metrics-url given for {len(urls)} --attach server(s); "
+            "give at most one per server, in the same order"
+        )
+    targets = []
+    for i, url in enumerate(urls):
+        metrics = metrics_urls[i] if i < len(metrics_urls) else None
+        target = Target(url, metrics)
+        _ = target.base  # validates
+        if metrics is not None:
+            server_base(metrics)
+        targets.append(target)
+    return targets
+
+
+def session_info_from(identities: Sequence[ServerIdentity], gpu: str | None) -> SessionInfo:
+    """One SessionInfo for the session: the first server's fields, every server in `extra`."""
+    if not identities:
+        return SessionInfo(gpu=gpu)
+    first = identities[0].session_info()
+    extra = dict(first.extra)
+    if len(identities) > 1:
+        extra["servers"] = [i.base_url for i in identities]
+    return replace(
+        first,
+        simulated=any(i.simulated for i in identities),
+        gpu=gpu,
+        extra=extra,
+    )
+
+
+class Monitor:
+    """Wires hub, state, recorder and sources for a set of attached servers."""
+
+    def __init__(
+        self,
+        targets: Sequence[Target],
+        state_factory: StateFactory,
+        *,
+        api_key: str | None = None,
+        gpu: str = "none",
+        interval: float = 1.0,
+        record: str | os.PathLike[str] | None = None,
+        hub: Hub | None = None,
+    ) -> None:
+        if interval <= 0:
+            raise ValueError(f"--interval must be positive, got {interval}")
+        self.targets = list(targets)
+        self._state_factory = state_factory
+        self._api_key = resolve_api_key(api_key)
+        self._gpu = gpu
+        self.interval = interval
+        self._record = record
+        self.hub = hub or Hub()
+        self.state: State | None = None
+        self.recorder: Recorder | None = None
+        self.info: SessionInfo | None = None
+        self.identities: list[ServerIdentity] = []
+        self.scrapers: list[MetricsScraper] = []
+        self.clients: list[StreamClient] = []
+        self._futures: list[concurrent.futures.Future[Any]] = []
+
+    # ------------------------------------------------------------ lifecycle
+
+    def start(self, *, run_loops: bool = True) -> SessionInfo:
+        """Start the hub, identify servers, subscribe state and recorder, start the sources.
+
+        With `run_loops=False` nothing polls on its own (`watch --once` scrapes by hand).
+        """
+        hub = self.hub.start()
+        for target in self.targets:
+            client = StreamClient(target.base, api_key=self._api_key, clock=hub.clock)
+            self.clients.append(client)
+            hub.add_closer(client.aclose)
+
+        async def identify_all() -> list[ServerIdentity]:
+            return list(await asyncio.gather(*(c.identify() for c in self.clients)))
+
+        self.identities = hub.submit(identify_all()).result(60)
+        self.info = session_info_from(self.identities, None)
+        self.state = self._state_factory(self.info)
+        hub.subscribe(self.state.apply)
+        if self._record is not None:
+            secrets = (self._api_key,) if self._api_key else ()
+            self.recorder = Recorder(self._record, self.info, secrets=secrets)
+            hub.subscribe(self.recorder)
+            self._futures.append(hub.every(0.5, self.recorder.flush_if_due))
+            hub.add_closer(self.recorder.close)
+        for target in self.targets:
+            scraper = MetricsScraper(
+                target.metrics,
+                source=target.base,
+                clock=hub.clock,
+                interval=self.interval,
+                headers=self._metrics_headers(target),
+            )
+            self.scrapers.append(scraper)
+            hub.add_closer(scraper.aclose)
+        if run_loops:
+            for scraper in self.scrapers:
+                self._futures.append(hub.run_source(scraper.run))
+            gpu_run = self._gpu_source()
+            if gpu_run is not None:
+                self._futures.append(hub.run_source(gpu_run))
+        return self.info
+
+    def _metrics_headers(self, target: Target) -> dict[str, str]:
+        # The key goes only to the server it belongs to, not to a separate metrics address.
+        if self._api_key and target.metrics_url is None:
+            return {"Authorization": f"Bearer {self._api_key}"}
+        return {}
+
+    def _gpu_sampler(self) -> Any:
+        if self._gpu == "none":
+            return None
+        if self._gpu == "local":
+            from specmon.sources.gpu import NvmlSampler
+
+            return NvmlSampler()
+        from specmon.sources.gpu import DcgmSampler
+
+        return DcgmSampler(self._gpu)
+
+    def _gpu_source(self) -> Callable[[Callable[[Event], None]], Any] | None:
+        sampler = self._gpu_sampler()
+        if sampler is None:
+            return None
+        from specmon.sources.gpu import run_sampler
+
+        clock = self.hub.clock
+        interval = self.interval
+
+        def run(emit: Callable[[Event], None]) -> Any:
+            return run_sampler(sampler, emit, clock, interval)
+
+        return run
+
+    def scrape_all_once(self) -> None:
+        """Scrape every server once and take one GPU sample (blocking; for `watch --once`)."""
+        hub = self.hub
+
+        async def once() -> None:
+            await asyncio.gather(*(s.scrape_once(hub.emit) for s in self.scrapers))
+            sampler = self._gpu_sampler()
+            if sampler is not None:
+                try:
+                    event = await asyncio.to_thread(sampler.sample, hub.clock())
+                    hub.emit(event)
+                finally:
+                    sampler.close()
+
+        hub.submit(once()).result(120)
+
+    def snapshot(self) -> dict[str, Any]:
+        """The state's snapshot, read under the hub's lock (safe from any thread)."""
+        if self.state is None:
+            raise RuntimeError("the monitor is not started")
+        return self.hub.read(self.state.snapshot)
+
+    def stop(self) -> None:
+        """Cancel sources, close clients and the recorder (fsync), stop the hub thread."""
+        self.hub.stop()
+
+    def __enter__(self) -> Monitor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
