@@ -124,8 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     if first.error is not None:
         print(f"cannot benchmark: {first.error}", file=sys.stderr)
         return 1
-    memory_v2 = bool(probe._memory_v2)
-    reasons = probe._reasons_function or "nvmlDeviceGetCurrentClocksEventReasons"
+    memory_v2 = bool(probe.memory_info_v2)
+    reasons = probe.reasons_function or "nvmlDeviceGetCurrentClocksEventReasons"
     handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(len(first.gpus))]
     gpu_names = sorted({g.name or "?" for g in first.gpus})
 

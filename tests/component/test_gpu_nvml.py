@@ -130,6 +130,7 @@ def test_a_driver_without_memory_info_v2_falls_back_to_v1_and_remembers():
     assert first.memory_total_bytes == 80 * GIB
     assert fake.calls["nvmlDeviceGetMemoryInfo_v2"] == 1
     assert fake.calls["nvmlDeviceGetMemoryInfo"] == 2
+    assert sampler.memory_info_v2 is False
 
 
 def test_bindings_without_v2_use_v1():
@@ -150,6 +151,7 @@ def test_clock_reasons_fall_back_to_the_older_throttle_name():
     assert sampler.sample(0.0).gpus[0].clock_event_reasons == ("hw_thermal_slowdown",)
     sampler.sample(1.0)
     assert fake.calls["nvmlDeviceGetCurrentClocksThrottleReasons"] == 2
+    assert sampler.reasons_function == "nvmlDeviceGetCurrentClocksThrottleReasons"
 
 
 def test_clock_reasons_fall_back_when_the_driver_lacks_the_new_function():

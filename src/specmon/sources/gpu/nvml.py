@@ -120,6 +120,16 @@ class NvmlSampler:
         when cancelled. See `run_sampler`."""
         await run_sampler(self, emit, clock, interval)
 
+    @property
+    def memory_info_v2(self) -> bool | None:
+        """Whether memory info v2 is in use (None until a sample has tried it)."""
+        return self._memory_v2
+
+    @property
+    def reasons_function(self) -> str | None:
+        """The NVML function that answered for clock-event reasons (None until one has)."""
+        return self._reasons_function
+
     # ------------------------------------------------------------ init
 
     def _ensure_init(self, now: float) -> str | None:
