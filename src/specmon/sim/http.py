@@ -128,6 +128,8 @@ class HttpServer:
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task] = set()
         self.port = port
+        self.connections_accepted = 0
+        """TCP connections accepted so far (keep-alive reuses one for many requests)."""
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._connection, self._host, self._port)
@@ -148,6 +150,7 @@ class HttpServer:
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
+        self.connections_accepted += 1
         conn = h11.Connection(h11.SERVER)
         try:
             while True:
