@@ -203,7 +203,9 @@ class StreamClient:
             async with httpx.AsyncClient(timeout=10.0, headers=headers) as http:
                 resp = await http.get(self.base_url + "/version")
                 simulated = resp.headers.get(SIMULATED_HEADER) == "1"
-                if resp.status_code == 200:
+                if resp.status_code != 200:
+                    errors.append(f"/version: HTTP {resp.status_code}")
+                else:
                     body = resp.json()
                     if isinstance(body, dict):
                         v = body.get("version")

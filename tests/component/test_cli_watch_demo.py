@@ -1,0 +1,79 @@
+"""`specmon watch` and `specmon demo` end to end (in process, against the simulator)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+
+from specmon.cli.main import main
+from specmon.sources.recording_player import read_recording
+
+
+def test_watch_once_json_prints_one_snapshot(sim, capsys):
+    assert main(["watch", "--attach", sim.url, "--once", "--json", "--interval", "0.1"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1
+    snap = json.loads(out[0])
+    assert snap["simulated"] is True
+    server = snap["servers"][sim.url]
+    assert server["status"] == "up"
+    assert server["totals"]["generation_tokens"] is not None
+
+
+def test_watch_survives_a_down_server_and_says_so(sim, capsys):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+    code = main(
+        ["watch", "--attach", sim.url, "--attach", dead, "--once", "--json", "--interval", "0.1"]
+    )
+    assert code == 0
+    snap = json.loads(capsys.readouterr().out)
+    assert snap["servers"][dead]["status"] == "down"
+    assert snap["servers"][sim.url]["status"] == "up"
+
+
+def test_watch_separate_metrics_url(sim, capsys):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        nowhere = f"http://127.0.0.1:{s.getsockname()[1]}"
+    # the API lives nowhere, the metrics at the simulator: the scrape still works
+    args = ["watch", "--attach", nowhere, "--metrics-url", sim.url + "/metrics", "--once"]
+    assert main([*args, "--interval", "0.1"]) == 0
+    snap = json.loads(capsys.readouterr().out)
+    assert snap["servers"][nowhere]["status"] == "up"
+
+
+def test_watch_bad_arguments_are_one_line_errors(capsys):
+    assert main(["watch", "--attach", "ftp://x", "--once"]) == 2
+    assert "http or https" in capsys.readouterr().err
+    assert (
+        main(["watch", "--attach", "http://a", "--metrics-url", "u1", "--metrics-url", "u2"]) == 2
+    )
+    assert "--metrics-url" in capsys.readouterr().err
+    assert main(["watch", "--attach", "http://a", "--gpu", "cuda"]) == 2
+
+
+def test_demo_runs_n_requests_records_and_leaves_no_threads(tmp_path, capsys):
+    before = {t.ident for t in threading.enumerate()}
+    path = tmp_path / "demo.ndjson.gz"
+    code = main(
+        ["demo", "--requests", "10", "--speed", "50", "--max-tokens", "32", "--record", str(path)]
+    )
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out  # not a terminal: plain lines, no escape codes
+    lines = [x for x in out.splitlines() if x.startswith("[SIMULATED] r")]
+    assert len(lines) == 10
+    assert sum("VANILLA SPEED" in x for x in lines) == 3  # 5f,1t,3d,1r: three degraded
+    assert all("[SIMULATED]" in x for x in lines)
+    rec = read_recording(path)
+    assert rec.info.simulated is True and rec.problems == []
+    after = {t.ident for t in threading.enumerate() if t.is_alive()}
+    assert after <= before
+
+
+def test_demo_bad_profile_is_a_clear_error(capsys):
+    assert main(["demo", "--profile", "no-such-profile", "--requests", "1"]) == 2
+    assert "no-such-profile" in capsys.readouterr().err
