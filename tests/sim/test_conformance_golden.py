@@ -1,0 +1,206 @@
+"""The simulator against captures of a REAL vLLM server (tests/golden/, see its README.md).
+
+For every capture, the simulator gets the same request and must answer with the same shape:
+/metrics families specmon reads (type, label names, bucket edges) and the presence or absence of
+spec-decode families; SSE chunk kinds and key structures, usage semantics and [DONE]; status codes
+and error bodies; the stats log line templates. Values differ (a tiny CPU model vs a simulated
+GPU), shapes must not.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from conformance_checks import (
+    exchange_shape,
+    log_template,
+    metric_shape,
+    spec_families,
+    sse_shape,
+    stream_facts,
+)
+
+from specmon.sim.server import RunningSim, SimConfig, start_in_thread
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+INFO = GOLDEN / "capture-info.json"
+PROFILE = "gemma4-26b-rtx5090"  # max_model_len 2048, like a small real server's limits
+REAL_MODEL = "tiny"
+
+pytestmark = pytest.mark.skipif(
+    not INFO.exists(), reason="golden captures of a real vLLM are not in tests/golden yet"
+)
+
+
+def info() -> dict:
+    return json.loads(INFO.read_text())
+
+
+def golden_files(sub: str, pattern: str = "*") -> list[Path]:
+    return sorted((GOLDEN / sub).glob(pattern)) if (GOLDEN / sub).is_dir() else []
+
+
+def real_n_spec(server: str) -> int:
+    n = info()["servers"].get(server, {}).get("n_spec")
+    return int(n) if n else 0
+
+
+@pytest.fixture(scope="module")
+def sims() -> Iterator[dict[int, RunningSim]]:
+    """One simulator per n_spec the real servers used (0 = plain), at unlimited speed."""
+    running: dict[int, RunningSim] = {}
+
+    def get(n_spec: int) -> RunningSim:
+        if n_spec not in running:
+            config = SimConfig(profile=PROFILE, n_spec=n_spec, speed=float("inf"), log_interval=0)
+            running[n_spec] = start_in_thread(config, log_sink=lambda line: None)
+        return running[n_spec]
+
+    yield _Lazy(get)  # type: ignore[misc]
+    for sim in running.values():
+        sim.stop()
+
+
+class _Lazy:
+    def __init__(self, get) -> None:
+        self._get = get
+
+    def __getitem__(self, n_spec: int) -> RunningSim:
+        return self._get(n_spec)
+
+
+def for_sim(body: dict | None, sim: RunningSim) -> dict | None:
+    """The captured request, aimed at the simulator's model where it named the real one."""
+    if body is None:
+        return None
+    body = dict(body)
+    if body.get("model") == REAL_MODEL:
+        body["model"] = httpx.get(sim.url + "/v1/models").json()["data"][0]["id"]
+    return body
+
+
+def chat_body_for(stream_name: str) -> dict:
+    """Rebuild the request of a captured stream from its file name (see capture_golden.py)."""
+    match = re.search(r"chat-t(\d)-(nooptions|plain|final-usage|continuous)$", stream_name)
+    assert match, stream_name
+    body: dict = {
+        "model": REAL_MODEL,
+        "messages": [{"role": "user", "content": info()["prompt"]}],
+        "max_tokens": info()["max_tokens"],
+        "temperature": int(match.group(1)),
+        "stream": True,
+    }
+    if match.group(2) in ("final-usage", "continuous"):
+        body["stream_options"] = {
+            "include_usage": True,
+            "continuous_usage_stats": match.group(2) == "continuous",
+        }
+    return body
+
+
+def sim_stream(sim: RunningSim, body: dict) -> str:
+    with httpx.Client(base_url=sim.url, timeout=60) as client:
+        response = client.post("/v1/chat/completions", json=for_sim(body, sim))
+        assert response.status_code == 200
+        return response.text
+
+
+def traffic(sim: RunningSim) -> None:
+    """The captures' traffic before the "after" page: two continuous-usage streams."""
+    for temperature in (0, 1):
+        body = chat_body_for(f"chat-t{temperature}-continuous")
+        sim_stream(sim, body)
+
+
+def _server_of(path: Path) -> str:
+    return next(s for s in info()["servers"] if path.stem.startswith(s + "-"))
+
+
+@pytest.mark.parametrize("path", golden_files("metrics", "*.txt"), ids=lambda p: p.stem)
+def test_metric_families_match(sims, path: Path) -> None:
+    server = _server_of(path)
+    sim = sims[real_n_spec(server)]
+    if path.stem.endswith("-after"):
+        traffic(sim)
+    real_page = path.read_text()
+    sim_page = httpx.get(sim.url + "/metrics").text
+    real = metric_shape(real_page)
+    mine = metric_shape(sim_page)
+    assert real, "the capture has none of the families specmon reads"
+    for family, shape in real.items():
+        assert family in mine, f"{family} is on the real page but not on the simulator's"
+        assert mine[family] == shape, family
+    assert spec_families(sim_page) == spec_families(real_page)
+
+
+@pytest.mark.parametrize("path", golden_files("sse", "*.sse"), ids=lambda p: p.stem)
+def test_stream_shapes_match(sims, path: Path) -> None:
+    server = _server_of(path)
+    sim = sims[real_n_spec(server)]
+    raw_real = path.read_text()
+    raw_sim = sim_stream(sim, chat_body_for(path.stem))
+    real, mine = sse_shape(raw_real), sse_shape(raw_sim)
+    # the kinds a simulated stream shows must be the real ones, with the same key structure
+    for kind in ("role", "content", "final", "usage", "done"):
+        assert (kind in real) == (kind in mine), kind
+        if kind in real:
+            assert mine[kind] <= real[kind], kind
+    assert stream_facts(raw_sim) == stream_facts(raw_real)
+
+
+@pytest.mark.parametrize("path", golden_files("http", "*.json"), ids=lambda p: p.stem)
+def test_http_exchanges_match(sims, path: Path) -> None:
+    record = json.loads(path.read_text())
+    server = "draft_same" if path.stem.endswith("draft_same") else "plain"
+    sim = sims[real_n_spec(server)]
+    request = record["request"]
+    body = request["body"]
+    if body is not None:
+        try:
+            content = json.dumps(for_sim(json.loads(body), sim))
+        except json.JSONDecodeError:
+            content = body  # a malformed body is replayed as it was
+    else:
+        content = None
+    headers = {"Content-Type": "application/json"} if content is not None else {}
+    response = httpx.request(
+        request["method"], sim.url + request["path"], content=content, headers=headers
+    )
+    real = exchange_shape(record["status"], record["content_type"], record["body"])
+    mine = exchange_shape(response.status_code, response.headers.get("content-type"), response.text)
+    if path.stem == "version":
+        # the simulator adds simulated/profile/n_spec to vLLM's {"version": ...}
+        assert mine["status"] == real["status"] == 200
+        assert set(json.loads(record["body"])) <= set(response.json())
+        assert response.json()["simulated"] is True
+        return
+    assert mine == real
+
+
+def test_stats_log_lines_match_real_templates(sims) -> None:
+    real_templates = {
+        t
+        for p in golden_files("logs", "*-stats.log")
+        for line in p.read_text().splitlines()
+        if (t := log_template(line))
+    }
+    if not real_templates:
+        pytest.skip("no stats log lines in the captures")
+    lines: list[str] = []
+    for n_spec in sorted({real_n_spec(s) for s in info()["servers"]}):
+        sim = sims[n_spec]
+        sim_stream(sim, chat_body_for("chat-t0-continuous"))
+        app = sim.app
+        sink = app.log_sink
+        app.log_sink = lines.append
+        try:
+            sim.call(lambda app=app: app.log_interval(1.0, False))
+        finally:
+            app.log_sink = sink
+    mine = {log_template(line) for line in lines}
+    assert mine and mine <= real_templates, mine - real_templates
