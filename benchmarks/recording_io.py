@@ -18,6 +18,7 @@ import gzip
 import json
 import os
 import platform
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -99,18 +100,26 @@ def _open(path: Path, mode: str):
     return open(path, mode)
 
 
-def best(fn, repeat: int) -> float:
-    times = []
+def _time(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def paired(ours, bare, repeat: int) -> tuple[float, float, float]:
+    """Interleaved rounds (ours, bare, ours, bare, ...): medians of both and of the per-round
+    ratio, so load from other processes hits both sides alike."""
+    a, b = [], []
     for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+        a.append(_time(ours))
+        b.append(_time(bare))
+    ratios = [x / y for x, y in zip(a, b, strict=True)]
+    return statistics.median(a), statistics.median(b), statistics.median(ratios)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=15)
     args = parser.parse_args()
     events = make_session()
     encoder = EventEncoder()
@@ -137,8 +146,7 @@ def main() -> None:
                     f.flush()
                     os.fsync(f.fileno())
 
-            w_rec = best(record, args.repeat)
-            w_bare = best(bare_write, args.repeat)
+            w_rec, w_bare, w_ratio = paired(record, bare_write, args.repeat)
             path = Path(tmp) / f"read{suffix}"
             with Recorder(path, info, clock=FakeClock()) as rec:
                 for e in events:
@@ -154,21 +162,20 @@ def main() -> None:
                     for line in f:
                         loads(line)
 
-            r_rec = best(read, args.repeat)
-            r_bare = best(bare_read, args.repeat)
+            r_rec, r_bare, r_ratio = paired(read, bare_read, args.repeat)
             size = path.stat().st_size
-            rows.append((suffix, "write", w_rec, w_bare, size))
-            rows.append((suffix, "read", r_rec, r_bare, size))
+            rows.append((suffix, "write", w_rec, w_bare, w_ratio, size))
+            rows.append((suffix, "read", r_rec, r_bare, r_ratio, size))
     machine = f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
     chunks = sum(isinstance(e, StreamChunk) for e in events)
     print(f"recording I/O — {dt.date.today()} — {machine}")
-    print(f"{len(events)} events ({chunks} chunks), best of {args.repeat}")
+    print(f"{len(events)} events ({chunks} chunks), medians of {args.repeat} interleaved rounds")
     print()
-    print("| file | op | specmon (ms) | bare loop (ms) | ratio | goal | file size |")
+    print("| file | op | specmon (ms) | bare loop (ms) | ratio (median) | goal | file size |")
     print("|---|---|---:|---:|---:|---:|---:|")
-    for suffix, op, ours, bare, size in rows:
+    for suffix, op, ours, bare, ratio, size in rows:
         print(
-            f"| {suffix} | {op} | {ours * 1e3:.1f} | {bare * 1e3:.1f} | {ours / bare:.2f}x "
+            f"| {suffix} | {op} | {ours * 1e3:.1f} | {bare * 1e3:.1f} | {ratio:.2f}x "
             f"| ≤ 1.5x | {size / 1024:.0f} KiB |"
         )
 

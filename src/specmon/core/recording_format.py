@@ -206,28 +206,44 @@ class MetricsDeltaEncoder:
     """
 
     def __init__(self) -> None:
-        self._last: dict[str, dict[tuple[str, Labels], float]] = {}
+        self._last: dict[str, tuple[MetricSample, ...]] = {}
 
     def encode(self, event: MetricsScraped) -> dict[str, Any]:
-        previous = self._last.get(event.source, {})
-        current: dict[tuple[str, Labels], float] = {}
-        changed: list[list[Any]] = []
-        for sample in event.samples:
+        samples = event.samples
+        previous = self._last.get(event.source, ())
+        self._last[event.source] = samples
+        data: dict[str, Any] = {"src": event.source}
+        # Fast path: a page lists the same series in the same order scrape after scrape.
+        if len(previous) == len(samples):
+            changed: list[list[Any]] = []
+            for old, new in zip(previous, samples, strict=True):
+                if old.name != new.name or old.labels != new.labels:
+                    break
+                a, b = old.value, new.value
+                # NaN never equals itself: a NaN that stays NaN is not a change.
+                if a != b and (a == a or b == b):
+                    changed.append([new.name, dict(new.labels), b])
+            else:
+                data["s"] = changed
+                return data
+        before = {(p.name, p.labels): p.value for p in previous}
+        changed = []
+        keys = set()
+        for sample in samples:
             key = (sample.name, sample.labels)
-            current[key] = sample.value
-            old = previous.get(key)
+            keys.add(key)
             value = sample.value
-            # NaN never equals itself: a NaN that stays NaN is not a change.
-            if old is None or (old != value and (old == old or value == value)):
+            old = before.get(key, _MISSING)
+            if old is _MISSING or (old != value and (old == old or value == value)):
                 changed.append([sample.name, dict(sample.labels), value])
-        data: dict[str, Any] = {"src": event.source, "s": changed}
-        gone = [
-            [name, dict(labels)] for (name, labels) in previous if (name, labels) not in current
-        ]
+        data["s"] = changed
+        gone = [[name, dict(labels)] for (name, labels) in before if (name, labels) not in keys]
         if gone:
             data["gone"] = gone
-        self._last[event.source] = current
         return data
+
+
+_MISSING: Any = object()
 
 
 class MetricsDeltaDecoder:
