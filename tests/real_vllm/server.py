@@ -23,7 +23,8 @@ from tests.real_vllm.vllm_env import vllm_cache_root
 MODEL_NAME = "tiny"
 N_SPEC = 4
 READY_TIMEOUT_S = 300.0
-STOP_TERM_WAIT_S = 20.0
+STOP_TERM_WAIT_S = 15.0
+STOP_GROUP_TERM_WAIT_S = 5.0
 STOP_KILL_WAIT_S = 10.0
 LOG_TAIL_LINES = 50
 
@@ -182,18 +183,28 @@ class VllmServer:
         return self.process.poll() is None
 
     def stop(self) -> None:
-        """SIGTERM the whole group, wait, SIGKILL what is left, and verify that nothing remains."""
+        """Stop the whole process group and verify that no process of it remains.
+
+        SIGTERM goes to the API server first (vLLM then shuts its engine down in order), then to
+        the whole group, then SIGKILL to whatever is left.
+        """
         pgid = self.process.pid  # leader of its own session and group
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(pgid, signal.SIGTERM)
-        if not _wait_group_gone(self.process, pgid, STOP_TERM_WAIT_S):
+            self.process.send_signal(signal.SIGTERM)
+        if _wait_group_gone(self.process, pgid, STOP_TERM_WAIT_S):
+            return
+        for sig, wait_s in (
+            (signal.SIGTERM, STOP_GROUP_TERM_WAIT_S),
+            (signal.SIGKILL, STOP_KILL_WAIT_S),
+        ):
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(pgid, signal.SIGKILL)
-            if not _wait_group_gone(self.process, pgid, STOP_KILL_WAIT_S):
-                raise ServerStopError(
-                    f"vllm server {self.name}: processes of group {pgid} survived SIGKILL: "
-                    f"{group_members(pgid)}"
-                )
+                os.killpg(pgid, sig)
+            if _wait_group_gone(self.process, pgid, wait_s):
+                return
+        raise ServerStopError(
+            f"vllm server {self.name}: processes of group {pgid} survived SIGKILL: "
+            f"{group_members(pgid)}"
+        )
 
 
 def _wait_group_gone(process: subprocess.Popen[bytes], pgid: int, timeout_s: float) -> bool:
