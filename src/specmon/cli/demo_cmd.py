@@ -80,9 +80,13 @@ def run(args: argparse.Namespace) -> int:
     def sink(line: str) -> None:
         if monitor is not None and monitor.hub.running:
             hub = monitor.hub
-            hub.post(ServerLogLine(t=hub.clock(), source=sim_url, line=line))
+            try:
+                hub.post(ServerLogLine(t=hub.clock(), source=sim_url, line=line))
+            except RuntimeError:  # the hub is stopping: the line is not needed any more
+                return
         else:
             logs.append(line)
+            del logs[:-100]  # bounded: only lines from before the hub started are kept
 
     try:
         sim = start_in_thread(SimConfig(**kwargs), log_sink=sink)
