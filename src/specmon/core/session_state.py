@@ -62,9 +62,10 @@ MAX_ITL_VALUES = 20_000
 MAX_CYCLE_SPEEDS = 200
 MAX_THROTTLE_READINGS = 8
 PENDING_METRICS_SECONDS = 60.0
-MEMORY_CAP_BYTES = 24 * 1024 * 1024
+MEMORY_CAP_BYTES = 4 * 1024 * 1024
 """Stated cap on what a SessionState retains (tracemalloc bytes) with the default limits, after
-a 10-hour session at 1 Hz with thousands of requests (tests/unit/test_session_state.py)."""
+a 10-hour session at 1 Hz (one server, one GPU, 3,600 requests of 161 tokens, hourly restarts;
+tests/unit/test_session_state.py). Measured 2026-11-22: 1.53 MiB at 2 h, 1.56 MiB at 10 h."""
 
 
 def _num(x: float | None) -> float | None:
