@@ -134,6 +134,9 @@ def log_template(line: str) -> str | None:
             message = line[at:]
             if marker.startswith("Engine"):
                 message = message.replace("Engine 000:", "Engine ENGINE:", 1)
+            # the device word is the only non-numeric variable: "GPU KV cache usage" on a GPU,
+            # "CPU KV cache usage" on the CPU build the captures come from
+            message = re.sub(r"\b[CG]PU KV cache usage", "KV cache usage", message)
             template = _NUMBER.sub("#", message)
             return re.sub(r"#(?:, #)+", "#…", template).replace("Engine ENGINE:", "Engine 000:")
     return None

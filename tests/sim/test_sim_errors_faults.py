@@ -24,9 +24,9 @@ def assert_vllm_error(response: httpx.Response, status: int) -> dict:
 @pytest.mark.parametrize(
     ("body", "status", "type_"),
     [
-        (b'{"model": "x", "messa', 400, "BadRequestError"),
+        (b'{"model": "x", "messa', 400, "Bad Request"),
         (b"[1, 2]", 400, "BadRequestError"),
-        (b"\xff\xfe", 400, "BadRequestError"),
+        (b"\xff\xfe", 400, "Bad Request"),
         (
             json.dumps({"model": "no-such-model", "messages": MESSAGES}).encode(),
             404,
@@ -37,7 +37,7 @@ def assert_vllm_error(response: httpx.Response, status: int) -> dict:
         (json.dumps({"messages": MESSAGES, "max_tokens": 10**6}).encode(), 400, "BadRequestError"),
         (json.dumps({"messages": MESSAGES, "max_tokens": "many"}).encode(), 400, "BadRequestError"),
         (json.dumps({"messages": MESSAGES, "n": 2}).encode(), 400, "BadRequestError"),
-        (json.dumps({"max_tokens": 4}).encode(), 400, "BadRequestError"),
+        (json.dumps({"max_tokens": 4}).encode(), 400, "Bad Request"),
         (
             json.dumps({"messages": [{"role": "wizard", "content": "x"}]}).encode(),
             400,
@@ -66,8 +66,11 @@ def test_chat_errors(start_sim, body, status, type_) -> None:
 def test_context_length_error_names_the_numbers(start_sim) -> None:
     sim = start_sim(profile="gemma4-26b-rtx5090")  # max_model_len 2048
     response = httpx.post(sim.url + CHAT, json={"messages": MESSAGES, "max_tokens": 5000})
-    message = assert_vllm_error(response, 400)["message"]
-    assert "maximum context length is 2048 tokens" in message
+    error = assert_vllm_error(response, 400)
+    assert "max_tokens=5000 cannot be greater than max_model_len=2048" in error["message"]
+    assert error["param"] == "max_tokens"
+    response = httpx.post(sim.url + CHAT, json={"messages": MESSAGES, "max_tokens": 2048})
+    assert "maximum context length is 2048 tokens" in assert_vllm_error(response, 400)["message"]
     too_long = [{"role": "user", "content": "word " * 3000}]
     response = httpx.post(sim.url + CHAT, json={"messages": too_long, "max_tokens": 1})
     assert "2048" in assert_vllm_error(response, 400)["message"]

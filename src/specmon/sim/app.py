@@ -89,6 +89,7 @@ class SimApp:
         }
         self.created = int(time.time())
         self.pid = os.getpid()
+        self.fingerprint = protocol.fingerprint(profile.vllm_version, seed)
 
     # ------------------------------------------------------------------ routing
 
@@ -281,7 +282,9 @@ class SimApp:
         self.running += 1
         self.kv_tokens += prompt_len
         kv_held = prompt_len
-        writer = protocol.ChunkWriter(req, request_id, created) if req.stream else None
+        writer = (
+            protocol.ChunkWriter(req, request_id, created, self.fingerprint) if req.stream else None
+        )
         sent = 0
         reason = "abort"
         first_token_t = last_token_t = arrival
@@ -355,7 +358,9 @@ class SimApp:
                     await out.end()
                 else:
                     text = "".join(tokens[:sent])
-                    body = protocol.full_response(req, request_id, created, text, sent, reason)
+                    body = protocol.full_response(
+                        req, request_id, created, text, sent, reason, self.fingerprint
+                    )
                     await out.send(200, protocol.dumps(body).encode())
         finally:
             end = clock()
@@ -394,7 +399,7 @@ class SimApp:
                 min(1.0, self.kv_tokens / (KV_BLOCKS * BLOCK_SIZE)),
                 hits / queries if queries else 0.0,
             )
-            self.log_sink(logs.prefixed(line, self.pid, stamp, "loggers.py:259"))
+            self.log_sink(logs.prefixed(line, self.pid, stamp, "loggers.py:335"))
             if self.n_spec > 0:
                 self.log_sink(
                     logs.prefixed(

@@ -26,14 +26,27 @@ def dumps(obj: Any) -> str:
 class ApiError(Exception):
     """An error answer: HTTP status and vLLM's error body."""
 
-    def __init__(self, status: int, message: str, err_type: str | None = None) -> None:
+    def __init__(
+        self, status: int, message: str, err_type: str | None = None, param: str | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.err_type = err_type or error_type(status)
+        self.param = param
 
     def body(self) -> bytes:
-        return error_body(self.status, self.message, self.err_type)
+        return error_body(self.status, self.message, self.err_type, self.param)
+
+
+def validation_error(kind: str, loc: str, msg: str, items: int, ctx: str | None = None) -> ApiError:
+    """A request-validation error as vLLM 0.32 words it (type "Bad Request", param = loc)."""
+    detail = (
+        f"{{'type': '{kind}', 'loc': '{loc}', 'msg': '{msg}', 'input': '<dict of {items} items>'"
+    )
+    if ctx is not None:
+        detail += f", 'ctx': {{'error': '{ctx}'}}"
+    return ApiError(400, f"1 validation error:\n  {detail}}}", "Bad Request", loc)
 
 
 def error_type(status: int) -> str:
@@ -51,14 +64,16 @@ def error_type(status: int) -> str:
     return phrase if phrase.endswith("Error") else phrase + "Error"
 
 
-def error_body(status: int, message: str, err_type: str | None = None) -> bytes:
+def error_body(
+    status: int, message: str, err_type: str | None = None, param: str | None = None
+) -> bytes:
     """`{"error": {"message", "type", "param", "code"}}` as vLLM's ErrorResponse."""
     return dumps(
         {
             "error": {
                 "message": message,
                 "type": err_type or error_type(status),
-                "param": None,
+                "param": param,
                 "code": status,
             }
         }
@@ -102,9 +117,14 @@ def parse_json_body(raw: bytes) -> dict:
     """The request body as a JSON object, or a 400 ApiError."""
     try:
         body = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        detail = err.msg if isinstance(err, json.JSONDecodeError) else "invalid UTF-8"
-        raise ApiError(400, f"JSON decode error: {detail}") from None
+    except json.JSONDecodeError as err:
+        raise validation_error(
+            "json_invalid", f"body.{err.pos}", "JSON decode error", 0, err.msg
+        ) from None
+    except UnicodeDecodeError:
+        raise validation_error(
+            "json_invalid", "body.0", "JSON decode error", 0, "invalid UTF-8"
+        ) from None
     if not isinstance(body, dict):
         raise ApiError(400, "Input should be a valid dictionary or object to extract fields from")
     return body
@@ -128,7 +148,7 @@ def request_faults(body: dict, header: str | None) -> Faults:
 def prompt_ids_for_chat(body: dict) -> list[int]:
     messages = body.get("messages")
     if messages is None:
-        raise ApiError(400, "messages: Field required")
+        raise validation_error("missing", "body.messages", "Field required", len(body))
     try:
         text = tokenizer.apply_chat_template(
             messages, add_generation_prompt=_bool(body, "add_generation_prompt", True)
@@ -170,7 +190,12 @@ def parse_generation(
     """Validate a chat/completions body the way vLLM does; ApiError with its status if bad."""
     model = body.get("model")
     if model is not None and model != served_model:
-        raise ApiError(404, f"The model `{model}` does not exist.", "NotFoundError")
+        raise ApiError(
+            404,
+            f"The model `{model}` does not exist. Valid aliases: {served_model}.",
+            "NotFoundError",
+            "model",
+        )
     stream = _bool(body, "stream")
     options = body.get("stream_options")
     if options is not None:
@@ -184,7 +209,9 @@ def parse_generation(
     if n is not None and n < 1:
         raise ApiError(400, "n must be at least 1.")
     if n is not None and n > 1:
-        raise ApiError(400, f"n={n} is not supported by this server: only n=1 (one sequence).")
+        if body.get("temperature") == 0:
+            raise ApiError(400, f"n must be 1 when using greedy sampling, got {n}.")
+        raise ApiError(400, f"n={n} is not supported by the simulated server: only n=1.")
     prompt_ids = prompt_ids_for_chat(body) if chat else prompt_ids_for_completion(body)
     max_tokens = _optional_int(body, "max_completion_tokens") if chat else None
     if max_tokens is None:
@@ -198,6 +225,13 @@ def parse_generation(
             f"This model's maximum context length is {max_model_len} tokens. However, your "
             f"request has {prompt_len} input tokens. Please reduce the length of the input "
             "messages.",
+        )
+    if max_tokens is not None and max_tokens > max_model_len:
+        raise ApiError(
+            400,
+            f"max_tokens={max_tokens} cannot be greater than max_model_len={max_model_len}. "
+            f"Please request fewer output tokens. (parameter=max_tokens, value={max_tokens})",
+            param="max_tokens",
         )
     if max_tokens is None:
         max_tokens = max_model_len - prompt_len
@@ -223,6 +257,7 @@ def parse_generation(
 
 
 # ------------------------------------------------------------------ response shapes
+# As vLLM 0.32 serialises them (tests/golden/sse, tests/golden/http/chat-t0-nonstream.json).
 
 
 def usage(prompt: int, completion: int) -> dict:
@@ -233,11 +268,24 @@ def usage(prompt: int, completion: int) -> dict:
     }
 
 
-class ChunkWriter:
-    """Builds the SSE data messages of one streamed response."""
+def fingerprint(vllm_version: str, seed: int) -> str:
+    """`system_fingerprint` as vLLM writes it: `vllm-<version>-<8 hex>`."""
+    return f"vllm-{vllm_version}-{(seed * 2654435761) & 0xFFFFFFFF:08x}"
 
-    def __init__(self, req: GenerationRequest, request_id: str, created: int) -> None:
+
+class ChunkWriter:
+    """Builds the SSE data messages of one streamed response.
+
+    The terminal message carries `system_fingerprint`: the usage chunk with include_usage, else
+    the last content chunk. Continuous usage adds `usage` (with `completion_tokens_details`) to
+    every choice chunk.
+    """
+
+    def __init__(
+        self, req: GenerationRequest, request_id: str, created: int, system_fingerprint: str
+    ) -> None:
         self.req = req
+        self.fingerprint = system_fingerprint
         self.base = {
             "id": request_id,
             "object": "chat.completion.chunk" if req.chat else "text_completion",
@@ -247,8 +295,7 @@ class ChunkWriter:
         self.prompt_tokens = len(req.prompt_ids)
         # the hot path: a content chunk without usage, as prefix + JSON string + suffix
         marker = "\x00"
-        text = self._choice(marker, None)
-        line = dumps({**self.base, "choices": [text]})
+        line = dumps({**self.base, "choices": [self._choice(marker, None)]})
         head, tail = line.split(dumps(marker), 1)
         self._prefix = ("data: " + head).encode()
         self._suffix = (tail + "\n\n").encode()
@@ -261,18 +308,18 @@ class ChunkWriter:
                 "logprobs": None,
                 "finish_reason": finish,
             }
-            if finish is not None:
-                choice["stop_reason"] = None
-            return choice
-        return {
-            "index": 0,
-            "text": text,
-            "logprobs": None,
-            "finish_reason": finish,
-            "stop_reason": None,
-        }
+        else:
+            choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish}
+        if finish is not None:
+            choice["stop_reason"] = None
+        choice["token_ids"] = None
+        return choice
 
-    def _message(self, obj: dict) -> bytes:
+    def _usage(self, completion_tokens: int) -> dict:
+        return {**usage(self.prompt_tokens, completion_tokens), "completion_tokens_details": None}
+
+    @staticmethod
+    def _message(obj: dict) -> bytes:
         return ("data: " + dumps(obj) + "\n\n").encode()
 
     def role(self) -> bytes | None:
@@ -287,7 +334,9 @@ class ChunkWriter:
         }
         obj: dict[str, Any] = {**self.base, "choices": [choice]}
         if self.req.continuous_usage:
-            obj["usage"] = usage(self.prompt_tokens, 0)
+            obj["usage"] = self._usage(0)
+        obj["prompt_token_ids"] = None
+        obj["prompt_text"] = None
         return self._message(obj)
 
     def content(self, text: str, completion_tokens: int, finish: str | None = None) -> bytes:
@@ -296,19 +345,21 @@ class ChunkWriter:
             return self._prefix + dumps(text).encode() + self._suffix
         obj: dict[str, Any] = {**self.base, "choices": [self._choice(text, finish)]}
         if self.req.continuous_usage:
-            obj["usage"] = usage(self.prompt_tokens, completion_tokens)
+            obj["usage"] = self._usage(completion_tokens)
+        if finish is not None and not self.req.include_usage:
+            obj["system_fingerprint"] = self.fingerprint
         return self._message(obj)
 
     def usage_chunk(self, completion_tokens: int) -> bytes:
         """The final `choices: []` chunk with usage (include_usage)."""
         return self._message(
-            {**self.base, "choices": [], "usage": usage(self.prompt_tokens, completion_tokens)}
+            {
+                **self.base,
+                "choices": [],
+                "usage": usage(self.prompt_tokens, completion_tokens),
+                "system_fingerprint": self.fingerprint,
+            }
         )
-
-    @staticmethod
-    def error(status: int, message: str) -> bytes:
-        body = json.loads(error_body(status, message))
-        return ("data: " + dumps(body) + "\n\n").encode()
 
     DONE = b"data: [DONE]\n\n"
 
@@ -320,6 +371,7 @@ def full_response(
     text: str,
     completion_tokens: int,
     finish: str,
+    system_fingerprint: str,
 ) -> dict:
     """The non-streamed chat.completion / text_completion object."""
     if req.chat:
@@ -332,12 +384,13 @@ def full_response(
                 "annotations": None,
                 "audio": None,
                 "function_call": None,
-                "tool_calls": [],
                 "reasoning": None,
             },
             "logprobs": None,
             "finish_reason": finish,
             "stop_reason": None,
+            "token_ids": None,
+            "routed_experts": None,
         }
         obj = "chat.completion"
     else:
@@ -347,7 +400,9 @@ def full_response(
             "logprobs": None,
             "finish_reason": finish,
             "stop_reason": None,
+            "token_ids": None,
             "prompt_logprobs": None,
+            "prompt_token_ids": None,
         }
         obj = "text_completion"
     return {
@@ -357,8 +412,16 @@ def full_response(
         "model": req.model,
         "choices": [choice],
         "service_tier": None,
-        "system_fingerprint": None,
-        "usage": {**usage(len(req.prompt_ids), completion_tokens), "prompt_tokens_details": None},
+        "system_fingerprint": system_fingerprint,
+        "usage": {
+            **usage(len(req.prompt_ids), completion_tokens),
+            "prompt_tokens_details": None,
+            "completion_tokens_details": None,
+        },
         "prompt_logprobs": None,
+        "prompt_token_ids": None,
+        "prompt_text": None,
         "kv_transfer_params": None,
+        "ec_transfer_params": None,
+        "metrics": None,
     }
