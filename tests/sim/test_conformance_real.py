@@ -1,0 +1,124 @@
+"""Side by side with a LIVE real vLLM (the real tier's fixtures): the same requests to both, the
+same shapes back. The real servers come from tests/real_vllm/fixtures.py (marked real_vllm)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from conformance_checks import exchange_shape, metric_shape, spec_families, sse_shape, stream_facts
+
+from specmon.sim.server import RunningSim, SimConfig, start_in_thread
+
+PROFILE = "gemma4-26b-rtx5090"
+PROMPT = "Count the stairs: one two three, one two three, one two three."
+USAGE_OPTIONS = {
+    "nooptions": None,
+    "final-usage": {"include_usage": True, "continuous_usage_stats": False},
+    "continuous": {"include_usage": True, "continuous_usage_stats": True},
+}
+
+
+@pytest.fixture(scope="module")
+def sim_spec() -> Iterator[RunningSim]:
+    config = SimConfig(profile=PROFILE, n_spec=4, speed=float("inf"), log_interval=0)
+    with start_in_thread(config, log_sink=lambda line: None) as sim:
+        yield sim
+
+
+@pytest.fixture(scope="module")
+def sim_plain() -> Iterator[RunningSim]:
+    config = SimConfig(profile=PROFILE, n_spec=0, speed=float("inf"), log_interval=0)
+    with start_in_thread(config, log_sink=lambda line: None) as sim:
+        yield sim
+
+
+def model_of(url: str) -> str:
+    return httpx.get(url + "/v1/models", timeout=30).json()["data"][0]["id"]
+
+
+def body(url: str, options: str, stream: bool = True, **extra: object) -> dict:
+    out: dict = {
+        "model": model_of(url),
+        "messages": [{"role": "user", "content": PROMPT}],
+        "max_tokens": 24,
+        "temperature": 0,
+        "stream": stream,
+    }
+    if USAGE_OPTIONS[options] is not None:
+        out["stream_options"] = USAGE_OPTIONS[options]
+    out.update(extra)
+    return out
+
+
+def raw_stream(url: str, request: dict) -> str:
+    response = httpx.post(url + "/v1/chat/completions", json=request, timeout=120)
+    assert response.status_code == 200, response.text
+    return response.text
+
+
+@pytest.mark.parametrize("options", sorted(USAGE_OPTIONS))
+def test_streams_side_by_side(vllm_draft_same, sim_spec, options) -> None:
+    real = raw_stream(vllm_draft_same.url, body(vllm_draft_same.url, options))
+    mine = raw_stream(sim_spec.url, body(sim_spec.url, options))
+    real_shape, my_shape = sse_shape(real), sse_shape(mine)
+    for kind in ("role", "content", "final", "usage", "done"):
+        assert (kind in real_shape) == (kind in my_shape), kind
+        if kind in real_shape:
+            assert my_shape[kind] <= real_shape[kind], kind
+    assert stream_facts(mine) == stream_facts(real)
+
+
+@pytest.mark.parametrize(
+    ("server", "sim"), [("vllm_draft_same", "sim_spec"), ("vllm_plain", "sim_plain")]
+)
+def test_metrics_side_by_side(request, server, sim) -> None:
+    real_url = request.getfixturevalue(server).url
+    sim_url = request.getfixturevalue(sim).url
+    for url in (real_url, sim_url):
+        raw_stream(url, body(url, "continuous"))
+    real_page = httpx.get(real_url + "/metrics", timeout=30).text
+    sim_page = httpx.get(sim_url + "/metrics", timeout=30).text
+    real, mine = metric_shape(real_page), metric_shape(sim_page)
+    for family, shape in real.items():
+        assert mine.get(family) == shape, family
+    assert spec_families(sim_page) == spec_families(real_page)
+
+
+def exchanges(url: str) -> dict[str, tuple[str, str, str | None]]:
+    good = body(url, "nooptions", stream=False)
+    return {
+        "health": ("GET", "/health", None),
+        "models": ("GET", "/v1/models", None),
+        "nonstream": ("POST", "/v1/chat/completions", json.dumps(good)),
+        "bad-json": ("POST", "/v1/chat/completions", '{"model": "tiny", "messa'),
+        "unknown-model": (
+            "POST",
+            "/v1/chat/completions",
+            json.dumps({**good, "model": "no-such-model"}),
+        ),
+        "max-tokens": ("POST", "/v1/chat/completions", json.dumps({**good, "max_tokens": 5000})),
+        "missing-messages": ("POST", "/v1/chat/completions", json.dumps({"max_tokens": 4})),
+        "n2": ("POST", "/v1/chat/completions", json.dumps({**good, "n": 2})),
+        "no-stream-options": (
+            "POST",
+            "/v1/chat/completions",
+            json.dumps({**good, "stream_options": {"include_usage": True}}),
+        ),
+        "unknown-path": ("GET", "/v1/no-such-path", None),
+    }
+
+
+def shape_of(url: str, method: str, path: str, content: str | None) -> dict:
+    headers = {"Content-Type": "application/json"} if content is not None else {}
+    response = httpx.request(method, url + path, content=content, headers=headers, timeout=120)
+    return exchange_shape(response.status_code, response.headers.get("content-type"), response.text)
+
+
+def test_http_exchanges_side_by_side(vllm_plain, sim_plain) -> None:
+    real_calls = exchanges(vllm_plain.url)
+    sim_calls = exchanges(sim_plain.url)
+    for name, call in real_calls.items():
+        assert shape_of(sim_plain.url, *sim_calls[name]) == shape_of(vllm_plain.url, *call), name
