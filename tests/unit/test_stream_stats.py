@@ -65,14 +65,21 @@ def test_greedy_same_weights_k4_definitions():
 
 
 def test_merged_chunks_are_excluded_and_counted():
-    s = request_stats(trace_of([1, 5, 5, 12, 5, 3]), n_spec=4)
+    s = request_stats(trace_of([1, 5, 4, 12, 5, 3]), n_spec=4)
     assert s.merged_chunks == 1
     assert s.decode_chunks == 5
-    assert s.client_acceptance_length == pytest.approx((5 + 5 + 5 + 3) / 4)
+    # 12 merged, 3 cut by max_tokens (the finish chunk): neither counts
+    assert s.client_acceptance_length == pytest.approx((5 + 4 + 5) / 3)
+
+
+def test_final_chunk_cut_by_the_limit_is_not_counted():
+    s = request_stats(trace_of([1, 5, 5, 5, 2]), n_spec=4)
+    assert s.client_acceptance_length == 5.0
+    assert s.chunk_tokens == (1, 5, 5, 5, 2) and s.completion_tokens == 18
 
 
 def test_unknown_k_cannot_tell_merges():
-    s = request_stats(trace_of([1, 5, 12]), n_spec=None)
+    s = request_stats(trace_of([1, 5, 12, 3]), n_spec=None)
     assert s.merged_chunks is None
     assert s.client_acceptance_length == pytest.approx(8.5)
 

@@ -64,7 +64,8 @@ class EngineLog:
     running: int | None
     waiting: int | None
     kv_cache_usage: float | None
-    """GPU KV cache usage as a fraction 0..1 (the line prints a percentage)."""
+    """KV cache usage as a fraction 0..1 (the line prints a percentage; "GPU KV cache usage", or
+    "CPU KV cache usage" on V1 lines of vLLM's CPU backend)."""
     prefix_cache_hit_rate: float | None = None
     deferred: int | None = None
     preemptions: int | None = None
@@ -210,6 +211,9 @@ def parse_engine_line(line: str) -> EngineLog | None:
         v = _f(values.get(key))
         return v / 100 if v is not None else None
 
+    kv = _pct("kv")
+    if kv is None and fmt == "v1":
+        kv = _pct("cpu_kv")  # vLLM's CPU backend prints "CPU KV cache usage" for its KV cache
     return EngineLog(
         engine=engine,
         engines_aggregated=aggregated,
@@ -217,7 +221,7 @@ def parse_engine_line(line: str) -> EngineLog | None:
         generation_tok_s=_f(values["gen"]),
         running=_i("running"),
         waiting=_i("waiting"),
-        kv_cache_usage=_pct("kv"),
+        kv_cache_usage=kv,
         prefix_cache_hit_rate=_pct("prefix"),
         deferred=_i("deferred"),
         preemptions=_i("preempt"),

@@ -15,7 +15,9 @@ Definitions (docs/definitions.md has the long form):
 - tokens of a chunk = Δ of the CUMULATIVE usage.completion_tokens to the previous chunk.
 - decode chunks: chunks with tokens, except the first one (the prefill step's token); the role
   chunk (0 tokens) is not one. A decode chunk with more than K+1 tokens was merged by a slow reader:
-  excluded from client AL and counted. Client AL = mean tokens per remaining decode chunk.
+  excluded from client AL and counted. The last chunk, when it carries the finish reason, is cut
+  by the stop condition (max_tokens or the stop token) and is left out of client AL too.
+  Client AL = mean tokens per remaining decode chunk.
 """
 
 from __future__ import annotations
@@ -91,6 +93,8 @@ class RequestTrace:
     chunk_cum: list[int | None] = field(default_factory=list)
     chunk_has_text: list[bool] = field(default_factory=list)
     last_cum: int | None = None
+    final_cut: bool = False
+    """The chunk with the finish reason carried tokens: its step was cut by the stop condition."""
 
     def add(self, event: RequestStarted | StreamChunk | RequestEnded) -> None:
         """Fold one event of this request."""
@@ -105,6 +109,8 @@ class RequestTrace:
         cum = c.completion_tokens
         if cum is not None and (cum < 0 or (self.last_cum is not None and cum < self.last_cum)):
             cum = None  # a cumulative count cannot shrink: not a number to trust
+        if c.finish_reason is not None and cum is not None and cum > (self.last_cum or 0):
+            self.final_cut = True
         self.chunk_t.append(c.t)
         self.chunk_cum.append(cum)
         self.chunk_has_text.append(bool(c.text or c.reasoning))
@@ -197,11 +203,13 @@ def request_stats(trace: RequestTrace, *, n_spec: int | None = None) -> RequestS
 
     decode_deltas = deltas[1:]
     merged: int | None = None
-    counted = decode_deltas
+    # The final step is cut by max_tokens or the stop token (its drafts past the end are dropped):
+    # it says nothing about acceptance.
+    counted = decode_deltas[:-1] if trace.final_cut else decode_deltas
     if n_spec is not None and n_spec >= 0:
         limit = n_spec + 1
         merged = sum(1 for d in decode_deltas if d > limit)
-        counted = [d for d in decode_deltas if d <= limit]
+        counted = [d for d in counted if d <= limit]
     client_al = sum(counted) / len(counted) if counted else None
 
     return RequestStats(
