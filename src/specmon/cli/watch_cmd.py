@@ -1,13 +1,19 @@
 """`specmon watch`: attach to one or more running vLLM servers and show what they do.
 
 `--once --json` prints one snapshot (docs/watch-json.md) and exits; `--json` prints one snapshot
-line per interval; otherwise a live terminal view. Servers that are down are shown as down.
+line per interval until interrupted; otherwise a live terminal view. Servers that are down are
+shown as down.
+
+Exit status: 0 after `--once`, or when the reader of `--json` lines goes away (a closed pipe, as
+with `| head`); 130 when interrupted (Ctrl-C / SIGINT), after the sources are stopped and the
+recording is closed; 2 for bad arguments.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import threading
 from typing import Any
@@ -110,9 +116,17 @@ def _once(monitor: Monitor) -> int:
 
 
 def _json_lines(monitor: Monitor) -> int:
+    """One snapshot line per interval until interrupted (130) or the reader goes away (0)."""
     stop = threading.Event()
-    while not stop.wait(monitor.interval):
-        print(json.dumps(monitor.snapshot()), flush=True)
+    try:
+        while not stop.wait(monitor.interval):
+            print(json.dumps(monitor.snapshot()), flush=True)
+    except BrokenPipeError:
+        # The reader closed the pipe: stop quietly. Point stdout at devnull so the interpreter's
+        # final flush does not fail again (Python docs, "Note on SIGPIPE").
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
     return 0
 
 
