@@ -1,9 +1,10 @@
 """A monitoring session: the hub, a session state, an optional recorder and the sources.
 
 Used by `specmon watch` and `specmon demo`: it identifies each attached server (/version,
-/v1/models), builds the SessionInfo (simulated or not), subscribes the state (and the recorder)
-to the hub, and starts one /metrics scraper per server and the GPU sampler. The UI reads
-`snapshot()` at its own rate; nothing here waits on the UI.
+/v1/models), takes a first GPU sample (so the session's GPU is known), builds the SessionInfo
+(simulated or not), subscribes the state (and the recorder) to the hub, and starts one /metrics
+scraper per server and the GPU sampler. The UI reads `snapshot()` at its own rate; nothing here
+waits on the UI.
 """
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import os
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from specmon.core.events import Event, SessionInfo
+from specmon.core.events import Event, GpuSampled, SessionInfo
 from specmon.runtime.hub import Hub
 from specmon.runtime.recorder import Recorder
 from specmon.sources.metrics_scraper import MetricsScraper, metrics_url_for
@@ -36,6 +38,9 @@ class State(Protocol):
 
 
 StateFactory = Callable[[SessionInfo], State]
+
+FIRST_GPU_SAMPLE_TIMEOUT_S = 10.0
+"""Bound on the first GPU sample at start (NVML init, or one dcgm-exporter fetch)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +78,17 @@ def pair_targets(urls: Sequence[str], metrics_urls: Sequence[str] = ()) -> list[
             server_base(metrics)
         targets.append(target)
     return targets
+
+
+def gpu_name(sample: GpuSampled | None) -> str | None:
+    """The session's GPU in words, from one sample: "NVIDIA H200", "2 x NVIDIA H200", or the
+    names in order when they differ ("NVIDIA H200, NVIDIA A100"); None when no GPU has a name."""
+    if sample is None:
+        return None
+    counts = Counter(r.name for r in sample.gpus if r.name)
+    if not counts:
+        return None
+    return ", ".join(name if n == 1 else f"{n} x {name}" for name, n in counts.items())
 
 
 def session_info_from(identities: Sequence[ServerIdentity], gpu: str | None) -> SessionInfo:
@@ -120,6 +136,7 @@ class Monitor:
         self.identities: list[ServerIdentity] = []
         self.scrapers: list[MetricsScraper] = []
         self.clients: list[StreamClient] = []
+        self._sampler: Any = None
         self._futures: list[concurrent.futures.Future[Any]] = []
 
     # ------------------------------------------------------------ lifecycle
@@ -139,7 +156,11 @@ class Monitor:
             return list(await asyncio.gather(*(c.identify() for c in self.clients)))
 
         self.identities = hub.submit(identify_all()).result(60)
-        self.info = session_info_from(self.identities, None)
+        self._sampler = self._gpu_sampler()
+        if self._sampler is not None:
+            hub.add_closer(self._sampler.close)
+        first_gpu = self._first_gpu_sample()
+        self.info = session_info_from(self.identities, gpu_name(first_gpu))
         self.state = self._state_factory(self.info)
         hub.subscribe(self.state.apply)
         if self._record is not None:
@@ -148,6 +169,8 @@ class Monitor:
             hub.subscribe(self.recorder)
             self._futures.append(hub.every(0.5, self.recorder.flush_if_due))
             hub.add_closer(self.recorder.close)
+        if first_gpu is not None:
+            hub.post(first_gpu)  # the reading that named the GPU is the session's first sample
         for target in self.targets:
             scraper = MetricsScraper(
                 target.metrics,
@@ -183,8 +206,23 @@ class Monitor:
 
         return DcgmSampler(self._gpu)
 
+    def _first_gpu_sample(self) -> GpuSampled | None:
+        """One GPU sample taken before the SessionInfo is built (None without a GPU source, or
+        when it does not answer in time: then the session's GPU stays unknown)."""
+        sampler = self._sampler
+        if sampler is None:
+            return None
+        hub = self.hub
+        future = hub.submit(asyncio.to_thread(sampler.sample, hub.clock()))
+        try:
+            sample = future.result(FIRST_GPU_SAMPLE_TIMEOUT_S)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            return None
+        return sample if isinstance(sample, GpuSampled) else None
+
     def _gpu_source(self) -> Callable[[Callable[[Event], None]], Any] | None:
-        sampler = self._gpu_sampler()
+        sampler = self._sampler
         if sampler is None:
             return None
         from specmon.sources.gpu import run_sampler
@@ -203,13 +241,9 @@ class Monitor:
 
         async def once() -> None:
             await asyncio.gather(*(s.scrape_once(hub.emit) for s in self.scrapers))
-            sampler = self._gpu_sampler()
+            sampler = self._sampler  # closed by the hub at stop()
             if sampler is not None:
-                try:
-                    event = await asyncio.to_thread(sampler.sample, hub.clock())
-                    hub.emit(event)
-                finally:
-                    sampler.close()
+                hub.emit(await asyncio.to_thread(sampler.sample, hub.clock()))
 
         hub.submit(once()).result(120)
 
