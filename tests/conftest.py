@@ -6,6 +6,9 @@ import os
 
 from hypothesis import settings
 
+# Real `vllm serve` fixtures (vllm_draft_same, vllm_ngram, ...) for every test folder.
+pytest_plugins = ["tests.real_vllm.fixtures"]
+
 # Shared, noisy machines: no per-example deadline in CI (timing is never what a property tests).
 settings.register_profile("ci", deadline=None, print_blob=True)
 settings.register_profile("dev", deadline=None)

@@ -108,6 +108,22 @@ def group_members(pgid: int) -> list[tuple[int, str]]:
     return members
 
 
+def group_rss_bytes(pgid: int) -> int:
+    """Resident memory of all live processes of a group, summed (bytes)."""
+    total = 0
+    for pid, state in group_members(pgid):
+        if state == "Z":
+            continue
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        for line in status.splitlines():
+            if line.startswith("VmRSS:"):
+                total += int(line.split()[1]) * 1024
+    return total
+
+
 def server_env() -> dict[str, str]:
     """The environment of a server: CPU target, 1 GiB KV cache, stats every second, no colour."""
     env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH",)}
@@ -181,6 +197,10 @@ class VllmServer:
 
     def is_running(self) -> bool:
         return self.process.poll() is None
+
+    def rss_bytes(self) -> int:
+        """Resident memory of the API server, engine core and worker together."""
+        return group_rss_bytes(self.process.pid)
 
     def stop(self) -> None:
         """Stop the whole process group and verify that no process of it remains.
