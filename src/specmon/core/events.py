@@ -162,7 +162,7 @@ class GpuReading:
     clock_event_reasons: tuple[str, ...] | None = None
     """Decoded clock-event (throttle) reasons, e.g. ("sw_power_cap",); () when none is active."""
     host: str | None = None
-    """The host the GPU is in, when read remotely (dcgm-exporter's `hostname` label); None locally."""
+    """The GPU's host when read remotely (dcgm-exporter's `hostname` label); None locally."""
 
 
 @dataclass(frozen=True, slots=True)
