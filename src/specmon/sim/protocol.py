@@ -200,7 +200,11 @@ def parse_generation(
     options = body.get("stream_options")
     if options is not None:
         if not stream:
-            raise ApiError(400, "Stream options can only be defined when `stream=True`.")
+            raise ApiError(
+                400,
+                "Stream options can only be defined when `stream=True`. (parameter=stream_options)",
+                param="stream_options",
+            )
         if not isinstance(options, dict):
             raise ApiError(400, "stream_options: Input should be a valid dictionary")
     include_usage = bool(options and options.get("include_usage"))
