@@ -175,11 +175,21 @@ def test_vanilla_flag_reasons_through_the_state():
 
 def test_spec_not_configured_from_a_page_without_spec_families():
     state = SessionState(SessionInfo(server=SRC))
-    state.apply(MetricsScraped(t=0.0, source=SRC, samples=()))
+    plain = tuple(s for s in Server().samples() if not s.name.startswith("vllm:spec_decode_"))
+    state.apply(MetricsScraped(t=0.0, source=SRC, samples=plain))
     feed(state, request_events("r", 1.0, tokens_per_step=1, steps=40, step_s=0.01))
     (row,) = snap(state)["requests"]["rows"]
     assert [x["code"] for x in row["vanilla"]["reasons"]] == ["spec_not_configured"]
     assert snap(state)["servers"][SRC]["spec_configured"] is False
+
+
+def test_page_without_any_vllm_family_leaves_configuration_unknown():
+    state = SessionState(SessionInfo(server=SRC))  # --disable-log-stats: no vllm: family at all
+    state.apply(MetricsScraped(t=0.0, source=SRC, samples=()))
+    feed(state, request_events("r", 1.0, tokens_per_step=1, steps=40, step_s=0.01))
+    assert snap(state)["servers"][SRC]["spec_configured"] is None
+    (row,) = snap(state)["requests"]["rows"]
+    assert row["vanilla"]["flagged"] is False
 
 
 def test_cycle_summary_over_completed_requests():

@@ -264,7 +264,8 @@ class SessionState:
             )
         s.gauges = tuple(x for x in e.samples if x.name in families.GAUGES)
         s.last_scrape_t = e.t
-        s.spec_configured = spec_configured(e.samples)
+        # No vllm: family at all (--disable-log-stats): whether speculation runs is unknown.
+        s.spec_configured = spec_configured(e.samples) if e.samples else None
         s.n_spec = n_spec_of(e.samples)
         s.engines = tuple(sorted({v for x in e.samples for k, v in x.labels if k == "engine"}))
         if s.status != "up":
