@@ -133,6 +133,10 @@ def server_env() -> dict[str, str]:
             "VLLM_CPU_KVCACHE_SPACE": "1",
             "VLLM_LOG_STATS_INTERVAL": "1",
             "VLLM_CACHE_ROOT": str(vllm_cache_root()),
+            # vllm-cpu 0.32.0 cannot load its own AOT-compiled artifacts ("'function' object has
+            # no attribute 'finalize_loading'") and recompiles on every start; the classic
+            # compile cache does load, which halves engine init on later starts.
+            "VLLM_USE_AOT_COMPILE": "0",
             "VLLM_NO_USAGE_STATS": "1",
             "DO_NOT_TRACK": "1",
             "HF_HUB_OFFLINE": "1",
