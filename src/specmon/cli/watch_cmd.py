@@ -2,7 +2,8 @@
 
 `--once --json` prints one snapshot (docs/watch-json.md) and exits; `--json` prints one snapshot
 line per interval until interrupted; otherwise a live terminal view. Servers that are down are
-shown as down.
+shown as down. For https servers whose certificate comes from a private CA, point SSL_CERT_FILE
+(or SSL_CERT_DIR) at the CA.
 
 Exit status: 0 after `--once`, or when the reader of `--json` lines goes away (a closed pipe, as
 with `| head`); 130 when interrupted (Ctrl-C / SIGINT), after the sources are stopped and the
