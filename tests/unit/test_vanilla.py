@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from specmon.core.detectors.vanilla import VanillaContext, judge, throttle_evidence
 from specmon.core.events import GpuReading
+from specmon.core.gpu_reasons import decode_clock_event_reasons
 from specmon.core.stream_stats import RequestStats, ServerSpecStats
 
 BASE = 60.0  # vanilla tok/s (the seed's Gemma 4 26B-A4B figure)
@@ -145,3 +146,20 @@ def test_al_near_one_needs_drafts_proposed():
 def test_failed_requests_are_not_judged():
     v = judge(stats(outcome="failed", decode_tok_s=1.0), CTX)
     assert v.flagged is False and v.judged is False
+
+
+def test_acceptance_near_zero_scales_with_the_number_of_drafts():
+    # AL 1.5 is 3% of 16 drafts accepted per step (broken), but 12.5% of 4 (working, if weakly).
+    wide = VanillaContext(baseline_tok_s=None, spec_configured=True, n_spec=16)
+    narrow = VanillaContext(baseline_tok_s=None, spec_configured=True, n_spec=4)
+    assert judge(stats(client_acceptance_length=1.5), wide).codes == ("acceptance_near_zero",)
+    assert judge(stats(client_acceptance_length=1.5), narrow).flagged is False
+
+
+def test_thermal_reasons_decoded_from_the_nvml_bitmask_count_as_throttling():
+    hot = GpuReading(index=0, clock_event_reasons=decode_clock_event_reasons(0x40))  # hw thermal
+    v = judge(
+        stats(decode_tok_s=58.0, client_acceptance_length=2.5), replace(CTX, gpu_readings=(hot,))
+    )
+    assert "throttling" in v.codes
+    assert "hw_thermal_slowdown" in dict(v.reasons)["throttling"]

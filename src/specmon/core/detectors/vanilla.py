@@ -7,8 +7,10 @@ A request is flagged when
 - speculation is not configured on its server (every request runs at vanilla speed).
 
 Each reason is decided on its own inputs (so each can be triggered alone):
-- acceptance_near_zero: AL ≤ 1 + al_near_one while drafts are proposed (server-side per-request
-  drafts > 0, or the server is known to run speculation); judged from the server's per-request
+- acceptance_near_zero: AL ≤ 1 + max(al_near_one, rate_near_zero·K) while drafts are proposed
+  (server-side per-request drafts > 0, or the server is known to run speculation), i.e. AL near
+  1.0, or a draft acceptance rate (AL - 1)/K of at most 5% when K is known (at K = 15 an AL of 1.5
+  means 3% of drafts accepted: the drafter is not working); judged from the server's per-request
   numbers when present, else from at least `min_decode_chunks` client decode chunks.
 - net_loss: AL > 1 + al_near_one but decode speed ≤ baseline·(1 + margin), and no throttling or
   contention explains it (the verify cost eats the gain).
@@ -29,16 +31,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from specmon.core.events import GpuReading
+from specmon.core.gpu_reasons import SLOWDOWN_REASONS
 from specmon.core.stream_stats import RequestStats
 
-THROTTLE_REASONS: frozenset[str] = frozenset(
-    {"sw_power_cap", "hw_slowdown", "sw_thermal", "hw_thermal", "hw_power_brake"}
-)
-"""Decoded clock-event reasons that slow a GPU down (gpu_idle, clocks_setting, sync_boost and
-display_clocks do not mean throttling)."""
+THROTTLE_REASONS: frozenset[str] = SLOWDOWN_REASONS
+"""Decoded clock-event reasons (core.gpu_reasons words) that slow a GPU down: thermal, power and
+hardware slowdowns. gpu_idle, applications_clocks_setting, sync_boost and display_clock_setting do
+not mean throttling."""
 
 DEFAULT_MARGIN = 0.10
 DEFAULT_AL_NEAR_ONE = 0.10
+DEFAULT_RATE_NEAR_ZERO = 0.05
 DEFAULT_MIN_TOKENS = 32
 DEFAULT_MIN_DECODE_CHUNKS = 4
 
@@ -60,6 +63,8 @@ class VanillaContext:
     """Largest vllm:num_requests_running seen during the request (summed over engines)."""
     margin: float = DEFAULT_MARGIN
     al_near_one: float = DEFAULT_AL_NEAR_ONE
+    rate_near_zero: float = DEFAULT_RATE_NEAR_ZERO
+    """Draft acceptance rate (AL - 1)/K at or below which acceptance counts as near 0."""
     min_tokens: int = DEFAULT_MIN_TOKENS
     min_decode_chunks: int = DEFAULT_MIN_DECODE_CHUNKS
 
@@ -116,9 +121,10 @@ def judge(stats: RequestStats, ctx: VanillaContext) -> VanillaVerdict:
     al, server_drafted = _acceptance(stats)
     enough_client = stats.decode_chunks >= ctx.min_decode_chunks
     drafts_proposed = server_drafted or (ctx.spec_configured is True and enough_client)
-    near_one = (
-        not not_configured and al is not None and drafts_proposed and al <= 1.0 + ctx.al_near_one
-    )
+    near_one_limit = 1.0 + ctx.al_near_one
+    if ctx.n_spec is not None and ctx.n_spec > 0:
+        near_one_limit = max(near_one_limit, 1.0 + ctx.rate_near_zero * ctx.n_spec)
+    near_one = not not_configured and al is not None and drafts_proposed and al <= near_one_limit
     threshold = None
     slow = False
     if ctx.baseline_tok_s is not None and ctx.baseline_tok_s > 0:
@@ -141,7 +147,12 @@ def judge(stats: RequestStats, ctx: VanillaContext) -> VanillaVerdict:
         reasons.append(
             (
                 "acceptance_near_zero",
-                f"acceptance near 0: acceptance length {al:.2f} while drafts are proposed",
+                f"acceptance near 0: acceptance length {al:.2f} while drafts are proposed"
+                + (
+                    f" ({(al - 1.0) / ctx.n_spec:.0%} of {ctx.n_spec} drafts accepted per step)"
+                    if ctx.n_spec
+                    else ""
+                ),
             )
         )
     throttle = throttle_evidence(ctx.gpu_readings) if slow or near_one else None
@@ -170,7 +181,7 @@ def judge(stats: RequestStats, ctx: VanillaContext) -> VanillaVerdict:
         slow
         and not not_configured
         and al is not None
-        and al > 1.0 + ctx.al_near_one
+        and al > near_one_limit
         and not throttle
         and not contention
         and not short
