@@ -70,6 +70,9 @@ class ServerPool:
     models: TinyModels | None = None
     log_dir: Path | None = None
     setup_error: str | None = None
+    # The test being set up: its run index and the servers it needs (never evicted for it).
+    current_index: int = -1
+    current_needs: set[str] = field(default_factory=set)
 
     def plan(self, items: list[pytest.Item]) -> None:
         self.index_of = {item.nodeid: i for i, item in enumerate(items)}
@@ -182,6 +185,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     pool = item.config.stash[_POOL]
     needed = needed_specs(item)
     index = pool.index_of.get(item.nodeid, -1)
+    pool.current_index, pool.current_needs = index, needed
     for name in needed:
         if name in pool.servers and not pool.servers[name].is_running():
             pool.acquire(name, index, needed)
@@ -195,9 +199,13 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    """Last resort (e.g. after an interrupt): stop whatever still runs."""
     pool = config.stash.get(_POOL, None)
     if pool is not None:
-        pool.stop_all()
+        try:
+            pool.stop_all()
+        except RuntimeError as error:
+            stderr_log(f"could not stop every vllm server: {error}")
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -230,36 +238,36 @@ def tiny_models(_vllm_pool: ServerPool) -> TinyModels:
     return _vllm_pool.prepare()[1]
 
 
-def _server(request: pytest.FixtureRequest, pool: ServerPool, name: str) -> VllmServer:
-    index = pool.index_of.get(request.node.nodeid, -1)
-    return pool.acquire(name, index, needed_specs(request.node))
+def _server(pool: ServerPool, name: str) -> VllmServer:
+    # A session fixture's request.node is the session: the test being set up comes from the hook.
+    return pool.acquire(name, pool.current_index, pool.current_needs)
 
 
 @pytest.fixture(scope="session")
-def vllm_draft_same(request: pytest.FixtureRequest, _vllm_pool: ServerPool) -> VllmServer:
+def vllm_draft_same(_vllm_pool: ServerPool) -> VllmServer:
     """draft_model, draft = the target's weights, 4 speculative tokens: greedy acceptance 100%."""
-    return _server(request, _vllm_pool, "draft_same")
+    return _server(_vllm_pool, "draft_same")
 
 
 @pytest.fixture(scope="session")
-def vllm_draft_noised(request: pytest.FixtureRequest, _vllm_pool: ServerPool) -> VllmServer:
+def vllm_draft_noised(_vllm_pool: ServerPool) -> VllmServer:
     """draft_model, draft = target weights + noise, 4 tokens: partial, falling with position."""
-    return _server(request, _vllm_pool, "draft_noised")
+    return _server(_vllm_pool, "draft_noised")
 
 
 @pytest.fixture(scope="session")
-def vllm_draft_other(request: pytest.FixtureRequest, _vllm_pool: ServerPool) -> VllmServer:
+def vllm_draft_other(_vllm_pool: ServerPool) -> VllmServer:
     """draft_model, draft = another seed, 4 tokens: acceptance ~0."""
-    return _server(request, _vllm_pool, "draft_other")
+    return _server(_vllm_pool, "draft_other")
 
 
 @pytest.fixture(scope="session")
-def vllm_ngram(request: pytest.FixtureRequest, _vllm_pool: ServerPool) -> VllmServer:
+def vllm_ngram(_vllm_pool: ServerPool) -> VllmServer:
     """ngram speculation, 4 tokens, prompt_lookup 2..4."""
-    return _server(request, _vllm_pool, "ngram")
+    return _server(_vllm_pool, "ngram")
 
 
 @pytest.fixture(scope="session")
-def vllm_plain(request: pytest.FixtureRequest, _vllm_pool: ServerPool) -> VllmServer:
+def vllm_plain(_vllm_pool: ServerPool) -> VllmServer:
     """No speculative decoding: no vllm:spec_decode_* metric families at all."""
-    return _server(request, _vllm_pool, "plain")
+    return _server(_vllm_pool, "plain")

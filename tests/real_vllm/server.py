@@ -278,6 +278,9 @@ def start_server(
             if attempt == 1 and "address already in use" in log_tail(log_path).lower():
                 continue
             raise
+        except BaseException:  # a test timeout or Ctrl-C while waiting: leave no orphans
+            server.stop()
+            raise
         server.started_s = time.monotonic() - launched
         return server
     raise AssertionError("unreachable")

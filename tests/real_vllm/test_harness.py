@@ -20,6 +20,13 @@ from tests.real_vllm.server import (
 from tests.real_vllm.tiny_models import TinyModels
 
 
+@pytest.fixture(autouse=True)
+def short_stop_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stand-ins whose leader dies on SIGTERM but whose children do not: do not wait 15 s."""
+    monkeypatch.setattr("tests.real_vllm.server.STOP_TERM_WAIT_S", 0.5)
+    monkeypatch.setattr("tests.real_vllm.server.STOP_GROUP_TERM_WAIT_S", 0.5)
+
+
 def live(pgid: int) -> list[int]:
     return [pid for pid, state in group_members(pgid) if state != "Z"]
 
@@ -41,9 +48,7 @@ def test_stop_ends_the_leader_and_its_children(tmp_path: Path):
     assert live(server.pid) == []
 
 
-def test_stop_kills_children_that_ignore_sigterm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr("tests.real_vllm.server.STOP_TERM_WAIT_S", 0.5)
-    monkeypatch.setattr("tests.real_vllm.server.STOP_GROUP_TERM_WAIT_S", 0.5)
+def test_stop_kills_children_that_ignore_sigterm(tmp_path: Path):
     server = group_process(tmp_path, "trap '' TERM; sh -c \"trap '' TERM; sleep 300\" & wait")
     for _ in range(50):
         if len(live(server.pid)) >= 3:
