@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from tests.real_vllm.server import SPECS, ServerStartError, VllmServer, start_server
 from tests.real_vllm.tiny_models import ModelBuildError, TinyModels, ensure_models
-from tests.real_vllm.vllm_env import EnvBuildError, ensure_env, stderr_log
+from tests.real_vllm.vllm_env import EnvBuildError, Log, ensure_env, stderr_log
 
 MAX_ALIVE = 3
 SKIP_ENV = "SPECMON_SKIP_REAL_VLLM"
@@ -73,6 +73,7 @@ class ServerPool:
     # The test being set up: its run index and the servers it needs (never evicted for it).
     current_index: int = -1
     current_needs: set[str] = field(default_factory=set)
+    log: Log = stderr_log
 
     def plan(self, items: list[pytest.Item]) -> None:
         self.index_of = {item.nodeid: i for i, item in enumerate(items)}
@@ -91,8 +92,8 @@ class ServerPool:
             pytest.fail(self.setup_error, pytrace=False)
         if self.python is None or self.models is None:
             try:
-                self.python = ensure_env()
-                self.models = ensure_models(self.python)
+                self.python = ensure_env(self.log)
+                self.models = ensure_models(self.python, self.log)
             except (EnvBuildError, ModelBuildError) as error:
                 self.setup_error = f"real vLLM tier could not be set up: {error}"
                 pytest.fail(self.setup_error, pytrace=False)
@@ -108,7 +109,7 @@ class ServerPool:
         python, models = self.prepare()
         self._make_room(index, keep | {name})
         assert self.log_dir is not None
-        stderr_log(f"starting vllm server {name} ...")
+        self.log(f"starting vllm server {name} ...")
         try:
             fresh = start_server(SPECS[name], python, models, self.log_dir)
         except ServerStartError as error:
@@ -116,7 +117,7 @@ class ServerPool:
             pytest.fail(self.failures[name], pytrace=False)
         rss = fresh.rss_bytes()
         self.starts.append((name, fresh.started_s, rss))
-        stderr_log(
+        self.log(
             f"vllm server {name} ready in {fresh.started_s:.0f} s at {fresh.url} "
             f"(RSS {rss / 2**30:.1f} GiB; log {fresh.log_path})"
         )
@@ -133,7 +134,7 @@ class ServerPool:
             if not candidates:
                 return
             victim = max(sorted(candidates), key=lambda n: self.next_use(n, index))
-            stderr_log(f"stopping vllm server {victim} to stay within {self.max_alive} servers")
+            self.log(f"stopping vllm server {victim} to stay within {self.max_alive} servers")
             self.servers[victim].stop()
 
     def _running(self) -> set[str]:
@@ -164,8 +165,22 @@ def needed_specs(item: pytest.Item) -> set[str]:
 _POOL = pytest.StashKey[ServerPool]()
 
 
+def uncaptured_log(config: pytest.Config) -> Log:
+    """Progress lines that pytest's output capture does not swallow (builds take minutes)."""
+
+    def log(message: str) -> None:
+        capture = config.pluginmanager.getplugin("capturemanager")
+        if capture is None:
+            stderr_log(message)
+            return
+        with capture.global_and_fixture_disabled():
+            stderr_log(message)
+
+    return log
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    config.stash[_POOL] = ServerPool()
+    config.stash[_POOL] = ServerPool(log=uncaptured_log(config))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

