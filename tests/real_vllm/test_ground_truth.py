@@ -53,6 +53,44 @@ def run_and_measure(
     return before, after, chunk_sizes
 
 
+# plain and ngram first: they are not needed later, so the draft servers that other real tests
+# reuse can stay up together (at most 3 alive) and each server starts once.
+
+
+def test_ngram_server_exports_spec_decode_counters_per_engine(vllm_ngram: VllmServer):
+    """ngram speculation: the same families, labelled engine and model_name, at 0 or above."""
+    snapshot = scrape(vllm_ngram.url)
+    for name in (SPEC_DRAFTS, SPEC_DRAFT_TOKENS, SPEC_ACCEPTED):
+        labels = [dict(labels) for sample, labels in snapshot.samples if sample == name]
+        assert labels and all(
+            label["engine"] == "0" and label["model_name"] == vllm_ngram.model_name
+            for label in labels
+        ), (name, labels)
+    positions = {
+        dict(labels)["position"]
+        for sample, labels in snapshot.samples
+        if sample == SPEC_ACCEPTED_PER_POS
+    }
+    assert positions == {str(p) for p in range(vllm_ngram.n_spec or 0)}
+    before, after, [sizes] = run_and_measure(
+        vllm_ngram, ["one two three four one two three four one two three four"], 32, 0.0
+    )
+    assert delta(before, after, GENERATION_TOKENS) == sum(sizes) == 32
+    # One chunk per engine step: each decode step yields 1 token plus the drafts it accepted.
+    decode_chunks = sizes[2:]
+    accepted = delta(before, after, SPEC_ACCEPTED)
+    assert sum(decode_chunks) == len(decode_chunks) + accepted
+    assert delta(before, after, SPEC_DRAFTS) > 0
+    assert accepted <= delta(before, after, SPEC_DRAFT_TOKENS)
+
+
+def test_plain_server_has_no_spec_decode_families(vllm_plain: VllmServer):
+    snapshot = scrape(vllm_plain.url)
+    assert GENERATION_TOKENS in snapshot.families()
+    assert not [name for name in snapshot.families() if name.startswith("vllm:spec_decode")]
+    assert snapshot.total(SPEC_DRAFTS) is None
+
+
 def test_same_weights_draft_at_temperature_0_accepts_everything(vllm_draft_same: VllmServer):
     """AL 5.0 from counter deltas; role chunk 0, prefill chunk 1, then 5 tokens per decode chunk."""
     n_spec = vllm_draft_same.n_spec
@@ -117,37 +155,3 @@ def test_noised_draft_acceptance_is_partial_and_falls_with_position(
     acceptance_length = 1 + delta(before, after, SPEC_ACCEPTED) / drafts
     assert acceptance_length == pytest.approx(1 + sum(rates))
     assert 1.5 < acceptance_length < 4.5
-
-
-def test_ngram_server_exports_spec_decode_counters_per_engine(vllm_ngram: VllmServer):
-    """ngram speculation: the same families, labelled engine and model_name, at 0 or above."""
-    snapshot = scrape(vllm_ngram.url)
-    for name in (SPEC_DRAFTS, SPEC_DRAFT_TOKENS, SPEC_ACCEPTED):
-        labels = [dict(labels) for sample, labels in snapshot.samples if sample == name]
-        assert labels and all(
-            label["engine"] == "0" and label["model_name"] == vllm_ngram.model_name
-            for label in labels
-        ), (name, labels)
-    positions = {
-        dict(labels)["position"]
-        for sample, labels in snapshot.samples
-        if sample == SPEC_ACCEPTED_PER_POS
-    }
-    assert positions == {str(p) for p in range(vllm_ngram.n_spec or 0)}
-    before, after, [sizes] = run_and_measure(
-        vllm_ngram, ["one two three four one two three four one two three four"], 32, 0.0
-    )
-    assert delta(before, after, GENERATION_TOKENS) == sum(sizes) == 32
-    # One chunk per engine step: each decode step yields 1 token plus the drafts it accepted.
-    decode_chunks = sizes[2:]
-    accepted = delta(before, after, SPEC_ACCEPTED)
-    assert sum(decode_chunks) == len(decode_chunks) + accepted
-    assert delta(before, after, SPEC_DRAFTS) > 0
-    assert accepted <= delta(before, after, SPEC_DRAFT_TOKENS)
-
-
-def test_plain_server_has_no_spec_decode_families(vllm_plain: VllmServer):
-    snapshot = scrape(vllm_plain.url)
-    assert GENERATION_TOKENS in snapshot.families()
-    assert not [name for name in snapshot.families() if name.startswith("vllm:spec_decode")]
-    assert snapshot.total(SPEC_DRAFTS) is None
