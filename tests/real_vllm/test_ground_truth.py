@@ -53,6 +53,17 @@ def run_and_measure(
     return before, after, chunk_sizes
 
 
+def assert_chunks_match_steps(sizes: list[int], accepted: float, n_spec: int) -> None:
+    """One chunk per engine step: each decode step streams 1 token plus the drafts it accepted.
+
+    /metrics counts every accepted draft, also those of the last step that max_tokens then cuts
+    from the stream (seen: 12 counted, 11 streamed), so the stream may be short by < n_spec.
+    """
+    decode_chunks = sizes[2:]  # role chunk and prefill chunk excluded
+    shortfall = len(decode_chunks) + accepted - sum(decode_chunks)
+    assert 0 <= shortfall < max(n_spec, 1), (sizes, accepted)
+
+
 # plain and ngram first: they are not needed later, so the draft servers that other real tests
 # reuse can stay up together (at most 3 alive) and each server starts once.
 
@@ -76,10 +87,8 @@ def test_ngram_server_exports_spec_decode_counters_per_engine(vllm_ngram: VllmSe
         vllm_ngram, ["one two three four one two three four one two three four"], 32, 0.0
     )
     assert delta(before, after, GENERATION_TOKENS) == sum(sizes) == 32
-    # One chunk per engine step: each decode step yields 1 token plus the drafts it accepted.
-    decode_chunks = sizes[2:]
     accepted = delta(before, after, SPEC_ACCEPTED)
-    assert sum(decode_chunks) == len(decode_chunks) + accepted
+    assert_chunks_match_steps(sizes, accepted, vllm_ngram.n_spec or 0)
     assert delta(before, after, SPEC_DRAFTS) > 0
     assert accepted <= delta(before, after, SPEC_DRAFT_TOKENS)
 
@@ -126,7 +135,7 @@ def test_same_weights_draft_at_temperature_1_loses_most_of_the_speedup(
     assert 1 + accepted / drafts < 2.5
     assert sizes[:2] == [0, 1]
     assert sum(sizes) == 32
-    assert sum(sizes[2:]) == len(sizes[2:]) + accepted
+    assert_chunks_match_steps(sizes, accepted, vllm_draft_same.n_spec or 0)
 
 
 def test_other_seed_draft_accepts_nothing(vllm_draft_other: VllmServer):
