@@ -77,3 +77,20 @@ def test_demo_runs_n_requests_records_and_leaves_no_threads(tmp_path, capsys):
 def test_demo_bad_profile_is_a_clear_error(capsys):
     assert main(["demo", "--profile", "no-such-profile", "--requests", "1"]) == 2
     assert "no-such-profile" in capsys.readouterr().err
+
+
+def test_recording_into_a_missing_folder_is_a_clear_error(tmp_path, capsys):
+    target = tmp_path / "no-such-folder" / "session.ndjson"
+    assert main(["demo", "--requests", "1", "--speed", "50", "--record", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert "cannot record to" in err and str(target) in err
+    assert "Traceback" not in err
+    assert not target.exists()
+
+
+def test_watch_refuses_to_overwrite_a_recording(sim, tmp_path, capsys):
+    target = tmp_path / "kept.ndjson"
+    target.write_text("earlier session\n")
+    assert main(["watch", "--attach", sim.url, "--once", "--record", str(target)]) == 2
+    assert "already exists" in capsys.readouterr().err
+    assert target.read_text() == "earlier session\n"

@@ -18,6 +18,7 @@ from specmon.core.events import ServerLogLine
 from specmon.core.session_state import SessionState
 from specmon.runtime.monitor import Monitor, Target
 from specmon.runtime.prompt_loop import prompt_loop
+from specmon.runtime.recorder import RecordingError
 from specmon.sources.stream_client import ChatRequest
 
 DEMO_SCHEDULE = "cycle:5f,1t,3d,1r"
@@ -97,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         monitor = Monitor([Target(sim_url)], SessionState, interval=1.0, record=args.record)
         try:
             monitor.start()
-        except FileExistsError as exc:
+        except RecordingError as exc:
             return _error(str(exc))
         return _drive(monitor, args)
     finally:

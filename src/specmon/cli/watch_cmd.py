@@ -21,7 +21,7 @@ from typing import Any
 
 from specmon.core.session_state import SessionState
 from specmon.runtime.monitor import Monitor, pair_targets
-from specmon.runtime.recorder import RecordingExistsError
+from specmon.runtime.recorder import RecordingError
 
 
 def register(subparsers: Any) -> None:
@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         try:
             monitor.start(run_loops=not args.once)
-        except RecordingExistsError as exc:
+        except RecordingError as exc:
             return _error(str(exc))
         if args.once:
             return _once(monitor)

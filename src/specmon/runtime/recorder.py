@@ -46,7 +46,11 @@ def environment_secrets(environ: dict[str, str] | None = None) -> tuple[str, ...
     return tuple(found)
 
 
-class RecordingExistsError(FileExistsError):
+class RecordingError(OSError):
+    """The recording file cannot be created; str() names the file and the reason."""
+
+
+class RecordingExistsError(RecordingError, FileExistsError):
     """The recording file already exists (recordings are never overwritten)."""
 
 
@@ -77,6 +81,8 @@ class Recorder:
             raise RecordingExistsError(
                 f"{self.path} already exists; choose another file (recordings are not overwritten)"
             ) from None
+        except OSError as exc:
+            raise RecordingError(f"cannot record to {self.path}: {exc.strerror or exc}") from None
         self._gz: gzip.GzipFile | None = None
         target: IO[bytes] = self._raw
         if self.path.name.endswith(".gz"):
