@@ -127,6 +127,34 @@ def servers_table(snapshot: dict[str, Any]) -> Table:
     return table
 
 
+GIB = 1024**3
+
+
+def gpu_line(g: dict[str, Any]) -> Text:
+    """One GPU: temperature (and its slowdown threshold), power, VRAM, clocks, utilisation, and
+    the clock-event reasons in force; — for every reading that is not available."""
+    used, total = g.get("memory_used_bytes"), g.get("memory_total_bytes")
+    vram = f"{fmt(used / GIB if used is not None else None)}/"
+    vram += f"{fmt(total / GIB if total is not None else None)} GiB"
+    slowdown = g.get("slowdown_temperature_c")
+    temp = fmt(g.get("temperature_c"), ".0f", " °C")
+    if slowdown is not None:
+        temp += f" (slowdown {slowdown:.0f})"
+    line = Text(
+        clean(
+            f"GPU {g.get('index')} {g.get('name') or ''}: {temp}  "
+            f"{fmt(g.get('power_w'), '.0f')}/{fmt(g.get('power_limit_w'), '.0f')} W  VRAM {vram}  "
+            f"SM {fmt(g.get('sm_clock_mhz'), '.0f')} MHz  "
+            f"mem {fmt(g.get('memory_clock_mhz'), '.0f')} MHz  "
+            f"util {fmt(g.get('utilization_pct'), '.0f', '%')}"
+        )
+    )
+    reasons = [r for r in g.get("clock_event_reasons") or () if r != "gpu_idle"]
+    if reasons:
+        line.append(clean("  clocks held by: " + ", ".join(reasons)), style="yellow")
+    return line
+
+
 def render(
     snapshot: dict[str, Any], *, title: str, text_tail: tuple[str | None, str] | None = None
 ) -> RenderableType:
@@ -158,13 +186,9 @@ def render(
     parts.append(line)
     gpu = snapshot.get("gpu") or {}
     for g in gpu.get("gpus", []):
-        temp = fmt(g.get("temperature_c"), ".0f")
-        power = fmt(g.get("power_w"), ".0f")
-        clock = fmt(g.get("sm_clock_mhz"), ".0f")
-        util = fmt(g.get("utilization_pct"), ".0f")
-        name = g.get("name") or ""
-        line = f"GPU {g.get('index')} {name}: {temp} °C  {power} W  SM {clock} MHz  util {util}%"
-        parts.append(Text(clean(line)))
+        parts.append(gpu_line(g))
+    if not gpu.get("gpus") and gpu.get("error"):
+        parts.append(Text(clean(f"GPU {DASH} ({gpu['error']})"), style="dim"))
     if text_tail is not None and text_tail[0] is not None:
         rid, text = text_tail
         parts.append(

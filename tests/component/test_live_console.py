@@ -1,0 +1,103 @@
+"""The Rich live view: untrusted text is shown literally, missing numbers are —, GPU readings and
+throttling are on screen."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from specmon.core.events import (
+    GpuReading,
+    GpuSampled,
+    RequestEnded,
+    RequestStarted,
+    ServerStatusChanged,
+    SessionInfo,
+    StreamChunk,
+)
+from specmon.core.session_state import SessionState
+from specmon.ui.live_console import render
+
+HOSTILE = "\x1b[2J\x1b]0;pwned\x07[bold red]not markup[/] \u202eevil\u202c tail"
+
+
+def _screen(snapshot: dict, tail: tuple[str | None, str] | None = None) -> str:
+    out = io.StringIO()
+    console = Console(file=out, width=160, force_terminal=True, color_system="truecolor")
+    console.print(render(snapshot, title="[blink]title[/]", text_tail=tail))
+    return out.getvalue()
+
+
+def _state_with_hostile_text() -> SessionState:
+    state = SessionState(SessionInfo(server="http://127.0.0.1:8000", simulated=True))
+    state.apply(RequestStarted(t=0.0, request_id="r1", source="http://127.0.0.1:8000", model="m"))
+    state.apply(StreamChunk(t=0.1, request_id="r1", role="assistant", completion_tokens=0))
+    state.apply(StreamChunk(t=0.2, request_id="r1", text=HOSTILE, completion_tokens=1))
+    state.apply(
+        RequestEnded(t=0.3, request_id="r1", outcome="failed", error=HOSTILE, completion_tokens=1)
+    )
+    state.apply(
+        ServerStatusChanged(t=0.4, source="http://127.0.0.1:8000", status="down", detail=HOSTILE)
+    )
+    return state
+
+
+def test_untrusted_text_is_shown_literally_never_interpreted() -> None:
+    state = _state_with_hostile_text()
+    screen = _screen(state.snapshot(), tail=("r1", HOSTILE))
+    # The words arrive on screen as text, markup brackets included ...
+    assert "[bold red]not markup[/]" in screen
+    assert "[blink]title[/]" in screen
+    # ... while the escape sequences and the bidi override in that text never reach the terminal.
+    assert "\x1b[2J" not in screen
+    assert "\x1b]0;pwned" not in screen
+    assert "\u202e" not in screen
+    assert "SIMULATED" in screen
+
+
+def test_missing_numbers_are_dashes_and_zero_stays_zero() -> None:
+    state = SessionState(SessionInfo(server="http://127.0.0.1:8000"))
+    gpu = GpuReading(index=0, name="NVIDIA H200", temperature_c=0.0, power_w=None)
+    state.apply(GpuSampled(t=1.0, source="gpu", gpus=(gpu,)))
+    line = next(x for x in _plain(state.snapshot()).splitlines() if "GPU 0" in x)
+    assert "0 °C" in line  # a real zero reading stays 0
+    assert "—/— W" in line  # power and limit unknown: dashes, not 0
+    assert "VRAM —/— GiB" in line
+
+
+def test_gpu_line_shows_vram_power_clocks_and_throttling() -> None:
+    state = SessionState(SessionInfo(server="http://127.0.0.1:8000"))
+    gpu = GpuReading(
+        index=0,
+        name="NVIDIA H200",
+        temperature_c=91.0,
+        slowdown_temperature_c=90.0,
+        memory_used_bytes=8 * 1024**3,
+        memory_total_bytes=140 * 1024**3,
+        utilization_pct=99.0,
+        power_w=693.0,
+        power_limit_w=700.0,
+        sm_clock_mhz=1410.0,
+        memory_clock_mhz=2619.0,
+        clock_event_reasons=("sw_power_cap", "hw_thermal_slowdown"),
+    )
+    state.apply(GpuSampled(t=1.0, source="gpu", gpus=(gpu,)))
+    line = next(x for x in _plain(state.snapshot()).splitlines() if "GPU 0" in x)
+    for part in ("91 °C (slowdown 90)", "693/700 W", "VRAM 8.0/140.0 GiB", "SM 1410 MHz"):
+        assert part in line
+    assert "clocks held by: sw_power_cap, hw_thermal_slowdown" in line
+
+
+def test_no_gpu_says_why() -> None:
+    state = SessionState(SessionInfo(server="http://127.0.0.1:8000"))
+    state.apply(GpuSampled(t=1.0, source="gpu", gpus=(), error="no GPU: NVML library not found"))
+    assert "no GPU: NVML library not found" in _plain(state.snapshot())
+
+
+def _plain(snapshot: dict) -> str:
+    out = io.StringIO()
+    Console(file=out, width=200, force_terminal=False, color_system=None).print(
+        render(snapshot, title="t")
+    )
+    return out.getvalue()
