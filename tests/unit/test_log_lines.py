@@ -60,6 +60,13 @@ def spec_interval(draw):
     return k, drafts, per_pos
 
 
+# A number printed with %.Nf is within half a unit of its last place; the slack covers the float
+# error at exactly half a unit (0.325 prints as "0.33").
+ROUND_1DP = 0.05 * (1 + 1e-9) + 1e-12
+ROUND_2DP = 0.005 * (1 + 1e-9) + 1e-12
+ROUND_3DP = 0.0005 * (1 + 1e-9) + 1e-12
+
+
 def rates_text(per_pos, drafts):
     return ", ".join("%.3f" % (p / drafts) for p in per_pos)
 
@@ -80,11 +87,11 @@ def test_new_format_round_trip(interval, seconds, prefix):
     )
     out = parse_log_line(line)
     assert isinstance(out, SpecDecodingLog) and out.format == "new"
-    assert out.acceptance_length == pytest.approx(al, abs=0.005)
+    assert out.acceptance_length == pytest.approx(al, abs=ROUND_2DP)
     assert out.accepted_tokens == accepted and out.drafted_tokens == drafted
-    assert out.draft_acceptance_rate == pytest.approx(accepted / drafted, abs=0.0005)
-    assert out.per_position_rates == pytest.approx([p / drafts for p in per_pos], abs=0.0005)
-    assert out.accepted_tok_s == pytest.approx(accepted / seconds, abs=0.005)
+    assert out.draft_acceptance_rate == pytest.approx(accepted / drafted, abs=ROUND_3DP)
+    assert out.per_position_rates == pytest.approx([p / drafts for p in per_pos], abs=ROUND_3DP)
+    assert out.accepted_tok_s == pytest.approx(accepted / seconds, abs=ROUND_2DP)
 
 
 @given(spec_interval(), st.booleans())
@@ -163,11 +170,11 @@ def test_engine_line_round_trip(engine, prompt, gen, running, waiting, kv, hit, 
     )
     assert isinstance(out, EngineLog) and out.format == "v1"
     assert out.engine == engine
-    assert out.prompt_tok_s == pytest.approx(prompt, abs=0.05)
-    assert out.generation_tok_s == pytest.approx(gen, abs=0.05)
+    assert out.prompt_tok_s == pytest.approx(prompt, abs=ROUND_1DP)
+    assert out.generation_tok_s == pytest.approx(gen, abs=ROUND_1DP)
     assert (out.running, out.waiting) == (running, waiting)
-    assert out.kv_cache_usage == pytest.approx(kv, abs=0.0005)
-    assert out.prefix_cache_hit_rate == pytest.approx(hit, abs=0.0005)
+    assert out.kv_cache_usage == pytest.approx(kv, abs=ROUND_3DP)
+    assert out.prefix_cache_hit_rate == pytest.approx(hit, abs=ROUND_3DP)
 
 
 def test_engine_line_optional_parts_and_aggregated_prefix():
