@@ -83,6 +83,10 @@ class Hub:
         finally:
             with contextlib.suppress(Exception):
                 loop.run_until_complete(loop.shutdown_asyncgens())
+            # Join the default executor's threads (asyncio.to_thread, DNS look-ups): close()
+            # alone leaves them winding down after stop() returns.
+            with contextlib.suppress(Exception):
+                loop.run_until_complete(loop.shutdown_default_executor())
             loop.close()
 
     @property
