@@ -18,6 +18,7 @@ is set.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Generator
 from dataclasses import dataclass, field
@@ -240,6 +241,10 @@ def _vllm_pool(request: pytest.FixtureRequest) -> Generator[ServerPool, None, No
         pool.log_dir = Path(tempfile.mkdtemp(prefix="specmon-vllm-logs-"))
     yield pool
     pool.stop_all()
+    # The servers' logs are evidence when something failed; otherwise they are not kept.
+    if request.session.testsfailed == 0 and pool.log_dir is not None:
+        shutil.rmtree(pool.log_dir, ignore_errors=True)
+        pool.log_dir = None
 
 
 @pytest.fixture(scope="session")
