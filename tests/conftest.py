@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import settings
 
 # Real `vllm serve` fixtures (vllm_draft_same, vllm_ngram, ...) for every test folder.
@@ -14,3 +15,12 @@ pytest_plugins = ["tests.real_vllm.fixtures"]
 settings.register_profile("ci", deadline=None, print_blob=True, derandomize=True)
 settings.register_profile("dev", deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch) -> None:
+    """No test reads or writes the user's own specmon data or config (stored baselines, ...).
+    XDG_CACHE_HOME is left alone: the real-vLLM environment is cached there on purpose."""
+    root = tmp_path_factory.mktemp("xdg")
+    monkeypatch.setenv("XDG_DATA_HOME", str(root / "data"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(root / "config"))

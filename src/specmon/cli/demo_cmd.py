@@ -14,8 +14,8 @@ import sys
 import threading
 from typing import Any
 
+from specmon.cli.session_setup import add_baseline_argument, state_factory
 from specmon.core.events import ServerLogLine
-from specmon.core.session_state import SessionState
 from specmon.runtime.monitor import Monitor, Target
 from specmon.runtime.prompt_loop import prompt_loop
 from specmon.runtime.recorder import RecordingError
@@ -54,6 +54,7 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--schedule", default=DEMO_SCHEDULE, help=f"sim schedule (default {DEMO_SCHEDULE})"
     )
+    add_baseline_argument(p)
 
 
 def _error(message: str) -> int:
@@ -95,7 +96,9 @@ def run(args: argparse.Namespace) -> int:
         return _error(str(exc))
     sim_url = sim.url
     try:
-        monitor = Monitor([Target(sim_url)], SessionState, interval=1.0, record=args.record)
+        monitor = Monitor(
+            [Target(sim_url)], state_factory(args.baseline), interval=1.0, record=args.record
+        )
         try:
             monitor.start()
         except RecordingError as exc:

@@ -19,7 +19,7 @@ import sys
 import threading
 from typing import Any
 
-from specmon.core.session_state import SessionState
+from specmon.cli.session_setup import add_baseline_argument, default_gpu_source, state_factory
 from specmon.runtime.monitor import Monitor, pair_targets
 from specmon.runtime.recorder import RecordingError
 
@@ -53,10 +53,12 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--gpu",
-        default="none",
+        default=None,
         metavar="local|none|DCGM_URL",
-        help="GPU numbers from local NVML, a dcgm-exporter URL, or none (default)",
+        help="GPU numbers from local NVML, a dcgm-exporter URL, or none (default: local when "
+        "every attached server runs on this machine, else none)",
     )
+    add_baseline_argument(p)
     p.add_argument("--interval", type=float, default=1.0, help="seconds between scrapes")
     p.add_argument("--record", metavar="FILE", help="record the session (.gz compresses)")
     p.add_argument("--once", action="store_true", help="print one snapshot and exit")
@@ -73,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         return _error(f"--interval must be positive, got {args.interval}")
     if args.once and not args.json:
         args.json = True  # one snapshot is only meaningful as data
-    gpu = args.gpu
+    gpu = args.gpu if args.gpu is not None else default_gpu_source(args.attach)
     if gpu not in ("local", "none") and not gpu.startswith(("http://", "https://")):
         return _error(f"--gpu must be local, none or a dcgm-exporter http(s) URL, got {gpu!r}")
     try:
@@ -83,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         monitor = Monitor(
             targets,
-            SessionState,
+            state_factory(args.baseline),
             api_key=args.api_key,
             gpu=gpu,
             interval=args.interval,

@@ -175,7 +175,8 @@ def render(
     line = Text(
         f"requests {summary.get('total', 0)}  ok {summary.get('ok', 0)}  "
         f"failed {summary.get('failed', 0)}  flagged {summary.get('flagged', 0)}  "
-        f"mean decode {fmt(summary.get('mean_decode_tok_s'))} tok/s"
+        f"mean decode {fmt(summary.get('mean_decode_tok_s'))} tok/s  "
+        f"vanilla baseline {fmt((snapshot.get('session') or {}).get('baseline_tok_s'))} tok/s"
     )
     if cycle.get("detected"):
         line.append(

@@ -1,0 +1,79 @@
+"""Choices that `watch` and `demo` make the same way: the vanilla baseline the flag compares
+against, and where GPU numbers come from by default."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import sys
+from collections.abc import Callable, Sequence
+from urllib.parse import urlsplit
+
+from specmon.core.events import SessionInfo
+from specmon.core.session_state import SessionState
+from specmon.sources.baseline_store import BaselineKey, BaselineStore, BaselineStoreError
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def add_baseline_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--baseline",
+        type=positive_float,
+        default=None,
+        metavar="TOK_S",
+        help="vanilla (n_spec 0) decode tok/s of this model on this GPU, for the vanilla-speed "
+        "flag (default: the stored n_spec 0 bench for the same model + GPU + vLLM version, if "
+        "any; without one only acceptance-based reasons apply)",
+    )
+
+
+def state_factory(
+    baseline: float | None,
+    *,
+    store: BaselineStore | None = None,
+    warn: Callable[[str], None] = lambda message: print(message, file=sys.stderr),
+) -> Callable[[SessionInfo], SessionState]:
+    """A SessionState factory using `baseline`, else the stored baseline for the session's model,
+    GPU and vLLM version. A simulated server never gets a stored (real) baseline. An unreadable
+    store is reported through `warn` and the session runs without a baseline."""
+
+    def make(info: SessionInfo) -> SessionState:
+        tok_s = baseline
+        if tok_s is None and not info.simulated and info.model:
+            key = BaselineKey(info.model, info.gpu or "", info.vllm_version or "")
+            try:
+                found = (store or BaselineStore()).get(key)
+            except BaselineStoreError as exc:
+                warn(f"specmon: no stored vanilla baseline used: {exc}")
+                found = None
+            tok_s = found.tok_s if found is not None else None
+        return SessionState(info, baseline_tok_s=tok_s)
+
+    return make
+
+
+def is_loopback(url: str) -> bool:
+    """True when the URL's host is this machine (localhost or a loopback address)."""
+    host = urlsplit(url if "://" in url else f"http://{url}").hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def default_gpu_source(urls: Sequence[str]) -> str:
+    """ "local" (NVML) when every attached server runs on this machine, else "none": the GPU of a
+    remote server is not the one NVML sees here (read it from its dcgm-exporter with --gpu URL)."""
+    return "local" if urls and all(is_loopback(u) for u in urls) else "none"
