@@ -94,3 +94,17 @@ def test_watch_refuses_to_overwrite_a_recording(sim, tmp_path, capsys):
     assert main(["watch", "--attach", sim.url, "--once", "--record", str(target)]) == 2
     assert "already exists" in capsys.readouterr().err
     assert target.read_text() == "earlier session\n"
+
+
+def test_watch_metrics_url_without_scheme_is_read_over_http(sim, capsys):
+    # --attach accepts host:port without a scheme; --metrics-url is validated the same way, so it
+    # must also be used as http://host:port/... (not sent to httpx as the scheme "127.0.0.1").
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        nowhere = f"http://127.0.0.1:{s.getsockname()[1]}"
+    bare = sim.url.removeprefix("http://") + "/metrics"
+    args = ["watch", "--attach", nowhere, "--metrics-url", bare, "--once"]
+    assert main([*args, "--interval", "0.1"]) == 0
+    snap = json.loads(capsys.readouterr().out)
+    assert snap["servers"][nowhere]["status"] == "up"
+

@@ -72,10 +72,13 @@ def pair_targets(urls: Sequence[str], metrics_urls: Sequence[str] = ()) -> list[
     targets = []
     for i, url in enumerate(urls):
         metrics = metrics_urls[i] if i < len(metrics_urls) else None
+        if metrics is not None:
+            server_base(metrics)  # validates
+            metrics = metrics.strip()
+            if "://" not in metrics:  # host:port/path, as --attach accepts it
+                metrics = "http://" + metrics
         target = Target(url, metrics)
         _ = target.base  # validates
-        if metrics is not None:
-            server_base(metrics)
         targets.append(target)
     return targets
 
