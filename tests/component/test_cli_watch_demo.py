@@ -108,3 +108,10 @@ def test_watch_metrics_url_without_scheme_is_read_over_http(sim, capsys):
     snap = json.loads(capsys.readouterr().out)
     assert snap["servers"][nowhere]["status"] == "up"
 
+
+def test_watch_interval_out_of_range_is_a_one_line_error(capsys):
+    for value in ("inf", "1e308"):
+        assert main(["watch", "--attach", "http://127.0.0.1:9", "--interval", value, "--once"]) == 2
+        err = capsys.readouterr().err
+        assert "--interval" in err
+        assert "Traceback" not in err

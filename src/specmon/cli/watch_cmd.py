@@ -23,6 +23,9 @@ from specmon.cli.session_setup import add_baseline_argument, default_gpu_source,
 from specmon.runtime.monitor import Monitor, pair_targets
 from specmon.runtime.recorder import RecordingError
 
+MAX_INTERVAL_S = 3600.0
+"""Longest --interval accepted (an hour): an unbounded one (inf, 1e308) overflowed the wait."""
+
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
@@ -71,8 +74,11 @@ def _error(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.interval > 0:
-        return _error(f"--interval must be positive, got {args.interval}")
+    if not 0 < args.interval <= MAX_INTERVAL_S:
+        return _error(
+            f"--interval must be a number of seconds above 0 and at most {MAX_INTERVAL_S:g}, "
+            f"got {args.interval}"
+        )
     if args.once and not args.json:
         args.json = True  # one snapshot is only meaningful as data
     gpu = args.gpu if args.gpu is not None else default_gpu_source(args.attach)
