@@ -118,3 +118,30 @@ def test_gzip_cut_without_trailer_keeps_flushed_lines(tmp_path):
     assert labels == [f"m{i}" for i in range(len(labels))]
     assert 0 < len(labels) < 2000
     assert got.problems and "torn" in got.problems[-1].message
+
+
+def test_gpu_readings_of_the_wrong_type_are_reported_not_replayed(tmp_path):
+    # A GPU reading with text where numbers belong must not reach the session state: its
+    # snapshot (the UI's only input) would raise on it.
+    from specmon.core.session_state import SessionState
+
+    path = tmp_path / "s.ndjson"
+    good = {"index": 0, "name": "GPU A", "temperature_c": 61.0, "memory_used_bytes": 1024}
+    _write(
+        path,
+        HEADER,
+        json.dumps([0.1, "g", {"src": "nvml", "gpus": [good]}]),
+        json.dumps([0.2, "g", {"src": "nvml", "gpus": [{"index": 0, "temperature_c": "hot"}]}]),
+        json.dumps([0.3, "g", {"src": "nvml", "gpus": [{"index": 0, "power_w": True}]}]),
+        json.dumps([0.4, "g", {"src": "nvml", "gpus": [{"index": 0, "memory_used_bytes": "1"}]}]),
+        json.dumps([0.5, "g", {"src": "nvml", "gpus": [{"index": 0, "name": 7}]}]),
+        json.dumps([0.6, "g", {"src": "nvml", "gpus": [{"index": 0, "clock_event_reasons": 5}]}]),
+    )
+    rec = read_recording(path)
+    assert [p.line for p in rec.problems] == [3, 4, 5, 6, 7]
+    state = SessionState(rec.info)
+    for event in rec.events:
+        state.apply(event)
+    gpus = state.snapshot()["gpu"]["gpus"]
+    assert gpus[0]["temperature_c"] == 61.0
+    assert gpus[0]["memory_used_bytes"] == 1024

@@ -385,12 +385,30 @@ def _opt_str(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
+_GPU_TEXT_FIELDS = frozenset({"name", "uuid", "host"})
+_GPU_INT_FIELDS = frozenset({"memory_used_bytes", "memory_total_bytes"})
+
+
 def _gpu_reading(d: dict[str, Any]) -> GpuReading:
     kwargs: dict[str, Any] = {"index": int(d["index"])}
     for name in _GPU_FIELDS:
         if name in d and d[name] is not None:
             value = d[name]
-            kwargs[name] = tuple(str(r) for r in value) if name == "clock_event_reasons" else value
+            if name == "clock_event_reasons":
+                if type(value) is not list:
+                    raise RecordingFormatError("GPU clock_event_reasons must be a list")
+                value = tuple(str(r) for r in value)
+            elif name in _GPU_TEXT_FIELDS:
+                if type(value) is not str:
+                    raise RecordingFormatError(f"GPU {name} {value!r} is not text")
+            elif name in _GPU_INT_FIELDS:
+                number = _number(value)
+                if not number.is_integer():
+                    raise RecordingFormatError(f"GPU {name} {value!r} is not an integer")
+                value = int(number)
+            else:
+                value = _number(value)
+            kwargs[name] = value
     return GpuReading(**kwargs)
 
 
