@@ -259,3 +259,31 @@ def test_a_server_that_is_not_there_fails_the_request_clearly():
     assert events[-1].outcome == "failed"
     assert "127.0.0.1" in events[-1].error
     assert KEY not in events[-1].error
+
+
+def test_usage_counts_that_are_not_counts_are_dropped_not_passed_on(canned):
+    # A non-conforming server sends text, lists or negative numbers as token counts. They must not
+    # reach the session state (its fold compared them with ints and raised, losing the request), the
+    # prompt loop's end-of-request scrape, nor a recording (whose reader refuses such a chunk).
+    from specmon.core.events import SessionInfo
+    from specmon.core.session_state import SessionState
+
+    chunks = _canned_chunks()
+    chunks[1]["usage"]["completion_tokens"] = "one"
+    chunks[2]["usage"]["completion_tokens"] = -3
+    chunks[3]["usage"]["prompt_tokens"] = "many"
+    chunks[5]["usage"]["completion_tokens"] = "six"
+    chunks[5]["usage"]["prompt_tokens"] = [5]
+    server = canned(chunks)
+    events = _chat(server.url, ChatRequest("q"))
+    counts = [(e.completion_tokens, e.prompt_tokens) for e in events if isinstance(e, StreamChunk)]
+    assert counts == [(0, 5), (None, 5), (None, 5), (5, None), (6, 5)]
+    end = events[-1]
+    assert end.outcome == "ok"
+    assert end.completion_tokens == 6 and end.prompt_tokens == 5  # the last valid counts
+    state = SessionState(SessionInfo())
+    for e in events:
+        state.apply(e)
+    rows = state.snapshot()["requests"]["rows"]
+    assert [r["outcome"] for r in rows] == ["ok"]
+    assert rows[0]["completion_tokens"] == 6

@@ -330,10 +330,13 @@ class StreamClient:
         usage = chunk.usage
         completion = prompt = None
         if usage is not None:
-            completion = usage.completion_tokens
-            prompt = usage.prompt_tokens
-            state.completion_tokens = completion
-            state.prompt_tokens = prompt
+            # A count that is not a whole number >= 0 is not a count: dropped, not passed on.
+            completion = _count(getattr(usage, "completion_tokens", None))
+            prompt = _count(getattr(usage, "prompt_tokens", None))
+            if completion is not None:
+                state.completion_tokens = completion
+            if prompt is not None:
+                state.prompt_tokens = prompt
         extra = chunk.model_extra or {}
         metrics = extra.get("metrics")
         if isinstance(metrics, dict):
@@ -409,6 +412,15 @@ class _StreamState:
     prompt_tokens: int | None = None
     finish_reason: str | None = None
     spec_decoding: dict[str, Any] | None = None
+
+
+def _count(value: Any) -> int | None:
+    """A token count from the server: an int >= 0 (a whole float is accepted), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not value.is_integer():
+        return None
+    return int(value) if value >= 0 else None
 
 
 async def _close_quietly(stream: Any) -> None:
