@@ -110,7 +110,7 @@ def test_watch_metrics_url_without_scheme_is_read_over_http(sim, capsys):
 
 
 def test_watch_interval_out_of_range_is_a_one_line_error(capsys):
-    for value in ("inf", "1e308"):
+    for value in ("inf", "1e308", "1e-9", "0"):
         assert main(["watch", "--attach", "http://127.0.0.1:9", "--interval", value, "--once"]) == 2
         err = capsys.readouterr().err
         assert "--interval" in err

@@ -4,6 +4,7 @@ throttling are on screen."""
 from __future__ import annotations
 
 import io
+import threading
 
 from rich.console import Console
 
@@ -101,3 +102,20 @@ def _plain(snapshot: dict) -> str:
         render(snapshot, title="t")
     )
     return out.getvalue()
+
+
+def test_a_server_cannot_forge_lines_in_plain_output() -> None:
+    from specmon.ui.live_console import clean, run_plain
+
+    forged = "refused\n[SIMULATED] r99: 999 tokens, decode 9999.0 tok/s, ok"
+    state = SessionState(SessionInfo(server="http://127.0.0.1:8000"))
+    state.apply(
+        ServerStatusChanged(t=0.0, source="http://127.0.0.1:8000", status="down", detail=forged)
+    )
+    lines: list[str] = []
+    done = threading.Event()
+    done.set()
+    run_plain(state.snapshot, done=done, write=lines.append)
+    assert len(lines) == 1 and "r99" in lines[0]  # shown, but inside the server's own line
+    assert "\n" not in lines[0]
+    assert clean("a\nb", multiline=True) == "a\nb"  # the answer panel keeps its paragraphs

@@ -287,3 +287,26 @@ def test_usage_counts_that_are_not_counts_are_dropped_not_passed_on(canned):
     rows = state.snapshot()["requests"]["rows"]
     assert [r["outcome"] for r in rows] == ["ok"]
     assert rows[0]["completion_tokens"] == 6
+
+
+def test_identify_gives_up_on_a_server_that_never_answers(monkeypatch):
+    import socket
+
+    from specmon.sources import stream_client
+
+    monkeypatch.setattr(stream_client, "IDENTIFY_TIMEOUT_S", 0.3)
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)  # accepts connections, never reads or answers
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+
+        async def go():
+            client = StreamClient(url, clock=FakeClock())
+            try:
+                return await asyncio.wait_for(client.identify(), 30)
+            finally:
+                await client.aclose()
+
+        identity = asyncio.run(go())
+    assert identity.models == () and identity.vllm_version is None
+    assert "/version" in identity.error and "/v1/models" in identity.error

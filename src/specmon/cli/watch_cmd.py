@@ -23,6 +23,9 @@ from specmon.cli.session_setup import add_baseline_argument, default_gpu_source,
 from specmon.runtime.monitor import Monitor, pair_targets
 from specmon.runtime.recorder import RecordingError
 
+MIN_INTERVAL_S = 0.1
+"""Shortest --interval accepted: faster scraping only loads the server (vLLM's own log cadence
+is seconds)."""
 MAX_INTERVAL_S = 3600.0
 """Longest --interval accepted (an hour): an unbounded one (inf, 1e308) overflowed the wait."""
 
@@ -74,10 +77,10 @@ def _error(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not 0 < args.interval <= MAX_INTERVAL_S:
+    if not MIN_INTERVAL_S <= args.interval <= MAX_INTERVAL_S:
         return _error(
-            f"--interval must be a number of seconds above 0 and at most {MAX_INTERVAL_S:g}, "
-            f"got {args.interval}"
+            f"--interval must be a number of seconds from {MIN_INTERVAL_S:g} to "
+            f"{MAX_INTERVAL_S:g}, got {args.interval}"
         )
     if args.once and not args.json:
         args.json = True  # one snapshot is only meaningful as data

@@ -43,6 +43,11 @@ NO_KEY = "EMPTY"
 """What the client sends when no key is configured (vLLM without --api-key accepts anything)."""
 
 
+IDENTIFY_TIMEOUT_S = 10.0
+"""Bound on each identification call (/version, /v1/models): a server that accepts connections
+but never answers must not hold `watch` or `demo` at start."""
+
+
 def resolve_api_key(explicit: str | None, environ: Mapping[str, str] | None = None) -> str | None:
     """The key to use: the explicit one, else OPENAI_API_KEY, else VLLM_API_KEY, else None."""
     if explicit:
@@ -200,7 +205,7 @@ class StreamClient:
         n_spec: int | None = None
         errors: list[str] = []
         try:
-            async with httpx.AsyncClient(timeout=10.0, headers=headers) as http:
+            async with httpx.AsyncClient(timeout=IDENTIFY_TIMEOUT_S, headers=headers) as http:
                 resp = await http.get(self.base_url + "/version")
                 simulated = resp.headers.get(SIMULATED_HEADER) == "1"
                 if resp.status_code != 200:
@@ -219,7 +224,9 @@ class StreamClient:
             errors.append(f"/version: {type(exc).__name__}: {self._clean(str(exc))}")
         models: tuple[str, ...] = ()
         try:
-            models = await self.list_models()
+            models = await asyncio.wait_for(self.list_models(), IDENTIFY_TIMEOUT_S)
+        except TimeoutError:
+            errors.append(f"/v1/models: no answer within {IDENTIFY_TIMEOUT_S:g} s")
         except (openai.OpenAIError, httpx.HTTPError) as exc:
             errors.append(f"/v1/models: {type(exc).__name__}: {self._clean(str(exc))}")
         if simulated:

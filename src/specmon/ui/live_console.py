@@ -25,9 +25,15 @@ DASH = "—"
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069]")
 
 
-def clean(text: str) -> str:
-    """Text safe to print: control characters (escape sequences, bidi overrides) removed."""
-    return _CONTROL.sub("", text)
+_LINE_BREAKS = re.compile(r"[\t\n]+")
+
+
+def clean(text: str, *, multiline: bool = False) -> str:
+    """Text safe to print: control characters (escape sequences, bidi overrides) removed, and,
+    unless `multiline`, tabs and newlines turned into spaces so one field stays one line (a
+    server's error text cannot forge lines of its own in the output)."""
+    text = _CONTROL.sub("", text)
+    return text if multiline else _LINE_BREAKS.sub(" ", text)
 
 
 def fmt(value: Any, spec: str = ".1f", unit: str = "") -> str:
@@ -193,7 +199,11 @@ def render(
     if text_tail is not None and text_tail[0] is not None:
         rid, text = text_tail
         parts.append(
-            Panel(Text(clean(text[-400:])), title=Text(f"answer {clean(rid or '')}"), height=8)
+            Panel(
+                Text(clean(text[-400:], multiline=True)),
+                title=Text(f"answer {clean(rid or '')}"),
+                height=8,
+            )
         )
     return Panel(
         Group(*parts),
