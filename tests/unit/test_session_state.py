@@ -12,9 +12,12 @@ from session_feed import SRC, Server, gpu_sample, request_events
 from specmon.core.events import (
     Marker,
     MetricsScraped,
+    RequestEnded,
+    RequestStarted,
     ServerLogLine,
     ServerStatusChanged,
     SessionInfo,
+    StreamChunk,
 )
 from specmon.core.session_state import MEMORY_CAP_BYTES, SessionState
 
@@ -286,3 +289,16 @@ def test_ten_hours_at_1hz_stays_bounded():
     s = snap(state)
     assert s["requests"]["summary"]["total"] == 3600
     assert s["servers"][SRC]["counter_resets"] > 0
+
+
+def test_summary_means_count_only_finished_ok_requests():
+    state = SessionState(SessionInfo(server="http://s"))
+    for rid, outcome, t_end in (("ok1", "ok", 1.0), ("bad", "failed", 0.2)):
+        state.apply(RequestStarted(t=0.0, request_id=rid, source="http://s", model="m"))
+        state.apply(StreamChunk(t=0.01, request_id=rid, role="assistant", completion_tokens=0))
+        state.apply(StreamChunk(t=0.1, request_id=rid, text="a", completion_tokens=1))
+        state.apply(StreamChunk(t=t_end, request_id=rid, text="b", completion_tokens=11))
+        state.apply(RequestEnded(t=t_end, request_id=rid, outcome=outcome, completion_tokens=11))
+    summary = state.snapshot()["requests"]["summary"]
+    assert summary["total"] == 2 and summary["failed"] == 1
+    assert summary["mean_decode_tok_s"] == pytest.approx(10 / 0.9)  # the ok request's alone

@@ -408,8 +408,9 @@ class SessionState:
         tot.requests += 1
         tot.outcomes[stats.outcome] = tot.outcomes.get(stats.outcome, 0) + 1
         tot.flagged += verdict.flagged
-        for key in ("decode_tok_s", "e2e_tok_s", "ttft_s", "client_acceptance_length"):
-            tot.add(key, getattr(stats, key))
+        if stats.outcome == "ok":  # a failed or cancelled request's speed is not a measurement
+            for key in ("decode_tok_s", "e2e_tok_s", "ttft_s", "client_acceptance_length"):
+                tot.add(key, getattr(stats, key))
         if stats.outcome == "ok" and stats.decode_tok_s is not None:
             self._speeds.append(stats.decode_tok_s)
             self._cycle_dirty = True
