@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 
 import pytest
 
@@ -145,3 +146,27 @@ def test_gpu_readings_of_the_wrong_type_are_reported_not_replayed(tmp_path):
     gpus = state.snapshot()["gpu"]["gpus"]
     assert gpus[0]["temperature_c"] == 61.0
     assert gpus[0]["memory_used_bytes"] == 1024
+
+
+def test_a_player_closes_its_file_when_closed_or_run(tmp_path):
+    import asyncio
+    import gc
+
+    from specmon.sources.recording_player import RecordingPlayer
+
+    path = tmp_path / "s.ndjson"
+    path.write_text(
+        '{"format": "specmon-session", "version": 1}\n[0.5, "m", {"label": "x"}]\n',
+        encoding="utf-8",
+    )
+    fds = set(os.listdir("/proc/self/fd"))
+    gc.disable()  # closing must not depend on the garbage collector
+    try:
+        never_run = RecordingPlayer(path)
+        never_run.close()
+        ran = RecordingPlayer(path)
+        got: list = []
+        assert asyncio.run(ran.run(got.append)) == 1
+        assert set(os.listdir("/proc/self/fd")) <= fds
+    finally:
+        gc.enable()

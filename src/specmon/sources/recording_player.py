@@ -12,7 +12,7 @@ import asyncio
 import json
 import os
 import zlib
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -86,7 +86,7 @@ def _raw_lines(path: Path, problems: list[ReadProblem]) -> Iterator[str]:
 
 def iter_recording(
     path: str | os.PathLike[str], problems: list[ReadProblem] | None = None
-) -> tuple[SessionInfo, Iterator[Event], dict[str, object]]:
+) -> tuple[SessionInfo, Generator[Event, None, None], dict[str, object]]:
     """Open a recording: its SessionInfo, an iterator over its events, and the raw header.
 
     Problems found while iterating are appended to `problems`.
@@ -119,7 +119,16 @@ def iter_recording(
     return info, _events(lines, sink), header
 
 
-def _events(lines: Iterator[str], problems: list[ReadProblem]) -> Iterator[Event]:
+def _events(lines: Iterator[str], problems: list[ReadProblem]) -> Generator[Event, None, None]:
+    try:
+        yield from _decoded(lines, problems)
+    finally:
+        close = getattr(lines, "close", None)
+        if close is not None:
+            close()  # closes the file now, not whenever the reader is collected
+
+
+def _decoded(lines: Iterator[str], problems: list[ReadProblem]) -> Iterator[Event]:
     decode = EventDecoder().decode
     raw_decode = json.JSONDecoder().raw_decode
     number = 1
@@ -162,7 +171,7 @@ class RecordingPlayer:
 
     With `speed=None` events are emitted as fast as possible; otherwise the original gaps are kept,
     divided by `speed`, measured on `clock` and waited with `sleep` (injectable for tests).
-    `offset` is added to every `t` (0 keeps the recorded session time).
+    The file stays open from construction until the run ends (or `close()`).
     """
 
     def __init__(
@@ -182,8 +191,18 @@ class RecordingPlayer:
         self._sleep = sleep
         self.emitted = 0
 
+    def close(self) -> None:
+        """Close the recording file (a run that ended, was cancelled or never started)."""
+        self._events.close()
+
     async def run(self, emit: Emit) -> int:
         """Emit every event (paced when a speed was given); returns how many were emitted."""
+        try:
+            return await self._run(emit)
+        finally:
+            self.close()
+
+    async def _run(self, emit: Emit) -> int:
         start_wall = 0.0
         start_t: float | None = None
         for event in self._events:
