@@ -63,6 +63,17 @@ def test_chat_errors(start_sim, body, status, type_) -> None:
     assert assert_vllm_error(response, status)["type"] == type_
 
 
+def test_deeply_nested_json_is_a_400_not_an_internal_error(start_sim) -> None:
+    # json.loads hits the recursion limit; FastAPI answers "error parsing the body" (400)
+    sim = start_sim()
+    response = httpx.post(
+        sim.url + CHAT,
+        content=b"[" * 100_000 + b"]" * 100_000,
+        headers={"content-type": "application/json"},
+    )
+    assert assert_vllm_error(response, 400)["type"] == "Bad Request"
+
+
 def test_context_length_error_names_the_numbers(start_sim) -> None:
     sim = start_sim(profile="gemma4-26b-rtx5090")  # max_model_len 2048
     response = httpx.post(sim.url + CHAT, json={"messages": MESSAGES, "max_tokens": 5000})

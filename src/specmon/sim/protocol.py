@@ -125,6 +125,8 @@ def parse_json_body(raw: bytes) -> dict:
         raise validation_error(
             "json_invalid", "body.0", "JSON decode error", 0, "invalid UTF-8"
         ) from None
+    except RecursionError:  # nested too deep; FastAPI's generic parse failure
+        raise ApiError(400, "There was an error parsing the body", "Bad Request") from None
     if not isinstance(body, dict):
         raise ApiError(400, "Input should be a valid dictionary or object to extract fields from")
     return body
