@@ -74,6 +74,18 @@ def test_deeply_nested_json_is_a_400_not_an_internal_error(start_sim) -> None:
     assert assert_vllm_error(response, 400)["type"] == "Bad Request"
 
 
+@pytest.mark.parametrize(
+    ("temperature", "words"),
+    [(-1, "temperature must be non-negative, got -1.0"), ("hot", "temperature")],
+)
+def test_bad_temperature_is_refused(start_sim, temperature, words) -> None:
+    sim = start_sim()
+    body = {"messages": MESSAGES, "max_tokens": 4, "temperature": temperature}
+    error = assert_vllm_error(httpx.post(sim.url + CHAT, json=body), 400)
+    assert words in error["message"]
+    assert error["param"] == "temperature"
+
+
 def test_context_length_error_names_the_numbers(start_sim) -> None:
     sim = start_sim(profile="gemma4-26b-rtx5090")  # max_model_len 2048
     response = httpx.post(sim.url + CHAT, json={"messages": MESSAGES, "max_tokens": 5000})

@@ -113,6 +113,23 @@ def _optional_int(body: dict, key: str) -> int | None:
     return value
 
 
+def _check_temperature(body: dict) -> None:
+    """A number >= 0 (or absent), as vLLM's SamplingParams insists."""
+    value = body.get("temperature")
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ApiError(400, "temperature: Input should be a valid number", param="temperature")
+    value = float(value)
+    if value < 0.0:
+        raise ApiError(
+            400,
+            f"temperature must be non-negative, got {value}. "
+            f"(parameter=temperature, value={value})",
+            param="temperature",
+        )
+
+
 def parse_json_body(raw: bytes) -> dict:
     """The request body as a JSON object, or a 400 ApiError."""
     try:
@@ -218,6 +235,7 @@ def parse_generation(
         if body.get("temperature") == 0:
             raise ApiError(400, f"n must be 1 when using greedy sampling, got {n}.")
         raise ApiError(400, f"n={n} is not supported by the simulated server: only n=1.")
+    _check_temperature(body)
     prompt_ids = prompt_ids_for_chat(body) if chat else prompt_ids_for_completion(body)
     max_tokens = _optional_int(body, "max_completion_tokens") if chat else None
     if max_tokens is None:
