@@ -21,6 +21,8 @@ from specmon.sim.profiles import PROFILES
         (["--schedule", "sometimes"], "drop-at:N"),
         (["--speed", "0"], "speed must be > 0"),
         (["--n-spec", "-1"], "n_spec"),
+        (["--port", "99999"], "port must be 0..65535"),
+        (["--port", "-5"], "port must be 0..65535"),
     ],
 )
 def test_bad_choices_exit_2_with_one_line(capsys, args, needle) -> None:

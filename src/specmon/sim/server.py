@@ -50,7 +50,7 @@ class Resolved:
 
 
 def resolve(config: SimConfig) -> Resolved:
-    """Check a config: profile, n_spec, schedule and speed; SimConfigError if any is bad."""
+    """Check a config: profile, n_spec, speed, port and schedule; SimConfigError if any is bad."""
     try:
         profile = get_profile(config.profile)
     except ValueError as err:
@@ -60,6 +60,8 @@ def resolve(config: SimConfig) -> Resolved:
         raise SimConfigError(f"n_spec must be 0..64, got {n_spec}")
     if not config.speed > 0 or math.isnan(config.speed):
         raise SimConfigError(f"speed must be > 0 (inf for no pacing), got {config.speed}")
+    if not 0 <= config.port <= 65535:
+        raise SimConfigError(f"port must be 0..65535 (0 = any free port), got {config.port}")
     schedule = None
     if config.schedule:
         try:
