@@ -213,3 +213,30 @@ def test_v0_engine_line():
 )
 def test_other_lines_give_none(line):
     assert parse_log_line(line) is None
+
+
+HUGE = "9" * 5000  # past Python's int() digit limit (4300)
+
+
+def test_absurdly_long_counts_do_not_raise():
+    # log text is untrusted: an over-long number leaves that field (or line) unparsed, no ValueError
+    engine = parse_engine_line(
+        PREFIX + "Engine 000: Avg prompt throughput: 1.0 tokens/s, Avg generation throughput: "
+        f"2.0 tokens/s, Running: {HUGE} reqs, Waiting: 0 reqs, GPU KV cache usage: 1.0%"
+    )
+    assert engine is not None and engine.running is None and engine.waiting == 0
+    spec = PREFIX + f"SpecDecoding metrics: Accepted: {HUGE} tokens, Drafted: 10 tokens"
+    assert parse_spec_decoding_line(spec) is None
+    v0 = (
+        "Speculative metrics: Draft acceptance rate: 0.5, System efficiency: 0.5, Number of "
+        f"speculative tokens: 4, Number of accepted tokens: {HUGE}, Number of draft tokens: 8, "
+        "Number of emitted tokens: 9"
+    )
+    assert parse_log_line(v0) is None
+    assert (
+        parse_log_line(
+            f"Engine {HUGE}: Avg prompt throughput: 1 tokens/s, "
+            "Avg generation throughput: 2 tokens/s"
+        )
+        is not None
+    )

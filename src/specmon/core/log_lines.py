@@ -35,6 +35,16 @@ def _f(text: str | None) -> float | None:
     return v if math.isfinite(v) else None
 
 
+def _int(text: str | None) -> int | None:
+    """An integer field, or None past Python's int() digit limit (untrusted text never raises)."""
+    if text is None:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
 @dataclass(frozen=True, slots=True)
 class SpecDecodingLog:
     """One spec-decode log line (interval numbers since the previous line)."""
@@ -112,8 +122,10 @@ def parse_spec_decoding_line(
     found = {k: r.search(body) for k, r in _SPEC_FIELDS.items()}
     if found["acc"] is None or found["dr"] is None:
         return None
-    accepted = int(found["acc"].group(1))
-    drafted = int(found["dr"].group(1))
+    accepted = _int(found["acc"].group(1))
+    drafted = _int(found["dr"].group(1))
+    if accepted is None or drafted is None:
+        return None
     rate_pct = _f(found["rate"].group(1)) if found["rate"] else None
     rate = rate_pct / 100 if rate_pct is not None else None
     per_pos: tuple[float, ...] | None = None
@@ -154,11 +166,14 @@ def _parse_v0_spec(text: str) -> SpecDecodingLog | None:
     m = _V0_SPEC.search(text)
     if not m:
         return None
+    accepted, drafted = _int(m.group(4)), _int(m.group(5))
+    if accepted is None or drafted is None:
+        return None
     return SpecDecodingLog(
         acceptance_length=None,
         draft_acceptance_rate=_f(m.group(1)),
-        accepted_tokens=int(m.group(4)),
-        drafted_tokens=int(m.group(5)),
+        accepted_tokens=accepted,
+        drafted_tokens=drafted,
         per_position_rates=None,
         format="v0",
     )
@@ -186,8 +201,8 @@ def parse_engine_line(line: str) -> EngineLog | None:
     m = _ENGINE_HEAD.search(text)
     engine = aggregated = None
     if m:
-        engine = int(m.group(1)) if m.group(1) is not None else None
-        aggregated = int(m.group(2)) if m.group(2) is not None else None
+        engine = _int(m.group(1))
+        aggregated = _int(m.group(2))
         body, fmt = m.group(3), "v1"
     else:
         m0 = _V0_HEAD.search(text)
@@ -205,7 +220,7 @@ def parse_engine_line(line: str) -> EngineLog | None:
         return None
 
     def _i(key: str) -> int | None:
-        return int(values[key]) if key in values else None
+        return _int(values.get(key))
 
     def _pct(key: str) -> float | None:
         v = _f(values.get(key))
