@@ -85,6 +85,13 @@ def test_bad_schedules_give_one_line_errors(spec) -> None:
     assert message
 
 
+def test_drop_at_a_huge_request_number_is_refused_not_allocated() -> None:
+    # drop-at:N used to build a tuple of N entries: a billion took gigabytes before failing
+    with pytest.raises(ScheduleError, match=r"1\.\.100000"):
+        parse_schedule("drop-at:1000000000000")
+    assert phases(parse_schedule("drop-at:100000"), 1) == "f"
+
+
 def test_malformed_schedule_error_names_the_valid_forms() -> None:
     with pytest.raises(ScheduleError, match=r"cycle:.*drop-at:N.*file:PATH"):
         parse_schedule("sometimes")
