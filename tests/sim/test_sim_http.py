@@ -322,3 +322,14 @@ def test_non_stream_chat_shape(start_sim) -> None:
     assert body["choices"][0]["message"]["role"] == "assistant"
     assert set(body["usage"]) >= {"prompt_tokens", "completion_tokens", "total_tokens"}
     json.dumps(body)
+
+
+@pytest.mark.parametrize("path", ["/v1/models", "/version", "/metrics", "/health"])
+def test_head_answers_the_get_headers_without_a_body(start_sim, path) -> None:
+    sim = start_sim()
+    with httpx.Client(base_url=sim.url) as client:
+        head = client.head(path)
+        get = client.get(path)
+    assert head.status_code == 200 == get.status_code
+    assert head.content == b""
+    assert head.headers.get("content-type") == get.headers.get("content-type")

@@ -35,9 +35,13 @@ class HttpRequest:
 class Responder:
     """Sends one response on a connection: whole (`send`) or streamed (`start`/`write`/`end`)."""
 
-    def __init__(self, conn: h11.Connection, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self, conn: h11.Connection, writer: asyncio.StreamWriter, head: bool = False
+    ) -> None:
         self._conn = conn
         self._writer = writer
+        self._head = head
+        """A HEAD request: the headers of the GET answer, no body (h11 refuses one)."""
         self.started = False
         self.finished = False
         self.aborted = False
@@ -71,7 +75,7 @@ class Responder:
         hdrs = self._headers(content_type if body or content_type else None, headers)
         hdrs.append((b"content-length", str(len(body)).encode()))
         out = self._conn.send(h11.Response(status_code=status, headers=hdrs))
-        if body:
+        if body and not self._head:
             out += self._conn.send(h11.Data(data=body))
         out += self._conn.send(h11.EndOfMessage())
         self.started = self.finished = True
@@ -157,7 +161,7 @@ class HttpServer:
                 request = await self._read_request(conn, reader, writer)
                 if request is None:
                     break
-                responder = Responder(conn, writer)
+                responder = Responder(conn, writer, head=request.method == "HEAD")
                 try:
                     await self._handler(request, responder)
                 except asyncio.CancelledError:
