@@ -128,11 +128,20 @@ def _drive(monitor: Monitor, args: argparse.Namespace) -> int:
     try:
         if sys.stdout.isatty() and not args.json:
             run_live(
-                monitor.snapshot, title=title, done=done, read_text=lambda: hub.read(tail.read)
+                monitor.view,
+                title=title,
+                done=done,
+                read_text=lambda: hub.read(tail.read),
+                final_view=lambda: monitor.view(fresh=True),
             )
         elif not args.json:
             print(f"[SIMULATED] specmon demo against {client.base_url}", flush=True)
-            run_plain(monitor.snapshot, done=done, write=lambda s: print(s, flush=True))
+            run_plain(
+                monitor.view,
+                done=done,
+                write=lambda s: print(s, flush=True),
+                final_view=lambda: monitor.view(fresh=True),
+            )
         else:
             done.wait()
     except KeyboardInterrupt:
