@@ -77,7 +77,8 @@ def lifetime_numbers(
     drafts = sum_by_name(good, families.SPEC_DRAFTS)
     draft_tokens = sum_by_name(good, families.SPEC_DRAFT_TOKENS)
     accepted = sum_by_name(good, families.SPEC_ACCEPTED)
-    ratios_ok = True  # a bad family is left out whole, so its ratios are None already
+    # One garbage spec family makes every ratio suspect: the page is not to be trusted.
+    ratios_ok = not (set(bad) & set(_LIFETIME_NAMES[1:]))
     if accepted is not None and draft_tokens is not None and accepted > draft_tokens:
         notes.append(f"accepted {accepted:g} above draft tokens {draft_tokens:g}")
         ratios_ok = False
