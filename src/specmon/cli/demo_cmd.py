@@ -15,10 +15,10 @@ import threading
 from typing import Any
 
 from specmon.cli.session_setup import add_baseline_argument, state_factory
+from specmon.core.errors import RecordingError
 from specmon.core.events import ServerLogLine
 from specmon.runtime.monitor import Monitor, Target
 from specmon.runtime.prompt_loop import prompt_loop
-from specmon.runtime.recorder import RecordingError
 from specmon.sources.stream_client import ChatRequest
 
 DEMO_SCHEDULE = "cycle:5f,1t,3d,1r"

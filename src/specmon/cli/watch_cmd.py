@@ -20,9 +20,9 @@ import threading
 from typing import Any
 
 from specmon.cli.session_setup import add_baseline_argument, default_gpu_source, state_factory
+from specmon.core.errors import RecordingError
 from specmon.core.watch_json import snapshot_of
 from specmon.runtime.monitor import Monitor, pair_targets
-from specmon.runtime.recorder import RecordingError
 
 MIN_INTERVAL_S = 0.1
 """Shortest --interval accepted: faster scraping only loads the server (vLLM's own log cadence

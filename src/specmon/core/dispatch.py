@@ -13,7 +13,7 @@ from typing import Any, TypeVar, get_args
 
 from specmon.core.events import Event
 
-R = TypeVar("R")
+H = TypeVar("H", bound=Callable[..., Any])
 
 EVENT_TYPES: tuple[type, ...] = get_args(Event)
 """Every event type, in the order of the `Event` union."""
@@ -23,9 +23,7 @@ class MissingHandlerError(TypeError):
     """A dispatch table lacks an event type (or names a type that is not an event)."""
 
 
-def event_table(
-    handlers: Mapping[type, Callable[[Any], R]], *, name: str
-) -> dict[type, Callable[[Any], R]]:
+def event_table(handlers: Mapping[type, H], *, name: str) -> dict[type, H]:
     """`handlers` as a dict, checked to cover every event type exactly (`name` is for the error)."""
     missing = [t.__name__ for t in EVENT_TYPES if t not in handlers]
     extra = [t.__name__ for t in handlers if t not in EVENT_TYPES]

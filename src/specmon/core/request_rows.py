@@ -110,8 +110,12 @@ def verdict_view(verdict: vanilla.VanillaVerdict | None) -> VanillaView | None:
 
 
 def _outcome(value: str) -> RequestOutcomeView:
-    if value == "ok" or value == "failed" or value == "cancelled":
-        return value
+    if value == "ok":
+        return "ok"
+    if value == "failed":
+        return "failed"
+    if value == "cancelled":
+        return "cancelled"
     return "running"
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
@@ -64,7 +65,7 @@ class TextTail:
         self.max_chars = max_chars
         self.request_id: str | None = None
         self.text = ""
-        self._handlers = event_table(
+        self._handlers: dict[type, Callable[[Any], None]] = event_table(
             {
                 RequestStarted: self._started,
                 StreamChunk: self._chunk,
