@@ -129,9 +129,12 @@ class ServerState:
     engine_log_t: float | None = None
     log_tail: deque[str] = field(default_factory=lambda: deque(maxlen=MAX_LOG_TAIL))
     log_lines: int = 0
+    _view: ServerView | None = None
+    """The view of the current state; None after any change (rebuilt on the next read)."""
 
     def scraped(self, e: MetricsScraped, window_seconds: float) -> tuple[CounterReset, ...]:
         """Fold one scrape; returns the counter resets it revealed."""
+        self._view = None
         counters = [x for x in e.samples if x.name in families.COUNTERS]
         resets = self.bank.observe(e.t, counters)
         for r in resets:
@@ -149,13 +152,13 @@ class ServerState:
             self.status, self.detail, self.status_t = "up", "", e.t
         window = self.bank.window(window_seconds)
         stats = spec_decode_stats(window.deltas) if window else None
-        self.history.append(
+        self.history.append(  # finite at entry, so a view copies columns without checks
             (
                 e.t,
-                decode_tokens_per_second(window),
-                stats.acceptance_length if stats else None,
-                self.running(),
-                gauge_max(self.gauges, families.KV_CACHE_USAGE),
+                finite(decode_tokens_per_second(window)),
+                finite(stats.acceptance_length) if stats else None,
+                finite(self.running()),
+                finite(gauge_max(self.gauges, families.KV_CACHE_USAGE)),
             )
         )
         return resets
@@ -163,7 +166,12 @@ class ServerState:
     def running(self) -> float | None:
         return gauge_sum(self.gauges, families.REQUESTS_RUNNING)
 
+    def set_status(self, status: ServerStatus, detail: str, t: float) -> None:
+        self.status, self.detail, self.status_t = status, detail, t
+        self._view = None
+
     def logged(self, line: str, parsed: SpecDecodingLog | EngineLog | None, t: float) -> None:
+        self._view = None
         self.log_lines += 1
         self.log_tail.append(line[:MAX_LOG_LINE_CHARS])
         if isinstance(parsed, SpecDecodingLog):
@@ -172,10 +180,16 @@ class ServerState:
             self.engine_log, self.engine_log_t = parsed, t
 
     def view(self, window_seconds: float) -> ServerView:
+        """The server's view; built once per change (scrape, status, log line)."""
+        if self._view is None:
+            self._view = self._build_view(window_seconds)
+        return self._view
+
+    def _build_view(self, window_seconds: float) -> ServerView:
         window = self.bank.window(window_seconds)
         stats = spec_decode_stats(window.deltas) if window else None
         totals = self.bank.totals()
-        hist = tuple(self.history)
+        columns = tuple(zip(*self.history, strict=True)) if self.history else ((),) * 5
         return ServerView(
             source=self.source,
             status=self.status,
@@ -207,13 +221,7 @@ class ServerState:
             ),
             counter_resets=self.reset_count,
             recent_resets=tuple(self.resets),
-            history=ServerHistory(
-                t=tuple(h[0] for h in hist),
-                decode_tok_s=tuple(finite(h[1]) for h in hist),
-                acceptance_length=tuple(finite(h[2]) for h in hist),
-                requests_running=tuple(finite(h[3]) for h in hist),
-                kv_cache_usage_frac=tuple(finite(h[4]) for h in hist),
-            ),
+            history=ServerHistory(*columns),
             log=LogView(
                 lines=self.log_lines,
                 tail=tuple(self.log_tail),

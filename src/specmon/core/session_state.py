@@ -158,6 +158,7 @@ class SessionState:
         self._markers: deque[MarkerView] = deque(maxlen=MAX_MARKERS)
         self._gpu_last: GpuSampled | None = None
         self._gpu_history: dict[int, deque[GpuPoint]] = {}
+        self._gpu_view_cache: GpuView | None = None
         self._t: float | None = None
         self.events = 0
         self._handlers: dict[type, Callable[[Any], None]] = event_table(
@@ -276,18 +277,19 @@ class SessionState:
 
     def _gpu(self, e: GpuSampled) -> None:
         self._gpu_last = e
+        self._gpu_view_cache = None
         for r in e.gpus:
             ring = self._gpu_history.get(r.index)
             if ring is None:
                 ring = self._gpu_history[r.index] = deque(maxlen=self.history_points)
-            ring.append(
+            ring.append(  # finite at entry, so a view copies columns without checks
                 (
                     e.t,
-                    r.temperature_c,
-                    r.power_w,
-                    r.sm_clock_mhz,
+                    finite(r.temperature_c),
+                    finite(r.power_w),
+                    finite(r.sm_clock_mhz),
                     r.memory_used_bytes,
-                    r.utilization_pct,
+                    finite(r.utilization_pct),
                 )
             )
             if self._in_flight and vanilla.throttle_evidence((r,)) is not None:
@@ -299,7 +301,7 @@ class SessionState:
         s = self._server(e.source)
         if s.status != e.status:
             self._add_marker(e.t, "status", f"{e.source}: {e.status}")
-        s.status, s.detail, s.status_t = e.status, e.detail, e.t
+        s.set_status(e.status, e.detail, e.t)
 
     def _log(self, e: ServerLogLine) -> None:
         parsed = parse_log_line(e.line, vllm_version=self.info.vllm_version)
@@ -428,6 +430,11 @@ class SessionState:
         return self._pct_cache
 
     def _gpu_view(self) -> GpuView:
+        if self._gpu_view_cache is None:
+            self._gpu_view_cache = self._build_gpu_view()
+        return self._gpu_view_cache
+
+    def _build_gpu_view(self) -> GpuView:
         last = self._gpu_last
         return GpuView(
             source=last.source if last else None,
@@ -435,15 +442,7 @@ class SessionState:
             error=last.error if last else None,
             gpus=last.gpus if last else (),
             history=tuple(
-                GpuHistory(
-                    index=index,
-                    t=tuple(x[0] for x in ring),
-                    temperature_c=tuple(finite(x[1]) for x in ring),
-                    power_w=tuple(finite(x[2]) for x in ring),
-                    sm_clock_mhz=tuple(finite(x[3]) for x in ring),
-                    memory_used_bytes=tuple(x[4] for x in ring),
-                    utilization_pct=tuple(finite(x[5]) for x in ring),
-                )
+                GpuHistory(index, *(zip(*ring, strict=True) if ring else ((),) * 6))
                 for index, ring in self._gpu_history.items()
             ),
         )
