@@ -6,14 +6,19 @@ Now the hub thread rebuilds the view at most 20 times a second when events chang
 reader only reads one reference. Reported as medians of interleaved rounds, and as ratios in one
 run.
 
-    PYTHONPATH=src python3 benchmarks/view_publish.py [--rows 500] [--rounds 7]
+    PYTHONPATH=src python3 benchmarks/view_publish.py [--rows 500] [--rounds 7] [--before DIR]
+
+`--before DIR`: also time `SessionState.snapshot()` of another source tree (e.g. the commit before
+the typed views: `git archive <rev> src | tar -x -C DIR`), in a subprocess on the same feed.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -53,8 +58,14 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=500)
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--before", metavar="DIR", help="a source tree to time snapshot() of")
+    ap.add_argument("--snapshot-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     state = build_state(args.rows)
+    if args.snapshot_only:
+        values = [per_call_us(state.snapshot, 100) for _ in range(args.rounds)]
+        print(f"{statistics.median(values):.2f}")
+        return
     state.publish()
     server = Server(k=4)
     clock = [10_000.0]
@@ -88,6 +99,12 @@ def main() -> None:
     )
     for name, values in results.items():
         print(f"{name}: {statistics.median(values):,.2f} µs")
+    if args.before:
+        env = {**os.environ, "PYTHONPATH": str(Path(args.before) / "src")}
+        cmd = [sys.executable, __file__, "--snapshot-only", "--rows", str(args.rows)]
+        cmd += ["--rounds", str(args.rounds)]
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+        print(f"before: snapshot() under the hub's lock on every UI read: {float(out):,.2f} µs")
 
 
 if __name__ == "__main__":
