@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from specmon.core.events import GpuReading
 from specmon.core.views import Acceptance, AcceptanceSource, RequestRow
 
 DASH = "—"
@@ -149,3 +150,25 @@ def flag_words(row: RequestRow) -> FlagWords:
 
 def status_word(status: str | None) -> str:
     return status or "connecting"
+
+
+def gpu_text(g: GpuReading) -> str:
+    """One GPU's readings on one line: temperature (and its slowdown threshold), power, VRAM,
+    clocks, utilisation; — for every reading that is not available. Cleaned."""
+    vram = f"{fmt_gib(g.memory_used_bytes)}/{fmt_gib(g.memory_total_bytes)} GiB"
+    temp = fmt(g.temperature_c, ".0f", " °C")
+    if g.slowdown_temperature_c is not None:
+        temp += f" (slowdown {g.slowdown_temperature_c:.0f})"
+    return clean(
+        f"GPU {g.index} {g.name or ''}: {temp}  "
+        f"{fmt(g.power_w, '.0f')}/{fmt(g.power_limit_w, '.0f')} W  VRAM {vram}  "
+        f"SM {fmt(g.sm_clock_mhz, '.0f')} MHz  "
+        f"mem {fmt(g.memory_clock_mhz, '.0f')} MHz  "
+        f"util {fmt(g.utilization_pct, '.0f', '%')}"
+    )
+
+
+def gpu_throttle_text(g: GpuReading) -> str | None:
+    """The clock-event reasons in force ("clocks held by: …"), idle left out; None when none."""
+    reasons = [r for r in g.clock_event_reasons or () if r != "gpu_idle"]
+    return clean("clocks held by: " + ", ".join(reasons)) if reasons else None

@@ -47,10 +47,11 @@ from specmon.ui.formatting import (
     fmt_al,
     fmt_count,
     fmt_frac_pct,
-    fmt_gib,
     fmt_rates,
     fmt_seconds,
     fmt_tok_s,
+    gpu_text,
+    gpu_throttle_text,
     lifetime_label,
     status_word,
 )
@@ -180,22 +181,10 @@ def servers_table(view: SessionView) -> Table:
 def gpu_line(g: GpuReading) -> Text:
     """One GPU: temperature (and its slowdown threshold), power, VRAM, clocks, utilisation, and
     the clock-event reasons in force; — for every reading that is not available."""
-    vram = f"{fmt_gib(g.memory_used_bytes)}/{fmt_gib(g.memory_total_bytes)} GiB"
-    temp = fmt(g.temperature_c, ".0f", " °C")
-    if g.slowdown_temperature_c is not None:
-        temp += f" (slowdown {g.slowdown_temperature_c:.0f})"
-    line = Text(
-        clean(
-            f"GPU {g.index} {g.name or ''}: {temp}  "
-            f"{fmt(g.power_w, '.0f')}/{fmt(g.power_limit_w, '.0f')} W  VRAM {vram}  "
-            f"SM {fmt(g.sm_clock_mhz, '.0f')} MHz  "
-            f"mem {fmt(g.memory_clock_mhz, '.0f')} MHz  "
-            f"util {fmt(g.utilization_pct, '.0f', '%')}"
-        )
-    )
-    reasons = [r for r in g.clock_event_reasons or () if r != "gpu_idle"]
-    if reasons:
-        line.append(clean("  clocks held by: " + ", ".join(reasons)), style="yellow")
+    line = Text(gpu_text(g))
+    throttle = gpu_throttle_text(g)
+    if throttle:
+        line.append("  " + throttle, style="yellow")
     return line
 
 
