@@ -105,6 +105,7 @@ def test_row_prefers_the_server_object_and_keeps_every_source() -> None:
     assert row.acceptance.per_position_rates == pytest.approx(PER_POS)
     assert row.acceptance_chunks is not None
     assert row.acceptance_chunks.acceptance_length == pytest.approx(5.0)
+    assert row.acceptance_chunks.per_position_rates == (1.0, 1.0, 1.0, 1.0)
     assert row.spec_steps is not None
     assert list(row.spec_steps.accepted) == DETAILED["per_step_accepted"]
     assert row.spec_steps.total == 15
@@ -168,6 +169,11 @@ def test_a_request_alone_gets_its_metrics_acceptance_in_the_view() -> None:
     assert row.acceptance_metrics is not None
     assert row.acceptance_metrics.acceptance_length == pytest.approx(3.0)
     assert row.acceptance is not None and row.acceptance.source == "chunks"
+    # 3 tokens a step at K = 4: two drafts accepted in every step
+    assert row.acceptance.per_position_rates == (1.0, 1.0, 0.0, 0.0)
+    assert row.acceptance.draft_acceptance_rate == pytest.approx(0.5)
+    # the same request's /metrics numbers agree with its chunks
+    assert row.acceptance_metrics.per_position_rates == pytest.approx((1.0, 1.0, 0.0, 0.0))
 
 
 # ------------------------------------------------------------------ since-start numbers

@@ -72,13 +72,24 @@ def server_acceptance(spec: ServerSpecStats | None) -> Acceptance | None:
 
 
 def chunks_acceptance(stats: RequestStats, n_spec: int | None) -> Acceptance | None:
-    """Client-side acceptance: AL = mean tokens per counted decode chunk; the draft acceptance
-    rate (AL - 1)/K when K is known (K drafts proposed per step)."""
+    """Client-side acceptance: AL = mean tokens per counted decode chunk (one chunk = one step,
+    which emitted accepted + 1 tokens). When K is known: the draft acceptance rate (AL - 1)/K (K
+    drafts proposed per step) and per-position rate i = share of counted chunks that carried at
+    least i + 2 tokens (the step accepted at least i + 1 drafts)."""
     al = finite(stats.client_acceptance_length)
     if al is None:
         return None
     rate = (al - 1.0) / n_spec if n_spec else None
-    return Acceptance(source="chunks", acceptance_length=al, draft_acceptance_rate=rate)
+    counted = stats.counted_chunk_tokens
+    per_pos: tuple[float, ...] | None = None
+    if n_spec and counted:
+        per_pos = tuple(sum(1 for d in counted if d >= i + 2) / len(counted) for i in range(n_spec))
+    return Acceptance(
+        source="chunks",
+        acceptance_length=al,
+        draft_acceptance_rate=rate,
+        per_position_rates=per_pos,
+    )
 
 
 def metrics_acceptance(st: SpecDecodeStats) -> Acceptance:

@@ -275,6 +275,8 @@ class RequestStats:
     t_last_token: float | None = None
     server_spec_note: str | None = None
     """Why the server's per-request object was ignored, when it was."""
+    counted_chunk_tokens: tuple[int, ...] = ()
+    """Tokens of the decode chunks that client AL counts (not merged, not the cut final one)."""
 
 
 def _first_last_token_times(
@@ -365,4 +367,5 @@ def request_stats(trace: RequestTrace, *, n_spec: int | None = None) -> RequestS
         t_first_token=t_first,
         t_last_token=t_last,
         server_spec_note=server_note,
+        counted_chunk_tokens=tuple(counted),
     )

@@ -129,6 +129,8 @@ def row_json(r: RequestRow) -> dict[str, Any]:
         "merged_chunks": r.merged_chunks,
         "single_token_chunks": r.single_token_chunks,
         "client_acceptance_length": _al(r.acceptance_chunks),
+        "client_draft_acceptance_rate": _rate(r.acceptance_chunks),
+        "client_per_position_rates": _pos(r.acceptance_chunks),
         "server_acceptance_length": _al(r.acceptance_server),
         "server_draft_acceptance_rate": _rate(r.acceptance_server),
         "server_per_position_rates": _pos(r.acceptance_server),
