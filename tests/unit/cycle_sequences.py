@@ -19,11 +19,14 @@ def aperiodic(rng: random.Random) -> list[float]:
     return aperiodic_of_kind(rng)[1]
 
 
-def aperiodic_of_kind(rng: random.Random) -> tuple[str, list[float]]:
-    """(kind, speeds): 20-60 iid two-level speeds (degraded with probability 0.1-0.5, noise up
-    to 10%), iid Gaussian speeds (sigma 1-40%), a random walk (step sigma 10%) or a single step
-    change, each kind with probability 1/4."""
-    n = rng.randint(20, 60)
+def aperiodic_of_kind(
+    rng: random.Random, lengths: tuple[int, int] = (20, 60)
+) -> tuple[str, list[float]]:
+    """(kind, speeds): iid two-level speeds (degraded with probability 0.1-0.5, noise up to
+    10%), iid Gaussian speeds (sigma 1-40%), a random walk (step sigma 10%) or a single step
+    change, each kind with probability 1/4; 20-60 speeds unless `lengths` says otherwise (the
+    session's window holds 200)."""
+    n = rng.randint(*lengths)
     kind = rng.choice(APERIODIC_KINDS)
     high = rng.uniform(100, 300)
     if kind == "two":
@@ -44,6 +47,20 @@ def aperiodic_of_kind(rng: random.Random) -> tuple[str, list[float]]:
     low = high * rng.uniform(0.2, 0.6)
     noise = rng.uniform(0, 0.05) * high
     return kind, [(high if i < k else low) + rng.gauss(0, noise) for i in range(n)]
+
+
+def with_stray_dip(
+    rng: random.Random, speeds: list[float], low: float, fast_at: float
+) -> tuple[list[float], int]:
+    """`speeds` with one request that has two requests of at least `fast_at` on each side (a fast
+    phase) replaced by `low`: a one-off dip. (speeds, its index)."""
+    candidates = [
+        i for i in range(2, len(speeds) - 2) if all(x >= fast_at for x in speeds[i - 2 : i + 3])
+    ]
+    at = rng.choice(candidates)
+    out = list(speeds)
+    out[at] = low
+    return out, at
 
 
 def isolated_dips(rng: random.Random) -> list[float]:
