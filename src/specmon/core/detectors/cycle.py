@@ -76,10 +76,10 @@ MIN_SPACED_EPISODES = 4
 MAX_PERIOD_SPREAD = 2
 """Largest difference, in requests, between the longest and the shortest spacing of a cycle."""
 MIN_SPACED_PERIOD = 4
+"""Shortest spacing of a cycle with varying spacing (a spread of 2 on a period of 3 is no cycle)."""
 STRAY_EPISODES_PER = 10
 """A cycle with varying spacing may leave out one episode in this many seen (a one-off dip between
 two of its episodes): none below 10 episodes, one from 10 to 19, ..."""
-"""Shortest spacing of a cycle with varying spacing (a spread of 2 on a period of 3 is no cycle)."""
 
 FAST, TRANSITION, DEGRADED = "fast", "transition", "degraded"
 
@@ -105,11 +105,12 @@ class CycleReport:
     """Agreement of the pattern with itself one cycle later (1.0 = exact repetition)."""
     classes: tuple[str, ...]
     period_min: int
-    """Shortest spacing (requests) between the starts of consecutive degradation episodes."""
+    """Shortest spacing (requests) between the starts of the cycle's consecutive degradation
+    episodes; the exact period when no spacing was measured."""
     period_max: int
     """Longest spacing; equal to period_min when the cycle is exactly periodic."""
     period_mean: float
-    """Mean spacing between episode starts."""
+    """Mean spacing between the cycle's episode starts."""
     episodes: int
     """Degradation episodes of the cycle seen, including those cut off by either end of the
     sequence (stray ones left out)."""
@@ -118,7 +119,7 @@ class CycleReport:
 
     @property
     def period_text(self) -> str:
-        """ "every 10 requests", or "every 9-10 requests" when the spacing varies."""
+        """The period in words: "every 10 requests", or "every 9-10 requests" when it varies."""
         if self.period_min == self.period_max:
             return f"every {self.period_min} requests"
         return f"every {self.period_min}-{self.period_max} requests"
