@@ -27,7 +27,7 @@ Without a baseline only the AL-based and configuration reasons apply. Pure: inpu
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from specmon.core.events import GpuReading
@@ -104,6 +104,62 @@ def throttle_evidence(readings: Iterable[GpuReading]) -> str | None:
     return "; ".join(parts) if parts else None
 
 
+Reason = tuple[str, str]
+"""(code, sentence) of one reason a request was flagged."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Findings:
+    """What the verdict is decided from, each finding on its own inputs."""
+
+    al: float | None
+    """The acceptance length judged by: the server's per-request one, else the client's."""
+    near_one_limit: float
+    """AL at or below which acceptance counts as near 0."""
+    not_configured: bool
+    near_one: bool
+    slow: bool
+    """Decode speed at or below the baseline plus the margin (False without a baseline)."""
+    throttle: str | None
+    """Throttling seen during the request; only looked for when the request is slow or near one."""
+    contention: bool
+    short: bool
+
+
+def judge(stats: RequestStats, ctx: VanillaContext) -> VanillaVerdict:
+    """The vanilla-speed verdict of one finished request."""
+    if stats.outcome != "ok":
+        return VanillaVerdict(flagged=False, judged=False)
+    found = _findings(stats, ctx)
+    if not (found.not_configured or found.near_one or found.slow):
+        return VanillaVerdict(flagged=False)
+    reasons = tuple(r for rule in _REASONS if (r := rule(stats, ctx, found)) is not None)
+    return VanillaVerdict(flagged=True, reasons=reasons or (_vanilla_speed(stats, ctx),))
+
+
+def _findings(stats: RequestStats, ctx: VanillaContext) -> _Findings:
+    not_configured = ctx.spec_configured is False or ctx.n_spec == 0
+    al, server_drafted = _acceptance(stats)
+    limit = _near_one_limit(ctx)
+    near_one = (
+        not not_configured
+        and al is not None
+        and _drafts_proposed(stats, ctx, server_drafted)
+        and al <= limit
+    )
+    slow = _slow(stats, ctx)
+    return _Findings(
+        al=al,
+        near_one_limit=limit,
+        not_configured=not_configured,
+        near_one=near_one,
+        slow=slow,
+        throttle=throttle_evidence(ctx.gpu_readings) if slow or near_one else None,
+        contention=_others(ctx) > 0 or _running_several(ctx),
+        short=stats.completion_tokens is not None and stats.completion_tokens < ctx.min_tokens,
+    )
+
+
 def _acceptance(stats: RequestStats) -> tuple[float | None, bool]:
     """(AL to judge by, whether drafts were seen being proposed by the server for this request)."""
     server = stats.server_spec
@@ -112,94 +168,126 @@ def _acceptance(stats: RequestStats) -> tuple[float | None, bool]:
     return stats.client_acceptance_length, False
 
 
-def judge(stats: RequestStats, ctx: VanillaContext) -> VanillaVerdict:
-    """The vanilla-speed verdict of one finished request."""
-    if stats.outcome != "ok":
-        return VanillaVerdict(flagged=False, judged=False)
-
-    not_configured = ctx.spec_configured is False or ctx.n_spec == 0
-    al, server_drafted = _acceptance(stats)
-    enough_client = stats.decode_chunks >= ctx.min_decode_chunks
-    drafts_proposed = server_drafted or (ctx.spec_configured is True and enough_client)
-    near_one_limit = 1.0 + ctx.al_near_one
+def _near_one_limit(ctx: VanillaContext) -> float:
+    """1 + al_near_one, or 1 + rate_near_zero·K when K is known and that is larger."""
+    limit = 1.0 + ctx.al_near_one
     if ctx.n_spec is not None and ctx.n_spec > 0:
-        near_one_limit = max(near_one_limit, 1.0 + ctx.rate_near_zero * ctx.n_spec)
-    near_one = not not_configured and al is not None and drafts_proposed and al <= near_one_limit
-    threshold = None
-    slow = False
-    if ctx.baseline_tok_s is not None and ctx.baseline_tok_s > 0:
-        threshold = ctx.baseline_tok_s * (1.0 + ctx.margin)
-        slow = stats.decode_tok_s is not None and stats.decode_tok_s <= threshold
+        limit = max(limit, 1.0 + ctx.rate_near_zero * ctx.n_spec)
+    return limit
 
-    flagged = not_configured or near_one or slow
-    if not flagged:
-        return VanillaVerdict(flagged=False)
 
-    reasons: list[tuple[str, str]] = []
-    if not_configured:
-        reasons.append(
-            (
-                "spec_not_configured",
-                "speculation is not configured on this server (no spec-decode metrics or n_spec 0)",
-            )
-        )
-    if near_one:
-        reasons.append(
-            (
-                "acceptance_near_zero",
-                f"acceptance near 0: acceptance length {al:.2f} while drafts are proposed"
-                + (
-                    f" ({(al - 1.0) / ctx.n_spec:.0%} of {ctx.n_spec} drafts accepted per step)"
-                    if ctx.n_spec
-                    else ""
-                ),
-            )
-        )
-    throttle = throttle_evidence(ctx.gpu_readings) if slow or near_one else None
-    if throttle:
-        reasons.append(("throttling", f"GPU throttling during the request: {throttle}"))
-    others = max(ctx.overlapping_requests, 0)
-    running = ctx.server_running_max
-    contention = others > 0 or (running is not None and running > 1)
-    if contention and (slow or near_one):
-        what = (
-            f"{others} other request(s) of this session overlapped"
-            if others > 0
-            else f"the server ran up to {running:g} requests at once"
-        )
-        reasons.append(("batch_contention", f"batch contention: {what}"))
-    short = stats.completion_tokens is not None and stats.completion_tokens < ctx.min_tokens
-    if slow and short:
-        limit = f" (max_tokens {stats.max_tokens})" if stats.max_tokens is not None else ""
-        reasons.append(
-            (
-                "short_request",
-                f"only {stats.completion_tokens} tokens{limit}: too few to judge decode speed",
-            )
-        )
-    if (
-        slow
-        and not not_configured
-        and al is not None
-        and al > near_one_limit
-        and not throttle
-        and not contention
-        and not short
-    ):
-        reasons.append(
-            (
-                "net_loss",
-                f"net loss: acceptance length {al:.2f} but {stats.decode_tok_s:.1f} tok/s is at "
-                f"or below vanilla {ctx.baseline_tok_s:.1f} tok/s + {ctx.margin:.0%} "
-                "(verify cost eats the gain)",
-            )
-        )
-    if not reasons:
-        reasons.append(
-            (
-                "vanilla_speed",
-                f"decode {stats.decode_tok_s:.1f} tok/s at or below vanilla "
-                f"{ctx.baseline_tok_s:.1f} tok/s + {ctx.margin:.0%}; no cause found",
-            )
-        )
-    return VanillaVerdict(flagged=True, reasons=tuple(reasons))
+def _drafts_proposed(stats: RequestStats, ctx: VanillaContext, server_drafted: bool) -> bool:
+    """The server's per-request numbers show drafts, or the server runs speculation and enough
+    client decode chunks were seen to judge AL from them."""
+    enough_client = stats.decode_chunks >= ctx.min_decode_chunks
+    return server_drafted or (ctx.spec_configured is True and enough_client)
+
+
+def _slow(stats: RequestStats, ctx: VanillaContext) -> bool:
+    threshold = _threshold(ctx)
+    return (
+        threshold is not None and stats.decode_tok_s is not None and stats.decode_tok_s <= threshold
+    )
+
+
+def _threshold(ctx: VanillaContext) -> float | None:
+    """Vanilla baseline · (1 + margin), or None without a (positive) baseline."""
+    if ctx.baseline_tok_s is None or ctx.baseline_tok_s <= 0:
+        return None
+    return ctx.baseline_tok_s * (1.0 + ctx.margin)
+
+
+def _others(ctx: VanillaContext) -> int:
+    return max(ctx.overlapping_requests, 0)
+
+
+def _running_several(ctx: VanillaContext) -> bool:
+    return ctx.server_running_max is not None and ctx.server_running_max > 1
+
+
+# --------------------------------------------------------------- one function per reason
+
+
+def _spec_not_configured(stats: RequestStats, ctx: VanillaContext, f: _Findings) -> Reason | None:
+    if not f.not_configured:
+        return None
+    return (
+        "spec_not_configured",
+        "speculation is not configured on this server (no spec-decode metrics or n_spec 0)",
+    )
+
+
+def _acceptance_near_zero(stats: RequestStats, ctx: VanillaContext, f: _Findings) -> Reason | None:
+    if not f.near_one or f.al is None:
+        return None
+    per_step = (
+        f" ({(f.al - 1.0) / ctx.n_spec:.0%} of {ctx.n_spec} drafts accepted per step)"
+        if ctx.n_spec
+        else ""
+    )
+    return (
+        "acceptance_near_zero",
+        f"acceptance near 0: acceptance length {f.al:.2f} while drafts are proposed{per_step}",
+    )
+
+
+def _throttling(stats: RequestStats, ctx: VanillaContext, f: _Findings) -> Reason | None:
+    if not f.throttle:
+        return None
+    return ("throttling", f"GPU throttling during the request: {f.throttle}")
+
+
+def _batch_contention(stats: RequestStats, ctx: VanillaContext, f: _Findings) -> Reason | None:
+    if not (f.contention and (f.slow or f.near_one)):
+        return None
+    others = _others(ctx)
+    what = (
+        f"{others} other request(s) of this session overlapped"
+        if others > 0
+        else f"the server ran up to {ctx.server_running_max:g} requests at once"
+    )
+    return ("batch_contention", f"batch contention: {what}")
+
+
+def _short_request(stats: RequestStats, ctx: VanillaContext, f: _Findings) -> Reason | None:
+    if not (f.slow and f.short):
+        return None
+    limit = f" (max_tokens {stats.max_tokens})" if stats.max_tokens is not None else ""
+    return (
+        "short_request",
+        f"only {stats.completion_tokens} tokens{limit}: too few to judge decode speed",
+    )
+
+
+def _net_loss(stats: RequestStats, ctx: VanillaContext, f: _Findings) -> Reason | None:
+    """AL above near-one but slow, and nothing else (throttling, contention, shortness,
+    configuration) explains it: the verify cost eats the gain."""
+    explained = f.not_configured or f.throttle or f.contention or f.short
+    if not f.slow or explained or f.al is None or f.al <= f.near_one_limit:
+        return None
+    return (
+        "net_loss",
+        f"net loss: acceptance length {f.al:.2f} but {stats.decode_tok_s:.1f} tok/s is at "
+        f"or below vanilla {ctx.baseline_tok_s:.1f} tok/s + {ctx.margin:.0%} "
+        "(verify cost eats the gain)",
+    )
+
+
+def _vanilla_speed(stats: RequestStats, ctx: VanillaContext) -> Reason:
+    """Slow, and no reason above explains it (e.g. AL unknown)."""
+    return (
+        "vanilla_speed",
+        f"decode {stats.decode_tok_s:.1f} tok/s at or below vanilla "
+        f"{ctx.baseline_tok_s:.1f} tok/s + {ctx.margin:.0%}; no cause found",
+    )
+
+
+_REASONS: tuple[Callable[[RequestStats, VanillaContext, _Findings], Reason | None], ...] = (
+    _spec_not_configured,
+    _acceptance_near_zero,
+    _throttling,
+    _batch_contention,
+    _short_request,
+    _net_loss,
+)
+"""The reasons in the order a verdict lists them."""
