@@ -9,8 +9,10 @@ from tests.unit.session_feed import SRC, request_events
 from specmon.core.events import SessionInfo
 from specmon.core.session_state import SessionState
 from specmon.core.views import Acceptance, RequestRow, VanillaView
+from specmon.core.watch_json import cycle_json
 from specmon.ui.formatting import (
     DASH,
+    cycle_text,
     flag_words,
     fmt,
     fmt_acceptance,
@@ -60,3 +62,34 @@ def test_flag_words() -> None:
     failed = dataclasses.replace(row, outcome="failed", error="\x1b[2Jboom")
     assert flag_words(failed).text == "failed: [2Jboom"
     assert flag_words(failed).kind == "failed"
+
+
+SEED_CYCLE = (221, 214, 218, 222, 230, 103, 59, 62, 62, 212)
+
+
+def test_cycle_view_and_its_words_say_the_period_range_and_the_long_run() -> None:
+    """The seed's cycle four times with one extra fast request in the second cycle: the view
+    carries the varying spacing, and the shared words say "every 10-11 requests"."""
+    speeds = list(SEED_CYCLE * 4)
+    speeds.insert(12, 220)
+    state = SessionState(SessionInfo(server=SRC))
+    t = 0.0
+    for i, speed in enumerate(speeds):
+        for e in request_events(f"r{i}", t, tokens_per_step=1, steps=20, step_s=1 / speed):
+            state.apply(e)
+        t += 1.0
+    cycle = state.view().cycle
+    assert cycle is not None and cycle.detected
+    assert (cycle.period_min, cycle.period_max) == (10, 11)
+    assert cycle.episodes == 4
+    assert cycle.degraded_per_cycle == 3
+    text = cycle_text(cycle)
+    assert text is not None
+    assert text.startswith("every 10-11 requests, 3 degraded, long-run ")
+    long_run = sum(speeds) / len(speeds)
+    assert f"long-run {long_run:.0f} vs " in text
+    as_json = cycle_json(cycle)
+    assert as_json is not None
+    assert (as_json["period_min"], as_json["period_max"], as_json["episodes"]) == (10, 11, 4)
+    assert cycle_text(dataclasses.replace(cycle, detected=False)) is None
+    assert cycle_text(None) is None

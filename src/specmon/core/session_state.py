@@ -474,6 +474,11 @@ class SessionState:
                     long_run_over_peak=(
                         report.long_run_mean / report.fast_mean if report.fast_mean else None
                     ),
+                    period_min=report.period_min,
+                    period_max=report.period_max,
+                    period_mean=report.period_mean,
+                    episodes=report.episodes,
+                    stray_episodes=report.stray_episodes,
                 )
         return self._cycle_cache
 

@@ -351,6 +351,14 @@ class CycleView:
     degraded_mean_tok_s: float | None = None
     share_degraded: float | None = None
     long_run_over_peak: float | None = None
+    period_min: int | None = None
+    """Shortest spacing (requests) between the starts of consecutive degradation episodes."""
+    period_max: int | None = None
+    """Longest spacing; equal to period_min when the cycle is exactly periodic."""
+    period_mean: float | None = None
+    episodes: int | None = None
+    """Degradation episodes of the cycle seen (stray one-off dips left out)."""
+    stray_episodes: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -318,5 +318,10 @@ def cycle_json(c: CycleView | None) -> dict[str, Any] | None:
             degraded_mean_tok_s=c.degraded_mean_tok_s,
             share_degraded=c.share_degraded,
             long_run_over_peak=c.long_run_over_peak,
+            period_min=c.period_min,
+            period_max=c.period_max,
+            period_mean=c.period_mean,
+            episodes=c.episodes,
+            stray_episodes=c.stray_episodes,
         )
     return out

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from specmon.core.events import GpuReading
-from specmon.core.views import Acceptance, AcceptanceSource, RequestRow
+from specmon.core.views import Acceptance, AcceptanceSource, CycleView, RequestRow
 
 DASH = "—"
 """What a missing number is shown as (never 0)."""
@@ -172,3 +172,20 @@ def gpu_throttle_text(g: GpuReading) -> str | None:
     """The clock-event reasons in force ("clocks held by: …"), idle left out; None when none."""
     reasons = [r for r in g.clock_event_reasons or () if r != "gpu_idle"]
     return clean("clocks held by: " + ", ".join(reasons)) if reasons else None
+
+
+def cycle_text(c: CycleView | None) -> str | None:
+    """The cycle report in one line, e.g. "every 9-10 requests, 3 degraded, long-run 161 vs 221
+    tok/s"; None when no cycle is detected."""
+    if c is None or not c.detected:
+        return None
+    lo, hi = c.period_min or c.period, c.period_max or c.period
+    every = f"every {lo} requests" if lo == hi else f"every {lo}-{hi} requests"
+    degraded = c.degraded_per_cycle
+    parts = [every]
+    if degraded is not None:
+        parts.append(f"{degraded:.0f} degraded")
+    parts.append(
+        f"long-run {fmt(c.long_run_mean_tok_s, '.0f')} vs {fmt(c.fast_mean_tok_s, '.0f')} tok/s"
+    )
+    return ", ".join(parts)

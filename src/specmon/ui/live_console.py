@@ -41,6 +41,7 @@ from specmon.ui.formatting import (
     STATUS_STYLES,
     WINDOW_LABEL,
     clean,
+    cycle_text,
     flag_words,
     fmt,
     fmt_acceptance,
@@ -211,13 +212,9 @@ def render(
         f"mean decode {fmt_tok_s(summary.mean_decode_tok_s)} tok/s  "
         f"vanilla baseline {fmt_tok_s(view.baseline_tok_s)} tok/s"
     )
-    cycle = view.cycle
-    if cycle is not None and cycle.detected:
-        line.append(
-            f"   cycle: period {cycle.period}, degraded {cycle.degraded_per_cycle} "
-            f"per cycle, long-run/peak {fmt(cycle.long_run_over_peak, '.2f')}",
-            style="yellow",
-        )
+    cycle = cycle_text(view.cycle)
+    if cycle is not None:
+        line.append(f"   cycle: {cycle}", style="yellow")
     parts.append(line)
     parts.extend(_gpu_parts(view.gpu))
     if text_tail is not None and text_tail[0] is not None:
