@@ -32,7 +32,9 @@ _COMMON = (
     "engine", "simple", "quiet", "window", "travel", "signal", "forest", "bridge", "letter",
 )  # fmt: skip
 
+_SHORT = ("the", "of", "and", "to", "in", "is", "a", "on", "as", "at", "by", "it")
 MAX_SIZING_ROUNDS = 12
+MAX_PAD_ROUNDS = 6
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,8 +105,26 @@ async def sized_prompt(seed: int, target: int, count_tokens: Counter) -> tuple[s
             if words in seen:
                 words = words + (1 if tokens < target else -1)
                 words = max(1, words)
-    best = min(seen.items(), key=lambda item: (abs(item[1] - target), item[1] > target))
-    return text_of(best[0]), best[1]
+    best_text, best_tokens = min(
+        ((text_of(w), t) for w, t in seen.items()),
+        key=lambda item: (abs(item[1] - target), item[1] > target),
+    )
+    if below is not None and best_tokens != target:
+        # A word of several tokens stepped over the target: pad the prefix below it with short
+        # common words (one token each in most tokenizers) until the count is hit.
+        text, tokens = text_of(below[0]), below[1]
+        rng = random.Random(seed ^ 0x5EED)
+        for _ in range(MAX_PAD_ROUNDS):
+            candidate = (
+                text + " " + " ".join(rng.choice(_SHORT) for _ in range(max(1, target - tokens)))
+            )
+            counted = await count_tokens(candidate)
+            if abs(counted - target) < abs(best_tokens - target):
+                best_text, best_tokens = candidate, counted
+            if counted >= target:
+                break
+            text, tokens = candidate, counted
+    return best_text, best_tokens
 
 
 class Tokenizer:
