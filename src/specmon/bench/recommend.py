@@ -6,8 +6,8 @@ repeat the noise comes from within the run instead (per-request spread; a bootst
 
 The recommendation, per concurrency:
 - by mean throughput: the highest mean output tok/s; every point whose difference to it is within
-  the noise (stats.differs) ties with it, and the smallest n_spec among the tied wins (fewer draft
-  tokens: less verify work and memory for the same speed);
+  the noise (stats.differs) or under TIE_FLOOR (1%) of it ties with it, and the smallest n_spec
+  among the tied wins (fewer draft tokens: less verify work and memory for the same speed);
 - by p95 latency: the lowest p95 E2EL, ties the same way.
 It says when the two choices differ. With several concurrencies it builds a
 `num_speculative_tokens_per_batch_size` schedule ([bs_start, bs_end, k] ranges, vLLM's dynamic
@@ -127,8 +127,17 @@ class Choice:
     noise_known: bool = True
 
 
+TIE_FLOOR = 0.01
+"""Differences under 1% of the best value are ties whatever the measured noise: run-to-run drift
+(thermals, other load) that a few repeats cannot show is at least that large."""
+
+
 def choose(
-    cells: Sequence[CellStats], metric: Callable[[CellStats], Estimate | None], higher: bool
+    cells: Sequence[CellStats],
+    metric: Callable[[CellStats], Estimate | None],
+    higher: bool,
+    *,
+    tie_floor: float = TIE_FLOOR,
 ) -> Choice | None:
     """The best cell by `metric`, preferring the smallest n_spec among those tied with it."""
     scored = [(c, metric(c)) for c in cells]
@@ -142,6 +151,8 @@ def choose(
         if c is best_cell:
             continue
         d = differs(best, e)
+        if abs(e.value - best.value) <= tie_floor * abs(best.value):
+            d = False
         if d is None:
             noise_known = False
             if e.value == best.value:
