@@ -33,6 +33,7 @@ import httpx
 
 from specmon.bench.analysis import DEAD, END, INTERRUPTED, START
 from specmon.bench.config import BenchConfig
+from specmon.bench.fast_client import FastStreamClient
 from specmon.bench.prompts import Prompt, Tokenizer, cycle_to, load_dataset, random_prompts
 from specmon.bench.result import ServerInfo
 from specmon.bench.servers import Endpoint
@@ -163,6 +164,7 @@ async def run_bench(
     scrape_interval: float = 1.0,
     prompts: Sequence[Prompt] | None = None,
     session_extra: dict[str, Any] | None = None,
+    stream_client: str = "fast",
 ) -> RunOutput:
     """Run one bench (see the module docstring); raises BenchError when it cannot start."""
     progress = progress or NoProgress()
@@ -170,6 +172,11 @@ async def run_bench(
     key = resolve_api_key(api_key)
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     client = StreamClient(endpoint.base_url, api_key=key, clock=clock, timeout=3600.0)
+    streamer: StreamClient | FastStreamClient = client
+    if stream_client == "fast":
+        streamer = FastStreamClient(
+            endpoint.base_url, api_key=key, clock=clock, max_connections=config.concurrency + 4
+        )
     scraper = MetricsScraper(
         endpoint.metrics_url,
         source=endpoint.base_url,
@@ -283,7 +290,7 @@ async def run_bench(
         if config.warmups > 0:
             progress.phase("warmup", config.warmups)
             await _dispatch(
-                client,
+                streamer,
                 [request_of(warm[i % len(warm)]) for i in range(config.warmups)],
                 collect,
                 concurrency=config.concurrency,
@@ -302,7 +309,7 @@ async def run_bench(
         interrupted = False
         try:
             await _dispatch(
-                client,
+                streamer,
                 [request_of(p) for p in measured],
                 collect,
                 concurrency=config.concurrency,
@@ -356,6 +363,8 @@ async def run_bench(
         if sampler is not None:
             sampler.close()
         await client.aclose()
+        if streamer is not client:
+            await streamer.aclose()
         await scraper.aclose()
         if recorder is not None:
             recorder.close()
@@ -412,7 +421,7 @@ class _DeadWatch:
 
 
 async def _dispatch(
-    client: StreamClient,
+    client: StreamClient | FastStreamClient,
     requests: Sequence[ChatRequest],
     emit: Callable[[Event], None],
     *,
