@@ -235,9 +235,11 @@ def main() -> None:
         lines += [
             "",
             f"specmon / httpx: tok per CPU s x{cpu_vs_httpx:.2f}, "
-            f"TTFT {s['ttft_ms'] - b['ttft_ms']:+.2f} ms, E2EL {s['e2el_ms'] - b['e2el_ms']:+.2f} ms",
+            f"TTFT {s['ttft_ms'] - b['ttft_ms']:+.2f} ms, "
+            f"E2EL {s['e2el_ms'] - b['e2el_ms']:+.2f} ms",
             f"specmon / openai: tok per CPU s x{cpu_vs_openai:.2f}, "
-            f"TTFT {s['ttft_ms'] - o['ttft_ms']:+.2f} ms, E2EL {s['e2el_ms'] - o['e2el_ms']:+.2f} ms",
+            f"TTFT {s['ttft_ms'] - o['ttft_ms']:+.2f} ms, "
+            f"E2EL {s['e2el_ms'] - o['e2el_ms']:+.2f} ms",
             "",
         ]
     text = "\n".join(lines)
