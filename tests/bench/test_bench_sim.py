@@ -14,7 +14,7 @@ import pytest
 from specmon.bench.analysis import analyze
 from specmon.bench.config import BenchConfig
 from specmon.bench.result import load_result
-from specmon.bench.runner import BenchError, run_bench
+from specmon.bench.runner import BenchError, NoProgress, run_bench
 from specmon.bench.servers import endpoint_for
 from specmon.cli.main import main
 from specmon.sim.server import SimConfig, start_in_thread
@@ -133,3 +133,35 @@ def test_the_seeds_cycle_is_reported() -> None:
     degraded = [r for r in result.requests if r.phase == "degraded"]
     assert len(degraded) == 9 and all(r.vanilla for r in degraded)
     assert all("acceptance_near_zero" in dict(r.vanilla_reasons) for r in degraded)
+
+
+def test_ctrl_c_keeps_what_was_measured() -> None:
+    """Cancelling the run (what asyncio.run does on Ctrl-C) ends the measured phase: the finished
+    requests are reported, one in flight is cancelled (not a failure), the run is marked."""
+    config = BenchConfig(input_len=16, output_len=64, num_prompts=500, warmups=0, ignore_eos=True)
+
+    class Watch(NoProgress):
+        def __init__(self) -> None:
+            self.done = 0
+            self.enough = asyncio.Event()
+
+        def request_done(self, ended, tokens_per_s) -> None:
+            self.done += 1
+            if self.done >= 3:
+                self.enough.set()
+
+    async def go(url: str):
+        watch = Watch()
+        task = asyncio.create_task(run_bench(endpoint_for(url), config, progress=watch))
+        await watch.enough.wait()
+        task.cancel()
+        return await task
+
+    with sim(n_spec=4, speed=5.0) as s:
+        out = asyncio.run(go(s.url))
+    assert out.interrupted
+    result = analyze(out.events, server=out.server, config=config)
+    assert result.errors.interrupted
+    assert result.summary.completed >= 3 and result.summary.failed == 0
+    assert result.errors.cancelled <= 1  # the one in flight, if any (concurrency 1)
+    assert len(result.requests) == result.summary.completed + result.errors.cancelled

@@ -292,7 +292,7 @@ def analyze(
     itls = [x for s in stats if s.outcome == "ok" for x in s.itl_s]
     summary = Summary(
         completed=len(ok),
-        failed=sum(1 for r in records if r.outcome != "ok"),
+        failed=sum(1 for r in records if r.outcome == "failed"),
         duration_s=duration,
         total_input_tokens=in_tokens,
         total_output_tokens=out_tokens,
@@ -318,12 +318,13 @@ def analyze(
     )
     by_message: dict[str, int] = {}
     for r in records:
-        if r.outcome != "ok":
+        if r.outcome == "failed":
             key = r.error or r.outcome
             by_message[key] = by_message.get(key, 0) + 1
     dead = marks.get(DEAD)
     errors = ErrorBlock(
         failed=summary.failed,
+        cancelled=sum(1 for r in records if r.outcome == "cancelled"),
         by_message=by_message,
         engine_dead=dead is not None,
         engine_dead_reason=dead.label.split(": ", 1)[1] if dead and ": " in dead.label else None,

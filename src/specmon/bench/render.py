@@ -41,7 +41,7 @@ class _Tally:
                 self.last = tok_s
                 self.total_tok_s += tok_s
                 self.counted += 1
-        else:
+        elif ended.outcome == "failed":
             self.failed += 1
 
     @property
@@ -195,7 +195,18 @@ def summary_renderable(result: BenchResult) -> RenderableType:
         )
     )
     if result.errors.interrupted:
-        parts.append(Text("INTERRUPTED: partial results", style="bold yellow"))
+        cancelled = result.errors.cancelled
+        parts.append(
+            Text(
+                "INTERRUPTED: partial results"
+                + (
+                    f" ({cancelled} request(s) in flight cancelled, not counted)"
+                    if cancelled
+                    else ""
+                ),
+                style="bold yellow",
+            )
+        )
 
     t = _kv_table()
     t.add_row("completed / failed", f"{s.completed} / {s.failed}")

@@ -140,6 +140,8 @@ class GpuBlock:
 @dataclass(frozen=True, slots=True)
 class ErrorBlock:
     failed: int = 0
+    cancelled: int = 0
+    """Requests in flight when the run was interrupted (not failures, not measured)."""
     by_message: dict[str, int] = field(default_factory=dict)
     engine_dead: bool = False
     engine_dead_reason: str | None = None
