@@ -121,6 +121,8 @@ class SweepStore:
     def save_run(self, key: str, result: BenchResult, *, partial: bool = False) -> Path:
         name = f"runs/{key}{'.partial' if partial else ''}.json"
         self._write(name, result.to_json() + "\n")
+        if not partial:  # measured again in full: the interrupted attempt is superseded
+            (self.runs / f"{key}.partial.json").unlink(missing_ok=True)
         return self.folder / name
 
     def load_runs(self) -> dict[str, BenchResult]:
@@ -395,8 +397,13 @@ def run_sweep(
                 warmed = False
                 for c, r in todo:
                     key = run_key(n, c, r)
+                    # Each repeat has its own prompts (no prefix-cache hits from the previous
+                    # repeat), and the same prompts at every point (a paired comparison).
                     config = replace(
-                        spec.config, concurrency=c, warmups=0 if warmed else spec.config.warmups
+                        spec.config,
+                        concurrency=c,
+                        warmups=0 if warmed else spec.config.warmups,
+                        seed=spec.config.seed + 1000 * (r - 1),
                     )
                     on_event(f"n_spec={n} concurrency={c} repeat {r}/{spec.repeats}")
                     try:
