@@ -144,3 +144,27 @@ def test_a_new_sweep_refuses_to_overwrite_one(tmp_path, capsys) -> None:
     SweepStore(tmp_path).create(SweepSpec((0,), (1,), 1, BenchConfig(), {0: "http://x"}))
     assert main(["sweep", "--point", "0=http://127.0.0.1:9", "--out", str(tmp_path)]) == 2
     assert "--resume" in capsys.readouterr().err
+
+
+def test_compare_says_which_differences_beat_the_noise(tmp_path) -> None:
+    config = ["--input-len", "32", "--output-len", "192", "--num-prompts", "6", "--warmups", "1",
+              "--ignore-eos", "--gpu", "none"]  # fmt: skip
+    files = {}
+    with sims("gemma4-26b-rtx5090m", (0, 8), speed=10.0) as urls:
+        for n, url in urls.items():
+            files[n] = tmp_path / f"n{n}.json"
+            assert main(["bench", "--attach", url, *config, "--json", str(files[n])]) == 0
+    md = tmp_path / "cmp.md"
+    assert main(["compare", str(files[0]), str(files[8]), "--markdown", str(md)]) == 0
+    rows = {
+        line.split("|")[1].strip(): line for line in md.read_text().splitlines()[2:] if "|" in line
+    }
+    # n=8 streams about 3x faster than n=0 in the model: far beyond the noise
+    assert "better" in rows["output tok/s"] and "better" in rows["E2EL mean (ms)"]
+    assert "worse" not in md.read_text()
+    assert "| — |" in rows["acceptance length"]  # n=0 has no acceptance: a dash, not 1.0 or 0
+    # comparing a run with itself: every ratio 1, nothing beyond the noise
+    same = tmp_path / "same.md"
+    assert main(["compare", str(files[8]), str(files[8]), "--markdown", str(same)]) == 0
+    text = same.read_text()
+    assert "better" not in text and "worse" not in text and "x1.000 within noise" in text

@@ -33,7 +33,8 @@ from specmon.core.percentiles import percentile_sorted
 class Metric:
     name: str
     unit: str
-    higher_is_better: bool
+    higher_is_better: bool | None
+    """None: neither direction is better (ITL is per chunk: longer under speculation)."""
     estimate: Callable[[BenchResult], Estimate | None]
 
 
@@ -83,6 +84,8 @@ def e2el_p99(result: BenchResult) -> Estimate | None:
 
 
 def acceptance_length(result: BenchResult) -> Estimate | None:
+    if result.server.spec_configured is False:
+        return None  # no speculation: no acceptance to compare (shown as —)
     per_request = mean_estimate(_values(result, "acceptance_length"))
     value = result.spec_decode.acceptance_length
     if value is None:
@@ -98,16 +101,16 @@ def _acceptance_rate(result: BenchResult) -> Estimate | None:
 
 
 METRICS: tuple[Metric, ...] = (
-    Metric("output tok/s", "tok/s", True, output_throughput),
-    Metric("request tok/s (mean)", "tok/s", True, _mean_of("output_tok_s")),
+    Metric("output tok/s", "", True, output_throughput),
+    Metric("request tok/s (mean)", "", True, _mean_of("output_tok_s")),
     Metric("TTFT mean", "ms", False, _mean_of("ttft_ms")),
     Metric("TPOT mean", "ms", False, _mean_of("tpot_ms")),
-    Metric("ITL mean", "ms", False, _mean_of("itl_mean_ms")),
+    Metric("ITL mean (per chunk)", "ms", None, _mean_of("itl_mean_ms")),
     Metric("E2EL mean", "ms", False, _mean_of("e2el_ms")),
     Metric("E2EL p95", "ms", False, e2el_p95),
     Metric("E2EL p99", "ms", False, e2el_p99),
     Metric("acceptance length", "", True, acceptance_length),
-    Metric("draft acceptance %", "%", True, _acceptance_rate),
+    Metric("draft acceptance", "%", True, _acceptance_rate),
 )
 
 
@@ -140,7 +143,7 @@ def compare(results: Sequence[BenchResult]) -> list[Row]:
                 continue
             beyond = differs(base, est)
             better = None
-            if est.value != base.value:
+            if est.value != base.value and m.higher_is_better is not None:
                 better = (est.value > base.value) == m.higher_is_better
             cells.append(Cell(est, ratio(base.value, est.value), beyond, better))
         rows.append(Row(m, tuple(cells)))
@@ -148,11 +151,13 @@ def compare(results: Sequence[BenchResult]) -> list[Row]:
 
 
 def verdict(cell: Cell) -> str:
-    """'better' / 'worse' (beyond noise), 'within noise', or '' (no noise estimate)."""
+    """'better' / 'worse' / 'differs' (beyond noise), 'within noise', or '' (noise unknown)."""
     if cell.ratio is None or cell.beyond_noise is None:
         return ""
     if not cell.beyond_noise:
         return "within noise"
+    if cell.better is None:
+        return "differs"
     return "better" if cell.better else "worse"
 
 

@@ -80,7 +80,7 @@ def render(results: list[Any], paths: list[str]) -> tuple[Any, str]:
     ]
     md.append("|---|" + "---:|" * (2 * len(names) - 1))
     for row in rows:
-        digits = 2 if row.metric.unit in ("ms", "") else 1
+        digits = 2 if row.metric.unit == "ms" or row.metric.name == "acceptance length" else 1
         cells: list[Text | str] = [
             row.metric.name + (f" ({row.metric.unit})" if row.metric.unit else "")
         ]
@@ -96,7 +96,7 @@ def render(results: list[Any], paths: list[str]) -> tuple[Any, str]:
                 continue
             r = DASH if cell.ratio is None else f"x{cell.ratio:.3f}"
             word = verdict(cell)
-            style = {"better": "green", "worse": "red"}.get(word, "dim")
+            style = {"better": "green", "worse": "red", "differs": "yellow"}.get(word, "dim")
             t = Text(r)
             if word:
                 t.append(f" {word}", style=style)
