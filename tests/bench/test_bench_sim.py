@@ -18,6 +18,8 @@ from specmon.bench.runner import BenchError, NoProgress, run_bench
 from specmon.bench.servers import endpoint_for
 from specmon.cli.main import main
 from specmon.sim.server import SimConfig, start_in_thread
+from specmon.sources.gpu.fake_nvml import FakeGpu, FakeNvml
+from specmon.sources.gpu.nvml import NvmlSampler
 
 
 @contextmanager
@@ -165,3 +167,46 @@ def test_ctrl_c_keeps_what_was_measured() -> None:
     assert result.summary.completed >= 3 and result.summary.failed == 0
     assert result.errors.cancelled <= 1  # the one in flight, if any (concurrency 1)
     assert len(result.requests) == result.summary.completed + result.errors.cancelled
+
+
+def test_gpu_readings_during_the_run() -> None:
+    """GPU temperature, power and SM clock min/mean/max over the measured phase (a fake NVML
+    whose GPU warms up by 4 °C per finished request)."""
+    gpu = FakeGpu(name="NVIDIA Fake H100", temperature_c=60, power_mw=300_000, sm_clock_mhz=1980)
+
+    class Heat(NoProgress):
+        def request_done(self, ended, tokens_per_s) -> None:
+            gpu.temperature_c += 4
+            gpu.power_mw += 10_000
+
+    config = BenchConfig(input_len=16, output_len=256, num_prompts=4, warmups=0, ignore_eos=True)
+    sampler = NvmlSampler(nvml=FakeNvml([gpu]))
+    with sim(n_spec=4, speed=10.0) as s:
+        out = asyncio.run(
+            run_bench(
+                endpoint_for(s.url), config, gpu=sampler, progress=Heat(), scrape_interval=0.02
+            )
+        )
+    result = analyze(out.events, server=out.server, config=config)
+    assert result.server.gpu == "NVIDIA Fake H100"
+    (g,) = result.gpu
+    assert g.samples >= 4
+    assert 60 <= g.temperature_c.min < g.temperature_c.max <= 76
+    assert g.temperature_c.min <= g.temperature_c.mean <= g.temperature_c.max
+    assert 300 <= g.power_w.min < g.power_w.max <= 340
+    assert g.sm_clock_mhz.min == g.sm_clock_mhz.max == 1980
+
+
+def test_dataset_file_prompts_and_output_lengths(tmp_path) -> None:
+    data = tmp_path / "prompts.jsonl"
+    data.write_text(
+        '{"prompt": "Write a Space Invaders game in HTML.", "output_len": 40}\n'
+        '"Explain speculative decoding."\n'
+    )
+    config = BenchConfig(
+        output_len=24, num_prompts=4, warmups=0, ignore_eos=True, dataset=str(data)
+    )
+    with sim(n_spec=4, speed=50.0) as s:
+        _, result = bench(s.url, config)
+    # file order, cycled; output_len from the line, else --output-len
+    assert [r.completion_tokens for r in result.requests] == [40, 24, 40, 24]

@@ -49,6 +49,7 @@ from specmon.core.events import (
 from specmon.core.specdecode import n_spec_of, spec_configured
 from specmon.runtime.hub import SessionClock
 from specmon.runtime.recorder import Recorder
+from specmon.sources.gpu.loop import GpuSampler
 from specmon.sources.metrics_scraper import MetricsScraper, generation_tokens
 from specmon.sources.stream_client import ChatRequest, ServerIdentity, StreamClient, resolve_api_key
 
@@ -140,7 +141,9 @@ async def _health(base_url: str, headers: dict[str, str]) -> str:
         return f"/health unreachable ({type(exc).__name__})"
 
 
-def _gpu_sampler(gpu: str) -> Any:
+def _gpu_sampler(gpu: str | GpuSampler) -> Any:
+    if not isinstance(gpu, str):
+        return gpu  # a sampler object (tests: NvmlSampler over FakeNvml)
     if gpu == "none":
         return None
     if gpu == "local":
@@ -157,7 +160,7 @@ async def run_bench(
     config: BenchConfig,
     *,
     api_key: str | None = None,
-    gpu: str = "none",
+    gpu: str | GpuSampler = "none",
     record: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
     clock: Clock | None = None,
