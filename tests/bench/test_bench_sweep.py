@@ -7,6 +7,7 @@ import asyncio
 import json
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import replace
 
 import pytest
 
@@ -50,14 +51,17 @@ SEED_WORKLOAD = BenchConfig(
 
 
 def test_laptop_profile_ranks_n8_first_or_tied_with_n6(tmp_path) -> None:
-    """Seed 000 (RTX 5090 laptop): n=8 peaks, n=6 gives up ~1.5%, deeper drafts lose."""
+    """Seed 000 (RTX 5090 laptop): n=8 peaks, n=6 gives up ~1.5%, deeper drafts lose. In the
+    model n=8 is 1.4% above n=6 and 3.9% above n=12: n=8 must be first or tied with the first,
+    and the recommendation n=8, or n=6 when it ties."""
+    workload = replace(SEED_WORKLOAD, num_prompts=5)
     with sims("gemma4-26b-rtx5090m", (4, 6, 8, 12), speed=20.0) as urls:
-        outcome, _, _ = sweep(urls, tmp_path, SEED_WORKLOAD, repeats=2)
+        outcome, _, _ = sweep(urls, tmp_path, workload, repeats=2)
     (rec,) = outcome.summary.recommendations
     t = rec.by_throughput
     assert t is not None
     top = {t.best_n_spec, *t.tied}
-    assert t.best_n_spec == 8 or (t.best_n_spec == 6 and 8 in top)
+    assert 8 in top
     assert t.n_spec in (6, 8)
     assert 4 not in top  # 9% below the peak in the model: never a tie
     assert not outcome.summary.missing and not outcome.summary.failures

@@ -22,7 +22,7 @@ from rich.text import Text
 from specmon.bench.result import DASH, BenchResult, fmt, fmt_pct
 from specmon.core.events import RequestEnded
 
-PHASE_NAMES = {"prompts": "sizing prompts", "warmup": "warm-up", "measure": "measuring"}
+PHASE_NAMES = {"prompts": "preparing prompts", "warmup": "warm-up", "measure": "measuring"}
 
 
 class _Tally:

@@ -78,6 +78,7 @@ def register(subparsers: Any) -> None:
     for action in p._actions:
         if action.dest == "concurrency":
             action.help = "requests in flight, or a list (1,4,16) for a per-batch-size schedule"
+            action.metavar = "N[,N...]"
 
 
 def run(args: argparse.Namespace) -> int:
