@@ -19,22 +19,24 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 from specmon.core.clock import Clock, monotonic_clock
-from specmon.core.events import RequestEnded, RequestOutcome, RequestStarted, StreamChunk
+from specmon.core.events import Event, RequestEnded, RequestOutcome, RequestStarted, StreamChunk
 from specmon.core.recording_format import redact_text
 from specmon.sources.stream_client import (
     SIMULATED_HEADER,
     ChatRequest,
-    Emit,
     new_request_id,
     resolve_api_key,
     server_base,
 )
+
+Emit = Callable[[Event], None]
 
 
 @dataclass
