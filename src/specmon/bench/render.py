@@ -262,10 +262,23 @@ def summary_renderable(result: BenchResult) -> RenderableType:
         )
 
     flagged = [r for r in result.requests if r.vanilla]
-    parts += [
-        Text(""),
-        Text(f"Vanilla-speed requests: {len(flagged)} of {s.completed}", style="bold underline"),
-    ]
+    if result.server.spec_configured is False:
+        parts += [
+            Text(""),
+            Text(
+                f"Vanilla-speed requests: all {s.completed} (speculation is not configured on "
+                "this server)",
+                style="bold underline",
+            ),
+        ]
+        flagged = []
+    else:
+        parts += [
+            Text(""),
+            Text(
+                f"Vanilla-speed requests: {len(flagged)} of {s.completed}", style="bold underline"
+            ),
+        ]
     for r in flagged[:12]:
         line = Text(f"  #{r.index + 1} {fmt(r.output_tok_s)} tok/s: ")
         line.append("; ".join(sentence for _, sentence in r.vanilla_reasons))

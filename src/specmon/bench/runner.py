@@ -13,6 +13,12 @@ them into the result. The sequence:
 5. the `bench:end` marker, and a last /metrics scrape that waits until the server's generation
    counter has caught up with the tokens received.
 
+During the measured phase /metrics is also scraped every `scrape_interval` seconds (default 5:
+running-request counts for the batch-contention reason, restarts). Not every second: a server
+renders the page on its own event loop (vLLM's API server and the simulator alike), so each scrape
+delays its streams a little; `vllm bench serve` scrapes only before and after. The GPU is sampled
+every `gpu_interval` seconds (default 1; it does not touch the server).
+
 An engine that dies stops the run: `max_consecutive_errors` failures in a row, or an error that
 names vLLM's EngineDeadError; the /health answer is added to the reason. Ctrl-C (task
 cancellation) ends the measured phase, marks the run interrupted and keeps what was measured.
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import math
 import os
 import random
@@ -164,7 +171,8 @@ async def run_bench(
     record: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
     clock: Clock | None = None,
-    scrape_interval: float = 1.0,
+    scrape_interval: float = 5.0,
+    gpu_interval: float = 1.0,
     prompts: Sequence[Prompt] | None = None,
     session_extra: dict[str, Any] | None = None,
     stream_client: str = "fast",
@@ -274,7 +282,7 @@ async def run_bench(
         if sampler is not None:
             from specmon.sources.gpu import run_sampler
 
-            tasks.append(asyncio.create_task(run_sampler(sampler, collect, clock, scrape_interval)))
+            tasks.append(asyncio.create_task(run_sampler(sampler, collect, clock, gpu_interval)))
             sampler = None  # run_sampler closes it
 
         def request_of(p: Prompt) -> ChatRequest:
@@ -303,6 +311,11 @@ async def run_bench(
             )
 
         # ---- measured phase
+        # Objects made before the run (prompts, imports, a caller's heap) are frozen out of the
+        # cyclic GC: a full collection over a large heap pauses the client for tens of ms and
+        # would show as a slow request (seen at 20x simulator speed in a long test session).
+        gc.collect()
+        gc.freeze()
         before = await scraper.scrape_once(collect)
         gen_before = generation_tokens(before.samples) if before is not None else None
         tasks.append(asyncio.create_task(scraper.run(collect)))
@@ -359,6 +372,7 @@ async def run_bench(
             prompts=prompt_list,
         )
     finally:
+        gc.unfreeze()
         for task in tasks:
             task.cancel()
         if tasks:

@@ -116,6 +116,13 @@ def add_workload_arguments(p: argparse.ArgumentParser) -> None:
         "--seed", default="0", metavar="N", help="seed of the random prompts (default 0)"
     )
     p.add_argument(
+        "--scrape-interval",
+        default="5",
+        metavar="S",
+        help="seconds between /metrics scrapes during the run (default 5; each scrape costs the "
+        "server a little time; before and after the run it is always scraped)",
+    )
+    p.add_argument(
         "--max-consecutive-errors",
         default="10",
         metavar="N",
@@ -174,6 +181,12 @@ def workload_config(args: argparse.Namespace, *, concurrency: int | None = None)
     )
 
 
+def scrape_interval(args: argparse.Namespace) -> float:
+    from specmon.bench.config import parse_float
+
+    return parse_float("--scrape-interval", args.scrape_interval, 0.1, 3600.0)
+
+
 def check_gpu(value: str | None, urls: list[str]) -> str:
     from specmon.bench.config import ConfigError
     from specmon.cli.session_setup import default_gpu_source
@@ -221,6 +234,7 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
         gpu = check_gpu(args.gpu, [args.attach])
+        scrape_interval(args)
     except ConfigError as exc:
         return error(NAME, str(exc))
     return _live(args, config, endpoint, gpu, baseline)
@@ -249,6 +263,7 @@ def _live(
                     gpu=gpu,
                     record=args.record,
                     progress=display,
+                    scrape_interval=scrape_interval(args),
                 )
             )
     except (BenchError, RecordingError) as exc:

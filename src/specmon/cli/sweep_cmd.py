@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     from specmon.bench.plot import PlotUnavailable, check_plot_target
     from specmon.bench.servers import AttachProvider, parse_points
     from specmon.bench.sweep import SweepError, SweepSpec, SweepStore
-    from specmon.cli.bench_cmd import check_baseline, check_gpu, workload_config
+    from specmon.cli.bench_cmd import check_baseline, check_gpu, scrape_interval, workload_config
 
     try:
         baseline = check_baseline(args.baseline)
@@ -117,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
             spec = SweepSpec(tuple(given), concs, repeats, config, given)
             store = SweepStore(args.out or _default_folder())
         gpu = check_gpu(args.gpu, list(spec.urls.values()))
+        interval = scrape_interval(args)
         try:
             provider = AttachProvider(spec.urls)
         except ValueError as exc:
@@ -125,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
             store.create(spec)
     except (ConfigError, PlotUnavailable, SweepError) as exc:
         return error(NAME, str(exc))
-    return _sweep(args, spec, store, provider, gpu, baseline)
+    return _sweep(args, spec, store, provider, gpu, baseline, interval)
 
 
 def _default_folder() -> str:
@@ -135,7 +136,13 @@ def _default_folder() -> str:
 
 
 def _sweep(
-    args: argparse.Namespace, spec: Any, store: Any, provider: Any, gpu: str, baseline: float | None
+    args: argparse.Namespace,
+    spec: Any,
+    store: Any,
+    provider: Any,
+    gpu: str,
+    baseline: float | None,
+    interval: float,
 ) -> int:
     import asyncio
 
@@ -153,7 +160,14 @@ def _sweep(
         display = progress_for(sys.stderr, label=label)
         with display:
             return asyncio.run(
-                run_bench(endpoint, config, api_key=args.api_key, gpu=gpu, progress=display)
+                run_bench(
+                    endpoint,
+                    config,
+                    api_key=args.api_key,
+                    gpu=gpu,
+                    progress=display,
+                    scrape_interval=interval,
+                )
             )
 
     outcome = run_sweep(
