@@ -9,7 +9,7 @@ an error text. tests/bench/test_bench_truth.py runs both clients on the same rec
 requires identical numbers.
 
 Why: the OpenAI SDK builds pydantic objects for every chunk. On the project's 2-core machine that
-cost 3.8-4.3x the CPU per streamed token of a bare httpx loop, so at concurrency 16 the SDK
+cost 3-4.4x the CPU per streamed token of a bare httpx loop, so at concurrency 16 the SDK
 client, not the server, set the pace (benchmarks/bench_client.py; docs/benchmarks.md). A load
 generator must never be the bottleneck it measures. (This belongs next to StreamClient in
 sources/ eventually; it lives in bench/ while sources/ is being reworked.)
