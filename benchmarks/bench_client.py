@@ -1,0 +1,252 @@
+"""Is specmon bench's client ever the bottleneck? Its sustained streamed tok/s per client CPU
+core, and its timing overhead, against bare streaming loops on the same simulator in one run.
+
+Clients (same prompts, same request body: stream with include_usage and continuous_usage_stats,
+ignore_eos, the same max_tokens; the same concurrency):
+- `httpx`: a bare async loop (POST, iterate SSE lines, json.loads each, timestamp each message);
+- `openai`: a bare AsyncOpenAI streaming loop;
+- `specmon`: `specmon.bench.runner.run_bench` as `specmon bench` runs it (FastStreamClient,
+  events, the 1 Hz /metrics scrape), followed by `analysis.analyze` (its CPU counted too);
+- `specmon-sdk`: the same with sources' StreamClient (the OpenAI SDK) streaming instead.
+
+Two phases, rounds interleaved (httpx, openai, specmon, httpx, ...), medians reported:
+1. throughput: the simulator unpaced (`--speed inf`) in its own process; tokens per second of the
+   client process's CPU time (time.process_time, every thread of this process; the server is
+   another process) = the client's tok/s per core;
+2. timing: the simulator paced (`--speed 20`); mean TTFT and mean E2EL as each client measures
+   them. The server paces on absolute deadlines, so the differences between clients are the
+   clients' own timing overhead.
+
+`vllm bench serve`'s own client (aiohttp) lives only in the real-vLLM tier's environment; that
+comparison is left to a later phase (docs/bench.md).
+
+Usage: python benchmarks/bench_client.py [--requests 48] [--concurrency 16] [--max-tokens 512]
+       [--rounds 3] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import openai
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from specmon.bench.analysis import analyze
+from specmon.bench.config import BenchConfig
+from specmon.bench.prompts import Prompt, random_words
+from specmon.bench.runner import run_bench
+from specmon.bench.servers import endpoint_for
+
+MODEL = "cyankiwi/gemma-4-26B-A4B-it-AWQ-4bit"
+
+
+def machine() -> str:
+    import os
+    import platform
+
+    model = platform.processor() or "unknown CPU"
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
+        for line in out.splitlines():
+            if line.startswith("Model name:"):
+                model = line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return f"{model}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def start_sim(speed: str) -> tuple[subprocess.Popen, str]:
+    cmd = [sys.executable, "-m", "specmon", "sim", "--port", "0", "--speed", speed,
+           "--log-interval", "0", "--n-spec", "8"]  # fmt: skip
+    env = {
+        **__import__("os").environ,
+        "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"),
+    }
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    url = next(word for word in line.split() if word.startswith("http://"))
+    return proc, url
+
+
+def body(prompt: str, max_tokens: int) -> dict:
+    return {
+        "model": MODEL,
+        "messages": [{"role": "user", "content": prompt}],
+        "max_tokens": max_tokens,
+        "temperature": 0.0,
+        "stream": True,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+        "ignore_eos": True,
+    }
+
+
+async def run_httpx(url: str, prompts: list[str], conc: int, max_tokens: int) -> list[tuple]:
+    slots = asyncio.Semaphore(conc)
+    out: list[tuple] = []
+    async with httpx.AsyncClient(timeout=600, limits=httpx.Limits(max_connections=conc)) as http:
+
+        async def one(p: str) -> None:
+            async with slots:
+                t0 = time.perf_counter()
+                ttft = last = None
+                tokens = 0
+                async with http.stream(
+                    "POST", url + "/v1/chat/completions", json=body(p, max_tokens)
+                ) as r:
+                    async for line in r.aiter_lines():
+                        if not line.startswith("data: ") or line == "data: [DONE]":
+                            continue
+                        t = time.perf_counter()
+                        data = json.loads(line[6:])
+                        if data.get("choices") and ttft is None:
+                            ttft = t - t0
+                        if data.get("usage"):
+                            tokens = data["usage"]["completion_tokens"]
+                        last = t
+                out.append((ttft, last - t0, tokens))
+
+        await asyncio.gather(*(one(p) for p in prompts))
+    return out
+
+
+async def run_openai(url: str, prompts: list[str], conc: int, max_tokens: int) -> list[tuple]:
+    slots = asyncio.Semaphore(conc)
+    out: list[tuple] = []
+    client = openai.AsyncOpenAI(base_url=url + "/v1", api_key="EMPTY", max_retries=0)
+
+    async def one(p: str) -> None:
+        async with slots:
+            b = body(p, max_tokens)
+            t0 = time.perf_counter()
+            ttft = last = None
+            tokens = 0
+            stream = await client.chat.completions.create(
+                model=b["model"], messages=b["messages"], max_tokens=max_tokens, temperature=0.0,
+                stream=True, stream_options=b["stream_options"], extra_body={"ignore_eos": True},
+            )  # fmt: skip
+            async for chunk in stream:
+                t = time.perf_counter()
+                if chunk.choices and ttft is None:
+                    ttft = t - t0
+                if chunk.usage is not None:
+                    tokens = chunk.usage.completion_tokens
+                last = t
+            out.append((ttft, last - t0, tokens))
+
+    await asyncio.gather(*(one(p) for p in prompts))
+    await client.close()
+    return out
+
+
+def run_specmon(
+    url: str, prompts: list[str], conc: int, max_tokens: int, stream_client: str = "fast"
+) -> list[tuple]:
+    config = BenchConfig(num_prompts=len(prompts), warmups=0, concurrency=conc,
+                         output_len=max_tokens, ignore_eos=True, model=MODEL)  # fmt: skip
+    given = [Prompt(p, max_tokens) for p in prompts]
+    out = asyncio.run(
+        run_bench(endpoint_for(url), config, prompts=given, stream_client=stream_client)
+    )
+    result = analyze(out.events, server=out.server, config=config)
+    return [
+        ((r.ttft_ms or 0) / 1000, (r.e2el_ms or 0) / 1000, r.completion_tokens or 0)
+        for r in result.requests
+    ]
+
+
+def measure(kind: str, url: str, prompts: list[str], conc: int, max_tokens: int) -> dict:
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    if kind == "httpx":
+        rows = asyncio.run(run_httpx(url, prompts, conc, max_tokens))
+    elif kind == "openai":
+        rows = asyncio.run(run_openai(url, prompts, conc, max_tokens))
+    elif kind == "specmon":
+        rows = run_specmon(url, prompts, conc, max_tokens)
+    else:
+        rows = run_specmon(url, prompts, conc, max_tokens, stream_client="openai")
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    tokens = sum(r[2] for r in rows)
+    assert tokens == len(prompts) * max_tokens, (kind, tokens)
+    return {
+        "tok_per_cpu_s": tokens / cpu,
+        "tok_per_wall_s": tokens / wall,
+        "ttft_ms": statistics.fmean(r[0] for r in rows) * 1000,
+        "e2el_ms": statistics.fmean(r[1] for r in rows) * 1000,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--requests", type=int, default=48)
+    ap.add_argument("--concurrency", type=int, default=16)
+    ap.add_argument("--max-tokens", type=int, default=512)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--paced-speed", default="20")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    prompts = [" ".join(random_words(i, 60)) for i in range(args.requests)]
+    kinds = ("httpx", "openai", "specmon", "specmon-sdk")
+    lines = [
+        f"bench_client: {args.requests} requests x {args.max_tokens} tokens, concurrency "
+        f"{args.concurrency}, {args.rounds} interleaved rounds (medians); {machine()}; "
+        f"{datetime.date.today()}",
+        "",
+    ]
+    for phase, speed in (
+        ("throughput (sim unpaced)", "inf"),
+        (f"timing (sim --speed {args.paced_speed})", args.paced_speed),
+    ):
+        proc, url = start_sim(speed)
+        try:
+            measure("httpx", url, prompts[:8], args.concurrency, 64)  # warm the server
+            got: dict[str, list[dict]] = {k: [] for k in kinds}
+            for _ in range(args.rounds):
+                for k in kinds:
+                    got[k].append(measure(k, url, prompts, args.concurrency, args.max_tokens))
+        finally:
+            proc.terminate()
+            proc.wait(10)
+        med = {k: {m: statistics.median(r[m] for r in got[k]) for m in got[k][0]} for k in kinds}
+        lines += [f"### {phase}", "",
+                  "| client | tok/s per client CPU s | tok/s wall | mean TTFT ms | mean E2EL ms |",
+                  "|---|---:|---:|---:|---:|"]  # fmt: skip
+        for k in kinds:
+            m = med[k]
+            lines.append(f"| {k} | {m['tok_per_cpu_s']:,.0f} | {m['tok_per_wall_s']:,.0f} | "
+                         f"{m['ttft_ms']:.2f} | {m['e2el_ms']:.2f} |")  # fmt: skip
+        b = med["httpx"]
+        s = med["specmon"]
+        o = med["openai"]
+        cpu_vs_httpx = s["tok_per_cpu_s"] / b["tok_per_cpu_s"]
+        cpu_vs_openai = s["tok_per_cpu_s"] / o["tok_per_cpu_s"]
+        lines += [
+            "",
+            f"specmon / httpx: tok per CPU s x{cpu_vs_httpx:.2f}, "
+            f"TTFT {s['ttft_ms'] - b['ttft_ms']:+.2f} ms, "
+            f"E2EL {s['e2el_ms'] - b['e2el_ms']:+.2f} ms",
+            f"specmon / openai: tok per CPU s x{cpu_vs_openai:.2f}, "
+            f"TTFT {s['ttft_ms'] - o['ttft_ms']:+.2f} ms, "
+            f"E2EL {s['e2el_ms'] - o['e2el_ms']:+.2f} ms",
+            "",
+        ]
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,140 @@
+"""Bench settings and their validation: every bad value gets one line naming the valid range."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+MAX_TOKENS_LIMIT = 10_000_000
+MAX_PROMPTS = 1_000_000
+MAX_CONCURRENCY = 10_000
+MAX_DURATION_S = 7 * 24 * 3600.0
+MAX_TEMPERATURE = 100.0
+
+
+class ConfigError(ValueError):
+    """A bad setting; str() is the one-line message for the user."""
+
+
+@dataclass(frozen=True, slots=True)
+class BenchConfig:
+    """What one bench run does (the seeds' method by default, except ignore_eos: opt in)."""
+
+    input_len: int = 256
+    output_len: int = 1024
+    num_prompts: int = 20
+    warmups: int = 2
+    concurrency: int = 1
+    request_rate: float = math.inf
+    duration_s: float | None = None
+    temperature: float = 0.0
+    ignore_eos: bool = False
+    dataset: str = "random"
+    seed: int = 0
+    model: str | None = None
+    max_consecutive_errors: int = 10
+    """A run stops as "engine dead" after this many failed requests in a row."""
+    extra_body: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["request_rate"] = "inf" if math.isinf(self.request_rate) else self.request_rate
+        return d
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> BenchConfig:
+        known = {k: v for k, v in d.items() if k in BenchConfig.__dataclass_fields__}
+        rate = known.get("request_rate")
+        if rate == "inf" or rate is None:
+            known["request_rate"] = math.inf
+        return BenchConfig(**known)
+
+
+def parse_int(flag: str, text: object, lo: int, hi: int) -> int:
+    """An integer flag within lo..hi, else ConfigError naming the range."""
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        raise ConfigError(f"{flag} must be an integer from {lo} to {hi}, got {text!r}") from None
+    if not lo <= value <= hi:
+        raise ConfigError(f"{flag} must be an integer from {lo} to {hi}, got {value}")
+    return value
+
+
+def parse_float(
+    flag: str, text: object, lo: float, hi: float, *, lo_open: bool = False, allow_inf: bool = False
+) -> float:
+    """A finite number flag within lo..hi (lo excluded when lo_open), `inf` when allowed."""
+    bracket = "(" if lo_open else "["
+    valid = f"a number in {bracket}{lo:g}, {hi:g}]" + (" or inf" if allow_inf else "")
+    try:
+        value = float(str(text).strip())
+    except ValueError:
+        raise ConfigError(f"{flag} must be {valid}, got {text!r}") from None
+    if allow_inf and value == math.inf:
+        return value
+    if not math.isfinite(value) or value < lo or value > hi or (lo_open and value == lo):
+        raise ConfigError(f"{flag} must be {valid}, got {text}")
+    return value
+
+
+def parse_int_list(flag: str, text: str, lo: int, hi: int) -> tuple[int, ...]:
+    """A comma-separated list of distinct integers in lo..hi (e.g. `0,4,8`), kept in order."""
+    items = [p.strip() for p in str(text).split(",") if p.strip()]
+    if not items:
+        raise ConfigError(f"{flag} must be a comma-separated list of integers from {lo} to {hi}")
+    values: list[int] = []
+    for item in items:
+        try:
+            v = int(item)
+        except ValueError:
+            raise ConfigError(
+                f"{flag} must be a comma-separated list of integers from {lo} to {hi}, got {item!r}"
+            ) from None
+        if not lo <= v <= hi:
+            raise ConfigError(f"{flag} values must be integers from {lo} to {hi}, got {v}")
+        if v in values:
+            raise ConfigError(f"{flag} lists {v} twice")
+        values.append(v)
+    return tuple(values)
+
+
+def validate(config: BenchConfig) -> BenchConfig:
+    """Raise ConfigError on the first value out of range; return the config unchanged."""
+    parse_int("--input-len", config.input_len, 1, MAX_TOKENS_LIMIT)
+    parse_int("--output-len", config.output_len, 1, MAX_TOKENS_LIMIT)
+    parse_int("--num-prompts", config.num_prompts, 1, MAX_PROMPTS)
+    parse_int("--warmups", config.warmups, 0, 10_000)
+    parse_int("--concurrency", config.concurrency, 1, MAX_CONCURRENCY)
+    parse_float("--request-rate", config.request_rate, 0, 1e6, lo_open=True, allow_inf=True)
+    if config.duration_s is not None:
+        parse_float("--duration", config.duration_s, 0, MAX_DURATION_S, lo_open=True)
+    parse_float("--temperature", config.temperature, 0, MAX_TEMPERATURE)
+    parse_int("--max-consecutive-errors", config.max_consecutive_errors, 1, 1_000_000)
+    return config
+
+
+def parse_duration(text: str) -> float:
+    """`90`, `90s`, `15m`, `2h` → seconds (ConfigError naming the forms and the range)."""
+    raw = str(text).strip().lower()
+    factor = 1.0
+    for suffix, mult in (("ms", 0.001), ("s", 1.0), ("m", 60.0), ("h", 3600.0)):
+        if raw.endswith(suffix) and raw[: -len(suffix)].strip():
+            try:
+                float(raw[: -len(suffix)])
+            except ValueError:
+                continue
+            raw, factor = raw[: -len(suffix)], mult
+            break
+    try:
+        value = float(raw) * factor
+    except ValueError:
+        raise ConfigError(
+            f"--duration must be seconds (or 90s, 15m, 2h) in (0, {MAX_DURATION_S:g}], got {text!r}"
+        ) from None
+    if not math.isfinite(value) or not 0 < value <= MAX_DURATION_S:
+        raise ConfigError(
+            f"--duration must be seconds (or 90s, 15m, 2h) in (0, {MAX_DURATION_S:g}], got {text!r}"
+        )
+    return value

@@ -1,0 +1,68 @@
+"""`specmon sweep --plot FILE`: the sweep as a PNG or SVG, through matplotlib (the optional extra
+`pip install 'specmon[plot]'`). Bars: mean output tok/s per n_spec with the spread over the repeats
+as error bars, one group per concurrency; a line on the right axis: p95 E2EL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+FORMATS = (".png", ".svg")
+
+
+class PlotUnavailable(RuntimeError):
+    """matplotlib is missing, or the file type is not one it writes here."""
+
+
+def check_plot_target(path: str) -> None:
+    """Fail early (before a long sweep) when the plot cannot be written."""
+    if Path(path).suffix.lower() not in FORMATS:
+        raise PlotUnavailable(f"--plot FILE must end in .png or .svg, got {path!r}")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise PlotUnavailable(
+            "--plot needs matplotlib: pip install 'specmon[plot]' (or pip install matplotlib)"
+        ) from None
+
+
+def write_plot(summary: Any, path: str) -> None:
+    """Draw the sweep summary to `path` (.png or .svg)."""
+    check_plot_target(path)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    concs = sorted({c.concurrency for c in summary.cells})
+    points = sorted({c.n_spec for c in summary.cells})
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.6 * len(points) * len(concs) + 3), 4.5))
+    ax2 = ax.twinx()
+    width = 0.8 / max(1, len(concs))
+    for j, conc in enumerate(concs):
+        cells = {c.n_spec: c for c in summary.cells if c.concurrency == conc}
+        xs = [i + (j - (len(concs) - 1) / 2) * width for i, _ in enumerate(points)]
+        heights = [cells[n].tok_s.value if n in cells and cells[n].tok_s else 0.0 for n in points]
+        errs = [
+            (cells[n].tok_s.sd or 0.0) if n in cells and cells[n].tok_s else 0.0 for n in points
+        ]
+        ax.bar(xs, heights, width, yerr=errs, capsize=3, label=f"tok/s, concurrency {conc}")
+        p95 = [
+            cells[n].e2el_p95_ms.value if n in cells and cells[n].e2el_p95_ms else float("nan")
+            for n in points
+        ]
+        ax2.plot(xs, p95, marker="o", linestyle="--", label=f"p95 E2EL, concurrency {conc}")
+    ax.set_xticks(range(len(points)), [f"n={n}" for n in points])
+    ax.set_xlabel("num_speculative_tokens")
+    ax.set_ylabel("mean output tok/s (± sd over repeats)")
+    ax2.set_ylabel("p95 E2EL (ms)")
+    title = "specmon sweep" + (" (SIMULATED)" if summary.simulated else "")
+    ax.set_title(title)
+    handles = ax.get_legend_handles_labels()
+    handles2 = ax2.get_legend_handles_labels()
+    fig.legend(
+        handles[0] + handles2[0], handles[1] + handles2[1], loc="lower center", ncol=2, fontsize=8
+    )
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    fig.savefig(path)
+    plt.close(fig)

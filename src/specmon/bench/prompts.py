@@ -1,0 +1,209 @@
+"""Bench prompts: random prompts sized with the server's own `/tokenize`, or a prompt file.
+
+Random prompts are words drawn with a seeded RNG per prompt (so every prompt differs from the
+first word on: no shared prefix for the prefix cache to reuse), then resized until the server's
+`/tokenize` (`add_special_tokens: false`, the prompt alone without the chat template) counts
+`input_len` tokens, or the closest count a whole word allows. No tokenizer or model hub is needed,
+and vLLM is never imported.
+
+The FILE dataset (`--dataset FILE`) is JSON Lines: one JSON object per line,
+`{"prompt": "text", "output_len": 512}` (`output_len` optional, default `--output-len`), or a bare
+JSON string per line. Blank lines and lines starting with `#` are skipped. Prompts are used in file
+order and cycled when `--num-prompts` asks for more.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+_SYLLABLES = (
+    "ka", "lo", "mi", "ne", "ru", "sa", "to", "vi", "de", "ba", "po", "lu", "ga", "fe", "zi",
+    "mo", "ta", "ri", "no", "se", "el", "an", "or", "in", "us", "ar", "en", "il", "on", "um",
+)  # fmt: skip
+_COMMON = (
+    "the", "of", "and", "to", "in", "is", "for", "on", "with", "as", "river", "stone", "light",
+    "green", "slow", "house", "water", "north", "winter", "garden", "number", "market", "paper",
+    "engine", "simple", "quiet", "window", "travel", "signal", "forest", "bridge", "letter",
+)  # fmt: skip
+
+_SHORT = ("the", "of", "and", "to", "in", "is", "a", "on", "as", "at", "by", "it")
+MAX_SIZING_ROUNDS = 12
+MAX_PAD_ROUNDS = 6
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """One bench prompt and the output length asked for it."""
+
+    text: str
+    output_len: int
+    input_tokens: int | None = None
+    """Tokens the server counted for the prompt text (None when not known)."""
+
+
+class DatasetError(ValueError):
+    """A prompt file that cannot be used; str() says which line and why."""
+
+
+def random_words(seed: int, count: int) -> list[str]:
+    """`count` words from a seeded RNG: common words mixed with made-up ones."""
+    rng = random.Random(seed)
+    words: list[str] = []
+    for _ in range(count):
+        if rng.random() < 0.5:
+            words.append(rng.choice(_COMMON))
+        else:
+            words.append("".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(1, 3))))
+    return words
+
+
+Counter = Callable[[str], Awaitable[int]]
+"""Counts the tokens of a text (the server's /tokenize)."""
+
+
+async def sized_prompt(seed: int, target: int, count_tokens: Counter) -> tuple[str, int]:
+    """Random text of `target` tokens by the server's count (or the closest a word allows).
+
+    Returns (text, tokens counted). Searches the number of words: a first guess, then
+    proportional steps, then bisection between a count below and a count above the target.
+    """
+    pool = random_words(seed, max(8, target * 2 + 8))
+
+    def text_of(n: int) -> str:
+        nonlocal pool
+        while n > len(pool):
+            pool = pool + random_words(seed + len(pool) * 7919, len(pool))
+        return " ".join(pool[:n])
+
+    seen: dict[int, int] = {}
+    below: tuple[int, int] | None = None  # (words, tokens) with tokens < target
+    above: tuple[int, int] | None = None
+    words = max(1, target)
+    for _ in range(MAX_SIZING_ROUNDS):
+        if words in seen:
+            break
+        tokens = await count_tokens(text_of(words))
+        seen[words] = tokens
+        if tokens == target:
+            return text_of(words), tokens
+        if tokens < target:
+            below = max(below, (words, tokens)) if below else (words, tokens)
+        else:
+            above = min(above, (words, tokens)) if above else (words, tokens)
+        if below and above:
+            if above[0] - below[0] <= 1:
+                break
+            words = (below[0] + above[0]) // 2
+        else:
+            words = max(1, round(words * target / max(tokens, 1)))
+            if words in seen:
+                words = words + (1 if tokens < target else -1)
+                words = max(1, words)
+    best_text, best_tokens = min(
+        ((text_of(w), t) for w, t in seen.items()),
+        key=lambda item: (abs(item[1] - target), item[1] > target),
+    )
+    if below is not None and best_tokens != target:
+        # A word of several tokens stepped over the target: pad the prefix below it with short
+        # common words (one token each in most tokenizers) until the count is hit.
+        text, tokens = text_of(below[0]), below[1]
+        rng = random.Random(seed ^ 0x5EED)
+        for _ in range(MAX_PAD_ROUNDS):
+            candidate = (
+                text + " " + " ".join(rng.choice(_SHORT) for _ in range(max(1, target - tokens)))
+            )
+            counted = await count_tokens(candidate)
+            if abs(counted - target) < abs(best_tokens - target):
+                best_text, best_tokens = candidate, counted
+            if counted >= target:
+                break
+            text, tokens = candidate, counted
+    return best_text, best_tokens
+
+
+class Tokenizer:
+    """The server's `/tokenize` endpoint (vLLM and the simulator answer `{"count": N, ...}`)."""
+
+    def __init__(self, base_url: str, model: str, *, api_key: str | None = None) -> None:
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.AsyncClient(timeout=30.0, headers=headers)
+        self._url = base_url.rstrip("/") + "/tokenize"
+        self._model = model
+        self.calls = 0
+
+    async def count(self, text: str) -> int:
+        self.calls += 1
+        resp = await self._client.post(
+            self._url, json={"model": self._model, "prompt": text, "add_special_tokens": False}
+        )
+        if resp.status_code != 200:
+            raise RuntimeError(
+                f"/tokenize answered HTTP {resp.status_code}; random prompts are sized with it "
+                "(use --dataset FILE on a server without it)"
+            )
+        body = resp.json()
+        count = body.get("count") if isinstance(body, dict) else None
+        if not isinstance(count, int) or isinstance(count, bool):
+            tokens = body.get("tokens") if isinstance(body, dict) else None
+            if isinstance(tokens, list):
+                return len(tokens)
+            raise RuntimeError("/tokenize answered without a token count")
+        return count
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+async def random_prompts(
+    count: int, input_len: int, output_len: int, seed: int, count_tokens: Counter
+) -> list[Prompt]:
+    """`count` random prompts of `input_len` tokens each (seeded: the same seed, the same text)."""
+    out: list[Prompt] = []
+    for i in range(count):
+        text, tokens = await sized_prompt(seed * 1_000_003 + i, input_len, count_tokens)
+        out.append(Prompt(text, output_len, tokens))
+    return out
+
+
+def load_dataset(path: str | Path, default_output_len: int) -> list[Prompt]:
+    """Prompts from a JSON Lines file (format in the module docstring)."""
+    p = Path(path)
+    try:
+        lines = p.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise DatasetError(f"cannot read the dataset {p}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise DatasetError(f"the dataset {p} is not UTF-8 text") from None
+    prompts: list[Prompt] = []
+    for number, line in enumerate(lines, 1):
+        raw = line.strip()
+        if not raw or raw.startswith("#"):
+            continue
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{p} line {number}: not JSON ({exc.msg})") from None
+        if isinstance(value, str):
+            value = {"prompt": value}
+        if not isinstance(value, dict) or not isinstance(value.get("prompt"), str):
+            raise DatasetError(f"{p} line {number}: needs a JSON object with a string 'prompt'")
+        if not value["prompt"]:
+            raise DatasetError(f"{p} line {number}: the prompt is empty")
+        out_len = value.get("output_len", default_output_len)
+        if isinstance(out_len, bool) or not isinstance(out_len, int) or out_len < 1:
+            raise DatasetError(f"{p} line {number}: output_len must be an integer >= 1")
+        prompts.append(Prompt(value["prompt"], out_len))
+    if not prompts:
+        raise DatasetError(f"the dataset {p} has no prompts")
+    return prompts
+
+
+def cycle_to(prompts: Sequence[Prompt], count: int) -> list[Prompt]:
+    """`count` prompts, the list repeated in order as often as needed."""
+    return [prompts[i % len(prompts)] for i in range(count)]

@@ -1,0 +1,353 @@
+"""`specmon bench`: benchmark one running vLLM server the way the seeds tuned DFlash.
+
+Random prompts of --input-len tokens (sized with the server's own /tokenize: no tokenizer, no model
+hub, vLLM is never imported), --output-len tokens each, --warmups unmeasured requests first, then
+--num-prompts measured requests (or a --duration soak). Reports output and total tok/s; TTFT,
+TPOT, ITL and E2EL (mean, median, p95, p99) as `vllm bench serve` defines them; acceptance
+length and per-position acceptance from the server's /metrics deltas over the run, and per
+request from vLLM's per-request metrics when the server sends them (else tokens per stream
+chunk); requests that ran at vanilla speed, with reasons; the degradation-cycle report; GPU
+temperature, power and SM clock (min/mean/max) during the run.
+
+The seeds' method: --input-len 256 --output-len 1024 --ignore-eos --temperature 0 --concurrency 1
+--warmups 2. --dataset FILE takes JSON Lines prompts instead ({"prompt": "...", "output_len": N}
+per line; see docs/bench.md). --replay FILE recomputes the report from a --record recording.
+
+Exit status: 0 done; 1 the run could not start, every request failed, or the engine died;
+2 bad arguments (one line naming the valid range); 130 interrupted (what was measured is kept and
+written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+NAME = "bench"
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        NAME,
+        help="benchmark a running server: tok/s, latency, acceptance, vanilla-speed requests",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_server_arguments(p, single=True)
+    add_workload_arguments(p)
+    p.add_argument("--json", metavar="FILE", help="write the result as JSON (compare reads it)")
+    p.add_argument("--csv", metavar="FILE", help="write one CSV row per measured request")
+    p.add_argument("--markdown", metavar="FILE", help="write the summary as Markdown")
+    p.add_argument("--record", metavar="FILE", help="record every event (.gz compresses)")
+    p.add_argument(
+        "--replay",
+        metavar="FILE",
+        help="no server: recompute the report from a recording made with --record",
+    )
+    p.add_argument("--label", default=None, help="a name for this run in compare tables")
+
+
+def add_server_arguments(p: argparse.ArgumentParser, *, single: bool) -> None:
+    if single:
+        p.add_argument(
+            "--attach", metavar="URL", help="the server's base URL, e.g. http://127.0.0.1:8000"
+        )
+        p.add_argument(
+            "--metrics-url",
+            metavar="URL",
+            help="where the server's /metrics page is when not at URL/metrics",
+        )
+    p.add_argument(
+        "--api-key",
+        default=None,
+        help="API key (default: $OPENAI_API_KEY or $VLLM_API_KEY); never printed or recorded",
+    )
+    p.add_argument("--model", default=None, help="model to request (default: the server's first)")
+    p.add_argument(
+        "--gpu",
+        default=None,
+        metavar="local|none|DCGM_URL",
+        help="GPU readings from local NVML, a dcgm-exporter URL, or none (default: local when the "
+        "server is on this machine, else none)",
+    )
+    p.add_argument(
+        "--baseline",
+        default=None,
+        metavar="TOK_S",
+        help="vanilla (n_spec 0) decode tok/s for the vanilla-speed flag (default: none; a "
+        "sweep uses its n=0 point)",
+    )
+
+
+def add_workload_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--input-len", default="256", metavar="N", help="prompt tokens (default 256)")
+    p.add_argument("--output-len", default="1024", metavar="N", help="max tokens (default 1024)")
+    p.add_argument(
+        "--num-prompts", default="20", metavar="N", help="measured requests (default 20)"
+    )
+    p.add_argument(
+        "--warmups", default="2", metavar="N", help="unmeasured requests first (default 2)"
+    )
+    p.add_argument("--concurrency", default="1", metavar="N", help="requests in flight (default 1)")
+    p.add_argument(
+        "--request-rate",
+        default="inf",
+        metavar="R",
+        help="requests per second, Poisson arrivals (default inf: as fast as --concurrency allows)",
+    )
+    p.add_argument(
+        "--duration",
+        default=None,
+        metavar="T",
+        help="soak: send requests for T (seconds, or 90s, 15m, 2h) instead of --num-prompts; "
+        "errors are counted and the run goes on",
+    )
+    p.add_argument(
+        "--temperature", default="0", metavar="T", help="sampling temperature (default 0)"
+    )
+    p.add_argument(
+        "--ignore-eos", action="store_true", help="generate exactly --output-len tokens per request"
+    )
+    p.add_argument(
+        "--dataset", default="random", metavar="random|FILE", help="random prompts, or a JSONL file"
+    )
+    p.add_argument(
+        "--seed", default="0", metavar="N", help="seed of the random prompts (default 0)"
+    )
+    p.add_argument(
+        "--scrape-interval",
+        default="5",
+        metavar="S",
+        help="seconds between /metrics scrapes during the run (default 5; each scrape costs the "
+        "server a little time; before and after the run it is always scraped)",
+    )
+    p.add_argument(
+        "--max-consecutive-errors",
+        default="10",
+        metavar="N",
+        help="stop as 'engine dead' after N failed requests in a row (default 10)",
+    )
+
+
+def error(command: str, message: str) -> int:
+    print(f"specmon {command}: {message}", file=sys.stderr)
+    return 2
+
+
+def workload_config(args: argparse.Namespace, *, concurrency: int | None = None) -> Any:
+    """BenchConfig from the parsed flags (ConfigError on a bad value); `concurrency` overrides
+    the flag (sweep parses its own list)."""
+    from specmon.bench.config import (
+        MAX_CONCURRENCY,
+        MAX_PROMPTS,
+        MAX_TEMPERATURE,
+        MAX_TOKENS_LIMIT,
+        BenchConfig,
+        ConfigError,
+        parse_duration,
+        parse_float,
+        parse_int,
+    )
+
+    dataset = args.dataset
+    if dataset != "random":
+        from pathlib import Path
+
+        if not Path(dataset).is_file():
+            raise ConfigError(
+                f"--dataset must be 'random' or a JSONL file, got {dataset!r} (no such file)"
+            )
+    return BenchConfig(
+        input_len=parse_int("--input-len", args.input_len, 1, MAX_TOKENS_LIMIT),
+        output_len=parse_int("--output-len", args.output_len, 1, MAX_TOKENS_LIMIT),
+        num_prompts=parse_int("--num-prompts", args.num_prompts, 1, MAX_PROMPTS),
+        warmups=parse_int("--warmups", args.warmups, 0, 10_000),
+        concurrency=concurrency
+        if concurrency is not None
+        else parse_int("--concurrency", args.concurrency, 1, MAX_CONCURRENCY),
+        request_rate=parse_float(
+            "--request-rate", args.request_rate, 0, 1e6, lo_open=True, allow_inf=True
+        ),
+        duration_s=parse_duration(args.duration) if args.duration is not None else None,
+        temperature=parse_float("--temperature", args.temperature, 0, MAX_TEMPERATURE),
+        ignore_eos=bool(args.ignore_eos),
+        dataset=dataset,
+        seed=parse_int("--seed", args.seed, 0, 2**31 - 1),
+        model=args.model,
+        max_consecutive_errors=parse_int(
+            "--max-consecutive-errors", args.max_consecutive_errors, 1, 1_000_000
+        ),
+    )
+
+
+def scrape_interval(args: argparse.Namespace) -> float:
+    from specmon.bench.config import parse_float
+
+    return parse_float("--scrape-interval", args.scrape_interval, 0.1, 3600.0)
+
+
+def check_gpu(value: str | None, urls: list[str]) -> str:
+    from specmon.bench.config import ConfigError
+    from specmon.cli.session_setup import default_gpu_source
+
+    gpu = value if value is not None else default_gpu_source(urls)
+    if gpu not in ("local", "none") and not gpu.startswith(("http://", "https://")):
+        raise ConfigError(f"--gpu must be local, none or a dcgm-exporter http(s) URL, got {gpu!r}")
+    return gpu
+
+
+def check_baseline(value: str | None) -> float | None:
+    from specmon.bench.config import parse_float
+
+    return None if value is None else parse_float("--baseline", value, 0, 1e7, lo_open=True)
+
+
+def check_output_paths(*paths: str | None) -> None:
+    """Every output file's folder must exist before a long run starts."""
+    from pathlib import Path
+
+    from specmon.bench.config import ConfigError
+
+    for p in paths:
+        if p is not None and not Path(p).resolve().parent.is_dir():
+            raise ConfigError(f"cannot write {p}: its folder does not exist")
+
+
+def run(args: argparse.Namespace) -> int:
+    from specmon.bench.config import ConfigError
+
+    try:
+        baseline = check_baseline(args.baseline)
+        check_output_paths(args.json, args.csv, args.markdown, args.record)
+        if args.replay is not None:
+            return _replay(args, baseline)
+        if not args.attach:
+            raise ConfigError(
+                "--attach URL is required (the server to benchmark; host mode is not built yet)"
+            )
+        config = workload_config(args)
+        from specmon.bench.servers import endpoint_for
+
+        try:
+            endpoint = endpoint_for(args.attach, args.metrics_url)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        gpu = check_gpu(args.gpu, [args.attach])
+        scrape_interval(args)
+    except ConfigError as exc:
+        return error(NAME, str(exc))
+    return _live(args, config, endpoint, gpu, baseline)
+
+
+def _live(
+    args: argparse.Namespace, config: Any, endpoint: Any, gpu: str, baseline: float | None
+) -> int:
+    import asyncio
+    import datetime as dt
+
+    from specmon import __version__
+    from specmon.bench.analysis import analyze
+    from specmon.bench.render import progress_for
+    from specmon.bench.runner import BenchError, run_bench
+    from specmon.runtime.recorder import RecordingError
+
+    display = progress_for(sys.stderr)
+    try:
+        with display:
+            out = asyncio.run(
+                run_bench(
+                    endpoint,
+                    config,
+                    api_key=args.api_key,
+                    gpu=gpu,
+                    record=args.record,
+                    progress=display,
+                    scrape_interval=scrape_interval(args),
+                )
+            )
+    except (BenchError, RecordingError) as exc:
+        print(f"specmon bench: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(
+            "specmon bench: interrupted before the measured phase; nothing measured",
+            file=sys.stderr,
+        )
+        return 130
+    result = analyze(
+        out.events,
+        server=out.server,
+        config=config,
+        baseline_tok_s=baseline,
+        label=args.label,
+        created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        specmon_version=__version__,
+    )
+    return _report(args, result)
+
+
+def _replay(args: argparse.Namespace, baseline: float | None) -> int:
+    from specmon.bench.analysis import analyze
+    from specmon.bench.config import BenchConfig
+    from specmon.bench.result import ServerInfo
+    from specmon.sources.recording_player import RecordingError, read_recording
+
+    try:
+        recording = read_recording(args.replay)
+    except (RecordingError, OSError) as exc:
+        print(f"specmon bench: cannot replay {args.replay}: {exc}", file=sys.stderr)
+        return 1
+    info = recording.info
+    bench = info.extra.get("bench") if isinstance(info.extra, dict) else None
+    if not isinstance(bench, dict):
+        print(
+            f"specmon bench: {args.replay} is not a bench recording (no bench settings in its "
+            "header)",
+            file=sys.stderr,
+        )
+        return 1
+    for p in recording.problems:
+        print(f"specmon bench: {args.replay}: {p}", file=sys.stderr)
+    config = BenchConfig.from_dict(bench)
+    server = ServerInfo(
+        url=info.server or "—",
+        model=info.model,
+        vllm_version=info.vllm_version,
+        simulated=info.simulated,
+        n_spec=info.n_spec,
+        gpu=info.gpu,
+    )
+    result = analyze(
+        recording.events,
+        server=server,
+        config=config,
+        baseline_tok_s=baseline,
+        label=args.label,
+        created_at=recording.started_at,
+    )
+    return _report(args, result)
+
+
+def _report(args: argparse.Namespace, result: Any) -> int:
+    from pathlib import Path
+
+    from specmon.bench.render import print_summary
+    from specmon.bench.result import requests_csv, summary_markdown
+
+    print_summary(result)
+    try:
+        if args.json:
+            Path(args.json).write_text(result.to_json() + "\n", encoding="utf-8")
+        if args.csv:
+            Path(args.csv).write_text(requests_csv(result), encoding="utf-8")
+        if args.markdown:
+            Path(args.markdown).write_text(summary_markdown(result), encoding="utf-8")
+    except OSError as exc:
+        print(f"specmon bench: cannot write the output: {exc}", file=sys.stderr)
+        return 1
+    if result.errors.interrupted:
+        return 130
+    if result.errors.engine_dead or result.summary.completed == 0:
+        return 1
+    return 0

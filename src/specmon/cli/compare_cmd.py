@@ -1,0 +1,113 @@
+"""`specmon compare A.json B.json [C.json ...]`: bench runs side by side.
+
+Each metric of B, C, … is shown with its ratio to A and a verdict: "better" or "worse" when the
+difference is larger than its noise (|Δ| > 2·sqrt(se_A² + se_B²), the noise taken from each run's
+own per-request spread; a bootstrap for percentiles), "within noise" otherwise, nothing when the
+noise is unknown (a single request). Files are the `--json` output of `specmon bench` (or the
+per-run files of a sweep folder). See docs/bench.md.
+
+Exit status: 0; 2 for bad arguments or a file that is not a bench result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+NAME = "compare"
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        NAME,
+        help="show bench runs side by side with ratios and noise verdicts",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("files", nargs="+", metavar="RUN.json", help="bench results (--json output)")
+    p.add_argument("--markdown", metavar="FILE", help="also write the table as Markdown")
+
+
+def run(args: argparse.Namespace) -> int:
+    from specmon.bench.result import ResultError, load_result
+
+    if len(args.files) < 2:
+        print(
+            "specmon compare: give at least two result files (A.json B.json ...)", file=sys.stderr
+        )
+        return 2
+    try:
+        results = [load_result(f) for f in args.files]
+    except ResultError as exc:
+        print(f"specmon compare: {exc}", file=sys.stderr)
+        return 2
+    table, markdown = render(results, args.files)
+    from rich.console import Console
+
+    Console(highlight=False, width=None if sys.stdout.isatty() else 160).print(table)
+    if args.markdown:
+        from pathlib import Path
+
+        try:
+            Path(args.markdown).write_text(markdown, encoding="utf-8")
+        except OSError as exc:
+            print(f"specmon compare: cannot write {args.markdown}: {exc.strerror}", file=sys.stderr)
+            return 1
+    return 0
+
+
+def render(results: list[Any], paths: list[str]) -> tuple[Any, str]:
+    """(Rich table, Markdown text) of the comparison."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from specmon.bench.compare import compare, run_name, verdict
+    from specmon.bench.result import DASH
+
+    names = [run_name(r, i, p) for i, (r, p) in enumerate(zip(results, paths, strict=True))]
+    rows = compare(results)
+    table = Table(title="specmon compare (ratios against A)", title_justify="left")
+    table.add_column("metric", style="bold")
+    for i, name in enumerate(names):
+        table.add_column(Text(name), justify="right")
+        if i > 0:
+            table.add_column(f"{name.split()[0]}/A", justify="right")
+    md = [
+        "| metric | "
+        + " | ".join(n if i == 0 else f"{n} | {n.split()[0]}/A" for i, n in enumerate(names))
+        + " |"
+    ]
+    md.append("|---|" + "---:|" * (2 * len(names) - 1))
+    for row in rows:
+        digits = 2 if row.metric.unit == "ms" or row.metric.name == "acceptance length" else 1
+        cells: list[Text | str] = [
+            row.metric.name + (f" ({row.metric.unit})" if row.metric.unit else "")
+        ]
+        mdcells = [str(cells[0])]
+        for i, cell in enumerate(row.cells):
+            est = cell.estimate
+            value = DASH if est is None else f"{est.value:,.{digits}f}"
+            if est is not None and est.se is not None:
+                value += f" ±{2 * est.se:,.{digits}f}"
+            cells.append(value)
+            mdcells.append(value)
+            if i == 0:
+                continue
+            r = DASH if cell.ratio is None else f"x{cell.ratio:.3f}"
+            word = verdict(cell)
+            style = {"better": "green", "worse": "red", "differs": "yellow"}.get(word, "dim")
+            t = Text(r)
+            if word:
+                t.append(f" {word}", style=style)
+            cells.append(t)
+            mdcells.append(f"{r} {word}".strip())
+        table.add_row(*cells)
+        md.append("| " + " | ".join(mdcells) + " |")
+    notes = [
+        f"{n}: {results[i].server.url}" + (" (SIMULATED)" if results[i].server.simulated else "")
+        for i, n in enumerate(names)
+    ]
+    table.caption = Text("± = 2 standard errors; " + "; ".join(notes))
+    md += ["", "± = 2 standard errors. " + "; ".join(notes)]
+    return table, "\n".join(md) + "\n"
