@@ -135,7 +135,6 @@ def test_sweep_command_with_a_concurrency_schedule(tmp_path, capsys) -> None:
     ]  # fmt: skip
     printed = capsys.readouterr().out
     assert "Recommended:" in printed and "SIMULATED" in printed and "x1.00" in printed
-    pytest.importorskip("matplotlib")
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
