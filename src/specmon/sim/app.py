@@ -16,15 +16,19 @@ import sys
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import datetime
 
 from specmon.core.clock import Clock
-from specmon.sim import logs, protocol, step_model, tokenizer
+from specmon.sim import logs, request_body, responses, step_model, tokenizer
+from specmon.sim.api_errors import ApiError
 from specmon.sim.faults import FaultError, Faults, corrupt_metrics_page, parse_faults
 from specmon.sim.http import HttpRequest, Responder
+from specmon.sim.jsonwire import dumps
 from specmon.sim.metrics import METRICS_CONTENT_TYPE, FinishedRequest, SimMetrics
 from specmon.sim.profiles import Profile
 from specmon.sim.schedule import Schedule
+from specmon.sim.spec_metrics import RequestSpecMetrics, SpecMetricsLevel
 
 Sleeper = Callable[[float], Awaitable[None]]
 LogSink = Callable[[str], None]
@@ -40,6 +44,40 @@ def stderr_sink(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
+@dataclass(slots=True, kw_only=True)
+class _Generation:
+    """One generation request in the engine: what it asked for and how far it got."""
+
+    req: request_body.GenerationRequest
+    out: Responder
+    phase: str
+    """Its schedule phase: f(ast), t(ransition), d(egraded), r(ecovery)."""
+    faults: Faults
+    rng: random.Random
+    tokens: list[str]
+    """The whole answer it may get (EOS or max_tokens ends it)."""
+    finish: str
+    """The finish reason if it runs to the end: "stop" or "length"."""
+    request_id: str
+    created: int
+    writer: responses.ChunkWriter | None
+    """The SSE writer of a streamed request; None for a whole response."""
+    spec: RequestSpecMetrics | None
+    """Its `metrics.speculative_decoding` so far (None at the level "none")."""
+    arrival: float
+    first_token_t: float
+    last_token_t: float
+    deadline: float
+    """When the next step is due (server clock)."""
+    stall_pending: bool
+    steps_since_yield: int = 0
+    sent: int = 0
+    """Tokens sent (or, for a whole response, generated) so far."""
+    reason: str = "abort"
+    """The finish reason recorded when it leaves: stays "abort" unless it ran to the end."""
+    kv_held: int = 0
+
+
 class SimApp:
     """All state of one simulated server; `handle` answers one HTTP request."""
 
@@ -53,6 +91,7 @@ class SimApp:
         clock: Clock,
         sleep: Sleeper,
         log_sink: LogSink = stderr_sink,
+        spec_metrics: SpecMetricsLevel = "none",
     ) -> None:
         self.profile = profile
         self.n_spec = n_spec
@@ -62,6 +101,8 @@ class SimApp:
         self.clock = clock
         self.sleep = sleep
         self.log_sink = log_sink
+        self.spec_metrics: SpecMetricsLevel = spec_metrics
+        """`--per-request-spec-decode-metrics`: none, summary or detailed."""
         self.metrics = SimMetrics(
             profile.model,
             n_spec,
@@ -89,7 +130,7 @@ class SimApp:
         }
         self.created = int(time.time())
         self.pid = os.getpid()
-        self.fingerprint = protocol.fingerprint(profile.vllm_version, seed)
+        self.fingerprint = responses.fingerprint(profile.vllm_version, seed)
 
     # ------------------------------------------------------------------ routing
 
@@ -105,7 +146,7 @@ class SimApp:
             return
         try:
             await getattr(self, name)(request, out)
-        except protocol.ApiError as err:
+        except ApiError as err:
             await out.send(err.status, err.body())
 
     async def health(self, request: HttpRequest, out: Responder) -> None:
@@ -118,7 +159,7 @@ class SimApp:
             "profile": self.profile.name,
             "n_spec": self.n_spec,
         }
-        await out.send(200, protocol.dumps(body).encode())
+        await out.send(200, dumps(body).encode())
 
     async def models(self, request: HttpRequest, out: Responder) -> None:
         card = {
@@ -146,7 +187,7 @@ class SimApp:
                 }
             ],
         }
-        await out.send(200, protocol.dumps({"object": "list", "data": [card]}).encode())
+        await out.send(200, dumps({"object": "list", "data": [card]}).encode())
 
     async def metrics_page(self, request: HttpRequest, out: Responder) -> None:
         how = self.metrics_fault_next
@@ -156,7 +197,7 @@ class SimApp:
             try:
                 how = parse_faults(header).metrics or how
             except FaultError as err:
-                raise protocol.ApiError(400, str(err)) from None
+                raise ApiError(400, str(err)) from None
         self._update_gauges()
         page = self.metrics.render()
         if how:
@@ -164,22 +205,23 @@ class SimApp:
         await out.send(200, page, content_type=METRICS_CONTENT_TYPE)
 
     async def tokenize(self, request: HttpRequest, out: Responder) -> None:
-        body = protocol.parse_json_body(request.body)
+        body = request_body.parse_json_body(request.body)
         if "messages" in body:
-            ids = protocol.prompt_ids_for_chat(body)
+            ids = request_body.prompt_ids_for_chat(body)
         elif isinstance(body.get("prompt"), str):
             ids = tokenizer.encode(
-                body["prompt"], add_special_tokens=protocol._bool(body, "add_special_tokens", True)
+                body["prompt"],
+                add_special_tokens=request_body.bool_field(body, "add_special_tokens", True),
             )
         else:
-            raise protocol.ApiError(400, "tokenize needs `prompt` (a string) or `messages`")
+            raise ApiError(400, "tokenize needs `prompt` (a string) or `messages`")
         result = {
             "count": len(ids),
             "max_model_len": self.profile.max_model_len,
             "tokens": ids,
             "token_strs": None,
         }
-        await out.send(200, protocol.dumps(result).encode())
+        await out.send(200, dumps(result).encode())
 
     async def chat(self, request: HttpRequest, out: Responder) -> None:
         await self._generate(request, out, chat=True)
@@ -220,14 +262,18 @@ class SimApp:
         self.prefix_recent.clear()
 
     async def _generate(self, request: HttpRequest, out: Responder, chat: bool) -> None:
-        body = protocol.parse_json_body(request.body)
-        req = protocol.parse_generation(
+        body = request_body.parse_json_body(request.body)
+        req = request_body.parse_generation(
             body,
             chat,
             self.profile.model,
             self.profile.max_model_len,
             request.headers.get("x-specmon-fault"),
         )
+        await self._run(self._admit(req, out))
+
+    def _admit(self, req: request_body.GenerationRequest, out: Responder) -> _Generation:
+        """Number the request, apply its schedule entry and faults, draw its answer."""
         self.requests_started += 1
         number = self.requests_started
         phase = "f"
@@ -241,7 +287,7 @@ class SimApp:
         if faults.metrics:
             self.metrics_fault_next = faults.metrics
         if faults.error_status is not None:
-            raise protocol.ApiError(
+            raise ApiError(
                 faults.error_status,
                 f"Simulated fault: HTTP {faults.error_status} (X-Specmon-Fault error=...)",
             )
@@ -249,135 +295,184 @@ class SimApp:
         tokens, stopped = tokenizer.answer_tokens(
             rng.randrange(1 << 30), req.max_tokens, req.ignore_eos
         )
-        finish = "stop" if stopped else "length"
-        prefix = "chatcmpl-" if chat else "cmpl-"
-        request_id = f"{prefix}{rng.getrandbits(128):032x}"
+        request_id = f"{'chatcmpl-' if req.chat else 'cmpl-'}{rng.getrandbits(128):032x}"
         created = int(time.time())
-        await self._run(req, out, number, phase, faults, rng, tokens, finish, request_id, created)
+        writer = (
+            responses.ChunkWriter(req, request_id, created, self.fingerprint)
+            if req.stream
+            else None
+        )
+        arrival = self.clock()
+        return _Generation(
+            req=req,
+            out=out,
+            phase=phase,
+            faults=faults,
+            rng=rng,
+            tokens=tokens,
+            finish="stop" if stopped else "length",
+            request_id=request_id,
+            created=created,
+            writer=writer,
+            spec=RequestSpecMetrics.new(self.n_spec, self.spec_metrics),
+            arrival=arrival,
+            first_token_t=arrival,
+            last_token_t=arrival,
+            deadline=arrival,
+            stall_pending=faults.stall_s is not None,
+        )
 
-    async def _run(
-        self,
-        req: protocol.GenerationRequest,
-        out: Responder,
-        number: int,
-        phase: str,
-        faults: Faults,
-        rng: random.Random,
-        tokens: list[str],
-        finish: str,
-        request_id: str,
-        created: int,
-    ) -> None:
-        metrics = self.metrics
-        clock = self.clock
-        speed = self.speed
-        prompt_len = len(req.prompt_ids)
-        arrival = clock()
-        metrics.prompt_tokens.inc(prompt_len)
-        metrics.prefix_queries.inc(prompt_len)
-        hits = self._prefix_cache(req.prompt_ids)
+    async def _run(self, gen: _Generation) -> None:
+        """Prefill and decode steps, each sent as it completes; then the end of the answer."""
+        self._open(gen)
+        try:
+            await self._steps(gen)
+            if gen.reason != "abort" and not gen.out.gone:
+                await self._respond(gen)
+        finally:
+            self._close(gen)
+
+    def _open(self, gen: _Generation) -> None:
+        """The prompt enters the engine: prompt counters, prefix cache, running, KV cache."""
+        prompt_len = len(gen.req.prompt_ids)
+        self.metrics.prompt_tokens.inc(prompt_len)
+        self.metrics.prefix_queries.inc(prompt_len)
+        hits = self._prefix_cache(gen.req.prompt_ids)
         if hits:
-            metrics.prefix_hits.inc(hits)
+            self.metrics.prefix_hits.inc(hits)
         self.interval.prompt_tokens += prompt_len
         self.running += 1
         self.kv_tokens += prompt_len
-        kv_held = prompt_len
-        writer = (
-            protocol.ChunkWriter(req, request_id, created, self.fingerprint) if req.stream else None
+        gen.kv_held = prompt_len
+
+    async def _steps(self, gen: _Generation) -> None:
+        """Run the request's engine steps, paced, until its last token, a drop or a hang-up."""
+        out = gen.out
+        if gen.writer is not None:
+            await out.start(200, "text/event-stream; charset=utf-8")
+        if gen.faults.drop_after == 0:
+            out.abort()
+        steps = step_model.request_steps(
+            self.profile,
+            self.n_spec,
+            len(gen.req.prompt_ids),
+            len(gen.tokens),
+            gen.rng,
+            self.scales[gen.phase],
         )
-        sent = 0
-        reason = "abort"
-        first_token_t = last_token_t = arrival
-        deadline = arrival
-        steps_since_yield = 0
-        stall_pending = faults.stall_s is not None
-        drop_after = faults.drop_after
-        try:
-            if writer is not None:
-                await out.start(200, "text/event-stream; charset=utf-8")
-            if drop_after == 0:
-                out.abort()
-            scale = self.scales[phase]
-            for step in step_model.request_steps(
-                self.profile, self.n_spec, prompt_len, len(tokens), rng, scale
-            ):
-                duration = step.duration
-                if not step.prefill:
-                    duration *= step_model.contention_factor(self.profile, self.running)
-                if stall_pending and sent >= faults.stall_after:
-                    duration += faults.stall_s or 0.0
-                    stall_pending = False
-                deadline += duration / speed
-                delay = deadline - clock()
-                if delay > 0:
-                    await self.sleep(delay)
-                    steps_since_yield = 0
-                else:
-                    steps_since_yield += 1
-                    if steps_since_yield >= YIELD_EVERY:
-                        steps_since_yield = 0
-                        await asyncio.sleep(0)
-                if out.gone:
-                    break
-                now = clock()
-                metrics.record_step(step.tokens, step.drafts, step.draft_tokens, step.accepted)
-                self.interval.add_step(step.tokens, step.drafts, step.draft_tokens, step.accepted)
-                self.kv_tokens += step.tokens
-                kv_held += step.tokens
-                if step.prefill:
-                    first_token_t = now
-                    metrics.h_ttft.observe(now - arrival)
-                else:
-                    metrics.h_itl.observe(now - last_token_t)
-                last_token_t = now
-                start = sent
-                sent += step.tokens
-                done = sent >= len(tokens)
-                dropping = drop_after is not None and sent >= drop_after and not done
-                if writer is not None:
-                    if step.prefill:
-                        role = writer.role()
-                        if role is not None:
-                            await out.write(role)
-                    upto = min(sent, drop_after) if dropping and drop_after is not None else sent
-                    if upto > start:
-                        chunk = "".join(tokens[start:upto])
-                        await out.write(writer.content(chunk, upto, finish if done else None))
-                if dropping:
-                    sent = min(sent, drop_after or 0)
-                    out.abort()
-                    break
-                if out.gone:
-                    break
-                if done:
-                    reason = finish
-            if reason != "abort" and not out.gone:
-                if writer is not None:
-                    tail = writer.usage_chunk(sent) if req.include_usage else b""
-                    await out.write(tail + writer.DONE)
-                    await out.end()
-                else:
-                    text = "".join(tokens[:sent])
-                    body = protocol.full_response(
-                        req, request_id, created, text, sent, reason, self.fingerprint
-                    )
-                    await out.send(200, protocol.dumps(body).encode())
-        finally:
-            end = clock()
-            self.running -= 1
-            self.kv_tokens -= kv_held
-            metrics.record_finished(
-                FinishedRequest(
-                    reason=reason,
-                    prompt_tokens=prompt_len,
-                    generation_tokens=sent,
-                    max_tokens=req.max_tokens,
-                    queue_s=0.0,
-                    prefill_s=max(0.0, first_token_t - arrival),
-                    decode_s=max(0.0, last_token_t - first_token_t),
-                    e2e_s=max(0.0, end - arrival),
-                )
+        for step in steps:
+            await self._pace(gen, step)
+            if out.gone:
+                return
+            self._record(gen, step)
+            if not await self._send(gen, step):
+                return
+
+    async def _pace(self, gen: _Generation, step: step_model.Step) -> None:
+        """Wait until the step is due: its duration (stretched by the batch and by a stall
+        fault) after the previous one, divided by --speed; yield now and then when late."""
+        duration = step.duration
+        if not step.prefill:
+            duration *= step_model.contention_factor(self.profile, self.running)
+        if gen.stall_pending and gen.sent >= gen.faults.stall_after:
+            duration += gen.faults.stall_s or 0.0
+            gen.stall_pending = False
+        gen.deadline += duration / self.speed
+        delay = gen.deadline - self.clock()
+        if delay > 0:
+            await self.sleep(delay)
+            gen.steps_since_yield = 0
+            return
+        gen.steps_since_yield += 1
+        if gen.steps_since_yield >= YIELD_EVERY:
+            gen.steps_since_yield = 0
+            await asyncio.sleep(0)
+
+    def _record(self, gen: _Generation, step: step_model.Step) -> None:
+        """Count a finished step as vLLM does: server counters, the log interval, the KV cache,
+        TTFT/ITL, and the request's own speculative-decoding object (from the same numbers, so
+        the two reconcile exactly)."""
+        now = self.clock()
+        self.metrics.record_step(step.tokens, step.drafts, step.draft_tokens, step.accepted)
+        self.interval.add_step(step.tokens, step.drafts, step.draft_tokens, step.accepted)
+        if step.drafts and gen.spec is not None:
+            gen.spec.observe(step.draft_tokens, step.accepted)
+        self.kv_tokens += step.tokens
+        gen.kv_held += step.tokens
+        if step.prefill:
+            gen.first_token_t = now
+            self.metrics.h_ttft.observe(now - gen.arrival)
+        else:
+            self.metrics.h_itl.observe(now - gen.last_token_t)
+        gen.last_token_t = now
+
+    async def _send(self, gen: _Generation, step: step_model.Step) -> bool:
+        """Stream the step's tokens as one chunk (the role chunk first, after the prefill).
+        False when the answer stops here: a drop fault or the client gone."""
+        out = gen.out
+        start = gen.sent
+        gen.sent += step.tokens
+        done = gen.sent >= len(gen.tokens)
+        drop_after = gen.faults.drop_after
+        dropping = drop_after is not None and gen.sent >= drop_after and not done
+        upto = min(gen.sent, drop_after) if dropping and drop_after is not None else gen.sent
+        if gen.writer is not None:
+            if step.prefill:
+                role = gen.writer.role()
+                if role is not None:
+                    await out.write(role)
+            if upto > start:
+                chunk = "".join(gen.tokens[start:upto])
+                await out.write(gen.writer.content(chunk, upto, gen.finish if done else None))
+        if dropping:
+            gen.sent = upto
+            out.abort()
+            return False
+        if out.gone:
+            return False
+        if done:
+            gen.reason = gen.finish
+        return True
+
+    async def _respond(self, gen: _Generation) -> None:
+        """The end of a complete answer: the usage chunk (with the per-request object) and
+        [DONE] when streamed, else the whole response."""
+        spec = gen.spec.to_dict() if gen.spec is not None else None
+        if gen.writer is not None:
+            tail = gen.writer.usage_chunk(gen.sent, spec) if gen.req.include_usage else b""
+            await gen.out.write(tail + gen.writer.DONE)
+            await gen.out.end()
+            return
+        body = responses.full_response(
+            gen.req,
+            gen.request_id,
+            gen.created,
+            "".join(gen.tokens[: gen.sent]),
+            gen.sent,
+            gen.reason,
+            self.fingerprint,
+            spec,
+        )
+        await gen.out.send(200, dumps(body).encode())
+
+    def _close(self, gen: _Generation) -> None:
+        """The request leaves the engine, whatever ended it: running, KV cache, and the
+        per-request histograms with its finish reason."""
+        end = self.clock()
+        self.running -= 1
+        self.kv_tokens -= gen.kv_held
+        self.metrics.record_finished(
+            FinishedRequest(
+                reason=gen.reason,
+                prompt_tokens=len(gen.req.prompt_ids),
+                generation_tokens=gen.sent,
+                max_tokens=gen.req.max_tokens,
+                queue_s=0.0,
+                prefill_s=max(0.0, gen.first_token_t - gen.arrival),
+                decode_s=max(0.0, gen.last_token_t - gen.first_token_t),
+                e2e_s=max(0.0, end - gen.arrival),
             )
+        )
 
     # ------------------------------------------------------------------ logging
 
