@@ -17,12 +17,16 @@ from pathlib import Path
 import httpx
 import pytest
 from conformance_checks import (
+    check_spec_object,
+    check_steps_are_chunks,
     exchange_shape,
     log_template,
     metric_shape,
     spec_families,
     sse_shape,
     stream_facts,
+    stream_spec_object,
+    stream_step_tokens,
 )
 
 from specmon.sim.server import RunningSim, SimConfig, start_in_thread
@@ -231,3 +235,95 @@ def test_stats_log_lines_match_real_templates(sims) -> None:
             app.log_sink = sink
     mine = {log_template(line) for line in lines}
     assert mine and mine <= real_templates, mine - real_templates
+
+
+# ------------------------------------------------------------------ metrics.speculative_decoding
+
+
+def _spec_captures() -> list[Path]:
+    """Every capture that holds vLLM's per-request object (streams and whole responses)."""
+    return [
+        p
+        for p in golden_files("sse", "*.sse") + golden_files("http", "*.json")
+        if '"speculative_decoding"' in p.read_text().replace('\\"', '"')
+    ]
+
+
+def _exchange_spec(body: str) -> object:
+    metrics = json.loads(body)["metrics"]
+    assert isinstance(metrics, dict)
+    return metrics["speculative_decoding"]
+
+
+@pytest.mark.parametrize("path", _spec_captures(), ids=lambda p: p.stem)
+def test_per_request_object_matches_the_real_one(sims, path: Path) -> None:
+    """The same request to a simulator at the same level: the object sits in the same place
+    (streamed: only the final usage chunk; whole: top-level `metrics` with the timing fields
+    null), with the same keys in the same order and types, and holds the same invariants as the
+    real one (checked on the capture too): histogram of K+1, AL = 1 + accepted/steps, per-step
+    arrays that add up, and one decode chunk per step."""
+    server = _server_of(path)
+    level = real_spec_metrics(server)
+    assert level in ("summary", "detailed"), f"{path.name}: object from a server at {level}"
+    sim = sim_for(sims, server)
+    detailed = level == "detailed"
+    if path.suffix == ".sse":
+        raw_real = path.read_text()
+        raw_sim = sim_stream(sim, chat_body_for(path.stem))
+        for raw in (raw_real, raw_sim):
+            spec = stream_spec_object(raw)
+            check_spec_object(spec, detailed=detailed, streamed=True)
+            if detailed and path.stem.endswith("-continuous"):
+                check_steps_are_chunks(spec, stream_step_tokens(raw))
+        return
+    record = json.loads(path.read_text())
+    request = record["request"]
+    response = httpx.post(
+        sim.url + request["path"], json=for_sim(json.loads(request["body"]), sim), timeout=60
+    )
+    assert response.status_code == record["status"] == 200
+    for body in (record["body"], response.text):
+        metrics = json.loads(body)["metrics"]
+        assert list(metrics) == [
+            "time_to_first_token_ms",
+            "generation_time_ms",
+            "queue_time_ms",
+            "mean_itl_ms",
+            "tokens_per_second",
+            "speculative_decoding",
+        ]
+        assert all(metrics[key] is None for key in list(metrics)[:-1])
+        check_spec_object(metrics["speculative_decoding"], detailed=detailed, streamed=False)
+
+
+def test_the_spec_captures_cover_both_levels_streamed_and_whole() -> None:
+    """The captures this file checks against exist (a regeneration that lost them fails here)."""
+    found = {(real_spec_metrics(_server_of(p)), p.suffix) for p in _spec_captures()}
+    assert found == {
+        ("summary", ".sse"),
+        ("summary", ".json"),
+        ("detailed", ".sse"),
+        ("detailed", ".json"),
+    }
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in golden_files("http", "*.json") if p.stem.endswith(N_ABOVE_1)],
+    ids=lambda p: p.stem,
+)
+def test_n_above_1_has_no_per_request_object(sims, path: Path) -> None:
+    """vLLM gives no object for n > 1 (the stats belong to one sequence only): `metrics` is
+    null. The simulator serves n = 1 only and refuses n = 2 with a 400, so it never has to."""
+    record = json.loads(path.read_text())
+    real = json.loads(record["body"])
+    assert record["status"] == 200 and len(real["choices"]) == 2
+    assert real["metrics"] is None
+    sim = sim_for(sims, _server_of(path))
+    response = httpx.post(
+        sim.url + "/v1/chat/completions",
+        json=for_sim(json.loads(record["request"]["body"]), sim),
+        timeout=60,
+    )
+    assert response.status_code == 400
+    assert "only n=1" in response.json()["error"]["message"]
