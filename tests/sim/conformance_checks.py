@@ -215,13 +215,14 @@ def stream_spec_object(raw: str) -> Any:
 
 
 def stream_step_tokens(raw: str) -> list[int]:
-    """Tokens of each chunk after the first token (continuous usage stats), in order."""
+    """Tokens of each chunk after the first token (the prefill's), in order, from the
+    cumulative continuous usage stats."""
     chunks = [json.loads(m) for m in sse_messages(raw)[:-1]]
     counts = [
         c["usage"]["completion_tokens"] for c in chunks if c.get("choices") and c.get("usage")
     ]
-    steps = [b - a for a, b in itertools.pairwise(counts) if b > a]
-    assert counts and counts[0] == 0 and steps and steps[0] == 1, counts
+    steps = [b - a for a, b in itertools.pairwise([0, *counts]) if b > a]  # chat: a role chunk of 0
+    assert steps and steps[0] == 1, counts
     return steps[1:]
 
 
