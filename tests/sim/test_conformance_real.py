@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from conformance_checks import (
+    check_chunks_are_runs_of_steps,
     check_spec_object,
     check_steps_are_chunks,
     exchange_shape,
@@ -92,13 +93,16 @@ def test_streams_side_by_side(vllm_draft_same, sim_spec, options) -> None:
 
 def test_per_request_object_side_by_side(vllm_draft_same, sim_spec) -> None:
     """The real server and the simulator, both at `detailed`: the object on the final usage
-    chunk (and only there) and under a whole response's `metrics`, same keys, same invariants,
-    one decode chunk per step."""
+    chunk (and only there) and under a whole response's `metrics`, same keys, same invariants;
+    the simulator sends one decode chunk per step, the real server chunks that end where steps
+    end (its API server merges steps when it falls behind on a loaded machine)."""
     for url in (vllm_draft_same.url, sim_spec.url):
         raw = raw_stream(url, body(url, "continuous"))
         spec = stream_spec_object(raw)
         check_spec_object(spec, detailed=True, streamed=True)
-        check_steps_are_chunks(spec, stream_step_tokens(raw))
+        check_chunks_are_runs_of_steps(spec, raw)
+        if url == sim_spec.url:
+            check_steps_are_chunks(spec, stream_step_tokens(raw))
         assert stream_spec_object(raw_stream(url, body(url, "nooptions"))) is None
         whole = httpx.post(
             url + "/v1/chat/completions", json=body(url, "nooptions", stream=False), timeout=120
