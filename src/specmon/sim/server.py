@@ -193,7 +193,7 @@ class RunningSim:
 
     @property
     def app(self) -> SimApp:
-        """The running server's state (for tests: counters, schedule position)."""
+        """The running server (for tests: its log lines; `.engine` holds counters and requests)."""
         assert self.server is not None
         return self.server.app
 
