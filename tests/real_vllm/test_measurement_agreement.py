@@ -260,15 +260,16 @@ class ServerObject:
         return [a + 1 for a in self.per_step]
 
 
-MEASURE_ATTEMPTS = 3
+MEASURE_ATTEMPTS = 5
+MEASURE_PAUSE_S = 2.0  # merges come in bursts, while other processes hold the cores
 
 
 def measure_whole_steps(server: VllmServer, request: ChatRequest) -> Measured:
-    """`measure`, repeated (at most MEASURE_ATTEMPTS times) until every decode chunk is one verify
-    step, as vLLM's own per-request object counts the steps. On a loaded machine vLLM's API server
-    may fall behind its engine and merge steps into one chunk (docs/testing.md, "Known
-    variation"); the chunk measurements compared here assume it did not, and the object tells
-    exactly whether it did."""
+    """`measure`, repeated (at most MEASURE_ATTEMPTS times, a pause between) until every decode
+    chunk is one verify step, as vLLM's own per-request object counts the steps. On a loaded
+    machine vLLM's API server may fall behind its engine and merge steps into one chunk
+    (docs/testing.md, "Known variation"); the chunk measurements compared here assume it did
+    not, and the object tells exactly whether it did."""
     for attempt in range(1, MEASURE_ATTEMPTS + 1):
         m = measure(server, request)
         steps = ServerObject.of(m.ended).steps
@@ -278,6 +279,7 @@ def measure_whole_steps(server: VllmServer, request: ChatRequest) -> Measured:
             f"\n[{server.name}] attempt {attempt}: {m.client.decode_chunks} decode chunks for "
             f"{steps} verify steps (the API server merged steps); measuring again"
         )
+        time.sleep(MEASURE_PAUSE_S)
     raise AssertionError(
         f"{server.name}: vLLM's API server merged steps into chunks in all {MEASURE_ATTEMPTS} "
         "attempts (a heavily loaded machine?): the chunk measurements cannot be compared"
