@@ -183,11 +183,45 @@ def capture_draft_same(cap: Capture) -> None:
     cap.exchange("n2-draft_same", "POST", "/v1/chat/completions", json.dumps({**good, "n": 2}))
 
 
+def capture_spec_metrics(cap: Capture) -> None:
+    """vLLM's per-request `metrics.speculative_decoding` at the server's level (summary or
+    detailed): streamed (only the final usage chunk carries it; no usage chunk, no object) and
+    not (top-level `metrics`), chat and completions, and `n: 2` (the object is null)."""
+    level = cap.server.name.removeprefix("spec_")
+    cap.stream("chat-t0-final-usage", chat_body(temperature=0, stream=True, usage="final"))
+    cap.stream("chat-t0-continuous", chat_body(temperature=0, stream=True, usage="continuous"))
+    cap.stream("chat-t0-nooptions", chat_body(temperature=0, stream=True, usage=None))
+    good = chat_body(temperature=0, stream=False, usage=None)
+    cap.exchange(
+        f"spec_{level}-chat-t0-nonstream", "POST", "/v1/chat/completions", json.dumps(good)
+    )
+    completion = {
+        "model": MODEL_NAME,
+        "prompt": PROMPT,
+        "max_tokens": MAX_TOKENS,
+        "temperature": 0,
+    }
+    cap.exchange(
+        f"spec_{level}-completion-t0-nonstream", "POST", "/v1/completions", json.dumps(completion)
+    )
+    cap.exchange(
+        f"spec_{level}-n2-t1-nonstream",
+        "POST",
+        "/v1/chat/completions",
+        json.dumps({**good, "temperature": 1, "n": 2}),
+    )
+
+
 EXTRA: dict[str, Callable[[Capture], None]] = {
     "plain": capture_plain,
     "draft_same": capture_draft_same,
 }
-SERVERS = ("plain", "ngram", "draft_same", "draft_noised")
+ONLY: dict[str, Callable[[Capture], None]] = {
+    "spec_detailed": capture_spec_metrics,
+    "spec_summary": capture_spec_metrics,
+}
+"""Servers that capture only what their function writes (no /metrics pages, traffic or logs)."""
+SERVERS = ("plain", "ngram", "draft_same", "draft_noised", *ONLY)
 
 
 def capture_server(name: str, python: Path, models: TinyModels, out: Path, logs: Path) -> Capture:
@@ -195,6 +229,10 @@ def capture_server(name: str, python: Path, models: TinyModels, out: Path, logs:
     print(f"{name}: ready in {server.started_s:.0f} s at {server.url}", flush=True)
     try:
         cap = Capture(out, server, Sanitizer(models))
+        if name in ONLY:
+            ONLY[name](cap)
+            cap.client.close()
+            return cap
         cap.metrics("fresh")
         traffic(cap)
         if name in EXTRA:
@@ -226,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in args.servers:
             cap = capture_server(name, python, models, args.out, Path(logs))
             info["servers"][name] = {  # type: ignore[index]
+                "captured_at": info["captured_at"],
                 "method": cap.server.method,
                 "n_spec": cap.server.n_spec,
                 "serve_args": [cap.clean(a) for a in cap.server.args],

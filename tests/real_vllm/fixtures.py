@@ -30,6 +30,8 @@ from tests.real_vllm.tiny_models import ModelBuildError, TinyModels, ensure_mode
 from tests.real_vllm.vllm_env import EnvBuildError, Log, ensure_env, stderr_log
 
 MAX_ALIVE = 3
+MAX_ALIVE_ENV = "SPECMON_REAL_VLLM_MAX_ALIVE"
+"""Lowers (or raises) MAX_ALIVE for one run, e.g. on a machine shared with other test runs."""
 SKIP_ENV = "SPECMON_SKIP_REAL_VLLM"
 # Fixture name -> server spec name (tests/real_vllm/server.py SPECS).
 SERVER_FIXTURES: dict[str, str] = {
@@ -40,6 +42,11 @@ SERVER_FIXTURES: dict[str, str] = {
     "vllm_plain": "plain",
 }
 REAL_FIXTURES = {"vllm_python", "tiny_models", *SERVER_FIXTURES}
+
+
+def max_alive_from_env() -> int:
+    value = os.environ.get(MAX_ALIVE_ENV, "").strip()
+    return int(value) if value.isdigit() and int(value) >= 1 else MAX_ALIVE
 
 
 def in_ci() -> bool:
@@ -61,7 +68,7 @@ def gate() -> None:
 class ServerPool:
     """Starts servers on demand, stops them after their last use, caps how many run at once."""
 
-    max_alive: int = MAX_ALIVE
+    max_alive: int = field(default_factory=lambda: max_alive_from_env())
     index_of: dict[str, int] = field(default_factory=dict)  # test nodeid -> run order
     uses: dict[str, list[int]] = field(default_factory=dict)  # spec name -> test indices
     servers: dict[str, VllmServer] = field(default_factory=dict)

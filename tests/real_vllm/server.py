@@ -22,6 +22,9 @@ from tests.real_vllm.vllm_env import vllm_cache_root
 
 MODEL_NAME = "tiny"
 N_SPEC = 4
+SPEC_METRICS = "detailed"
+"""`--per-request-spec-decode-metrics` of every speculative server of the tier: each response then
+carries vLLM's own per-request `metrics.speculative_decoding`, per-step arrays included."""
 READY_TIMEOUT_S = 300.0
 STOP_TERM_WAIT_S = 15.0
 STOP_GROUP_TERM_WAIT_S = 5.0
@@ -37,6 +40,9 @@ class ServerSpec:
     method: str | None  # "ngram", "draft_model" or None (no speculative decoding)
     draft: str | None = None  # attribute of TinyModels: "draft_same", "draft_noised", "draft_other"
     n_spec: int | None = N_SPEC
+    spec_metrics: str | None = SPEC_METRICS
+    """`--per-request-spec-decode-metrics` (none|summary|detailed); None: the flag is not given
+    (vLLM refuses any level but none without speculative decoding)."""
 
     def speculative_config(self, models: TinyModels) -> dict[str, object] | None:
         if self.method == "ngram":
@@ -63,7 +69,11 @@ SPECS: dict[str, ServerSpec] = {
         ServerSpec("draft_noised", "draft_model", "draft_noised"),
         ServerSpec("draft_other", "draft_model", "draft_other"),
         ServerSpec("ngram", "ngram"),
-        ServerSpec("plain", None, None, None),
+        ServerSpec("plain", None, None, None, None),
+        # Only for the golden captures of the per-request object (capture_golden.py): the noised
+        # draft (partial acceptance) at each level vLLM offers.
+        ServerSpec("spec_detailed", "draft_model", "draft_noised", spec_metrics="detailed"),
+        ServerSpec("spec_summary", "draft_model", "draft_noised", spec_metrics="summary"),
     )
 }
 
@@ -167,6 +177,8 @@ def serve_args(spec: ServerSpec, models: TinyModels, port: int) -> list[str]:
     config = spec.speculative_config(models)
     if config is not None:
         args += ["--speculative-config", json.dumps(config)]
+    if spec.spec_metrics is not None:
+        args += ["--per-request-spec-decode-metrics", spec.spec_metrics]
     return args
 
 

@@ -53,6 +53,19 @@ def run_and_measure(
     return before, after, chunk_sizes
 
 
+MERGE_ATTEMPTS = 3
+"""Measurements of a stream whose chunks merged steps (see `merged`) are repeated up to this."""
+
+
+def merged(sizes: list[int], accepted: float) -> bool:
+    """A negative shortfall: fewer chunks than steps, so vLLM's API server merged steps into one
+    chunk (it does when it falls behind its engine on a loaded machine; docs/testing.md). A cut
+    last step adds to the shortfall, so a merge may hide behind a cut; a negative shortfall is
+    always a merge."""
+    decode_chunks = sizes[2:]
+    return len(decode_chunks) + accepted - sum(decode_chunks) < 0
+
+
 def assert_chunks_match_steps(sizes: list[int], accepted: float, n_spec: int) -> None:
     """One chunk per engine step: each decode step streams 1 token plus the drafts it accepted.
 
@@ -83,11 +96,14 @@ def test_ngram_server_exports_spec_decode_counters_per_engine(vllm_ngram: VllmSe
         if sample == SPEC_ACCEPTED_PER_POS
     }
     assert positions == {str(p) for p in range(vllm_ngram.n_spec or 0)}
-    before, after, [sizes] = run_and_measure(
-        vllm_ngram, ["one two three four one two three four one two three four"], 32, 0.0
-    )
+    for _attempt in range(MERGE_ATTEMPTS):
+        before, after, [sizes] = run_and_measure(
+            vllm_ngram, ["one two three four one two three four one two three four"], 32, 0.0
+        )
+        accepted = delta(before, after, SPEC_ACCEPTED)
+        if not merged(sizes, accepted):
+            break
     assert delta(before, after, GENERATION_TOKENS) == sum(sizes) == 32
-    accepted = delta(before, after, SPEC_ACCEPTED)
     assert_chunks_match_steps(sizes, accepted, vllm_ngram.n_spec or 0)
     assert delta(before, after, SPEC_DRAFTS) > 0
     assert accepted <= delta(before, after, SPEC_DRAFT_TOKENS)

@@ -11,18 +11,22 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 from conformance_checks import (
+    check_spec_object,
+    check_steps_are_chunks,
     exchange_shape,
     log_template,
     metric_shape,
     spec_families,
     sse_shape,
     stream_facts,
+    stream_spec_object,
+    stream_step_tokens,
 )
 
 from specmon.sim.server import RunningSim, SimConfig, start_in_thread
@@ -31,6 +35,8 @@ GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 INFO = GOLDEN / "capture-info.json"
 PROFILE = "gemma4-26b-rtx5090"  # max_model_len 2048, like a small real server's limits
 REAL_MODEL = "tiny"
+N_ABOVE_1 = "-n2-t1-nonstream"
+"""Captures of `n: 2` at temperature 1, which the simulator refuses (it serves n = 1 only)."""
 
 pytestmark = pytest.mark.skipif(
     not INFO.exists(), reason="golden captures of a real vLLM are not in tests/golden yet"
@@ -50,28 +56,47 @@ def real_n_spec(server: str) -> int:
     return int(n) if n else 0
 
 
+def real_spec_metrics(server: str) -> str:
+    """The server's `--per-request-spec-decode-metrics` level ("none" when not given)."""
+    args = info()["servers"].get(server, {}).get("serve_args", [])
+    flag = "--per-request-spec-decode-metrics"
+    return str(args[args.index(flag) + 1]) if flag in args else "none"
+
+
+def sim_for(sims: _Lazy, server: str) -> RunningSim:
+    """The simulator configured like the real server: same n_spec, same per-request level."""
+    return sims[real_n_spec(server), real_spec_metrics(server)]
+
+
 @pytest.fixture(scope="module")
-def sims() -> Iterator[dict[int, RunningSim]]:
-    """One simulator per n_spec the real servers used (0 = plain), at unlimited speed."""
-    running: dict[int, RunningSim] = {}
+def sims() -> Iterator[_Lazy]:
+    """One simulator per (n_spec, per-request level) the real servers used, unlimited speed."""
+    running: dict[tuple[int, str], RunningSim] = {}
 
-    def get(n_spec: int) -> RunningSim:
-        if n_spec not in running:
-            config = SimConfig(profile=PROFILE, n_spec=n_spec, speed=float("inf"), log_interval=0)
-            running[n_spec] = start_in_thread(config, log_sink=lambda line: None)
-        return running[n_spec]
+    def get(key: tuple[int, str]) -> RunningSim:
+        if key not in running:
+            n_spec, level = key
+            config = SimConfig(
+                profile=PROFILE,
+                n_spec=n_spec,
+                speed=float("inf"),
+                log_interval=0,
+                per_request_spec_decode_metrics=level,
+            )
+            running[key] = start_in_thread(config, log_sink=lambda line: None)
+        return running[key]
 
-    yield _Lazy(get)  # type: ignore[misc]
+    yield _Lazy(get)
     for sim in running.values():
         sim.stop()
 
 
 class _Lazy:
-    def __init__(self, get) -> None:
+    def __init__(self, get: Callable[[tuple[int, str]], RunningSim]) -> None:
         self._get = get
 
-    def __getitem__(self, n_spec: int) -> RunningSim:
-        return self._get(n_spec)
+    def __getitem__(self, key: tuple[int, str]) -> RunningSim:
+        return self._get(key)
 
 
 def for_sim(body: dict | None, sim: RunningSim) -> dict | None:
@@ -118,13 +143,17 @@ def traffic(sim: RunningSim) -> None:
 
 
 def _server_of(path: Path) -> str:
-    return next(s for s in info()["servers"] if path.stem.startswith(s + "-"))
+    """The real server a capture came from, as capture-info.json lists its files."""
+    relative = str(path.relative_to(GOLDEN))
+    for name, server in info()["servers"].items():
+        if relative in server.get("files", []):
+            return str(name)
+    raise AssertionError(f"{relative} is not listed in capture-info.json")
 
 
 @pytest.mark.parametrize("path", golden_files("metrics", "*.txt"), ids=lambda p: p.stem)
 def test_metric_families_match(sims, path: Path) -> None:
-    server = _server_of(path)
-    sim = sims[real_n_spec(server)]
+    sim = sim_for(sims, _server_of(path))
     if path.stem.endswith("-after"):
         traffic(sim)
     real_page = path.read_text()
@@ -140,8 +169,7 @@ def test_metric_families_match(sims, path: Path) -> None:
 
 @pytest.mark.parametrize("path", golden_files("sse", "*.sse"), ids=lambda p: p.stem)
 def test_stream_shapes_match(sims, path: Path) -> None:
-    server = _server_of(path)
-    sim = sims[real_n_spec(server)]
+    sim = sim_for(sims, _server_of(path))
     raw_real = path.read_text()
     raw_sim = sim_stream(sim, chat_body_for(path.stem))
     real, mine = sse_shape(raw_real), sse_shape(raw_sim)
@@ -153,11 +181,14 @@ def test_stream_shapes_match(sims, path: Path) -> None:
     assert stream_facts(raw_sim) == stream_facts(raw_real)
 
 
-@pytest.mark.parametrize("path", golden_files("http", "*.json"), ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "path",
+    [p for p in golden_files("http", "*.json") if not p.stem.endswith(N_ABOVE_1)],
+    ids=lambda p: p.stem,
+)
 def test_http_exchanges_match(sims, path: Path) -> None:
     record = json.loads(path.read_text())
-    server = "draft_same" if path.stem.endswith("draft_same") else "plain"
-    sim = sims[real_n_spec(server)]
+    sim = sim_for(sims, _server_of(path))
     request = record["request"]
     body = request["body"]
     if body is not None:
@@ -193,7 +224,7 @@ def test_stats_log_lines_match_real_templates(sims) -> None:
         pytest.skip("no stats log lines in the captures")
     lines: list[str] = []
     for n_spec in sorted({real_n_spec(s) for s in info()["servers"]}):
-        sim = sims[n_spec]
+        sim = sims[n_spec, "none"]
         sim_stream(sim, chat_body_for("chat-t0-continuous"))
         app = sim.app
         sink = app.log_sink
@@ -204,3 +235,95 @@ def test_stats_log_lines_match_real_templates(sims) -> None:
             app.log_sink = sink
     mine = {log_template(line) for line in lines}
     assert mine and mine <= real_templates, mine - real_templates
+
+
+# ------------------------------------------------------------------ metrics.speculative_decoding
+
+
+def _spec_captures() -> list[Path]:
+    """Every capture that holds vLLM's per-request object (streams and whole responses)."""
+    return [
+        p
+        for p in golden_files("sse", "*.sse") + golden_files("http", "*.json")
+        if '"speculative_decoding"' in p.read_text().replace('\\"', '"')
+    ]
+
+
+def _exchange_spec(body: str) -> object:
+    metrics = json.loads(body)["metrics"]
+    assert isinstance(metrics, dict)
+    return metrics["speculative_decoding"]
+
+
+@pytest.mark.parametrize("path", _spec_captures(), ids=lambda p: p.stem)
+def test_per_request_object_matches_the_real_one(sims, path: Path) -> None:
+    """The same request to a simulator at the same level: the object sits in the same place
+    (streamed: only the final usage chunk; whole: top-level `metrics` with the timing fields
+    null), with the same keys in the same order and types, and holds the same invariants as the
+    real one (checked on the capture too): histogram of K+1, AL = 1 + accepted/steps, per-step
+    arrays that add up, and one decode chunk per step."""
+    server = _server_of(path)
+    level = real_spec_metrics(server)
+    assert level in ("summary", "detailed"), f"{path.name}: object from a server at {level}"
+    sim = sim_for(sims, server)
+    detailed = level == "detailed"
+    if path.suffix == ".sse":
+        raw_real = path.read_text()
+        raw_sim = sim_stream(sim, chat_body_for(path.stem))
+        for raw in (raw_real, raw_sim):
+            spec = stream_spec_object(raw)
+            check_spec_object(spec, detailed=detailed, streamed=True)
+            if detailed and path.stem.endswith("-continuous"):
+                check_steps_are_chunks(spec, stream_step_tokens(raw))
+        return
+    record = json.loads(path.read_text())
+    request = record["request"]
+    response = httpx.post(
+        sim.url + request["path"], json=for_sim(json.loads(request["body"]), sim), timeout=60
+    )
+    assert response.status_code == record["status"] == 200
+    for body in (record["body"], response.text):
+        metrics = json.loads(body)["metrics"]
+        assert list(metrics) == [
+            "time_to_first_token_ms",
+            "generation_time_ms",
+            "queue_time_ms",
+            "mean_itl_ms",
+            "tokens_per_second",
+            "speculative_decoding",
+        ]
+        assert all(metrics[key] is None for key in list(metrics)[:-1])
+        check_spec_object(metrics["speculative_decoding"], detailed=detailed, streamed=False)
+
+
+def test_the_spec_captures_cover_both_levels_streamed_and_whole() -> None:
+    """The captures this file checks against exist (a regeneration that lost them fails here)."""
+    found = {(real_spec_metrics(_server_of(p)), p.suffix) for p in _spec_captures()}
+    assert found == {
+        ("summary", ".sse"),
+        ("summary", ".json"),
+        ("detailed", ".sse"),
+        ("detailed", ".json"),
+    }
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in golden_files("http", "*.json") if p.stem.endswith(N_ABOVE_1)],
+    ids=lambda p: p.stem,
+)
+def test_n_above_1_has_no_per_request_object(sims, path: Path) -> None:
+    """vLLM gives no object for n > 1 (the stats belong to one sequence only): `metrics` is
+    null. The simulator serves n = 1 only and refuses n = 2 with a 400, so it never has to."""
+    record = json.loads(path.read_text())
+    real = json.loads(record["body"])
+    assert record["status"] == 200 and len(real["choices"]) == 2
+    assert real["metrics"] is None
+    sim = sim_for(sims, _server_of(path))
+    response = httpx.post(
+        sim.url + "/v1/chat/completions",
+        json=for_sim(json.loads(record["request"]["body"]), sim),
+        timeout=60,
+    )
+    assert response.status_code == 400
+    assert "only n=1" in response.json()["error"]["message"]

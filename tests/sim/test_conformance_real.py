@@ -8,7 +8,19 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from conformance_checks import exchange_shape, metric_shape, spec_families, sse_shape, stream_facts
+from conformance_checks import (
+    check_chunks_are_runs_of_steps,
+    check_spec_object,
+    check_steps_are_chunks,
+    exchange_shape,
+    metric_shape,
+    spec_families,
+    sse_shape,
+    stream_facts,
+    stream_spec_object,
+    stream_step_tokens,
+)
+from tests.real_vllm.server import SPEC_METRICS
 
 from specmon.sim.server import RunningSim, SimConfig, start_in_thread
 
@@ -23,7 +35,15 @@ USAGE_OPTIONS = {
 
 @pytest.fixture(scope="module")
 def sim_spec() -> Iterator[RunningSim]:
-    config = SimConfig(profile=PROFILE, n_spec=4, speed=float("inf"), log_interval=0)
+    """Like the real tier's speculative servers: K = 4, `--per-request-spec-decode-metrics
+    detailed`."""
+    config = SimConfig(
+        profile=PROFILE,
+        n_spec=4,
+        speed=float("inf"),
+        log_interval=0,
+        per_request_spec_decode_metrics=SPEC_METRICS,
+    )
     with start_in_thread(config, log_sink=lambda line: None) as sim:
         yield sim
 
@@ -69,6 +89,27 @@ def test_streams_side_by_side(vllm_draft_same, sim_spec, options) -> None:
         if kind in real_shape:
             assert my_shape[kind] <= real_shape[kind], kind
     assert stream_facts(mine) == stream_facts(real)
+
+
+def test_per_request_object_side_by_side(vllm_draft_same, sim_spec) -> None:
+    """The real server and the simulator, both at `detailed`: the object on the final usage
+    chunk (and only there) and under a whole response's `metrics`, same keys, same invariants;
+    the simulator sends one decode chunk per step, the real server chunks that end where steps
+    end (its API server merges steps when it falls behind on a loaded machine)."""
+    for url in (vllm_draft_same.url, sim_spec.url):
+        raw = raw_stream(url, body(url, "continuous"))
+        spec = stream_spec_object(raw)
+        check_spec_object(spec, detailed=True, streamed=True)
+        check_chunks_are_runs_of_steps(spec, raw)
+        if url == sim_spec.url:
+            check_steps_are_chunks(spec, stream_step_tokens(raw))
+        assert stream_spec_object(raw_stream(url, body(url, "nooptions"))) is None
+        whole = httpx.post(
+            url + "/v1/chat/completions", json=body(url, "nooptions", stream=False), timeout=120
+        )
+        assert whole.status_code == 200, whole.text
+        metrics = whole.json()["metrics"]
+        check_spec_object(metrics["speculative_decoding"], detailed=True, streamed=False)
 
 
 def assert_same_metric_shapes(real_url: str, sim_url: str) -> None:

@@ -11,6 +11,7 @@ import sys
 
 from specmon.sim.profiles import DEFAULT_PROFILE, PROFILES
 from specmon.sim.server import SimConfig, SimConfigError, SimServer, resolve
+from specmon.sim.spec_metrics import LEVELS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -42,6 +43,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument(
+        "--per-request-spec-decode-metrics",
+        choices=LEVELS,
+        default="none",
+        help="per-request metrics.speculative_decoding in responses, as vLLM's flag (default none)",
+    )
+    parser.add_argument(
         "--log-interval",
         type=float,
         default=None,
@@ -68,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         log_interval=_log_interval(args),
+        per_request_spec_decode_metrics=args.per_request_spec_decode_metrics,
     )
     try:
         resolved = resolve(config)

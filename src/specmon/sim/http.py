@@ -51,7 +51,9 @@ class Responder:
         """True once the peer went away or the connection was aborted."""
         return self.aborted or self._writer.transport.is_closing()
 
-    def _headers(self, content_type: str | None, extra: Iterable[tuple[str, str]]) -> list:
+    def _headers(
+        self, content_type: str | None, extra: Iterable[tuple[str, str]]
+    ) -> list[tuple[bytes, bytes]]:
         headers = [
             (b"date", email.utils.formatdate(usegmt=True).encode()),
             (b"server", b"uvicorn"),
@@ -130,7 +132,7 @@ class HttpServer:
         self._host = host
         self._port = port
         self._server: asyncio.Server | None = None
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
         self.port = port
         self.connections_accepted = 0
         """TCP connections accepted so far (keep-alive reuses one for many requests)."""

@@ -10,6 +10,7 @@ instance has its own CollectorRegistry, so several simulators can live in one pr
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -67,7 +68,9 @@ class FinishedRequest:
 class SimMetrics:
     """All vLLM families the simulator exports, with children pre-bound for speed."""
 
-    def __init__(self, model_name: str, n_spec: int, max_model_len: int, cache_info: dict) -> None:
+    def __init__(
+        self, model_name: str, n_spec: int, max_model_len: int, cache_info: dict[str, object]
+    ) -> None:
         self.model_name = model_name
         self.n_spec = n_spec
         self.max_model_len = max_model_len
@@ -90,7 +93,7 @@ class SimMetrics:
         def gauge(name: str, doc: str) -> Gauge:
             return Gauge(name, doc, labelnames=names, registry=reg).labels(**lv)
 
-        def histogram(name: str, doc: str, buckets: tuple | list) -> Histogram:
+        def histogram(name: str, doc: str, buckets: Sequence[float]) -> Histogram:
             return Histogram(name, doc, labelnames=names, buckets=buckets, registry=reg).labels(
                 **lv
             )

@@ -21,6 +21,7 @@ from specmon.sim.app import LogSink, SimApp, Sleeper, stderr_sink
 from specmon.sim.http import HttpServer
 from specmon.sim.profiles import DEFAULT_PROFILE, get_profile
 from specmon.sim.schedule import Schedule, parse_schedule
+from specmon.sim.spec_metrics import SpecMetricsLevel, check_level
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +37,9 @@ class SimConfig:
     port: int = 0
     log_interval: float = 10.0
     """Seconds between vLLM-shaped stats lines on stderr while busy (<= 0: never)."""
+    per_request_spec_decode_metrics: str = "none"
+    """vLLM's `--per-request-spec-decode-metrics`: none (vLLM's default), summary or detailed
+    (docs/simulator.md); anything but none needs speculation (n_spec > 0), as in vLLM."""
 
 
 class SimConfigError(ValueError):
@@ -47,6 +51,7 @@ class Resolved:
     profile_name: str
     n_spec: int
     schedule: Schedule | None
+    spec_metrics: SpecMetricsLevel = "none"
 
 
 def resolve(config: SimConfig) -> Resolved:
@@ -68,7 +73,16 @@ def resolve(config: SimConfig) -> Resolved:
             schedule = parse_schedule(config.schedule)
         except ValueError as err:
             raise SimConfigError(str(err)) from None
-    return Resolved(profile.name, n_spec, schedule)
+    try:
+        spec_metrics = check_level(config.per_request_spec_decode_metrics)
+    except ValueError as err:
+        raise SimConfigError(str(err)) from None
+    if spec_metrics != "none" and n_spec == 0:
+        raise SimConfigError(
+            "--per-request-spec-decode-metrics requires speculative decoding (n_spec > 0), "
+            "as in vLLM"
+        )
+    return Resolved(profile.name, n_spec, schedule, spec_metrics)
 
 
 class SimServer:
@@ -92,9 +106,10 @@ class SimServer:
             clock,
             sleep,
             log_sink,
+            resolved.spec_metrics,
         )
         self.http = HttpServer(self.app.handle, config.host, config.port)
-        self._log_task: asyncio.Task | None = None
+        self._log_task: asyncio.Task[None] | None = None
 
     @property
     def url(self) -> str:
@@ -178,7 +193,7 @@ class RunningSim:
 
     @property
     def app(self) -> SimApp:
-        """The running server's state (for tests: counters, schedule position)."""
+        """The running server (for tests: its log lines; `.engine` holds counters and requests)."""
         assert self.server is not None
         return self.server.app
 
