@@ -338,6 +338,8 @@ def test_same_weights_greedy_all_three_measure_5(vllm_draft_same: VllmServer):
     # The session state shows the same numbers, and the request is not flagged.
     row = m.session_row(vllm_draft_same)
     assert row["client_acceptance_length"] == row["metrics_acceptance_length"] == 5.0
+    # The server's own per-request object is the number shown (it comes first).
+    assert (row["acceptance_source"], row["acceptance_length"]) == ("server", 5.0)
     assert row["vanilla"] == {"flagged": False, "judged": True, "reasons": []}
 
 
@@ -371,6 +373,7 @@ def test_other_seed_draft_is_flagged_acceptance_near_zero(vllm_draft_other: Vllm
         f"looked like accepted drafts; the server's own object says AL {server.al}"
     )
     assert row["metrics_acceptance_length"] == al
+    assert (row["acceptance_source"], row["acceptance_length"]) == ("server", al)
     assert row["vanilla"]["flagged"] is True
     codes = [reason["code"] for reason in row["vanilla"]["reasons"]]
     assert codes == ["acceptance_near_zero"]
