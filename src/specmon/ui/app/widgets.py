@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.await_complete import AwaitComplete
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Markdown, Static
@@ -24,10 +26,36 @@ def literal(text: str) -> Text:
 
 
 class SafeMarkdown(Markdown):
-    """Markdown of untrusted text: links are shown when clicked, never opened."""
+    """Markdown of untrusted text: links are shown when clicked, never opened. `on_ready` is
+    called once the text is parsed and laid out (after mount)."""
 
-    def __init__(self, markdown: str = "", **kwargs: object) -> None:
-        super().__init__(visible(markdown), open_links=False, **kwargs)  # type: ignore[arg-type]
+    def __init__(
+        self,
+        markdown: str = "",
+        *,
+        on_ready: Callable[[SafeMarkdown], None] | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(markdown, open_links=False, classes=classes)
+        self._on_ready = on_ready
+        self.raw = visible(markdown)
+        """The text this block shows (control characters made visible)."""
+        self.ready = False
+        """True once the text is parsed and laid out."""
+
+    def update(self, markdown: str) -> AwaitComplete:
+        """Parse and lay out `markdown` (untrusted text: made visible first)."""
+        laid_out = super().update(visible(markdown))
+
+        async def then_ready() -> None:
+            await laid_out
+            self.raw = visible(markdown)
+            self.ready = bool(markdown) or self.ready
+            ready, self._on_ready = self._on_ready, None
+            if ready is not None and markdown:
+                ready(self)
+
+        return AwaitComplete(then_ready())
 
     def on_markdown_link_clicked(self, event: Markdown.LinkClicked) -> None:
         event.stop()
@@ -49,13 +77,13 @@ class HeaderBar(Horizontal):
             badge.display = False
             return
         parts = [
-            server.url,
             f"model {server.model or DASH}",
             f"draft {server.draft_model or DASH}",
             f"n_spec {server.n_spec if server.n_spec is not None else DASH}",
         ]
         if server.max_model_len is not None:
             parts.append(f"ctx {server.max_model_len}")
+        parts.append(server.url)
         if state:
             parts.append(state)
         line.update(literal(" · ".join(parts)))
@@ -116,53 +144,115 @@ def format_numbers(n: AnswerNumbers) -> str:
 
 class AnswerView(Vertical):
     """A streamed answer: settled blocks laid out once, the growing tail redrawn, a final full
-    render at the end. `append()` is called at the UI's frame rate, never per token."""
+    render at the end. `append()` is called at the UI's frame rate, never per token.
+
+    A settled block's Markdown widget takes a frame to lay out; until it is ready its text stays
+    in the tail, so nothing blinks out. Text that arrives before the widget is mounted is kept
+    and shown once it is.
+    """
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.splitter = BlockSplitter()
         self.finished = False
         self.segments = 0
+        self._tail = Static("", classes="tail", markup=False)
+        self._status = Static("", classes="answer-status", markup=False)
+        self._pending: list[str] = []
+        """Settled text not yet given to a Markdown widget (before mount)."""
+        self._laying_out: dict[int, str] = {}
+        """Settled text whose Markdown widget is not ready yet, by widget id()."""
+        self._final_pending = False
+        self._tail_text = ""
 
     def compose(self) -> ComposeResult:
-        yield Static("", classes="tail", markup=False)
-        yield Static("", classes="answer-status", markup=False)
+        yield self._tail
+        yield self._status
+
+    def on_mount(self) -> None:
+        if self._final_pending:
+            self._render_final()
+        else:
+            self._flush()
 
     @property
     def text(self) -> str:
         return self.splitter.text
 
+    @property
+    def shown_text(self) -> str:
+        """What the widgets show now, in screen order: the Markdown blocks that are laid out,
+        then the tail (checked by the no-loss test; control characters made visible)."""
+        shown = [b.raw for b in self.query(SafeMarkdown) if b.ready]
+        if self._tail.display:
+            shown.append(self._tail_text)
+        return "".join(shown)
+
     def append(self, fragment: str) -> None:
         """Add text that arrived: settle finished blocks, redraw only the tail."""
         if not fragment or self.finished:
             return
-        tail = self.query_one(".tail", Static)
         settled = self.splitter.feed(fragment)
         if settled:
+            self._pending.append(settled)
+        if self._tail.is_mounted:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._pending:
+            text = "".join(self._pending)
+            self._pending.clear()
+            block = SafeMarkdown(text, on_ready=self._block_ready, classes="settled")
+            self._laying_out[id(block)] = text
             self.segments += 1
-            self.mount(SafeMarkdown(settled, classes="settled"), before=tail)
-        tail.update(literal(self.splitter.tail))
+            self.mount(block, before=self._tail)
+        self._draw_tail()
+
+    def _draw_tail(self) -> None:
+        if not self.finished:
+            self._tail_text = visible("".join(self._laying_out.values()) + self.splitter.tail)
+            self._tail.update(Text(self._tail_text))
+
+    def _block_ready(self, block: SafeMarkdown) -> None:
+        self._laying_out.pop(id(block), None)
+        self._draw_tail()
 
     def finish(self, status: str = "", *, failed: bool = False) -> None:
         """The answer ended: one full render of the whole text (code blocks close cleanly)."""
         if self.finished:
             return
         self.finished = True
-        tail = self.query_one(".tail", Static)
-        for block in self.query(".settled"):
-            block.remove()
-        tail.update("")
-        tail.display = False
-        text = self.splitter.text
-        if text:
-            self.mount(SafeMarkdown(text, classes="final"), before=tail)
         if status:
             self.set_status(status, failed=failed)
+        if self._tail.is_mounted:
+            self._render_final()
+        else:
+            self._final_pending = True
+
+    def _render_final(self) -> None:
+        self._final_pending = False
+        self._pending.clear()
+        text = self.splitter.text
+        if text:
+            self.mount(
+                SafeMarkdown(text, on_ready=self._final_ready, classes="final"),
+                before=self.query(".settled").first() if self.query(".settled") else self._tail,
+            )
+        else:
+            self._final_ready(None)
+
+    def _final_ready(self, _block: SafeMarkdown | None) -> None:
+        """The full render is laid out: the streaming widgets go (no blank frame between)."""
+        self._laying_out.clear()
+        for block in self.query(".settled"):
+            block.remove()
+        self._tail_text = ""
+        self._tail.update("")
+        self._tail.display = False
 
     def set_status(self, status: str, *, failed: bool = False) -> None:
-        line = self.query_one(".answer-status", Static)
-        line.update(literal(status))
-        line.set_class(failed, "-failed")
+        self._status.update(literal(status))
+        self._status.set_class(failed, "-failed")
 
 
 class TurnView(Vertical):
@@ -171,14 +261,11 @@ class TurnView(Vertical):
     def __init__(self, prompt: str, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.prompt = prompt
+        self.answer = AnswerView()
 
     def compose(self) -> ComposeResult:
         yield Static(literal(self.prompt), classes="prompt")
-        yield AnswerView()
-
-    @property
-    def answer(self) -> AnswerView:
-        return self.query_one(AnswerView)
+        yield self.answer
 
     def mark_dropped(self) -> None:
         self.add_class("-dropped")
