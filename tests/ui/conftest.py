@@ -4,6 +4,7 @@ a real port on the simulator, a server that answers 401, and a helper that reads
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Callable, Iterator
 
@@ -111,6 +112,7 @@ class FakeFeed(AnswerFeed):
         self.end("cancelled")
 
 
+@contextlib.contextmanager
 def sim_port(config: SimConfig) -> Iterator[tuple[SessionPort, str]]:
     with start_in_thread(config, log_sink=lambda _l: None) as sim:
 
@@ -127,7 +129,8 @@ def sim_port(config: SimConfig) -> Iterator[tuple[SessionPort, str]]:
 @pytest.fixture
 def fast_sim_port() -> Iterator[tuple[SessionPort, str]]:
     """A real port on a simulator paced 50x faster than the profile."""
-    yield from sim_port(SimConfig(speed=50.0, seed=1))
+    with sim_port(SimConfig(speed=50.0, seed=1)) as pair:
+        yield pair
 
 
 class Status401Server:

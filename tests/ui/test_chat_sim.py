@@ -91,7 +91,8 @@ async def test_a_wrong_api_key_shows_the_401(server_401):
 
 
 async def test_a_stream_dropped_mid_answer_keeps_the_partial_answer_and_the_app_usable():
-    for port, _url in sim_port(SimConfig(speed=50.0, seed=1, schedule="cycle:1f+drop-after=30,9f")):
+    config = SimConfig(speed=50.0, seed=1, schedule="cycle:1f+drop-after=30,9f")
+    with sim_port(config) as (port, _url):
         app = SpecmonApp(port, settings=ChatSettings(max_tokens=100))
         async with app.run_test(size=SIZE) as pilot:
             await wait_for(pilot, lambda: port.connected)
@@ -147,7 +148,7 @@ async def test_crafted_output_through_the_real_client_is_literal_and_inert():
 async def test_no_token_is_lost_or_reordered_on_screen_at_a_high_rate():
     """At an unpaced simulator (thousands of tok/s) every frame shows a prefix of what arrived,
     in order, and the end shows exactly all of it, as many tokens as the server counted."""
-    for port, _url in sim_port(SimConfig(speed=float("inf"), seed=3)):
+    with sim_port(SimConfig(speed=float("inf"), seed=3)) as (port, _url):
         checks: list[bool] = []
         feeds = []
         ask = port.ask

@@ -322,10 +322,10 @@ class ChatScreen(Screen[None]):
         self.specmon_app.push_screen(SettingsScreen(self.settings), apply)
 
     def action_scroll_up(self) -> None:
-        self.query_one("#conversation", VerticalScroll).scroll_page_up()
+        self.query_one("#conversation", VerticalScroll).scroll_page_up(animate=False)
 
     def action_scroll_down(self) -> None:
-        self.query_one("#conversation", VerticalScroll).scroll_page_down()
+        self.query_one("#conversation", VerticalScroll).scroll_page_down(animate=False)
 
     def action_follow(self) -> None:
         self.query_one("#conversation", VerticalScroll).anchor()
