@@ -78,8 +78,8 @@ class HeaderBar(Horizontal):
             return
         parts = [
             f"model {server.model or DASH}",
-            f"draft {server.draft_model or DASH}",
             f"n_spec {server.n_spec if server.n_spec is not None else DASH}",
+            f"draft {server.draft_model or DASH}",
         ]
         if server.max_model_len is not None:
             parts.append(f"ctx {server.max_model_len}")
