@@ -14,8 +14,7 @@ from specmon.cli.session_setup import state_factory
 from specmon.core.events import RequestEnded, RequestStarted, StreamChunk
 from specmon.runtime.monitor import Monitor, Target
 from specmon.sim.server import SimConfig, start_in_thread
-from specmon.sources.stream_client import ChatRequest
-from specmon.ui.app.session_port import AnswerFeed, Connection, ServerSummary, SessionPort
+from specmon.ui.app.session_port import AnswerFeed, Ask, Connection, ServerSummary, SessionPort
 
 SIM_SERVER = ServerSummary(
     url="http://127.0.0.1:8000",
@@ -45,7 +44,7 @@ class FakePort(SessionPort):
         self.connection = connection or Connection(SIM_SERVER)
         self.answers = list(answers or [])
         self.hold = hold
-        self.requests: list[ChatRequest] = []
+        self.requests: list[Ask] = []
         self.feeds: list[AnswerFeed] = []
         self.connects = 0
         self._up = False
@@ -63,7 +62,7 @@ class FakePort(SessionPort):
     def close(self) -> None:
         self._up = False
 
-    def ask(self, request: ChatRequest) -> AnswerFeed:
+    def ask(self, request: Ask) -> AnswerFeed:
         self.requests.append(request)
         rid = f"r{len(self.requests)}"
         feed = FakeFeed(rid, 8)

@@ -4,11 +4,12 @@ number is fixed. The snapshots are committed under tests/ui/__snapshots__; CI ne
 
 from __future__ import annotations
 
+from tests.ui.conftest import FakePort, wait_for
+
 from specmon.ui.app.app import SpecmonApp
 from specmon.ui.app.conversation import ChatSettings
 from specmon.ui.app.session_port import Connection
 from specmon.ui.app.widgets import AnswerView
-from tests.ui.conftest import FakePort, wait_for
 
 SIZE = (100, 32)
 

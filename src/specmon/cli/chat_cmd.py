@@ -13,7 +13,11 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    from specmon.runtime.monitor import Monitor
 
 
 def _temperature(text: str) -> float:
@@ -82,27 +86,47 @@ def _error(message: str) -> int:
     return 2
 
 
+def _check_url(url: str, flag: str) -> str | None:
+    """A quick check of a server URL (the full one runs when connecting); None if fine."""
+    text = url.strip()
+    parts = urlsplit(text if "://" in text else "http://" + text)
+    if parts.scheme not in ("http", "https"):
+        return f"{flag} must be an http or https URL, got {url!r}"
+    try:
+        _ = parts.port
+    except ValueError:
+        return f"{flag} has a bad port: {url!r}"
+    if not parts.hostname:
+        return f"{flag} has no host: {url!r}"
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
-    from specmon.cli.session_setup import default_gpu_source, state_factory
-    from specmon.runtime.monitor import Monitor, pair_targets
-    from specmon.sources.stream_client import resolve_api_key
+    # Only Textual is imported before the first paint; the runtime and the OpenAI client load in
+    # the app's connect worker (make_monitor below), so the screen shows at once.
+    from specmon.cli.session_setup import default_gpu_source
     from specmon.ui.app.app import SpecmonApp
     from specmon.ui.app.conversation import ChatSettings
     from specmon.ui.app.session_port import SessionPort
 
-    try:
-        targets = pair_targets([args.attach], [args.metrics_url] if args.metrics_url else [])
-    except ValueError as exc:
-        return _error(str(exc))
+    for url, flag in ((args.attach, "--attach"), (args.metrics_url, "--metrics-url")):
+        problem = _check_url(url, flag) if url else None
+        if problem:
+            return _error(problem)
     gpu = args.gpu if args.gpu is not None else default_gpu_source([args.attach])
     if gpu not in ("local", "none") and not gpu.startswith(("http://", "https://")):
         return _error(f"--gpu must be local, none or a dcgm-exporter http(s) URL, got {gpu!r}")
-    api_key = resolve_api_key(args.api_key)
 
     def make_monitor() -> Monitor:
-        return Monitor(targets, state_factory(None), api_key=api_key, gpu=gpu, record=args.record)
+        from specmon.cli.session_setup import state_factory
+        from specmon.runtime.monitor import Monitor, pair_targets
 
-    port = SessionPort(make_monitor, api_key=api_key, model=args.model)
+        targets = pair_targets([args.attach], [args.metrics_url] if args.metrics_url else [])
+        return Monitor(
+            targets, state_factory(None), api_key=args.api_key, gpu=gpu, record=args.record
+        )
+
+    port = SessionPort(make_monitor, api_key=args.api_key, model=args.model)
     settings = ChatSettings(args.temperature, args.top_p, args.max_tokens)
     app = SpecmonApp(port, settings=settings, system=args.system)
     try:

@@ -16,9 +16,8 @@ from textual.timer import Timer
 from textual.widgets import Button, Footer, Input, Label, Static
 from textual.worker import Worker, WorkerState
 
-from specmon.sources.stream_client import ChatRequest
 from specmon.ui.app.conversation import ChatSettings, Conversation, Turn, parse_settings
-from specmon.ui.app.session_port import AnswerFeed, Connection, SessionPort
+from specmon.ui.app.session_port import AnswerFeed, Ask, Connection, SessionPort
 from specmon.ui.app.widgets import HeaderBar, PromptInput, TurnView, format_numbers, literal
 
 if TYPE_CHECKING:
@@ -217,7 +216,7 @@ class ChatScreen(Screen[None]):
                 views[i].mark_dropped()
         if plan.notice:
             self._notice(plan.notice)
-        request = ChatRequest(
+        request = Ask(
             prompt=prompt,
             system=self.conversation.system,
             max_tokens=plan.max_tokens,

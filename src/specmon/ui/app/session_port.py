@@ -4,24 +4,44 @@ Everything the Textual app asks of the monitoring runtime goes through `SessionP
 collector moves to its own process only this module changes. The port never calls into the UI:
 the hub thread fills per-answer buffers (`AnswerFeed`) and the UI drains them at its own frame
 rate. Nothing here imports textual.
+
+The runtime, the stream client (openai) and httpx are imported on first use, in the connect
+worker thread, so the app paints its first frame without waiting for them.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import itertools
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass, replace
-
-import httpx
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from specmon.core.events import Event, RequestEnded, RequestStarted, StreamChunk
 from specmon.core.stream_stats import RequestStats, RequestTrace, request_stats
-from specmon.runtime.monitor import Monitor
-from specmon.runtime.prompt_loop import run_request
-from specmon.sources.stream_client import ChatRequest, new_request_id
+
+if TYPE_CHECKING:
+    from specmon.runtime.monitor import Monitor
 
 MODELS_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """One question to stream an answer to: the prompt, the conversation before it (role,
+    content pairs, oldest first) and the sampling controls (None = the server's default)."""
+
+    prompt: str
+    messages: tuple[tuple[str, str], ...] = ()
+    system: str | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    extra_body: Mapping[str, Any] | None = None
+
+
+_answer_ids = itertools.count(1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +215,9 @@ class SessionPort:
         """
         self.close()
         try:
+            from specmon.sources.stream_client import resolve_api_key
+
+            self._api_key = resolve_api_key(self._api_key)
             monitor = self._make_monitor()
             info = monitor.start()
         except Exception as exc:  # a bad --record path, a bad URL: shown, not raised
@@ -224,6 +247,8 @@ class SessionPort:
         return Connection(self.server)
 
     def _max_model_len(self, monitor: Monitor, base: str, model: str) -> int | None:
+        import httpx
+
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
 
         async def fetch() -> int | None:
@@ -269,14 +294,25 @@ class SessionPort:
                     with self._lock:
                         self._feeds.pop(event.request_id, None)
 
-    def ask(self, request: ChatRequest) -> AnswerFeed:
+    def ask(self, ask: Ask) -> AnswerFeed:
         """Start streaming one answer; returns its feed at once."""
+        from specmon.runtime.prompt_loop import run_request
+        from specmon.sources.stream_client import ChatRequest
+
         monitor = self._monitor
         if monitor is None:
             raise RuntimeError("not connected")
-        if request.model is None and self.server is not None:
-            request = replace(request, model=self.server.model)
-        rid = new_request_id()
+        request = ChatRequest(
+            prompt=ask.prompt,
+            system=ask.system,
+            model=self.server.model if self.server else None,
+            max_tokens=ask.max_tokens,
+            temperature=ask.temperature,
+            top_p=ask.top_p,
+            extra_body=ask.extra_body,
+            messages=ask.messages,
+        )
+        rid = f"chat{next(_answer_ids)}"
         feed = AnswerFeed(rid, self.server.n_spec if self.server else None)
         with self._lock:
             self._feeds[rid] = feed

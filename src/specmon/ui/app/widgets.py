@@ -8,16 +8,16 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.await_complete import AwaitComplete
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Input, Markdown, Static
+from textual.widgets import Input, Static
 
 from specmon.ui.app.blocks import BlockSplitter
 from specmon.ui.app.safe_text import visible
 from specmon.ui.app.session_port import AnswerNumbers, ServerSummary
 
 DASH = "—"
+CODE_THEME = "monokai"
 
 
 def literal(text: str) -> Text:
@@ -25,41 +25,42 @@ def literal(text: str) -> Text:
     return Text(visible(text))
 
 
-class SafeMarkdown(Markdown):
-    """Markdown of untrusted text: links are shown when clicked, never opened. `on_ready` is
-    called once the text is parsed and laid out (after mount)."""
+class MarkdownText(Static):
+    """Markdown of untrusted text, rendered by Rich into ONE leaf widget.
+
+    A leaf's height is cached by width, so a long conversation costs the layout one cached
+    number per block; Textual's Markdown widget is a tree of containers that the layout walks
+    again (twice per auto-height level) on every reflow, which at 20 frames a second grew to
+    most of a core. Links are shown with their address and are not clickable (hyperlinks off);
+    control characters are made visible before parsing; markup is never parsed.
+    `on_ready` is called once the widget is mounted (its text is then on screen).
+    """
 
     def __init__(
         self,
-        markdown: str = "",
+        markdown: str,
         *,
-        on_ready: Callable[[SafeMarkdown], None] | None = None,
+        on_ready: Callable[[MarkdownText], None] | None = None,
         classes: str | None = None,
     ) -> None:
-        super().__init__(markdown, open_links=False, classes=classes)
-        self._on_ready = on_ready
+        from rich.markdown import Markdown as RichMarkdown  # markdown-it: loaded on first answer
+
         self.raw = visible(markdown)
         """The text this block shows (control characters made visible)."""
+        super().__init__(
+            RichMarkdown(self.raw, hyperlinks=False, code_theme=CODE_THEME),
+            classes=classes,
+            markup=False,
+        )
+        self._on_ready = on_ready
         self.ready = False
-        """True once the text is parsed and laid out."""
+        """True once mounted: the text is part of the screen from the next paint on."""
 
-    def update(self, markdown: str) -> AwaitComplete:
-        """Parse and lay out `markdown` (untrusted text: made visible first)."""
-        laid_out = super().update(visible(markdown))
-
-        async def then_ready() -> None:
-            await laid_out
-            self.raw = visible(markdown)
-            self.ready = bool(markdown) or self.ready
-            ready, self._on_ready = self._on_ready, None
-            if ready is not None and markdown:
-                ready(self)
-
-        return AwaitComplete(then_ready())
-
-    def on_markdown_link_clicked(self, event: Markdown.LinkClicked) -> None:
-        event.stop()
-        self.app.notify(f"link (not opened): {visible(event.href)}", markup=False)
+    def on_mount(self) -> None:
+        self.ready = True
+        ready, self._on_ready = self._on_ready, None
+        if ready is not None:
+            ready(self)
 
 
 class HeaderBar(Horizontal):
@@ -146,8 +147,8 @@ class AnswerView(Vertical):
     """A streamed answer: settled blocks laid out once, the growing tail redrawn, a final full
     render at the end. `append()` is called at the UI's frame rate, never per token.
 
-    A settled block's Markdown widget takes a frame to lay out; until it is ready its text stays
-    in the tail, so nothing blinks out. Text that arrives before the widget is mounted is kept
+    A settled block's text stays in the tail until its widget is mounted, so nothing blinks
+    out between two frames. Text that arrives before the widget is mounted is kept
     and shown once it is.
     """
 
@@ -183,7 +184,7 @@ class AnswerView(Vertical):
     def shown_text(self) -> str:
         """What the widgets show now, in screen order: the Markdown blocks that are laid out,
         then the tail (checked by the no-loss test; control characters made visible)."""
-        shown = [b.raw for b in self.query(SafeMarkdown) if b.ready]
+        shown = [b.raw for b in self.query(MarkdownText) if b.ready]
         if self._tail.display:
             shown.append(self._tail_text)
         return "".join(shown)
@@ -202,7 +203,7 @@ class AnswerView(Vertical):
         if self._pending:
             text = "".join(self._pending)
             self._pending.clear()
-            block = SafeMarkdown(text, on_ready=self._block_ready, classes="settled")
+            block = MarkdownText(text, on_ready=self._block_ready, classes="settled")
             self._laying_out[id(block)] = text
             self.segments += 1
             self.mount(block, before=self._tail)
@@ -213,7 +214,7 @@ class AnswerView(Vertical):
             self._tail_text = visible("".join(self._laying_out.values()) + self.splitter.tail)
             self._tail.update(Text(self._tail_text))
 
-    def _block_ready(self, block: SafeMarkdown) -> None:
+    def _block_ready(self, block: MarkdownText) -> None:
         self._laying_out.pop(id(block), None)
         self._draw_tail()
 
@@ -235,13 +236,13 @@ class AnswerView(Vertical):
         text = self.splitter.text
         if text:
             self.mount(
-                SafeMarkdown(text, on_ready=self._final_ready, classes="final"),
+                MarkdownText(text, on_ready=self._final_ready, classes="final"),
                 before=self.query(".settled").first() if self.query(".settled") else self._tail,
             )
         else:
             self._final_ready(None)
 
-    def _final_ready(self, _block: SafeMarkdown | None) -> None:
+    def _final_ready(self, _block: MarkdownText | None) -> None:
         """The full render is laid out: the streaming widgets go (no blank frame between)."""
         self._laying_out.clear()
         for block in self.query(".settled"):
