@@ -11,8 +11,8 @@ process's CPU time (all threads: stream client and UI) over the wall time from t
 to the last chunk painted. A mode that is still painting 20 s after the stream ended is stopped
 and its lag reported as a lower bound.
 
-Also measured: the first paint of `specmon chat` in a real terminal (tmux), from launch to the
-header on screen, and to the connected header (server identified).
+Also measured: the first paint of `specmon chat` in a pseudo-terminal (120x40), from launch to
+the header on screen, and to the connected header (server identified).
 
 Usage: python benchmarks/chat_render.py [--rates 100,600,5000] [--seconds 3] [--out FILE]
 """
@@ -23,13 +23,17 @@ import argparse
 import asyncio
 import contextlib
 import datetime
+import fcntl
 import os
 import platform
-import shutil
+import pty
+import select
+import signal
+import struct
 import subprocess
 import sys
+import termios
 import time
-import uuid
 from dataclasses import dataclass, field, replace
 
 from textual.app import App, ComposeResult
@@ -175,6 +179,7 @@ class BaselineApp(App[None]):
         self.lags: list[float] = []
         self.painted = 0
         self.finished = asyncio.Event()
+        self.abandon = False
         self.clock = time.monotonic
 
     def compose(self) -> ComposeResult:
@@ -195,6 +200,8 @@ class BaselineApp(App[None]):
             else:
                 await md.update(text)
             self.call_after_refresh(self._painted, t)
+            if self.abandon:
+                break
         if stream is not None:
             await stream.stop()
         self.call_after_refresh(self.finished.set)
@@ -238,7 +245,8 @@ async def run_baseline(url: str, max_tokens: int, stream: bool) -> Result:
             except TimeoutError:
                 gave_up = True
             cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
-            consumer.cancel()
+            app.abandon = True
+            await consumer
     finally:
         monitor.stop()
     end = ended[0]
@@ -259,32 +267,43 @@ async def run_baseline(url: str, max_tokens: int, stream: bool) -> Result:
 
 
 def first_paint(url: str) -> tuple[float, float] | None:
-    tmux = shutil.which("tmux")
-    if tmux is None:
-        return None
-    name = f"bench-{uuid.uuid4().hex[:8]}"
-    env = f"PYTHONPATH={os.environ.get('PYTHONPATH', '')}"
-    cmd = f"{env} {sys.executable} -m specmon chat --attach {url}; sleep 5"
+    """Seconds from launching `specmon chat` in a 120x40 pseudo-terminal to the header on screen
+    and to the connected header (SIMULATED shown); None if it never showed."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the chat, in the pty
+        os.execv(sys.executable, [sys.executable, "-m", "specmon", "chat", "--attach", url])
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
     t0 = time.perf_counter()
-    subprocess.run(
-        [tmux, "new-session", "-d", "-s", name, "-x", "120", "-y", "40", cmd], check=True
-    )
+    seen = b""
     first = connected = None
     try:
         while time.perf_counter() - t0 < 30 and connected is None:
-            screen = subprocess.run(
-                [tmux, "capture-pane", "-p", "-t", name], capture_output=True, text=True
-            ).stdout
+            ready, _, _ = select.select([fd], [], [], 0.05)
+            if not ready:
+                continue
+            try:
+                seen += os.read(fd, 65536)
+            except OSError:
+                break
             now = time.perf_counter() - t0
-            if first is None and ("specmon chat" in screen or "model " in screen):
+            if first is None and b"specmon chat" in seen:
                 first = now
-            if "SIMULATED" in screen:
+            if b"SIMULATED" in seen:
                 connected = now
-            time.sleep(0.01)
-        subprocess.run([tmux, "send-keys", "-t", name, "C-q"], check=False)
-        time.sleep(1)
+        os.write(fd, b"\x11")  # ctrl+q
+        deadline = time.perf_counter() + 10
+        while time.perf_counter() < deadline:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            with contextlib.suppress(OSError):
+                if select.select([fd], [], [], 0.1)[0]:
+                    os.read(fd, 65536)
+        else:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
     finally:
-        subprocess.run([tmux, "kill-session", "-t", name], check=False, capture_output=True)
+        os.close(fd)
     if first is None or connected is None:
         return None
     return first, connected
@@ -368,9 +387,9 @@ def main() -> int:
     finally:
         stop(proc)
     paint_line = (
-        "first paint of `specmon chat` (tmux): not measured (no tmux)"
+        "first paint of `specmon chat`: not seen"
         if paint is None
-        else f"first paint of `specmon chat` (tmux, 10 ms polls): header {paint[0]:.2f} s, "
+        else f"first paint of `specmon chat` (120x40 pty): header {paint[0]:.2f} s, "
         f"connected header {paint[1]:.2f} s after launch"
     )
     text = "\n".join([*lines, *table, "", paint_line, ""])
