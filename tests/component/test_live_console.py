@@ -18,15 +18,16 @@ from specmon.core.events import (
     StreamChunk,
 )
 from specmon.core.session_state import SessionState
+from specmon.core.views import SessionView
 from specmon.ui.live_console import render
 
 HOSTILE = "\x1b[2J\x1b]0;pwned\x07[bold red]not markup[/] \u202eevil\u202c tail"
 
 
-def _screen(snapshot: dict, tail: tuple[str | None, str] | None = None) -> str:
+def _screen(view: SessionView, tail: tuple[str | None, str] | None = None) -> str:
     out = io.StringIO()
     console = Console(file=out, width=160, force_terminal=True, color_system="truecolor")
-    console.print(render(snapshot, title="[blink]title[/]", text_tail=tail))
+    console.print(render(view, title="[blink]title[/]", text_tail=tail))
     return out.getvalue()
 
 
@@ -46,7 +47,7 @@ def _state_with_hostile_text() -> SessionState:
 
 def test_untrusted_text_is_shown_literally_never_interpreted() -> None:
     state = _state_with_hostile_text()
-    screen = _screen(state.snapshot(), tail=("r1", HOSTILE))
+    screen = _screen(state.view(), tail=("r1", HOSTILE))
     # The words arrive on screen as text, markup brackets included ...
     assert "[bold red]not markup[/]" in screen
     assert "[blink]title[/]" in screen
@@ -61,7 +62,7 @@ def test_missing_numbers_are_dashes_and_zero_stays_zero() -> None:
     state = SessionState(SessionInfo(server="http://127.0.0.1:8000"))
     gpu = GpuReading(index=0, name="NVIDIA H200", temperature_c=0.0, power_w=None)
     state.apply(GpuSampled(t=1.0, source="gpu", gpus=(gpu,)))
-    line = next(x for x in _plain(state.snapshot()).splitlines() if "GPU 0" in x)
+    line = next(x for x in _plain(state.view()).splitlines() if "GPU 0" in x)
     assert "0 °C" in line  # a real zero reading stays 0
     assert "—/— W" in line  # power and limit unknown: dashes, not 0
     assert "VRAM —/— GiB" in line
@@ -84,7 +85,7 @@ def test_gpu_line_shows_vram_power_clocks_and_throttling() -> None:
         clock_event_reasons=("sw_power_cap", "hw_thermal_slowdown"),
     )
     state.apply(GpuSampled(t=1.0, source="gpu", gpus=(gpu,)))
-    line = next(x for x in _plain(state.snapshot()).splitlines() if "GPU 0" in x)
+    line = next(x for x in _plain(state.view()).splitlines() if "GPU 0" in x)
     for part in ("91 °C (slowdown 90)", "693/700 W", "VRAM 8.0/140.0 GiB", "SM 1410 MHz"):
         assert part in line
     assert "clocks held by: sw_power_cap, hw_thermal_slowdown" in line
@@ -93,13 +94,13 @@ def test_gpu_line_shows_vram_power_clocks_and_throttling() -> None:
 def test_no_gpu_says_why() -> None:
     state = SessionState(SessionInfo(server="http://127.0.0.1:8000"))
     state.apply(GpuSampled(t=1.0, source="gpu", gpus=(), error="no GPU: NVML library not found"))
-    assert "no GPU: NVML library not found" in _plain(state.snapshot())
+    assert "no GPU: NVML library not found" in _plain(state.view())
 
 
-def _plain(snapshot: dict) -> str:
+def _plain(view: SessionView) -> str:
     out = io.StringIO()
     Console(file=out, width=200, force_terminal=False, color_system=None).print(
-        render(snapshot, title="t")
+        render(view, title="t")
     )
     return out.getvalue()
 
@@ -115,7 +116,7 @@ def test_a_server_cannot_forge_lines_in_plain_output() -> None:
     lines: list[str] = []
     done = threading.Event()
     done.set()
-    run_plain(state.snapshot, done=done, write=lines.append)
+    run_plain(state.view, done=done, write=lines.append)
     assert len(lines) == 1 and "r99" in lines[0]  # shown, but inside the server's own line
     assert "\n" not in lines[0]
     assert clean("a\nb", multiline=True) == "a\nb"  # the answer panel keeps its paragraphs

@@ -15,10 +15,10 @@ import threading
 from typing import Any
 
 from specmon.cli.session_setup import add_baseline_argument, state_factory
+from specmon.core.errors import RecordingError
 from specmon.core.events import ServerLogLine
 from specmon.runtime.monitor import Monitor, Target
 from specmon.runtime.prompt_loop import prompt_loop
-from specmon.runtime.recorder import RecordingError
 from specmon.sources.stream_client import ChatRequest
 
 DEMO_SCHEDULE = "cycle:5f,1t,3d,1r"
@@ -128,11 +128,20 @@ def _drive(monitor: Monitor, args: argparse.Namespace) -> int:
     try:
         if sys.stdout.isatty() and not args.json:
             run_live(
-                monitor.snapshot, title=title, done=done, read_text=lambda: hub.read(tail.read)
+                monitor.view,
+                title=title,
+                done=done,
+                read_text=lambda: hub.read(tail.read),
+                final_view=lambda: monitor.view(fresh=True),
             )
         elif not args.json:
             print(f"[SIMULATED] specmon demo against {client.base_url}", flush=True)
-            run_plain(monitor.snapshot, done=done, write=lambda s: print(s, flush=True))
+            run_plain(
+                monitor.view,
+                done=done,
+                write=lambda s: print(s, flush=True),
+                final_view=lambda: monitor.view(fresh=True),
+            )
         else:
             done.wait()
     except KeyboardInterrupt:

@@ -20,8 +20,9 @@ import threading
 from typing import Any
 
 from specmon.cli.session_setup import add_baseline_argument, default_gpu_source, state_factory
+from specmon.core.errors import RecordingError
+from specmon.core.watch_json import snapshot_of
 from specmon.runtime.monitor import Monitor, pair_targets
-from specmon.runtime.recorder import RecordingError
 
 MIN_INTERVAL_S = 0.1
 """Shortest --interval accepted: faster scraping only loads the server (vLLM's own log cadence
@@ -123,7 +124,7 @@ def _once(monitor: Monitor) -> int:
     monitor.scrape_all_once()
     threading.Event().wait(monitor.interval)
     monitor.scrape_all_once()
-    print(json.dumps(monitor.snapshot()))
+    print(json.dumps(snapshot_of(monitor.view(fresh=True))))
     return 0
 
 
@@ -132,7 +133,7 @@ def _json_lines(monitor: Monitor) -> int:
     stop = threading.Event()
     try:
         while not stop.wait(monitor.interval):
-            print(json.dumps(monitor.snapshot()), flush=True)
+            print(json.dumps(snapshot_of(monitor.view())), flush=True)
     except BrokenPipeError:
         # The reader closed the pipe: stop quietly. Point stdout at devnull so the interpreter's
         # final flush does not fail again (Python docs, "Note on SIGPIPE").
@@ -148,7 +149,17 @@ def _live(monitor: Monitor) -> int:
     done = threading.Event()
     servers = ", ".join(t.base for t in monitor.targets)
     if sys.stdout.isatty():
-        run_live(monitor.snapshot, title=f"specmon watch — {servers}", done=done)
+        run_live(
+            monitor.view,
+            title=f"specmon watch — {servers}",
+            done=done,
+            final_view=lambda: monitor.view(fresh=True),
+        )
     else:
-        run_plain(monitor.snapshot, done=done, write=lambda s: print(s, flush=True))
+        run_plain(
+            monitor.view,
+            done=done,
+            write=lambda s: print(s, flush=True),
+            final_view=lambda: monitor.view(fresh=True),
+        )
     return 0

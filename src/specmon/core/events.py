@@ -11,6 +11,7 @@ improved detector also improves old recordings.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -196,3 +197,9 @@ Event = (
     | GpuSampled
     | Marker
 )
+
+Emit = Callable[[Event], None]
+"""Where a source hands its events (the hub's `emit`, called on the hub thread)."""
+
+GpuEmit = Callable[[GpuSampled], Awaitable[None] | None]
+"""Where the GPU sampling loop hands its samples: a plain function or a coroutine function."""

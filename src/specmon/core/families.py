@@ -7,6 +7,9 @@ histograms export `_bucket`, `_sum`, `_count`). `*_created` samples are never re
 
 from __future__ import annotations
 
+MAX_PAGE_BYTES = 8 * 1024 * 1024
+"""Largest /metrics (or dcgm-exporter) page read: a bigger one is refused as unreadable."""
+
 # ---------------------------------------------------------------- current names
 
 SPEC_DRAFTS = "vllm:spec_decode_num_drafts_total"
@@ -58,9 +61,6 @@ HISTOGRAM_READ_SUFFIXES = ("_sum", "_count")
 lines (about three quarters of the read samples) are skipped: nothing uses them, and skipping them
 keeps the filtered parse under a fifth of a full parse and the recordings small."""
 
-SPEC_COUNTERS: frozenset[str] = frozenset(
-    {SPEC_DRAFTS, SPEC_DRAFT_TOKENS, SPEC_ACCEPTED, SPEC_ACCEPTED_PER_POS}
-)
 SPEC_PREFIX = "vllm:spec_decode_"
 """Any family with this prefix on a page means speculative decoding is configured."""
 

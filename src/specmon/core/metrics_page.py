@@ -31,7 +31,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from specmon.core import families
 from specmon.core.events import MetricSample, labels_of
 
-DEFAULT_MAX_CHARS = 8 * 1024 * 1024
+DEFAULT_MAX_CHARS = families.MAX_PAGE_BYTES
 """Size cap of a page (characters). A vLLM page is ~60 KB; 8 MiB leaves room for many engines."""
 
 

@@ -1,8 +1,14 @@
 """The session state: a fold of every event into what the UI and `specmon watch --json` show.
 
-`SessionState.apply(event)` folds one event; `snapshot()` returns a JSON-serialisable dict (schema
-in docs/watch-json.md). Derived numbers (rates, AL, flags, cycle) are computed here from raw
-observations, so a replayed recording gives the same numbers as the live run.
+`SessionState.apply(event)` folds one event (one handler per event type, core.dispatch);
+`view()` builds the typed, immutable `SessionView` (core.views) and `snapshot()` is that view as
+JSON (core.watch_json, schema in docs/watch-json.md). Derived numbers (rates, AL, flags, cycle)
+are computed here from raw observations, so a replayed recording gives the same numbers as the
+live run.
+
+Publishing (core.publish): `apply` only marks the state dirty; `publish_if_due(now)`, called by
+the runtime on the hub thread at most at a frame rate, rebuilds the view and swaps one reference;
+`published_view` is read from any thread without a lock.
 
 Memory is bounded whatever the session length: time series are rings (`history_points` entries), the
 counter bank keeps a short time window, request rows are capped (`max_requests`; older requests are
@@ -15,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,12 +29,11 @@ from specmon.core import families
 from specmon.core.counters import CounterBank, CounterPoint, sum_by_name, window_between
 from specmon.core.detectors import vanilla
 from specmon.core.detectors.cycle import detect_cycle
+from specmon.core.dispatch import event_table
 from specmon.core.events import (
     Event,
-    GpuReading,
     GpuSampled,
     Marker,
-    MetricSample,
     MetricsScraped,
     RequestEnded,
     RequestStarted,
@@ -36,106 +42,46 @@ from specmon.core.events import (
     SessionInfo,
     StreamChunk,
 )
-from specmon.core.log_lines import EngineLog, SpecDecodingLog, parse_log_line
+from specmon.core.log_lines import parse_log_line
 from specmon.core.percentiles import summary
-from specmon.core.specdecode import (
-    decode_tokens_per_second,
-    gauge_max,
-    gauge_sum,
-    n_spec_of,
-    spec_configured,
-    spec_decode_stats,
+from specmon.core.publish import ViewPublisher
+from specmon.core.request_rows import InFlight, build_row, finite, with_metrics
+from specmon.core.server_state import ServerState
+from specmon.core.specdecode import spec_decode_stats
+from specmon.core.stream_stats import RequestTrace, request_stats
+from specmon.core.views import (
+    CycleView,
+    GpuHistory,
+    GpuView,
+    MarkerKind,
+    MarkerView,
+    PercentilesView,
+    PercentileView,
+    RequestRow,
+    SessionView,
+    SummaryView,
 )
-from specmon.core.stream_stats import RequestStats, RequestTrace, request_stats
+from specmon.core.watch_json import SCHEMA, SCHEMA_VERSION, snapshot_of
 
-SCHEMA = "specmon-watch"
-SCHEMA_VERSION = 1
+__all__ = ["MEMORY_CAP_BYTES", "SCHEMA", "SCHEMA_VERSION", "SessionState"]
 
 DEFAULT_MAX_REQUESTS = 500
 DEFAULT_HISTORY_SECONDS = 600.0
 DEFAULT_WINDOW_SECONDS = 10.0
 MAX_IN_FLIGHT = 256
 MAX_MARKERS = 1000
-MAX_RESETS_KEPT = 50
-MAX_LOG_TAIL = 100
 MAX_ITL_VALUES = 20_000
 MAX_CYCLE_SPEEDS = 200
 MAX_THROTTLE_READINGS = 8
+MAX_PENDING = 16
 PENDING_METRICS_SECONDS = 60.0
 MEMORY_CAP_BYTES = 4 * 1024 * 1024
 """Stated cap on what a SessionState retains (tracemalloc bytes) with the default limits, after
 a 10-hour session at 1 Hz (one server, one GPU, 3,600 requests of 161 tokens, hourly restarts;
 tests/unit/test_session_state.py). Measured 2026-11-22: 1.53 MiB at 2 h, 1.56 MiB at 10 h."""
 
-
-def _num(x: float | None) -> float | None:
-    """A JSON-safe number: None for missing or non-finite."""
-    if x is None or not math.isfinite(x):
-        return None
-    return float(x)
-
-
-def _gpu_dict(r: GpuReading) -> dict[str, Any]:
-    return {
-        "index": r.index,
-        "name": r.name,
-        "uuid": r.uuid,
-        "host": r.host,
-        "temperature_c": _num(r.temperature_c),
-        "slowdown_temperature_c": _num(r.slowdown_temperature_c),
-        "memory_used_bytes": r.memory_used_bytes,
-        "memory_total_bytes": r.memory_total_bytes,
-        "utilization_pct": _num(r.utilization_pct),
-        "power_w": _num(r.power_w),
-        "power_limit_w": _num(r.power_limit_w),
-        "sm_clock_mhz": _num(r.sm_clock_mhz),
-        "memory_clock_mhz": _num(r.memory_clock_mhz),
-        "clock_event_reasons": (
-            list(r.clock_event_reasons) if r.clock_event_reasons is not None else None
-        ),
-    }
-
-
-_SPEC_TOTAL_NAMES = (
-    families.GENERATION_TOKENS,
-    families.SPEC_DRAFTS,
-    families.SPEC_DRAFT_TOKENS,
-    families.SPEC_ACCEPTED,
-)
-
-
-@dataclass(slots=True)
-class _Server:
-    bank: CounterBank
-    history: deque[tuple[float, float | None, float | None, float | None, float | None]]
-    status: str | None = None
-    detail: str = ""
-    status_t: float | None = None
-    last_scrape_t: float | None = None
-    gauges: tuple[MetricSample, ...] = ()
-    spec_configured: bool | None = None
-    n_spec: int | None = None
-    engines: tuple[str, ...] = ()
-    resets: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=MAX_RESETS_KEPT))
-    reset_count: int = 0
-    spec_log: SpecDecodingLog | None = None
-    spec_log_t: float | None = None
-    engine_log: EngineLog | None = None
-    engine_log_t: float | None = None
-    log_tail: deque[str] = field(default_factory=lambda: deque(maxlen=MAX_LOG_TAIL))
-    log_lines: int = 0
-
-
-@dataclass(slots=True)
-class _InFlight:
-    trace: RequestTrace
-    source: str
-    model: str | None
-    temperature: float | None
-    overlap: int = 0
-    running_max: float | None = None
-    throttle: list[GpuReading] = field(default_factory=list)
-    before: CounterPoint | None = None
+GpuPoint = tuple[float, float | None, float | None, float | None, int | None, float | None]
+"""(t, temperature °C, power W, SM clock MHz, memory used bytes, utilisation %)."""
 
 
 @dataclass(slots=True)
@@ -143,7 +89,7 @@ class _Pending:
     """A finished request that ran alone, waiting for the scrape whose generation-token delta
     equals its completion tokens (then the /metrics AL of that request is exact)."""
 
-    row: dict[str, Any]
+    request_id: str
     source: str
     before: CounterPoint
     tokens: int
@@ -171,8 +117,13 @@ class _Totals:
         return self.sums[key] / n if n else None
 
 
+def _pct(values: Any) -> PercentileView:
+    s = summary(values)
+    return PercentileView(p50=s["p50"], p95=s["p95"], p99=s["p99"])
+
+
 class SessionState:
-    """Fold of a session's events; `snapshot()` is what the UI and `watch --json` read."""
+    """Fold of a session's events; `view()` is what the UI reads, `snapshot()` its JSON."""
 
     def __init__(
         self,
@@ -183,6 +134,7 @@ class SessionState:
         window_seconds: float = DEFAULT_WINDOW_SECONDS,
         baseline_tok_s: float | None = None,
         vanilla_margin: float = vanilla.DEFAULT_MARGIN,
+        publish_interval_s: float = 0.05,
     ) -> None:
         if max_requests < 1:
             raise ValueError(f"max_requests must be at least 1 (got {max_requests})")
@@ -192,52 +144,69 @@ class SessionState:
         self.window_seconds = window_seconds
         self.history_points = max(int(history_seconds), 2)
         self.max_requests = max_requests
-        self._servers: dict[str, _Server] = {}
-        self._in_flight: dict[str, _InFlight] = {}
-        self._rows: deque[dict[str, Any]] = deque(maxlen=max_requests)
+        self._servers: dict[str, ServerState] = {}
+        self._in_flight: dict[str, InFlight] = {}
+        self._rows: deque[RequestRow] = deque(maxlen=max_requests)
         self._pending: list[_Pending] = []
         self._totals = _Totals()
         self._lost_in_flight = 0
         self._itl: deque[float] = deque(maxlen=MAX_ITL_VALUES)
         self._speeds: deque[float] = deque(maxlen=MAX_CYCLE_SPEEDS)
-        self._cycle_cache: dict[str, Any] | None = None
+        self._cycle_cache: CycleView | None = None
         self._cycle_dirty = False
-        self._markers: deque[dict[str, Any]] = deque(maxlen=MAX_MARKERS)
+        self._pct_cache: PercentilesView | None = None
+        self._markers: deque[MarkerView] = deque(maxlen=MAX_MARKERS)
         self._gpu_last: GpuSampled | None = None
-        self._gpu_history: dict[int, deque[tuple[Any, ...]]] = {}
+        self._gpu_history: dict[int, deque[GpuPoint]] = {}
+        self._gpu_view_cache: GpuView | None = None
         self._t: float | None = None
         self.events = 0
+        self._handlers: dict[type, Callable[[Any], None]] = event_table(
+            {
+                MetricsScraped: self._scraped,
+                StreamChunk: self._chunk,
+                RequestStarted: self._started,
+                RequestEnded: self._ended,
+                GpuSampled: self._gpu,
+                ServerStatusChanged: self._status,
+                ServerLogLine: self._log,
+                Marker: self._marker,
+            },
+            name="session fold",
+        )
+        self.publisher: ViewPublisher[SessionView] = ViewPublisher(
+            self.view, min_interval_s=publish_interval_s
+        )
 
     # ------------------------------------------------------------------ folding
 
     def apply(self, event: Event) -> None:
-        """Fold one event (any type). Unknown objects are ignored."""
+        """Fold one event (any type). Objects that are not events are ignored."""
+        handler = self._handlers.get(type(event))
+        if handler is None:
+            return
         self.events += 1
-        t = getattr(event, "t", None)
+        t = event.t
         if isinstance(t, int | float) and (self._t is None or t > self._t):
             self._t = float(t)
-        if isinstance(event, MetricsScraped):
-            self._scraped(event)
-        elif isinstance(event, StreamChunk):
-            self._trace(event.request_id, None).trace.add(event)
-        elif isinstance(event, RequestStarted):
-            self._started(event)
-        elif isinstance(event, RequestEnded):
-            self._ended(event)
-        elif isinstance(event, GpuSampled):
-            self._gpu(event)
-        elif isinstance(event, ServerStatusChanged):
-            self._status(event)
-        elif isinstance(event, ServerLogLine):
-            self._log(event)
-        elif isinstance(event, Marker):
-            self._markers.append({"t": event.t, "kind": "user", "label": event.label})
+        handler(event)
+        self.publisher.mark_dirty()
 
-    def _server(self, source: str) -> _Server:
+    def _marker(self, e: Marker) -> None:
+        self._add_marker(e.t, "user", e.label)
+
+    def _add_marker(self, t: float, kind: MarkerKind, label: str) -> None:
+        self._markers.append(MarkerView(t=t, kind=kind, label=label))
+
+    def _chunk(self, e: StreamChunk) -> None:
+        self._trace(e.request_id, None).trace.add(e)
+
+    def _server(self, source: str) -> ServerState:
         server = self._servers.get(source)
         if server is None:
             keep = max(self.window_seconds * 2 + 5, PENDING_METRICS_SECONDS + 5)
-            server = _Server(
+            server = ServerState(
+                source=source,
                 bank=CounterBank(keep_seconds=keep, max_points=4096),
                 history=deque(maxlen=self.history_points),
             )
@@ -246,42 +215,9 @@ class SessionState:
 
     def _scraped(self, e: MetricsScraped) -> None:
         s = self._server(e.source)
-        counters = [x for x in e.samples if x.name in families.COUNTERS]
-        resets = s.bank.observe(e.t, counters)
-        for r in resets:
-            s.reset_count += 1
-            item = {
-                "t": r.t,
-                "series": r.name,
-                "labels": dict(r.labels),
-                "before": r.before,
-                "after": r.after,
-            }
-            s.resets.append(item)
-        if resets:
-            self._markers.append(
-                {"t": e.t, "kind": "counter_reset", "label": f"counters reset on {e.source}"}
-            )
-        s.gauges = tuple(x for x in e.samples if x.name in families.GAUGES)
-        s.last_scrape_t = e.t
-        # No vllm: family at all (--disable-log-stats): whether speculation runs is unknown.
-        s.spec_configured = spec_configured(e.samples) if e.samples else None
-        s.n_spec = n_spec_of(e.samples)
-        s.engines = tuple(sorted({v for x in e.samples for k, v in x.labels if k == "engine"}))
-        if s.status != "up":
-            s.status, s.detail, s.status_t = "up", "", e.t
-        window = s.bank.window(self.window_seconds)
-        stats = spec_decode_stats(window.deltas) if window else None
-        running = gauge_sum(s.gauges, families.REQUESTS_RUNNING)
-        s.history.append(
-            (
-                e.t,
-                decode_tokens_per_second(window),
-                stats.acceptance_length if stats else None,
-                running,
-                gauge_max(s.gauges, families.KV_CACHE_USAGE),
-            )
-        )
+        if s.scraped(e, self.window_seconds):
+            self._add_marker(e.t, "counter_reset", f"counters reset on {e.source}")
+        running = s.running()
         for f in self._in_flight.values():
             if f.source == e.source and running is not None:
                 f.running_max = running if f.running_max is None else max(f.running_max, running)
@@ -300,27 +236,28 @@ class SessionState:
             deltas = window_between(p.before, last).deltas
             gen = sum_by_name(deltas, families.GENERATION_TOKENS)
             if gen is not None and round(gen) == p.tokens:
-                st = spec_decode_stats(deltas)
-                p.row["metrics_acceptance_length"] = _num(st.acceptance_length)
-                p.row["metrics_draft_acceptance_rate"] = _num(st.draft_acceptance_rate)
-                p.row["metrics_per_position_rates"] = (
-                    list(st.per_position_rates) if st.per_position_rates else None
-                )
+                self._replace_row(p.request_id, spec_decode_stats(deltas))
             elif (gen is None or gen < p.tokens) and t - p.t_end <= PENDING_METRICS_SECONDS:
                 keep.append(p)
         self._pending = keep
 
-    def _trace(self, request_id: str, started: RequestStarted | None) -> _InFlight:
+    def _replace_row(self, request_id: str, st: Any) -> None:
+        rows = self._rows
+        for i in range(len(rows) - 1, -1, -1):
+            if rows[i].request_id == request_id:
+                rows[i] = with_metrics(rows[i], st)
+                return
+
+    def _trace(self, request_id: str, started: RequestStarted | None) -> InFlight:
         f = self._in_flight.get(request_id)
         if f is None:
             if len(self._in_flight) >= MAX_IN_FLIGHT:
                 oldest = next(iter(self._in_flight))
                 del self._in_flight[oldest]
                 self._lost_in_flight += 1
-            source = started.source if started else ""
-            f = _InFlight(
+            f = InFlight(
                 trace=RequestTrace(request_id),
-                source=source,
+                source=started.source if started else "",
                 model=started.model if started else None,
                 temperature=started.temperature if started else None,
             )
@@ -340,18 +277,19 @@ class SessionState:
 
     def _gpu(self, e: GpuSampled) -> None:
         self._gpu_last = e
+        self._gpu_view_cache = None
         for r in e.gpus:
             ring = self._gpu_history.get(r.index)
             if ring is None:
                 ring = self._gpu_history[r.index] = deque(maxlen=self.history_points)
-            ring.append(
+            ring.append(  # finite at entry, so a view copies columns without checks
                 (
                     e.t,
-                    r.temperature_c,
-                    r.power_w,
-                    r.sm_clock_mhz,
+                    finite(r.temperature_c),
+                    finite(r.power_w),
+                    finite(r.sm_clock_mhz),
                     r.memory_used_bytes,
-                    r.utilization_pct,
+                    finite(r.utilization_pct),
                 )
             )
             if self._in_flight and vanilla.throttle_evidence((r,)) is not None:
@@ -362,18 +300,12 @@ class SessionState:
     def _status(self, e: ServerStatusChanged) -> None:
         s = self._server(e.source)
         if s.status != e.status:
-            self._markers.append({"t": e.t, "kind": "status", "label": f"{e.source}: {e.status}"})
-        s.status, s.detail, s.status_t = e.status, e.detail, e.t
+            self._add_marker(e.t, "status", f"{e.source}: {e.status}")
+        s.set_status(e.status, e.detail, e.t)
 
     def _log(self, e: ServerLogLine) -> None:
-        s = self._server(e.source)
-        s.log_lines += 1
-        s.log_tail.append(e.line[:2000])
         parsed = parse_log_line(e.line, vllm_version=self.info.vllm_version)
-        if isinstance(parsed, SpecDecodingLog):
-            s.spec_log, s.spec_log_t = parsed, e.t
-        elif isinstance(parsed, EngineLog):
-            s.engine_log, s.engine_log_t = parsed, e.t
+        self._server(e.source).logged(e.line, parsed, e.t)
 
     # ------------------------------------------------------------------ requests
 
@@ -400,9 +332,11 @@ class SessionState:
             server_running_max=f.running_max,
             margin=self.vanilla_margin,
         )
+        # The judge reads the best per-request acceptance it has at the end: the server's own
+        # object when valid (stats.server_spec), else the chunks' AL; /metrics comes later.
         verdict = vanilla.judge(stats, ctx)
-        row = _row(stats, verdict, f)
-        self._rows.append(row)
+        self._rows.append(build_row(stats, verdict, f, n_spec))
+        self._pct_cache = None
         self._itl.extend(stats.itl_s)
         tot = self._totals
         tot.requests += 1
@@ -420,151 +354,114 @@ class SessionState:
             and f.before is not None
             and stats.completion_tokens
         ):
-            self._pending.append(_Pending(row, f.source, f.before, stats.completion_tokens, e.t))
-            self._pending = self._pending[-16:]
+            self._pending.append(
+                _Pending(e.request_id, f.source, f.before, stats.completion_tokens, e.t)
+            )
+            self._pending = self._pending[-MAX_PENDING:]
 
-    # ------------------------------------------------------------------ snapshot
+    # ------------------------------------------------------------------ views
+
+    def publish_if_due(self, now: float) -> bool:
+        """Rebuild and publish the view when events changed the state and the last publish is at
+        least the publish interval old (call on the hub thread, under the hub's lock)."""
+        return self.publisher.publish_if_due(now)
+
+    def publish(self) -> SessionView:
+        """Rebuild and publish the view now (under the hub's lock); returns it."""
+        return self.publisher.publish()
+
+    @property
+    def published_view(self) -> SessionView | None:
+        """The last published view (None before the first publish): read without a lock."""
+        return self.publisher.current
+
+    def view(self) -> SessionView:
+        """Build the typed view of everything shown (call under the hub's lock)."""
+        rows = tuple(self._rows)
+        tot = self._totals
+        return SessionView(
+            t=self._t,
+            info=self.info,
+            simulated=self.info.simulated,
+            baseline_tok_s=finite(self.baseline_tok_s),
+            window_seconds=self.window_seconds,
+            servers=tuple(s.view(self.window_seconds) for s in self._servers.values()),
+            rows=rows,
+            in_flight=tuple(
+                build_row(request_stats(f.trace, n_spec=n_spec), None, f, n_spec)
+                for f in self._in_flight.values()
+                for n_spec in (self._context(f.source)[1],)
+            ),
+            summary=SummaryView(
+                total=tot.requests,
+                ok=tot.outcomes.get("ok", 0),
+                failed=tot.outcomes.get("failed", 0),
+                cancelled=tot.outcomes.get("cancelled", 0),
+                flagged=tot.flagged,
+                rows_kept=len(rows),
+                rows_dropped=tot.requests - len(rows),
+                lost_in_flight=self._lost_in_flight,
+                mean_decode_tok_s=tot.mean("decode_tok_s"),
+                mean_e2e_tok_s=tot.mean("e2e_tok_s"),
+                mean_ttft_s=tot.mean("ttft_s"),
+                mean_client_acceptance_length=tot.mean("client_acceptance_length"),
+            ),
+            percentiles=self._percentiles(rows),
+            gpu=self._gpu_view(),
+            markers=tuple(self._markers),
+            cycle=self._cycle(),
+            events=self.events,
+        )
 
     def snapshot(self) -> dict[str, Any]:
         """Everything shown, as plain JSON-serialisable data (docs/watch-json.md)."""
-        rows = list(self._rows)
-        done = [r for r in rows if r["outcome"] == "ok"]
+        return snapshot_of(self.view())
 
-        def pct(key: str) -> dict[str, float | None]:
-            return summary(r[key] for r in done if r[key] is not None)
+    def _percentiles(self, rows: tuple[RequestRow, ...]) -> PercentilesView:
+        if self._pct_cache is None:
+            done = [r for r in rows if r.outcome == "ok"]
+            self._pct_cache = PercentilesView(
+                ttft_s=_pct(r.ttft_s for r in done if r.ttft_s is not None),
+                tpot_s=_pct(r.tpot_s for r in done if r.tpot_s is not None),
+                e2el_s=_pct(r.e2el_s for r in done if r.e2el_s is not None),
+                decode_tok_s=_pct(r.decode_tok_s for r in done if r.decode_tok_s is not None),
+                itl_s=_pct(self._itl),
+            )
+        return self._pct_cache
 
-        tot = self._totals
-        return {
-            "schema": SCHEMA,
-            "version": SCHEMA_VERSION,
-            "t": self._t,
-            "simulated": self.info.simulated,
-            "session": {
-                "server": self.info.server,
-                "model": self.info.model,
-                "draft_model": self.info.draft_model,
-                "method": self.info.method,
-                "n_spec": self.info.n_spec,
-                "vllm_version": self.info.vllm_version,
-                "gpu": self.info.gpu,
-                "baseline_tok_s": _num(self.baseline_tok_s),
-                "window_seconds": self.window_seconds,
-            },
-            "servers": {src: self._server_snapshot(s) for src, s in self._servers.items()},
-            "requests": {
-                "rows": rows,
-                "in_flight": [
-                    _row(request_stats(f.trace, n_spec=self._context(f.source)[1]), None, f)
-                    for f in self._in_flight.values()
-                ],
-                "summary": {
-                    "total": tot.requests,
-                    "ok": tot.outcomes.get("ok", 0),
-                    "failed": tot.outcomes.get("failed", 0),
-                    "cancelled": tot.outcomes.get("cancelled", 0),
-                    "flagged": tot.flagged,
-                    "rows_kept": len(rows),
-                    "rows_dropped": tot.requests - len(rows),
-                    "lost_in_flight": self._lost_in_flight,
-                    "mean_decode_tok_s": tot.mean("decode_tok_s"),
-                    "mean_e2e_tok_s": tot.mean("e2e_tok_s"),
-                    "mean_ttft_s": tot.mean("ttft_s"),
-                    "mean_client_acceptance_length": tot.mean("client_acceptance_length"),
-                },
-                "percentiles": {
-                    "ttft_s": pct("ttft_s"),
-                    "tpot_s": pct("tpot_s"),
-                    "e2el_s": pct("e2el_s"),
-                    "decode_tok_s": pct("decode_tok_s"),
-                    "itl_s": summary(self._itl),
-                },
-            },
-            "gpu": self._gpu_snapshot(),
-            "markers": list(self._markers),
-            "cycle": self._cycle(),
-        }
+    def _gpu_view(self) -> GpuView:
+        if self._gpu_view_cache is None:
+            self._gpu_view_cache = self._build_gpu_view()
+        return self._gpu_view_cache
 
-    def _server_snapshot(self, s: _Server) -> dict[str, Any]:
-        window = s.bank.window(self.window_seconds)
-        stats = spec_decode_stats(window.deltas) if window else None
-        totals = s.bank.totals()
-        hist = list(s.history)
-        return {
-            "status": s.status,
-            "status_detail": s.detail,
-            "status_since": s.status_t,
-            "last_scrape_t": s.last_scrape_t,
-            "spec_configured": s.spec_configured,
-            "n_spec": s.n_spec,
-            "engines": list(s.engines),
-            "window_seconds": window.seconds if window else None,
-            "decode_tok_s": _num(decode_tokens_per_second(window)),
-            "acceptance_length": _num(stats.acceptance_length) if stats else None,
-            "draft_acceptance_rate": _num(stats.draft_acceptance_rate) if stats else None,
-            "per_position_rates": (
-                list(stats.per_position_rates) if stats and stats.per_position_rates else None
-            ),
-            "v0_draft_acceptance_rate": _num(
-                gauge_max(s.gauges, families.V0_DRAFT_ACCEPTANCE_RATE)
-            ),
-            "requests_running": _num(gauge_sum(s.gauges, families.REQUESTS_RUNNING)),
-            "requests_waiting": _num(gauge_sum(s.gauges, families.REQUESTS_WAITING)),
-            "kv_cache_usage": _num(gauge_max(s.gauges, families.KV_CACHE_USAGE)),
-            "totals": {
-                "generation_tokens": sum_by_name(totals, families.GENERATION_TOKENS),
-                "drafts": sum_by_name(totals, families.SPEC_DRAFTS),
-                "draft_tokens": sum_by_name(totals, families.SPEC_DRAFT_TOKENS),
-                "accepted_tokens": sum_by_name(totals, families.SPEC_ACCEPTED),
-            },
-            "counter_resets": s.reset_count,
-            "recent_resets": list(s.resets),
-            "history": {
-                "t": [h[0] for h in hist],
-                "decode_tok_s": [_num(h[1]) for h in hist],
-                "acceptance_length": [_num(h[2]) for h in hist],
-                "requests_running": [_num(h[3]) for h in hist],
-                "kv_cache_usage": [_num(h[4]) for h in hist],
-            },
-            "log": {
-                "lines": s.log_lines,
-                "tail": list(s.log_tail),
-                "spec_decoding": _spec_log_dict(s.spec_log, s.spec_log_t),
-                "engine": _engine_log_dict(s.engine_log, s.engine_log_t),
-            },
-        }
-
-    def _gpu_snapshot(self) -> dict[str, Any]:
+    def _build_gpu_view(self) -> GpuView:
         last = self._gpu_last
-        return {
-            "source": last.source if last else None,
-            "t": last.t if last else None,
-            "error": last.error if last else None,
-            "gpus": [_gpu_dict(r) for r in last.gpus] if last else [],
-            "history": {
-                str(index): {
-                    "t": [x[0] for x in ring],
-                    "temperature_c": [_num(x[1]) for x in ring],
-                    "power_w": [_num(x[2]) for x in ring],
-                    "sm_clock_mhz": [_num(x[3]) for x in ring],
-                    "memory_used_bytes": [x[4] for x in ring],
-                    "utilization_pct": [_num(x[5]) for x in ring],
-                }
+        return GpuView(
+            source=last.source if last else None,
+            t=last.t if last else None,
+            error=last.error if last else None,
+            gpus=last.gpus if last else (),
+            history=tuple(
+                GpuHistory(index, *(zip(*ring, strict=True) if ring else ((),) * 6))
                 for index, ring in self._gpu_history.items()
-            },
-        }
+            ),
+        )
 
-    def _cycle(self) -> dict[str, Any] | None:
+    def _cycle(self) -> CycleView | None:
         if self._cycle_dirty:
             self._cycle_dirty = False
             speeds = list(self._speeds)
             report = detect_cycle(speeds)
-            base: dict[str, Any] = {
-                "requests": len(speeds),
-                "long_run_mean_tok_s": sum(speeds) / len(speeds) if speeds else None,
-                "detected": report is not None,
-            }
-            if report is not None:
-                base.update(
+            long_run = sum(speeds) / len(speeds) if speeds else None
+            if report is None:
+                self._cycle_cache = CycleView(
+                    requests=len(speeds), long_run_mean_tok_s=long_run, detected=False
+                )
+            else:
+                self._cycle_cache = CycleView(
+                    requests=len(speeds),
+                    long_run_mean_tok_s=long_run,
+                    detected=True,
                     period=report.period,
                     cycles=report.cycles,
                     transitions_per_cycle=report.transitions_per_cycle,
@@ -578,7 +475,6 @@ class SessionState:
                         report.long_run_mean / report.fast_mean if report.fast_mean else None
                     ),
                 )
-            self._cycle_cache = base
         return self._cycle_cache
 
     # ------------------------------------------------------------------ sizes (for tests)
@@ -598,80 +494,3 @@ class SessionState:
             "resets": sum(len(s.resets) for s in self._servers.values()),
             "log_tail": sum(len(s.log_tail) for s in self._servers.values()),
         }
-
-
-def _row(
-    stats: RequestStats, verdict: vanilla.VanillaVerdict | None, f: _InFlight
-) -> dict[str, Any]:
-    server = stats.server_spec
-    itl = summary(stats.itl_s)
-    return {
-        "request_id": stats.request_id,
-        "source": f.source,
-        "model": f.model,
-        "outcome": stats.outcome,
-        "error": stats.error,
-        "t_send": stats.t_send,
-        "t_end": stats.t_end,
-        "temperature": f.temperature,
-        "max_tokens": stats.max_tokens,
-        "prompt_tokens": stats.prompt_tokens,
-        "completion_tokens": stats.completion_tokens,
-        "ttft_s": _num(stats.ttft_s),
-        "e2el_s": _num(stats.e2el_s),
-        "tpot_s": _num(stats.tpot_s),
-        "decode_tok_s": _num(stats.decode_tok_s),
-        "e2e_tok_s": _num(stats.e2e_tok_s),
-        "itl_p50_s": itl["p50"],
-        "itl_p99_s": itl["p99"],
-        "chunks": len(stats.itl_s) + (1 if stats.ttft_s is not None else 0),
-        "decode_chunks": stats.decode_chunks,
-        "merged_chunks": stats.merged_chunks,
-        "single_token_chunks": stats.single_token_chunks,
-        "client_acceptance_length": _num(stats.client_acceptance_length),
-        "server_acceptance_length": _num(server.mean_acceptance_length) if server else None,
-        "server_draft_acceptance_rate": _num(server.draft_acceptance_rate) if server else None,
-        "metrics_acceptance_length": None,
-        "metrics_draft_acceptance_rate": None,
-        "metrics_per_position_rates": None,
-        "overlapping_requests": f.overlap,
-        "vanilla": (
-            None
-            if verdict is None
-            else {
-                "flagged": verdict.flagged,
-                "judged": verdict.judged,
-                "reasons": [{"code": c, "text": s} for c, s in verdict.reasons],
-            }
-        ),
-    }
-
-
-def _spec_log_dict(log: SpecDecodingLog | None, t: float | None) -> dict[str, Any] | None:
-    if log is None:
-        return None
-    return {
-        "t": t,
-        "acceptance_length": _num(log.acceptance_length),
-        "draft_acceptance_rate": _num(log.draft_acceptance_rate),
-        "accepted_tokens": log.accepted_tokens,
-        "drafted_tokens": log.drafted_tokens,
-        "per_position_rates": list(log.per_position_rates) if log.per_position_rates else None,
-        "format": log.format,
-    }
-
-
-def _engine_log_dict(log: EngineLog | None, t: float | None) -> dict[str, Any] | None:
-    if log is None:
-        return None
-    return {
-        "t": t,
-        "engine": log.engine,
-        "prompt_tok_s": _num(log.prompt_tok_s),
-        "generation_tok_s": _num(log.generation_tok_s),
-        "running": log.running,
-        "waiting": log.waiting,
-        "kv_cache_usage": _num(log.kv_cache_usage),
-        "prefix_cache_hit_rate": _num(log.prefix_cache_hit_rate),
-        "format": log.format,
-    }

@@ -82,11 +82,6 @@ def spec_decode_stats(deltas: Mapping[SeriesKey, float]) -> SpecDecodeStats:
     )
 
 
-def window_spec_stats(window: CounterWindow | None) -> SpecDecodeStats | None:
-    """`spec_decode_stats` of a counter window (None when there is no window yet)."""
-    return None if window is None else spec_decode_stats(window.deltas)
-
-
 def decode_tokens_per_second(window: CounterWindow | None) -> float | None:
     """Server-wide decode tok/s = Δgeneration_tokens / Δt (None without a window or time)."""
     return None if window is None else window.rate(families.GENERATION_TOKENS)

@@ -24,16 +24,27 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from specmon.core.events import RequestEnded, RequestStarted, StreamChunk
 
+MAX_SPEC_STEPS = 1_000_000
+"""Most speculative steps a per-request object may report (more is absurd for one request)."""
+MAX_SPEC_TOKENS = 255
+"""Largest K (num_spec_tokens) accepted in a per-request object (vLLM's drafters use up to ~16)."""
+
 
 @dataclass(frozen=True, slots=True)
 class ServerSpecStats:
-    """vLLM's per-request `metrics.speculative_decoding` (newest vLLM), read defensively."""
+    """vLLM's per-request `metrics.speculative_decoding` (newest vLLM), validated.
+
+    AL = 1 + accepted/steps and the draft acceptance rate = accepted/draft tokens are recomputed
+    from the counts when present (vLLM's formulas). Per-position rate i = share of steps that
+    accepted at least i+1 drafts, from `per_step_accepted` (detailed) or else from
+    `acceptance_histogram` (index j = steps that accepted exactly j drafts).
+    """
 
     mean_acceptance_length: float | None = None
     draft_acceptance_rate: float | None = None
@@ -41,6 +52,14 @@ class ServerSpecStats:
     num_accepted_draft_tokens: int | None = None
     num_draft_tokens: int | None = None
     num_spec_tokens: int | None = None
+    per_position_rates: tuple[float, ...] | None = None
+    acceptance_histogram: tuple[int, ...] | None = None
+    per_step_accepted: tuple[int, ...] | None = None
+    per_step_drafted: tuple[int, ...] | None = None
+
+
+class SpecObjectError(ValueError):
+    """A per-request speculative-decoding object that is malformed, inconsistent or too large."""
 
 
 def _num(value: Any) -> float | None:
@@ -55,31 +74,137 @@ def _int(value: Any) -> int | None:
     return int(v) if v is not None and v >= 0 and v == int(v) else None
 
 
-def parse_server_spec(data: Mapping[str, Any] | None) -> ServerSpecStats | None:
-    """ServerSpecStats from the response object; fields that are missing or not numbers are None.
-
-    The mean AL is recomputed as 1 + accepted/steps when both counts are present (vLLM's formula),
-    so a server's rounding or a wrong field does not leak in.
-    """
-    if not isinstance(data, Mapping):
+def _count(data: Mapping[str, Any], key: str, limit: int) -> int | None:
+    """A count field: absent/null gives None; anything but a whole number 0..limit is an error."""
+    value = data.get(key)
+    if value is None:
         return None
-    steps = _int(data.get("num_spec_steps"))
-    accepted = _int(data.get("num_accepted_draft_tokens"))
-    drafted = _int(data.get("num_draft_tokens"))
+    v = _int(value)
+    if v is None:
+        raise SpecObjectError(f"{key} is not a whole number >= 0")
+    if v > limit:
+        raise SpecObjectError(f"{key} {v} is absurdly large")
+    return v
+
+
+def _int_list(data: Mapping[str, Any], key: str, limit: int) -> tuple[int, ...] | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list | tuple):
+        raise SpecObjectError(f"{key} is not a list")
+    if len(value) > MAX_SPEC_STEPS:
+        raise SpecObjectError(f"{key} has {len(value)} entries (absurdly many)")
+    out: list[int] = []
+    for x in value:
+        v = _int(x)
+        if v is None or v > limit:
+            raise SpecObjectError(f"{key} has an entry that is not a whole number 0..{limit}")
+        out.append(v)
+    return tuple(out)
+
+
+def _rates_from_steps(accepted: Sequence[int], k: int) -> tuple[float, ...] | None:
+    steps = len(accepted)
+    if steps == 0 or k <= 0:
+        return None
+    return tuple(sum(1 for a in accepted if a >= i + 1) / steps for i in range(k))
+
+
+def _rates_from_histogram(hist: Sequence[int], k: int) -> tuple[float, ...] | None:
+    steps = sum(hist)
+    if steps == 0 or k <= 0:
+        return None
+    return tuple(sum(hist[i + 1 :]) / steps for i in range(k))
+
+
+def validate_server_spec(
+    data: Any,
+) -> tuple[ServerSpecStats | None, str | None]:
+    """(stats, None) for a usable object; (None, note) for one that must be ignored; (None, None)
+    when there is none. Never raises on any JSON value."""
+    if data is None:
+        return None, None
+    if not isinstance(data, Mapping):
+        return None, f"server per-request metrics ignored: not an object ({type(data).__name__})"
+    try:
+        return _validated(data), None
+    except SpecObjectError as exc:
+        return None, f"server per-request metrics ignored: {exc}"
+
+
+def _validated(data: Mapping[str, Any]) -> ServerSpecStats:
+    big = MAX_SPEC_STEPS * MAX_SPEC_TOKENS
+    steps = _count(data, "num_spec_steps", MAX_SPEC_STEPS)
+    accepted = _count(data, "num_accepted_draft_tokens", big)
+    drafted = _count(data, "num_draft_tokens", big)
+    k = _count(data, "num_spec_tokens", MAX_SPEC_TOKENS)
+    limit = k if k is not None else MAX_SPEC_TOKENS
+    hist = _int_list(data, "acceptance_histogram", MAX_SPEC_STEPS)
+    per_acc = _int_list(data, "per_step_accepted", limit)
+    per_drafted = _int_list(data, "per_step_drafted", limit)
+    if accepted is not None and drafted is not None and accepted > drafted:
+        raise SpecObjectError(f"accepted {accepted} above drafted {drafted}")
+    if steps is not None and k is not None:
+        if drafted is not None and drafted > steps * k:
+            raise SpecObjectError(f"{drafted} draft tokens in {steps} steps of at most {k}")
+        if accepted is not None and accepted > steps * k:
+            raise SpecObjectError(f"{accepted} accepted in {steps} steps of at most {k}")
+    for name, arr in (("per_step_accepted", per_acc), ("per_step_drafted", per_drafted)):
+        if arr is not None and steps is not None and len(arr) != steps:
+            raise SpecObjectError(f"{name} has {len(arr)} entries for {steps} steps")
+    if per_acc is not None and per_drafted is not None:
+        if len(per_acc) != len(per_drafted):
+            raise SpecObjectError("per_step_accepted and per_step_drafted differ in length")
+        if any(a > d for a, d in zip(per_acc, per_drafted, strict=True)):
+            raise SpecObjectError("a step accepted more drafts than it drafted")
+    if per_acc is not None and accepted is not None and sum(per_acc) != accepted:
+        raise SpecObjectError("per_step_accepted does not sum to num_accepted_draft_tokens")
+    if per_drafted is not None and drafted is not None and sum(per_drafted) != drafted:
+        raise SpecObjectError("per_step_drafted does not sum to num_draft_tokens")
+    if hist is not None:
+        if k is not None and len(hist) > k + 1:
+            raise SpecObjectError(f"acceptance_histogram has {len(hist)} entries for K={k}")
+        if steps is not None and sum(hist) != steps:
+            raise SpecObjectError("acceptance_histogram does not sum to num_spec_steps")
+        if accepted is not None and sum(j * n for j, n in enumerate(hist)) != accepted:
+            raise SpecObjectError("acceptance_histogram disagrees with num_accepted_draft_tokens")
+
     al = _num(data.get("mean_acceptance_length"))
     if steps is not None and accepted is not None:
         al = 1.0 + accepted / steps if steps > 0 else None
+    elif al is not None and al < 1.0:
+        raise SpecObjectError(f"mean_acceptance_length {al} below 1")
     rate = _num(data.get("draft_acceptance_rate"))
     if drafted is not None and accepted is not None:
         rate = accepted / drafted if drafted > 0 else None
+    elif rate is not None and not 0.0 <= rate <= 1.0:
+        raise SpecObjectError(f"draft_acceptance_rate {rate} outside 0..1")
+
+    per_pos: tuple[float, ...] | None = None
+    if per_acc is not None:
+        width = k if k is not None else max((*per_acc, *(per_drafted or ())), default=0)
+        per_pos = _rates_from_steps(per_acc, width)
+    elif hist is not None:
+        per_pos = _rates_from_histogram(hist, k if k is not None else len(hist) - 1)
     return ServerSpecStats(
         mean_acceptance_length=al,
         draft_acceptance_rate=rate,
         num_spec_steps=steps,
         num_accepted_draft_tokens=accepted,
         num_draft_tokens=drafted,
-        num_spec_tokens=_int(data.get("num_spec_tokens")),
+        num_spec_tokens=k,
+        per_position_rates=per_pos,
+        acceptance_histogram=hist,
+        per_step_accepted=per_acc,
+        per_step_drafted=per_drafted,
     )
+
+
+def parse_server_spec(data: Any) -> ServerSpecStats | None:
+    """ServerSpecStats from the response object; None when absent or when it must be ignored
+    (malformed, inconsistent or absurdly large: `validate_server_spec` says why)."""
+    return validate_server_spec(data)[0]
 
 
 @dataclass(slots=True)
@@ -145,8 +270,13 @@ class RequestStats:
     single_token_chunks: int
     client_acceptance_length: float | None
     server_spec: ServerSpecStats | None
+    """The server's per-request object when present and valid (else None)."""
     t_first_token: float | None = None
     t_last_token: float | None = None
+    server_spec_note: str | None = None
+    """Why the server's per-request object was ignored, when it was."""
+    counted_chunk_tokens: tuple[int, ...] = ()
+    """Tokens of the decode chunks that client AL counts (not merged, not the cut final one)."""
 
 
 def _first_last_token_times(
@@ -211,6 +341,7 @@ def request_stats(trace: RequestTrace, *, n_spec: int | None = None) -> RequestS
         merged = sum(1 for d in decode_deltas if d > limit)
         counted = [d for d in counted if d <= limit]
     client_al = sum(counted) / len(counted) if counted else None
+    server_spec, server_note = validate_server_spec(ended.spec_decoding if ended else None)
 
     return RequestStats(
         request_id=trace.request_id,
@@ -232,7 +363,9 @@ def request_stats(trace: RequestTrace, *, n_spec: int | None = None) -> RequestS
         merged_chunks=merged,
         single_token_chunks=sum(1 for d in decode_deltas if d == 1),
         client_acceptance_length=client_al,
-        server_spec=parse_server_spec(ended.spec_decoding) if ended else None,
+        server_spec=server_spec,
         t_first_token=t_first,
         t_last_token=t_last,
+        server_spec_note=server_note,
+        counted_chunk_tokens=tuple(counted),
     )

@@ -20,9 +20,8 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 from specmon.core.clock import Clock
-from specmon.core.events import Event
+from specmon.core.events import Emit, Event
 
-Emit = Callable[[Event], None]
 Subscriber = Callable[[Event], None]
 SourceRun = Callable[[Emit], Awaitable[Any]]
 T = TypeVar("T")

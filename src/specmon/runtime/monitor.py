@@ -3,8 +3,8 @@
 Used by `specmon watch` and `specmon demo`: it identifies each attached server (/version,
 /v1/models), takes a first GPU sample (so the session's GPU is known), builds the SessionInfo
 (simulated or not), subscribes the state (and the recorder) to the hub, and starts one /metrics
-scraper per server and the GPU sampler. The UI reads `snapshot()` at its own rate; nothing here
-waits on the UI.
+scraper per server and the GPU sampler. The UI reads `view()` (the published SessionView) at
+its own rate; nothing here waits on the UI.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from specmon.core.events import Event, GpuSampled, SessionInfo
+from specmon.core.views import SessionView
 from specmon.runtime.hub import Hub
 from specmon.runtime.recorder import Recorder
 from specmon.sources.metrics_scraper import MetricsScraper, metrics_url_for
@@ -36,8 +37,18 @@ class State(Protocol):
 
     def snapshot(self) -> dict[str, Any]: ...
 
+    def publish(self) -> SessionView: ...
+
+    def publish_if_due(self, now: float) -> bool: ...
+
+    @property
+    def published_view(self) -> SessionView | None: ...
+
 
 StateFactory = Callable[[SessionInfo], State]
+
+VIEW_PUBLISH_INTERVAL_S = 0.05
+"""The hub thread republishes the state's view (when events changed it) at most at 20 Hz."""
 
 FIRST_GPU_SAMPLE_TIMEOUT_S = 10.0
 """Bound on the first GPU sample at start (NVML init, or one dcgm-exporter fetch)."""
@@ -166,6 +177,12 @@ class Monitor:
         self.info = session_info_from(self.identities, gpu_name(first_gpu))
         self.state = self._state_factory(self.info)
         hub.subscribe(self.state.apply)
+        state = self.state
+
+        def publish_view() -> None:  # on the hub thread, under its lock
+            state.publish_if_due(hub.clock())
+
+        self._futures.append(hub.every(VIEW_PUBLISH_INTERVAL_S, publish_view))
         if self._record is not None:
             secrets = (self._api_key,) if self._api_key else ()
             self.recorder = Recorder(self._record, self.info, secrets=secrets)
@@ -255,6 +272,18 @@ class Monitor:
         if self.state is None:
             raise RuntimeError("the monitor is not started")
         return self.hub.read(self.state.snapshot)
+
+    def view(self, *, fresh: bool = False) -> SessionView:
+        """The state's latest published view, read WITHOUT the hub's lock (the hub thread
+        republishes it when events changed the state, at most every VIEW_PUBLISH_INTERVAL_S).
+        With `fresh` (e.g. `watch --once` after its scrapes), or before the first publish, the
+        view is published now under the lock."""
+        if self.state is None:
+            raise RuntimeError("the monitor is not started")
+        view = self.state.published_view
+        if fresh or view is None:
+            view = self.hub.read(self.state.publish)
+        return view
 
     def stop(self) -> None:
         """Cancel sources, close clients and the recorder (fsync), stop the hub thread."""

@@ -12,11 +12,9 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from specmon.core.events import Event, RequestEnded
+from specmon.core.events import Emit, RequestEnded
 from specmon.sources.metrics_scraper import MetricsScraper, generation_tokens
 from specmon.sources.stream_client import ChatRequest, StreamClient
-
-Emit = Callable[[Event], None]
 
 
 async def run_request(

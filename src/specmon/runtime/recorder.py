@@ -2,7 +2,7 @@
 
 Crash-safe: lines are appended, flushed at least once a second (checked at every write and by the
 hub's periodic tick), and the file is fsynced on close. Secrets are scrubbed before anything is
-written (core.recording_format.redact_text and the literal secret values given here).
+written (core.redaction.redact_text and the literal secret values given here).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import IO
 
 from specmon.core.clock import Clock, monotonic_clock
+from specmon.core.errors import RecordingError
 from specmon.core.events import Event, SessionInfo
 from specmon.core.recording_format import EventEncoder, encode_header
 
@@ -44,10 +45,6 @@ def environment_secrets(environ: dict[str, str] | None = None) -> tuple[str, ...
         ) and len(value) >= 4:
             found.append(value)
     return tuple(found)
-
-
-class RecordingError(OSError):
-    """The recording file cannot be created; str() names the file and the reason."""
 
 
 class RecordingExistsError(RecordingError, FileExistsError):

@@ -23,20 +23,20 @@ import httpx
 
 from specmon.core.clock import Clock, monotonic_clock
 from specmon.core.events import (
-    Event,
+    Emit,
     MetricSample,
     MetricsScraped,
     ServerStatus,
     ServerStatusChanged,
 )
+from specmon.core.families import GENERATION_TOKENS, MAX_PAGE_BYTES
 from specmon.core.metrics_page import MetricsUnreadable, parse_metrics_page
-from specmon.core.recording_format import redact_text, redact_url
+from specmon.core.redaction import redact_text, redact_url
 
-Emit = Callable[[Event], None]
 Sleep = Callable[[float], Awaitable[None]]
 
-GENERATION_TOKENS = "vllm:generation_tokens_total"
-DEFAULT_MAX_BYTES = 8 * 1024 * 1024
+
+DEFAULT_MAX_BYTES = MAX_PAGE_BYTES
 """Size cap of a /metrics page. A vLLM page is ~60 KB; 8 MiB leaves room for many engines."""
 
 

@@ -17,17 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from specmon.core.clock import Clock, monotonic_clock
-from specmon.core.events import Event, SessionInfo
+from specmon.core.errors import RecordingError
+from specmon.core.events import Emit, Event, SessionInfo
 from specmon.core.recording_format import EventDecoder, RecordingFormatError, decode_header
 
-Emit = Callable[[Event], None]
 Sleep = Callable[[float], Awaitable[None]]
 
 _READ_SIZE = 1 << 16
-
-
-class RecordingError(Exception):
-    """A recording that cannot be replayed at all (missing, not a recording, newer version)."""
 
 
 @dataclass(frozen=True, slots=True)

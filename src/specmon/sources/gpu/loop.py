@@ -15,10 +15,8 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from specmon.core.clock import Clock
+from specmon.core.events import GpuEmit as Emit
 from specmon.core.events import GpuSampled
-
-Emit = Callable[[GpuSampled], Awaitable[None] | None]
-"""Where samples go: a plain function or a coroutine function."""
 
 Sleep = Callable[[float], Awaitable[None]]
 

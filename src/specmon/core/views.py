@@ -1,0 +1,383 @@
+"""The typed read model: frozen views of a session that the UI and `watch --json` read.
+
+A `SessionView` is built by the session state (core.session_state) from its fold of events and
+published as one immutable object (core.publish.ViewPublisher): a reader never sees a half-built
+state and never holds the hub's lock while one is built. Widgets read these fields only; no
+string keys, no I/O.
+
+Conventions:
+- every number that is displayed is a field whose name carries its unit (`decode_tok_s`,
+  `ttft_s`, `kv_cache_usage_frac`, `memory_used_bytes`); a number that is not known is None
+  (shown "—", never 0); non-finite values never reach a view.
+- where several sources give the same number (a request's acceptance: the server's per-request
+  object, the stream's chunk sizes, /metrics deltas), each source's own value is kept in an
+  `Acceptance` labelled with its source, and the chosen one is exposed beside them
+  (`choose_acceptance`: server first, chunks second, /metrics third — docs/definitions.md).
+- window numbers (the last N seconds of counter deltas) and since-start numbers (the counters'
+  absolute values: since the server started, or since its last counter reset) are two separate,
+  clearly named groups of a server view, so nobody mistakes one for the other.
+- time series are tuples (oldest first), one tuple per quantity, all of the same length.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from specmon.core.events import GpuReading, ServerStatus, SessionInfo
+
+AcceptanceSource = Literal["server", "chunks", "metrics"]
+"""Where a request's acceptance numbers came from:
+- "server": vLLM's own per-request `metrics.speculative_decoding` (exact under any concurrency);
+- "chunks": tokens per stream chunk with continuous usage stats (client side);
+- "metrics": /metrics counter deltas around the request (exact only when it ran alone)."""
+
+ACCEPTANCE_PREFERENCE: tuple[AcceptanceSource, ...] = ("server", "chunks", "metrics")
+"""The order in which a request's acceptance sources are preferred (DESIGN.md)."""
+
+MarkerKind = Literal["user", "counter_reset", "status"]
+RequestOutcomeView = Literal["ok", "failed", "cancelled", "running"]
+
+
+@dataclass(frozen=True, slots=True)
+class Acceptance:
+    """A request's acceptance numbers from ONE source.
+
+    acceptance_length: mean tokens per speculative step, bonus token included (1 + accepted/steps);
+    draft_acceptance_rate: accepted draft tokens / draft tokens, 0..1;
+    per_position_rates: index i = share of steps whose first i+1 drafts were all accepted.
+    """
+
+    source: AcceptanceSource
+    acceptance_length: float | None
+    draft_acceptance_rate: float | None = None
+    per_position_rates: tuple[float, ...] | None = None
+
+
+def choose_acceptance(
+    server: Acceptance | None, chunks: Acceptance | None, metrics: Acceptance | None
+) -> Acceptance | None:
+    """The acceptance to show for a request: the first source (server, chunks, /metrics) that has
+    an acceptance length. This is a measurement rule, so it lives in core, not in a widget."""
+    for candidate in (server, chunks, metrics):
+        if candidate is not None and candidate.acceptance_length is not None:
+            return candidate
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class SpecSteps:
+    """The server's per-step record of one request (`detailed` per-request metrics).
+
+    Step j accepted `accepted[j]` drafts and so produced `accepted[j] + 1` tokens. Stored as
+    bytes (each entry a small int, 0..255) to keep 500 rows small; `kept` ≤ `total` steps (the
+    first `kept` steps are kept when a request had more than the per-row bound).
+    """
+
+    accepted: bytes
+    drafted: bytes | None
+    total: int
+
+    @property
+    def kept(self) -> int:
+        return len(self.accepted)
+
+
+@dataclass(frozen=True, slots=True)
+class VanillaView:
+    """The vanilla-speed verdict of a request: flagged, whether it was judged, and the reasons as
+    (code, sentence) pairs (codes in docs/definitions.md)."""
+
+    flagged: bool
+    judged: bool
+    reasons: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def codes(self) -> tuple[str, ...]:
+        return tuple(code for code, _ in self.reasons)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRow:
+    """One request (finished, or in flight with outcome "running")."""
+
+    request_id: str
+    source: str
+    model: str | None
+    outcome: RequestOutcomeView
+    error: str | None
+    t_send: float | None
+    t_end: float | None
+    temperature: float | None
+    max_tokens: int | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    ttft_s: float | None
+    e2el_s: float | None
+    tpot_s: float | None
+    decode_tok_s: float | None
+    e2e_tok_s: float | None
+    itl_p50_s: float | None
+    itl_p99_s: float | None
+    chunks: int
+    decode_chunks: int
+    merged_chunks: int | None
+    single_token_chunks: int
+    acceptance: Acceptance | None
+    """The chosen acceptance (choose_acceptance of the three below)."""
+    acceptance_server: Acceptance | None
+    acceptance_chunks: Acceptance | None
+    acceptance_metrics: Acceptance | None
+    spec_steps: SpecSteps | None
+    """The server's per-step accepted counts, when it returned them (bounded)."""
+    spec_decoding_note: str | None
+    """Why the server's per-request object was ignored (malformed, inconsistent, too large)."""
+    overlapping_requests: int
+    vanilla: VanillaView | None
+    """None while running; judged=False for failed/cancelled requests."""
+
+
+@dataclass(frozen=True, slots=True)
+class PercentileView:
+    """p50, p95, p99 of one quantity (numpy's linear interpolation); None when empty."""
+
+    p50: float | None = None
+    p95: float | None = None
+    p99: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PercentilesView:
+    ttft_s: PercentileView
+    tpot_s: PercentileView
+    e2el_s: PercentileView
+    decode_tok_s: PercentileView
+    itl_s: PercentileView
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryView:
+    """Counts over ALL finished requests (also rows no longer kept); means over ok requests."""
+
+    total: int
+    ok: int
+    failed: int
+    cancelled: int
+    flagged: int
+    rows_kept: int
+    rows_dropped: int
+    lost_in_flight: int
+    mean_decode_tok_s: float | None
+    mean_e2e_tok_s: float | None
+    mean_ttft_s: float | None
+    mean_client_acceptance_length: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class WindowNumbers:
+    """Numbers over the last `window_seconds` of counter deltas (server-wide)."""
+
+    window_seconds: float | None
+    """The span actually covered (None before two scrapes)."""
+    decode_tok_s: float | None
+    acceptance_length: float | None
+    draft_acceptance_rate: float | None
+    per_position_rates: tuple[float, ...] | None
+
+
+@dataclass(frozen=True, slots=True)
+class LifetimeNumbers:
+    """Since-start numbers from the counters' ABSOLUTE values on the latest scrape: since the
+    server started, or since its last counter reset when one was seen (`since_reset_t`).
+
+    Garbage absolute values (negative, non-finite, accepted above drafted, a position above the
+    drafts) give None with a `note`, never wrong numbers.
+    """
+
+    since_reset_t: float | None
+    """When the last counter reset was seen (None: since the server started)."""
+    generation_tokens: float | None
+    drafts: float | None
+    draft_tokens: float | None
+    accepted_tokens: float | None
+    acceptance_length: float | None
+    draft_acceptance_rate: float | None
+    per_position_rates: tuple[float, ...] | None
+    note: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionTotals:
+    """Reset-corrected increases since this session's first scrape (None: family absent)."""
+
+    generation_tokens: float | None
+    drafts: float | None
+    draft_tokens: float | None
+    accepted_tokens: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class ResetView:
+    """A counter series that went down (the server restarted)."""
+
+    t: float
+    series: str
+    labels: tuple[tuple[str, str], ...]
+    before: float
+    after: float
+
+
+@dataclass(frozen=True, slots=True)
+class ServerHistory:
+    """One entry per scrape (oldest first): parallel tuples of the same length."""
+
+    t: tuple[float, ...]
+    decode_tok_s: tuple[float | None, ...]
+    acceptance_length: tuple[float | None, ...]
+    requests_running: tuple[float | None, ...]
+    kv_cache_usage_frac: tuple[float | None, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SpecLogView:
+    """The last `SpecDecoding metrics` log line of a hosted server."""
+
+    t: float | None
+    acceptance_length: float | None
+    draft_acceptance_rate: float | None
+    accepted_tokens: int | None
+    drafted_tokens: int | None
+    per_position_rates: tuple[float, ...] | None
+    format: str
+
+
+@dataclass(frozen=True, slots=True)
+class EngineLogView:
+    """The last `Engine 000` log line of a hosted server."""
+
+    t: float | None
+    engine: int | None
+    prompt_tok_s: float | None
+    generation_tok_s: float | None
+    running: int | None
+    waiting: int | None
+    kv_cache_usage_frac: float | None
+    prefix_cache_hit_rate: float | None
+    format: str
+
+
+@dataclass(frozen=True, slots=True)
+class LogView:
+    lines: int
+    tail: tuple[str, ...]
+    """Untrusted text: display literally."""
+    spec_decoding: SpecLogView | None
+    engine: EngineLogView | None
+
+
+@dataclass(frozen=True, slots=True)
+class ServerView:
+    """One attached server."""
+
+    source: str
+    status: ServerStatus | None
+    status_detail: str
+    status_since: float | None
+    last_scrape_t: float | None
+    spec_configured: bool | None
+    n_spec: int | None
+    engines: tuple[str, ...]
+    window: WindowNumbers
+    lifetime: LifetimeNumbers | None
+    """None before the first scrape."""
+    v0_draft_acceptance_rate: float | None
+    requests_running: float | None
+    requests_waiting: float | None
+    kv_cache_usage_frac: float | None
+    totals: SessionTotals
+    counter_resets: int
+    recent_resets: tuple[ResetView, ...]
+    history: ServerHistory
+    log: LogView
+
+
+@dataclass(frozen=True, slots=True)
+class GpuHistory:
+    """One GPU's readings over time (oldest first): parallel tuples of the same length."""
+
+    index: int
+    t: tuple[float, ...]
+    temperature_c: tuple[float | None, ...]
+    power_w: tuple[float | None, ...]
+    sm_clock_mhz: tuple[float | None, ...]
+    memory_used_bytes: tuple[int | None, ...]
+    utilization_pct: tuple[float | None, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GpuView:
+    """The latest GPU sample (every reading's numbers are None when unavailable) and history."""
+
+    source: str | None
+    t: float | None
+    error: str | None
+    gpus: tuple[GpuReading, ...]
+    history: tuple[GpuHistory, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MarkerView:
+    t: float
+    kind: MarkerKind
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class CycleView:
+    """Periodic degradation over the last ok requests' decode speeds (detectors.cycle).
+
+    The fields after `detected` are None when no cycle was detected."""
+
+    requests: int
+    long_run_mean_tok_s: float | None
+    detected: bool
+    period: int | None = None
+    cycles: int | None = None
+    transitions_per_cycle: float | None = None
+    degraded_per_cycle: float | None = None
+    recoveries_per_cycle: float | None = None
+    fast_per_cycle: float | None = None
+    fast_mean_tok_s: float | None = None
+    degraded_mean_tok_s: float | None = None
+    share_degraded: float | None = None
+    long_run_over_peak: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionView:
+    """Everything the UI shows of a session, at one instant (`t`: latest event folded)."""
+
+    t: float | None
+    info: SessionInfo
+    simulated: bool
+    baseline_tok_s: float | None
+    window_seconds: float
+    servers: tuple[ServerView, ...]
+    rows: tuple[RequestRow, ...]
+    """The last `max_requests` finished requests, oldest first."""
+    in_flight: tuple[RequestRow, ...]
+    summary: SummaryView
+    percentiles: PercentilesView
+    gpu: GpuView
+    markers: tuple[MarkerView, ...]
+    cycle: CycleView | None
+    """None before any ok request."""
+    events: int
+    """Events folded so far (a reader can tell two views apart)."""
+
+    def server(self, source: str) -> ServerView | None:
+        """The view of one server by its base URL."""
+        for s in self.servers:
+            if s.source == source:
+                return s
+        return None

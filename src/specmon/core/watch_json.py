@@ -1,0 +1,322 @@
+"""`specmon watch --json`: a SessionView as plain JSON data (schema: docs/watch-json.md).
+
+The one converter from the typed views to the documented JSON. Keys of version 1 keep their
+names and meanings; keys added since (a row's chosen acceptance and its source, a server's
+`lifetime` group) are additions within the version, which readers that ignore unknown keys accept.
+No NaN or infinity is ever written: the views hold None for anything not finite.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from specmon.core.events import GpuReading
+from specmon.core.views import (
+    Acceptance,
+    CycleView,
+    EngineLogView,
+    GpuView,
+    LifetimeNumbers,
+    PercentileView,
+    RequestRow,
+    ServerView,
+    SessionView,
+    SpecLogView,
+)
+
+SCHEMA = "specmon-watch"
+SCHEMA_VERSION = 1
+
+
+def _num(x: float | None) -> float | None:
+    return None if x is None or x != x or x in (float("inf"), float("-inf")) else float(x)
+
+
+def _list(xs: tuple[float, ...] | None) -> list[float] | None:
+    return list(xs) if xs else None
+
+
+def snapshot_of(view: SessionView) -> dict[str, Any]:
+    """The JSON object of one view (docs/watch-json.md)."""
+    info = view.info
+    return {
+        "schema": SCHEMA,
+        "version": SCHEMA_VERSION,
+        "t": view.t,
+        "simulated": view.simulated,
+        "session": {
+            "server": info.server,
+            "model": info.model,
+            "draft_model": info.draft_model,
+            "method": info.method,
+            "n_spec": info.n_spec,
+            "vllm_version": info.vllm_version,
+            "gpu": info.gpu,
+            "baseline_tok_s": view.baseline_tok_s,
+            "window_seconds": view.window_seconds,
+        },
+        "servers": {s.source: server_json(s) for s in view.servers},
+        "requests": {
+            "rows": [row_json(r) for r in view.rows],
+            "in_flight": [row_json(r) for r in view.in_flight],
+            "summary": {
+                "total": view.summary.total,
+                "ok": view.summary.ok,
+                "failed": view.summary.failed,
+                "cancelled": view.summary.cancelled,
+                "flagged": view.summary.flagged,
+                "rows_kept": view.summary.rows_kept,
+                "rows_dropped": view.summary.rows_dropped,
+                "lost_in_flight": view.summary.lost_in_flight,
+                "mean_decode_tok_s": view.summary.mean_decode_tok_s,
+                "mean_e2e_tok_s": view.summary.mean_e2e_tok_s,
+                "mean_ttft_s": view.summary.mean_ttft_s,
+                "mean_client_acceptance_length": view.summary.mean_client_acceptance_length,
+            },
+            "percentiles": {
+                "ttft_s": _pct(view.percentiles.ttft_s),
+                "tpot_s": _pct(view.percentiles.tpot_s),
+                "e2el_s": _pct(view.percentiles.e2el_s),
+                "decode_tok_s": _pct(view.percentiles.decode_tok_s),
+                "itl_s": _pct(view.percentiles.itl_s),
+            },
+        },
+        "gpu": gpu_json(view.gpu),
+        "markers": [{"t": m.t, "kind": m.kind, "label": m.label} for m in view.markers],
+        "cycle": cycle_json(view.cycle),
+    }
+
+
+def _pct(p: PercentileView) -> dict[str, float | None]:
+    return {"p50": p.p50, "p95": p.p95, "p99": p.p99}
+
+
+def _al(a: Acceptance | None) -> float | None:
+    return a.acceptance_length if a is not None else None
+
+
+def _rate(a: Acceptance | None) -> float | None:
+    return a.draft_acceptance_rate if a is not None else None
+
+
+def _pos(a: Acceptance | None) -> list[float] | None:
+    return _list(a.per_position_rates) if a is not None else None
+
+
+def row_json(r: RequestRow) -> dict[str, Any]:
+    v = r.vanilla
+    return {
+        "request_id": r.request_id,
+        "source": r.source,
+        "model": r.model,
+        "outcome": r.outcome,
+        "error": r.error,
+        "t_send": r.t_send,
+        "t_end": r.t_end,
+        "temperature": r.temperature,
+        "max_tokens": r.max_tokens,
+        "prompt_tokens": r.prompt_tokens,
+        "completion_tokens": r.completion_tokens,
+        "ttft_s": r.ttft_s,
+        "e2el_s": r.e2el_s,
+        "tpot_s": r.tpot_s,
+        "decode_tok_s": r.decode_tok_s,
+        "e2e_tok_s": r.e2e_tok_s,
+        "itl_p50_s": r.itl_p50_s,
+        "itl_p99_s": r.itl_p99_s,
+        "chunks": r.chunks,
+        "decode_chunks": r.decode_chunks,
+        "merged_chunks": r.merged_chunks,
+        "single_token_chunks": r.single_token_chunks,
+        "client_acceptance_length": _al(r.acceptance_chunks),
+        "client_draft_acceptance_rate": _rate(r.acceptance_chunks),
+        "client_per_position_rates": _pos(r.acceptance_chunks),
+        "server_acceptance_length": _al(r.acceptance_server),
+        "server_draft_acceptance_rate": _rate(r.acceptance_server),
+        "server_per_position_rates": _pos(r.acceptance_server),
+        "server_per_step_accepted": list(r.spec_steps.accepted) if r.spec_steps else None,
+        "server_spec_steps": r.spec_steps.total if r.spec_steps else None,
+        "server_spec_note": r.spec_decoding_note,
+        "metrics_acceptance_length": _al(r.acceptance_metrics),
+        "metrics_draft_acceptance_rate": _rate(r.acceptance_metrics),
+        "metrics_per_position_rates": _pos(r.acceptance_metrics),
+        "acceptance_length": _al(r.acceptance),
+        "acceptance_source": r.acceptance.source if r.acceptance else None,
+        "draft_acceptance_rate": _rate(r.acceptance),
+        "per_position_rates": _pos(r.acceptance),
+        "overlapping_requests": r.overlapping_requests,
+        "vanilla": (
+            None
+            if v is None
+            else {
+                "flagged": v.flagged,
+                "judged": v.judged,
+                "reasons": [{"code": c, "text": s} for c, s in v.reasons],
+            }
+        ),
+    }
+
+
+def lifetime_json(x: LifetimeNumbers | None) -> dict[str, Any] | None:
+    if x is None:
+        return None
+    return {
+        "since_reset_t": x.since_reset_t,
+        "generation_tokens": x.generation_tokens,
+        "drafts": x.drafts,
+        "draft_tokens": x.draft_tokens,
+        "accepted_tokens": x.accepted_tokens,
+        "acceptance_length": x.acceptance_length,
+        "draft_acceptance_rate": x.draft_acceptance_rate,
+        "per_position_rates": _list(x.per_position_rates),
+        "note": x.note,
+    }
+
+
+def server_json(s: ServerView) -> dict[str, Any]:
+    h = s.history
+    w = s.window
+    return {
+        "status": s.status,
+        "status_detail": s.status_detail,
+        "status_since": s.status_since,
+        "last_scrape_t": s.last_scrape_t,
+        "spec_configured": s.spec_configured,
+        "n_spec": s.n_spec,
+        "engines": list(s.engines),
+        "window_seconds": w.window_seconds,
+        "decode_tok_s": w.decode_tok_s,
+        "acceptance_length": w.acceptance_length,
+        "draft_acceptance_rate": w.draft_acceptance_rate,
+        "per_position_rates": _list(w.per_position_rates),
+        "lifetime": lifetime_json(s.lifetime),
+        "v0_draft_acceptance_rate": s.v0_draft_acceptance_rate,
+        "requests_running": s.requests_running,
+        "requests_waiting": s.requests_waiting,
+        "kv_cache_usage": s.kv_cache_usage_frac,
+        "totals": {
+            "generation_tokens": s.totals.generation_tokens,
+            "drafts": s.totals.drafts,
+            "draft_tokens": s.totals.draft_tokens,
+            "accepted_tokens": s.totals.accepted_tokens,
+        },
+        "counter_resets": s.counter_resets,
+        "recent_resets": [
+            {
+                "t": r.t,
+                "series": r.series,
+                "labels": dict(r.labels),
+                "before": r.before,
+                "after": r.after,
+            }
+            for r in s.recent_resets
+        ],
+        "history": {
+            "t": list(h.t),
+            "decode_tok_s": list(h.decode_tok_s),
+            "acceptance_length": list(h.acceptance_length),
+            "requests_running": list(h.requests_running),
+            "kv_cache_usage": list(h.kv_cache_usage_frac),
+        },
+        "log": {
+            "lines": s.log.lines,
+            "tail": list(s.log.tail),
+            "spec_decoding": _spec_log_json(s.log.spec_decoding),
+            "engine": _engine_log_json(s.log.engine),
+        },
+    }
+
+
+def _spec_log_json(log: SpecLogView | None) -> dict[str, Any] | None:
+    if log is None:
+        return None
+    return {
+        "t": log.t,
+        "acceptance_length": log.acceptance_length,
+        "draft_acceptance_rate": log.draft_acceptance_rate,
+        "accepted_tokens": log.accepted_tokens,
+        "drafted_tokens": log.drafted_tokens,
+        "per_position_rates": _list(log.per_position_rates),
+        "format": log.format,
+    }
+
+
+def _engine_log_json(log: EngineLogView | None) -> dict[str, Any] | None:
+    if log is None:
+        return None
+    return {
+        "t": log.t,
+        "engine": log.engine,
+        "prompt_tok_s": log.prompt_tok_s,
+        "generation_tok_s": log.generation_tok_s,
+        "running": log.running,
+        "waiting": log.waiting,
+        "kv_cache_usage": log.kv_cache_usage_frac,
+        "prefix_cache_hit_rate": log.prefix_cache_hit_rate,
+        "format": log.format,
+    }
+
+
+def gpu_reading_json(r: GpuReading) -> dict[str, Any]:
+    return {
+        "index": r.index,
+        "name": r.name,
+        "uuid": r.uuid,
+        "host": r.host,
+        "temperature_c": _num(r.temperature_c),
+        "slowdown_temperature_c": _num(r.slowdown_temperature_c),
+        "memory_used_bytes": r.memory_used_bytes,
+        "memory_total_bytes": r.memory_total_bytes,
+        "utilization_pct": _num(r.utilization_pct),
+        "power_w": _num(r.power_w),
+        "power_limit_w": _num(r.power_limit_w),
+        "sm_clock_mhz": _num(r.sm_clock_mhz),
+        "memory_clock_mhz": _num(r.memory_clock_mhz),
+        "clock_event_reasons": (
+            list(r.clock_event_reasons) if r.clock_event_reasons is not None else None
+        ),
+    }
+
+
+def gpu_json(g: GpuView) -> dict[str, Any]:
+    return {
+        "source": g.source,
+        "t": g.t,
+        "error": g.error,
+        "gpus": [gpu_reading_json(r) for r in g.gpus],
+        "history": {
+            str(h.index): {
+                "t": list(h.t),
+                "temperature_c": list(h.temperature_c),
+                "power_w": list(h.power_w),
+                "sm_clock_mhz": list(h.sm_clock_mhz),
+                "memory_used_bytes": list(h.memory_used_bytes),
+                "utilization_pct": list(h.utilization_pct),
+            }
+            for h in g.history
+        },
+    }
+
+
+def cycle_json(c: CycleView | None) -> dict[str, Any] | None:
+    if c is None:
+        return None
+    out: dict[str, Any] = {
+        "requests": c.requests,
+        "long_run_mean_tok_s": c.long_run_mean_tok_s,
+        "detected": c.detected,
+    }
+    if c.detected:
+        out.update(
+            period=c.period,
+            cycles=c.cycles,
+            transitions_per_cycle=c.transitions_per_cycle,
+            degraded_per_cycle=c.degraded_per_cycle,
+            recoveries_per_cycle=c.recoveries_per_cycle,
+            fast_per_cycle=c.fast_per_cycle,
+            fast_mean_tok_s=c.fast_mean_tok_s,
+            degraded_mean_tok_s=c.degraded_mean_tok_s,
+            share_degraded=c.share_degraded,
+            long_run_over_peak=c.long_run_over_peak,
+        )
+    return out
