@@ -16,7 +16,8 @@ SIZE = (110, 36)
 
 
 async def _connected(pilot) -> None:
-    await wait_for(pilot, lambda: pilot.app.port.connected)
+    """Until the screen has handled the connection (the header shows the server)."""
+    await wait_for(pilot, lambda: getattr(pilot.app.screen, "connection", None) is not None)
     await pilot.pause()
 
 

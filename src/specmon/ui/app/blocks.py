@@ -89,3 +89,23 @@ class BlockSplitter:
         segment = text[self._settled : boundary]
         self._settled = boundary
         return segment
+
+
+def top_level_starts(text: str) -> set[int]:
+    """Offsets in `text` where a top-level Markdown block starts (as Rich's parser sees it),
+    plus len(text). Used at the end of an answer: streamed blocks whose start and end are both
+    top-level starts render the same alone as in the whole text, so only the rest is re-laid."""
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt().enable("strikethrough").enable("table").parse(text)
+    line_starts = [0]
+    for i, ch in enumerate(text):
+        if ch == "\n":
+            line_starts.append(i + 1)
+    starts = {len(text)}
+    for token in tokens:
+        if token.level == 0 and token.map is not None and token.nesting >= 0:
+            line = token.map[0]
+            if line < len(line_starts):
+                starts.add(line_starts[line])
+    return starts

@@ -17,7 +17,8 @@ from textual.widgets import Button, Footer, Input, Label, Static
 from textual.worker import Worker, WorkerState
 
 from specmon.ui.app.conversation import ChatSettings, Conversation, Turn, parse_settings
-from specmon.ui.app.session_port import AnswerFeed, Ask, Connection, SessionPort
+from specmon.ui.app.safe_text import visible
+from specmon.ui.app.session_port import AnswerFeed, AnswerNumbers, Ask, Connection, SessionPort
 from specmon.ui.app.widgets import HeaderBar, PromptInput, TurnView, format_numbers, literal
 
 if TYPE_CHECKING:
@@ -29,6 +30,9 @@ TEXT_HZ = 20.0
 """Text frame rate: answers are drained and redrawn this often, never per token."""
 NUMBERS_EVERY = 5
 """Numbers under a running answer are refreshed every this many text frames (4 Hz)."""
+SETTLE_FRAMES = 60
+"""After an answer ends its numbers keep being refreshed for this many text frames (3 s): the
+/metrics acceptance and the vanilla-speed verdict arrive after the stream."""
 
 _CONTEXT_ERROR = re.compile(
     r"HTTP 400.*(context|max_model_len|maximum model length|too long)", re.IGNORECASE
@@ -90,6 +94,7 @@ class ChatScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "cancel answer"),
         Binding("f2", "settings", "settings"),
+        Binding("f3", "why", "why flagged"),
         Binding("ctrl+r", "retry", "retry connect"),
         Binding("pageup", "scroll_up", "scroll up", show=False),
         Binding("pagedown", "scroll_down", "scroll down", show=False),
@@ -109,6 +114,10 @@ class ChatScreen(Screen[None]):
         self._pending: tuple[str, int] | None = None
         self._timer: Timer | None = None
         self._frames = 0
+        self._settling: tuple[AnswerFeed, TurnView, int] | None = None
+        """The last finished answer, whose numbers still change (the settle scrape, the view's
+        next publish): refreshed at the numbers rate for SETTLE_FRAMES text frames."""
+        self.last_numbers: AnswerNumbers | None = None
 
     @property
     def specmon_app(self) -> SpecmonApp:
@@ -233,6 +242,7 @@ class ChatScreen(Screen[None]):
             turn = self.conversation.turns[-1]
             turn.status = "streaming"
         self.turn, self.view = turn, view
+        self._settling = None
         self._pending = (prompt, extra_drop)
         self.feed = self.port.ask(request)
         turn.request_id = self.feed.request_id
@@ -251,8 +261,7 @@ class ChatScreen(Screen[None]):
         """One text frame: drain what arrived, redraw the tail; finish when the answer ended."""
         feed, view, turn = self.feed, self.view, self.turn
         if feed is None or view is None or turn is None:
-            if self._timer is not None:
-                self._timer.pause()
+            self._settle_frame()
             return
         drained = feed.drain()
         answer = view.answer
@@ -261,19 +270,22 @@ class ChatScreen(Screen[None]):
         self._frames += 1
         if drained.ended is None:
             if self._frames % NUMBERS_EVERY == 0:
-                answer.set_status(format_numbers(feed.numbers()))
+                answer.set_status(format_numbers(self.port.numbers(feed)))
             self.specmon_app.frame_drawn(drained.arrivals)
             return
         ended = drained.ended
         turn.answer = answer.text
-        numbers = feed.numbers()
+        numbers = self.port.numbers(feed)
+        if numbers.tokens is None:
+            numbers = feed.numbers()
         turn.completion_tokens = numbers.tokens
         self.feed = None
-        if self._timer is not None:
-            self._timer.pause()
+        self._frames = 0
         if ended.outcome == "ok":
             turn.status = "ok"
             answer.finish(format_numbers(numbers))
+            self._settling = (feed, view, SETTLE_FRAMES)
+            self.last_numbers = numbers
         elif ended.outcome == "cancelled":
             turn.status = "cancelled"
             answer.finish(f"⏹ cancelled — partial answer kept · {format_numbers(numbers)}")
@@ -299,6 +311,33 @@ class ChatScreen(Screen[None]):
                 failed=True,
             )
         self.specmon_app.frame_drawn(drained.arrivals, ended=True)
+
+    def _settle_frame(self) -> None:
+        settling = self._settling
+        if settling is None:
+            if self._timer is not None:
+                self._timer.pause()
+            return
+        feed, view, left = settling
+        if left % NUMBERS_EVERY == 0:
+            numbers = self.port.numbers(feed)
+            if numbers.tokens is not None:
+                view.answer.set_status(format_numbers(numbers))
+                self.last_numbers = numbers
+        self._settling = (feed, view, left - 1) if left > 1 else None
+
+    def action_why(self) -> None:
+        """Say why the last answer was flagged (or that it was not)."""
+        n = self.last_numbers
+        if n is None:
+            message = "no finished answer yet"
+        elif n.flag == "vanilla":
+            message = "VANILLA SPEED: " + "; ".join(n.reasons)
+        elif n.flag == "ok":
+            message = "the last answer was not flagged: speculation was not at vanilla speed"
+        else:
+            message = "the last answer was not judged (no verdict from the session yet)"
+        self.specmon_app.notify(visible(message), title="why", markup=False, timeout=10)
 
     def action_cancel(self) -> None:
         if self.feed is not None:

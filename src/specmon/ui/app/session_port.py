@@ -16,10 +16,11 @@ import itertools
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from specmon.core.events import Event, RequestEnded, RequestStarted, StreamChunk
 from specmon.core.stream_stats import RequestStats, RequestTrace, request_stats
+from specmon.core.views import GpuView, RequestRow, SessionView
 
 if TYPE_CHECKING:
     from specmon.runtime.monitor import Monitor
@@ -78,6 +79,9 @@ class Drained:
     """Set once, on the drain that first sees the end of the request."""
 
 
+FlagKind = Literal["ok", "vanilla", "failed", "unjudged"]
+
+
 @dataclass(frozen=True, slots=True)
 class AnswerNumbers:
     """The numbers shown under one answer (None = not measured; shown as —)."""
@@ -88,12 +92,20 @@ class AnswerNumbers:
     acceptance_length: float | None
     acceptance_rate: float | None
     al_source: str | None
-    """"server" (vLLM's per-request metrics) or "chunks" (tokens per stream chunk)."""
+    """"server" (vLLM's per-request metrics), "chunks" (tokens per stream chunk) or "metrics"
+    (/metrics deltas around the request)."""
+    gpu_temp_c: float | None = None
+    """Highest GPU temperature sampled while the request ran."""
+    sm_clock_mhz: float | None = None
+    """Lowest SM clock sampled while the request ran."""
+    flag: FlagKind = "unjudged"
+    reasons: tuple[str, ...] = ()
+    """Why the request was flagged (vanilla speed) or failed, in words."""
 
 
 def numbers_from(stats: RequestStats) -> AnswerNumbers:
-    """The answer's numbers from core's request statistics; the server's own per-request
-    speculative metrics first, the client's chunk sizes second."""
+    """The answer's numbers from the feed's own trace (before the session's view has the row);
+    the server's per-request speculative metrics first, the client's chunk sizes second."""
     spec = stats.server_spec
     al: float | None = None
     rate: float | None = None
@@ -109,6 +121,53 @@ def numbers_from(stats: RequestStats) -> AnswerNumbers:
         acceptance_length=al,
         acceptance_rate=rate,
         al_source=source,
+    )
+
+
+def gpu_during(
+    gpu: GpuView, t0: float | None, t1: float | None
+) -> tuple[float | None, float | None]:
+    """(highest temperature, lowest SM clock) over the GPU samples taken between t0 and t1
+    (every GPU of the session); (None, None) when no sample fell in the interval."""
+    if t0 is None:
+        return None, None
+    temps: list[float] = []
+    clocks: list[float] = []
+    for h in gpu.history:
+        for t, temp, clock in zip(h.t, h.temperature_c, h.sm_clock_mhz, strict=False):
+            if t0 <= t and (t1 is None or t <= t1):
+                if temp is not None:
+                    temps.append(temp)
+                if clock is not None:
+                    clocks.append(clock)
+    return (max(temps) if temps else None, min(clocks) if clocks else None)
+
+
+def numbers_from_row(row: RequestRow, gpu: GpuView) -> AnswerNumbers:
+    """The answer's numbers from the session's typed view of its request."""
+    a = row.acceptance
+    temp, clock = gpu_during(gpu, row.t_send, row.t_end)
+    flag: FlagKind = "unjudged"
+    reasons: tuple[str, ...] = ()
+    if row.outcome in ("failed", "cancelled"):
+        flag = "failed"
+        reasons = (f"{row.outcome}: {row.error or ''}",)
+    elif row.vanilla is not None and row.vanilla.flagged:
+        flag = "vanilla"
+        reasons = tuple(text or code for code, text in row.vanilla.reasons)
+    elif row.vanilla is not None and row.vanilla.judged:
+        flag = "ok"
+    return AnswerNumbers(
+        tokens=row.completion_tokens,
+        decode_tok_s=row.decode_tok_s,
+        ttft_s=row.ttft_s,
+        acceptance_length=a.acceptance_length if a else None,
+        acceptance_rate=a.draft_acceptance_rate if a else None,
+        al_source=a.source if a else None,
+        gpu_temp_c=temp,
+        sm_clock_mhz=clock,
+        flag=flag,
+        reasons=reasons,
     )
 
 
@@ -322,6 +381,27 @@ class SessionPort:
             run_request(monitor.clients[0], request, hub.emit, scraper=scraper, request_id=rid)
         )
         return feed
+
+    def view(self) -> SessionView | None:
+        """The session's latest published view (lock-free), or None when not connected."""
+        monitor = self._monitor
+        if monitor is None or monitor.state is None:
+            return None
+        try:
+            return monitor.view()
+        except Exception:
+            return None
+
+    def numbers(self, feed: AnswerFeed) -> AnswerNumbers:
+        """An answer's numbers: from the session's view of its request when it has one (all
+        acceptance sources, the vanilla-speed verdict, the GPU during it), else from the feed."""
+        view = self.view()
+        if view is not None:
+            rid = feed.request_id
+            for row in (*reversed(view.rows), *view.in_flight):
+                if row.request_id == rid:
+                    return numbers_from_row(row, view.gpu)
+        return feed.numbers()
 
     def now(self) -> float:
         """The session clock (the clock of every arrival time), in seconds."""

@@ -12,7 +12,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Static
 
-from specmon.ui.app.blocks import BlockSplitter
+from specmon.ui.app.blocks import BlockSplitter, top_level_starts
 from specmon.ui.app.safe_text import visible
 from specmon.ui.app.session_port import AnswerNumbers, ServerSummary
 
@@ -65,6 +65,12 @@ class MarkdownText(Static):
 
 class HeaderBar(Horizontal):
     """Server, model, draft and n_spec; a SIMULATED badge that stays while the server is one."""
+
+    DEFAULT_CSS = """
+    HeaderBar { height: 1; }
+    HeaderBar #server-line { width: 1fr; height: 1; text-wrap: nowrap; text-overflow: ellipsis; }
+    HeaderBar #sim-badge { width: auto; height: 1; padding: 0 1; text-style: bold; }
+    """
 
     def compose(self) -> ComposeResult:
         yield Static("specmon chat — connecting…", id="server-line", markup=False)
@@ -125,6 +131,9 @@ class PromptInput(Input):
         self.cursor_position = len(self.value)
 
 
+FLAG_WORDS = {"ok": "ok", "vanilla": "VANILLA SPEED (F3: why)", "failed": "", "unjudged": ""}
+
+
 def format_numbers(n: AnswerNumbers) -> str:
     """The line of numbers under an answer; missing values are —."""
 
@@ -133,14 +142,23 @@ def format_numbers(n: AnswerNumbers) -> str:
 
     al = num(n.acceptance_length, ".2f")
     if n.acceptance_length is not None and n.al_source:
-        al += f" ({n.al_source})"
+        al += f" ({'/metrics' if n.al_source == 'metrics' else n.al_source})"
     rate = DASH if n.acceptance_rate is None else f"{n.acceptance_rate:.0%}"
     tokens = DASH if n.tokens is None else str(n.tokens)
     ttft = DASH if n.ttft_s is None else f"{n.ttft_s * 1000:.0f} ms"
-    return (
-        f"{tokens} tokens · {num(n.decode_tok_s, '.1f')} tok/s · TTFT {ttft} · "
-        f"AL {al} · accept {rate}"
-    )
+    parts = [
+        f"{tokens} tokens",
+        f"{num(n.decode_tok_s, '.1f')} tok/s",
+        f"TTFT {ttft}",
+        f"AL {al}",
+        f"accept {rate}",
+    ]
+    if n.gpu_temp_c is not None or n.sm_clock_mhz is not None:
+        parts.append(f"GPU {num(n.gpu_temp_c, '.0f')} °C SM {num(n.sm_clock_mhz, '.0f')} MHz")
+    flag = FLAG_WORDS[n.flag]
+    if flag:
+        parts.append(flag)
+    return " · ".join(parts)
 
 
 class AnswerView(Vertical):
@@ -165,6 +183,14 @@ class AnswerView(Vertical):
         """Settled text whose Markdown widget is not ready yet, by widget id()."""
         self._final_pending = False
         self._tail_text = ""
+        self._blocks: list[tuple[int, MarkdownText]] = []
+        """Each streamed block widget with the offset where its text starts."""
+        self._mounted_upto = 0
+        """Offset up to which settled text has been given to block widgets."""
+        self._stale: list[MarkdownText] = []
+        self._retired: set[int] = set()
+        self.rerendered_chars = 0
+        """How much of the text the final render laid out again (the rest stayed as streamed)."""
 
     def compose(self) -> ComposeResult:
         yield self._tail
@@ -184,7 +210,9 @@ class AnswerView(Vertical):
     def shown_text(self) -> str:
         """What the widgets show now, in screen order: the Markdown blocks that are laid out,
         then the tail (checked by the no-loss test; control characters made visible)."""
-        shown = [b.raw for b in self.query(MarkdownText) if b.ready]
+        shown = [
+            b.raw for b in self.query(MarkdownText) if b.ready and id(b) not in self._retired
+        ]
         if self._tail.display:
             shown.append(self._tail_text)
         return "".join(shown)
@@ -204,17 +232,21 @@ class AnswerView(Vertical):
             text = "".join(self._pending)
             self._pending.clear()
             block = MarkdownText(text, on_ready=self._block_ready, classes="settled")
+            self._blocks.append((self._mounted_upto, block))
+            self._mounted_upto += len(text)
             self._laying_out[id(block)] = text
             self.segments += 1
             self.mount(block, before=self._tail)
         self._draw_tail()
 
     def _draw_tail(self) -> None:
-        if not self.finished:
+        if self._tail.display:  # until the final render replaces it
             self._tail_text = visible("".join(self._laying_out.values()) + self.splitter.tail)
             self._tail.update(Text(self._tail_text))
 
     def _block_ready(self, block: MarkdownText) -> None:
+        if id(block) in self._retired:
+            return
         self._laying_out.pop(id(block), None)
         self._draw_tail()
 
@@ -226,27 +258,48 @@ class AnswerView(Vertical):
         if status:
             self.set_status(status, failed=failed)
         if self._tail.is_mounted:
-            self._render_final()
+            # After the frame that shows the last text is painted: the full render of a long
+            # answer must not hold back the paint of its last chunks.
+            self.call_after_refresh(self._render_final)
         else:
             self._final_pending = True
 
     def _render_final(self) -> None:
+        """The final render: the whole text is parsed once; streamed blocks that are whole
+        top-level blocks of it stay as they are, and everything from the first one that is not
+        (a loose list cut at a blank line, an unclosed code fence, the tail) is laid out again
+        as one block."""
         self._final_pending = False
         self._pending.clear()
         text = self.splitter.text
-        if text:
+        blocks = self._blocks
+        starts = top_level_starts(text) if text else {0}
+        keep = 0
+        for i, (offset, _block) in enumerate(blocks):
+            end = blocks[i + 1][0] if i + 1 < len(blocks) else self._mounted_upto
+            if offset not in starts or end not in starts:
+                break
+            keep = i + 1
+        rest_from = blocks[keep][0] if keep < len(blocks) else self._mounted_upto
+        self._stale = [block for _offset, block in blocks[keep:]]
+        self._blocks = blocks[:keep]
+        self.rerendered_chars = len(text) - rest_from
+        rest = text[rest_from:]
+        if rest.strip():
             self.mount(
-                MarkdownText(text, on_ready=self._final_ready, classes="final"),
-                before=self.query(".settled").first() if self.query(".settled") else self._tail,
+                MarkdownText(rest, on_ready=self._final_ready, classes="final"),
+                before=self._stale[0] if self._stale else self._tail,
             )
         else:
             self._final_ready(None)
 
     def _final_ready(self, _block: MarkdownText | None) -> None:
-        """The full render is laid out: the streaming widgets go (no blank frame between)."""
+        """The final blocks are laid out: the replaced ones go (no blank frame between)."""
         self._laying_out.clear()
-        for block in self.query(".settled"):
+        for block in self._stale:
+            self._retired.add(id(block))  # no longer part of what is shown
             block.remove()
+        self._stale = []
         self._tail_text = ""
         self._tail.update("")
         self._tail.display = False
