@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tests.ui.conftest import SIM_SERVER, screen_text
 from textual.app import App, ComposeResult
 
 from specmon.ui.app.blocks import top_level_starts
 from specmon.ui.app.session_port import AnswerNumbers
 from specmon.ui.app.widgets import AnswerView, HeaderBar, MarkdownText, format_numbers
-from tests.ui.conftest import SIM_SERVER, screen_text
 
 
 class Host(App[None]):

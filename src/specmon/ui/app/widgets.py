@@ -210,9 +210,7 @@ class AnswerView(Vertical):
     def shown_text(self) -> str:
         """What the widgets show now, in screen order: the Markdown blocks that are laid out,
         then the tail (checked by the no-loss test; control characters made visible)."""
-        shown = [
-            b.raw for b in self.query(MarkdownText) if b.ready and id(b) not in self._retired
-        ]
+        shown = [b.raw for b in self.query(MarkdownText) if b.ready and id(b) not in self._retired]
         if self._tail.display:
             shown.append(self._tail_text)
         return "".join(shown)
