@@ -88,3 +88,15 @@ def test_numbers_line_says_dash_for_missing_and_names_sources_and_flags():
     line = format_numbers(flagged)
     assert "AL 4.32 (/metrics)" in line and "GPU — °C SM 2520 MHz" in line
     assert line.endswith("VANILLA SPEED (F3: why)")
+
+
+async def test_extra_blank_lines_between_blocks_do_not_force_a_rerender():
+    view = AnswerView()
+    async with Host(view).run_test(size=(60, 24)) as pilot:
+        for fragment in ("One.\n\n", "\n\nTwo.\n\n", "Three"):
+            view.append(fragment)
+            await pilot.pause()
+        view.finish()
+        await pilot.pause(0.2)
+        assert view.rerendered_chars == len("Three")
+        assert view.shown_text == "One.\n\n\n\nTwo.\n\nThree"

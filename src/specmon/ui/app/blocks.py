@@ -109,3 +109,13 @@ def top_level_starts(text: str) -> set[int]:
             if line < len(line_starts):
                 starts.add(line_starts[line])
     return starts
+
+
+def skip_blank_lines(text: str, offset: int) -> int:
+    """`offset` moved past any blank lines that start there (to where a block can start)."""
+    while offset < len(text):
+        end = text.find("\n", offset)
+        if end < 0 or text[offset:end].strip():
+            return offset
+        offset = end + 1
+    return len(text)

@@ -10,9 +10,10 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.geometry import Size
 from textual.widgets import Input, Static
 
-from specmon.ui.app.blocks import BlockSplitter, top_level_starts
+from specmon.ui.app.blocks import BlockSplitter, skip_blank_lines, top_level_starts
 from specmon.ui.app.safe_text import visible
 from specmon.ui.app.session_port import AnswerNumbers, ServerSummary
 
@@ -53,8 +54,19 @@ class MarkdownText(Static):
             markup=False,
         )
         self._on_ready = on_ready
+        self._heights: dict[int, int] = {}
         self.ready = False
         """True once mounted: the text is part of the screen from the next paint on."""
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        """The height at `width`, measured once per width: the text never changes, and Textual
+        clears its own cache on every repaint (a mount repaints), which measured each block
+        twice — a full Markdown render each time."""
+        cached = self._heights.get(width)
+        if cached is None:
+            cached = super().get_content_height(container, viewport, width)
+            self._heights[width] = cached
+        return cached
 
     def on_mount(self) -> None:
         self.ready = True
@@ -275,7 +287,9 @@ class AnswerView(Vertical):
         keep = 0
         for i, (offset, _block) in enumerate(blocks):
             end = blocks[i + 1][0] if i + 1 < len(blocks) else self._mounted_upto
-            if offset not in starts or end not in starts:
+            if skip_blank_lines(text, offset) not in starts:
+                break
+            if skip_blank_lines(text, end) not in starts:
                 break
             keep = i + 1
         rest_from = blocks[keep][0] if keep < len(blocks) else self._mounted_upto
