@@ -341,3 +341,30 @@ async def test_a_context_error_from_the_server_resends_with_one_turn_fewer():
         text = screen_text(app)
         assert "fits now" in text and "dropped the oldest 1 turn" in text
         assert "failed" not in text
+
+
+async def test_f3_says_why_the_last_answer_was_flagged():
+    from specmon.ui.app.session_port import AnswerNumbers
+
+    app = SpecmonApp(FakePort())
+    async with app.run_test(size=SIZE) as pilot:
+        await _connected(pilot)
+        await pilot.press("f3")
+        await pilot.pause()
+        assert "why: no finished answer yet" in screen_text(app)
+        app.screen.last_numbers = AnswerNumbers(
+            100,
+            60.0,
+            0.1,
+            1.02,
+            0.01,
+            "chunks",
+            flag="vanilla",
+            reasons=("acceptance near 0 (AL 1.02)", "net loss against vanilla 64 tok/s"),
+        )
+        await pilot.press("f3")
+        await pilot.pause()
+        assert (
+            "why: VANILLA SPEED: acceptance near 0 (AL 1.02); net loss against vanilla 64 tok/s"
+            in screen_text(app)
+        )

@@ -183,3 +183,40 @@ async def test_no_token_is_lost_or_reordered_on_screen_at_a_high_rate():
             turn = app.screen.conversation.turns[0]
             assert turn.completion_tokens == 3000
             assert "3000 tokens" in screen_text(app)
+
+
+async def test_the_servers_per_request_acceptance_is_shown_with_its_source():
+    spec = {
+        "mean_acceptance_length": 2.6,
+        "draft_acceptance_rate": 0.4,
+        "acceptance_histogram": [5, 2, 4, 2, 2],
+        "num_spec_steps": 15,
+        "num_accepted_draft_tokens": 24,
+        "num_draft_tokens": 60,
+        "num_spec_tokens": 4,
+    }
+    final = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "canned-model",
+        "choices": [],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 40, "total_tokens": 45},
+        "metrics": {"speculative_decoding": spec},
+    }
+    server = CannedServer([_chunk("Hello", 1), _chunk(" world.", 40, "stop"), final])
+    port = _port_for(server.url)
+    app = SpecmonApp(port)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: port.connected)
+            await _ask(pilot, "q")
+            await wait_for(pilot, lambda: "AL 2.60 (server)" in screen_text(app))
+            text = screen_text(app)
+            assert "40 tokens" in text and "accept 40%" in text
+            await wait_for(pilot, lambda: "· ok" in screen_text(app))
+            await pilot.press("f3")
+            await wait_for(pilot, lambda: "not flagged" in screen_text(app))
+    finally:
+        port.close()
+        server.stop()

@@ -17,7 +17,6 @@ from textual.widgets import Button, Footer, Input, Label, Static
 from textual.worker import Worker, WorkerState
 
 from specmon.ui.app.conversation import ChatSettings, Conversation, Turn, parse_settings
-from specmon.ui.app.safe_text import visible
 from specmon.ui.app.session_port import AnswerFeed, AnswerNumbers, Ask, Connection, SessionPort
 from specmon.ui.app.widgets import HeaderBar, PromptInput, TurnView, format_numbers, literal
 
@@ -334,10 +333,10 @@ class ChatScreen(Screen[None]):
         elif n.flag == "vanilla":
             message = "VANILLA SPEED: " + "; ".join(n.reasons)
         elif n.flag == "ok":
-            message = "the last answer was not flagged: speculation was not at vanilla speed"
+            message = "not flagged: the last answer was not at vanilla speed"
         else:
-            message = "the last answer was not judged (no verdict from the session yet)"
-        self.specmon_app.notify(visible(message), title="why", markup=False, timeout=10)
+            message = "not judged: no verdict on the last answer yet"
+        self._notice("why: " + message)
 
     def action_cancel(self) -> None:
         if self.feed is not None:
