@@ -220,3 +220,28 @@ async def test_the_servers_per_request_acceptance_is_shown_with_its_source():
     finally:
         port.close()
         server.stop()
+
+
+async def test_the_stream_client_sends_the_whole_conversation():
+    server = CannedServer([_chunk("An answer.", 3, "stop")])
+    port = _port_for(server.url)
+    app = SpecmonApp(port, settings=ChatSettings(0.5, 0.9, 50), system="be brief")
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: port.connected)
+            await _ask(pilot, "first")
+            await wait_for(pilot, lambda: len(server.requests) == 1)
+            await wait_for(pilot, lambda: _answers(app)[0].finished)
+            await _ask(pilot, "second")
+            await wait_for(pilot, lambda: len(server.requests) == 2)
+            body = server.requests[1]
+            assert body["messages"] == [
+                {"role": "system", "content": "be brief"},
+                {"role": "user", "content": "first"},
+                {"role": "assistant", "content": "An answer."},
+                {"role": "user", "content": "second"},
+            ]
+            assert (body["temperature"], body["top_p"], body["max_tokens"]) == (0.5, 0.9, 50)
+    finally:
+        port.close()
+        server.stop()
