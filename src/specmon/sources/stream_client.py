@@ -114,7 +114,11 @@ class ServerIdentity:
 
 @dataclass(frozen=True, slots=True)
 class ChatRequest:
-    """One chat request: the prompt and the sampling controls passed through to the server."""
+    """One chat request: the prompt and the sampling controls passed through to the server.
+
+    `messages` (role/content pairs, oldest first) is the conversation before `prompt`: a
+    multi-turn chat sends them, then `prompt` as the last user message.
+    """
 
     prompt: str
     system: str | None = None
@@ -123,6 +127,7 @@ class ChatRequest:
     temperature: float | None = None
     top_p: float | None = None
     extra_body: Mapping[str, Any] | None = None
+    messages: tuple[tuple[str, str], ...] = ()
 
 
 _ids = itertools.count(1)
@@ -263,6 +268,7 @@ class StreamClient:
         messages: list[dict[str, str]] = []
         if request.system:
             messages.append({"role": "system", "content": request.system})
+        messages.extend({"role": role, "content": content} for role, content in request.messages)
         messages.append({"role": "user", "content": request.prompt})
         kwargs: dict[str, Any] = {
             "model": model,
@@ -279,7 +285,7 @@ class StreamClient:
         if request.extra_body:
             kwargs["extra_body"] = dict(request.extra_body)
 
-        prompt_chars = len(request.prompt) + len(request.system or "")
+        prompt_chars = sum(len(m["content"]) for m in messages)
         emit(
             RequestStarted(
                 t=clock(),

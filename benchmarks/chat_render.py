@@ -1,0 +1,404 @@
+"""How fast the chat shows streamed text, and what it costs: specmon's chat against a bare
+Textual Markdown widget re-rendered for every chunk (and, for reference, Textual's MarkdownStream),
+side by side in one run, at rising simulator rates.
+
+The simulator runs in its own process (`specmon sim`, profile gemma4-26b-h100, no schedule), paced
+with `--speed` so the decode rate is about 100, 600 and 5,000 tok/s (a calibration request measures
+the rate at --speed 1 first). This process runs the hub (stream client) and the headless Textual
+app. For every chunk that carried text we take its arrival time (the hub's clock, when the client
+got it) and the time the frame that contains it was painted; lag = painted - arrived. CPU is this
+process's CPU time (all threads: stream client and UI) over the wall time from the request's send
+to the last chunk painted. A mode that is still painting 20 s after the stream ended is stopped
+and its lag reported as a lower bound.
+
+Also measured: the first paint of `specmon chat` in a pseudo-terminal (120x40), from launch to
+the header on screen, and to the connected header (server identified).
+
+Usage: python benchmarks/chat_render.py [--rates 100,600,5000] [--seconds 3] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime
+import fcntl
+import os
+import platform
+import pty
+import select
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import time
+from dataclasses import dataclass, field, replace
+
+from textual.app import App, ComposeResult
+from textual.widgets import Markdown
+
+from specmon.cli.session_setup import state_factory
+from specmon.core.events import Event, RequestEnded, StreamChunk
+from specmon.runtime.monitor import Monitor, Target
+from specmon.runtime.prompt_loop import run_request
+from specmon.sources.stream_client import ChatRequest, new_request_id
+from specmon.ui.app.app import SpecmonApp
+from specmon.ui.app.conversation import ChatSettings
+from specmon.ui.app.session_port import SessionPort
+from specmon.ui.app.widgets import AnswerView
+
+PROFILE = "gemma4-26b-h100"
+PROMPT = "Explain speculative decoding with prose and code."
+GIVE_UP_S = 20.0
+SIZE = (120, 40)
+
+
+def machine() -> str:
+    model = platform.processor() or "unknown CPU"
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
+        for line in out.splitlines():
+            if line.startswith("Model name:"):
+                model = line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return f"{model}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def start_sim(speed: float) -> tuple[subprocess.Popen, str]:
+    cmd = [sys.executable, "-m", "specmon", "sim", "--port", "0", "--speed", repr(speed)]
+    cmd += ["--log-interval", "0", "--profile", PROFILE, "--seed", "7"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    url = next(word for word in line.split() if word.startswith("http://"))
+    return proc, url
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+
+
+@dataclass
+class Result:
+    mode: str
+    rate: float
+    """Measured arrival rate, tokens per second of stream."""
+    tokens: int
+    chunks: int
+    painted: int
+    lags: list[float] = field(default_factory=list)
+    cpu_s: float = 0.0
+    wall_s: float = 0.0
+    gave_up: bool = False
+    target: float = 0.0
+
+    def pct(self, q: float) -> float:
+        if not self.lags:
+            return float("nan")
+        ordered = sorted(self.lags)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def make_monitor(url: str) -> Monitor:
+    return Monitor([Target(url)], state_factory(None), gpu="none")
+
+
+# ---------------------------------------------------------------- specmon's chat
+
+
+async def run_specmon(url: str, max_tokens: int) -> Result:
+    port = SessionPort(lambda: make_monitor(url))
+    lags: list[float] = []
+    done = asyncio.Event()
+    feeds = []
+    chunks_painted = [0]
+
+    def on_frame(arrivals: tuple[float, ...], ended: bool) -> None:
+        now = port.now()
+        lags.extend(now - t for t in arrivals)
+        chunks_painted[0] += len(arrivals)
+        if ended:
+            done.set()
+
+    app = SpecmonApp(port, settings=ChatSettings(max_tokens=max_tokens), frame_hook=on_frame)
+    ask = port.ask
+
+    def ask_ignoring_eos(request):
+        feed = ask(replace(request, extra_body={"ignore_eos": True}))
+        feeds.append(feed)
+        return feed
+
+    port.ask = ask_ignoring_eos  # type: ignore[method-assign]
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            while not port.connected:
+                await pilot.pause(0.05)
+            await pilot.pause(0.3)
+            screen = app.screen
+            cpu0, wall0 = time.process_time(), time.perf_counter()
+            screen.send(PROMPT)  # type: ignore[attr-defined]
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(done.wait(), max_tokens / 50 + GIVE_UP_S)
+            cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+            await pilot.pause(0.5)
+            view = next(iter(screen.query(AnswerView)))
+            assert view.text == "".join(feeds[0].all_text), "text lost or reordered"
+            numbers = feeds[0].numbers()
+    finally:
+        port.close()
+    return Result(
+        "specmon chat",
+        numbers.decode_tok_s or float("nan"),
+        numbers.tokens or 0,
+        len(lags),
+        chunks_painted[0],
+        lags,
+        cpu,
+        wall,
+    )
+
+
+# ---------------------------------------------------------------- baselines
+
+
+class BaselineApp(App[None]):
+    """A bare Markdown widget: `update(full text)` per chunk, or MarkdownStream.write per chunk."""
+
+    def __init__(self, stream: bool) -> None:
+        super().__init__()
+        self.use_stream = stream
+        self.queue: asyncio.Queue[tuple[float, str] | None] = asyncio.Queue()
+        self.lags: list[float] = []
+        self.painted = 0
+        self.finished = asyncio.Event()
+        self.abandon = False
+        self.clock = time.monotonic
+
+    def compose(self) -> ComposeResult:
+        yield Markdown()
+
+    async def consume(self) -> None:
+        md = self.query_one(Markdown)
+        text = ""
+        stream = Markdown.get_stream(md) if self.use_stream else None
+        while True:
+            item = await self.queue.get()
+            if item is None:
+                break
+            t, fragment = item
+            text += fragment
+            if stream is not None:
+                await stream.write(fragment)
+            else:
+                await md.update(text)
+            self.call_after_refresh(self._painted, t)
+            if self.abandon:
+                break
+        if stream is not None:
+            await stream.stop()
+        self.call_after_refresh(self.finished.set)
+
+    def _painted(self, t: float) -> None:
+        self.lags.append(self.clock() - t)
+        self.painted += 1
+
+
+async def run_baseline(url: str, max_tokens: int, stream: bool) -> Result:
+    monitor = make_monitor(url)
+    monitor.start()
+    hub = monitor.hub
+    app = BaselineApp(stream)
+    app.clock = hub.clock
+    rid = new_request_id()
+    loop = asyncio.get_running_loop()
+    ended: list[RequestEnded] = []
+    chunks = [0]
+
+    def subscriber(event: Event) -> None:
+        if isinstance(event, StreamChunk) and event.request_id == rid and event.text:
+            chunks[0] += 1
+            loop.call_soon_threadsafe(app.queue.put_nowait, (event.t, event.text))
+        elif isinstance(event, RequestEnded) and event.request_id == rid:
+            ended.append(event)
+            loop.call_soon_threadsafe(app.queue.put_nowait, None)
+
+    hub.subscribe(subscriber)
+    request = ChatRequest(prompt=PROMPT, max_tokens=max_tokens, extra_body={"ignore_eos": True})
+    gave_up = False
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            consumer = asyncio.ensure_future(app.consume())
+            await pilot.pause(0.3)
+            cpu0, wall0 = time.process_time(), time.perf_counter()
+            future = hub.submit(run_request(monitor.clients[0], request, hub.emit, request_id=rid))
+            await asyncio.wrap_future(future)
+            try:
+                await asyncio.wait_for(app.finished.wait(), GIVE_UP_S)
+            except TimeoutError:
+                gave_up = True
+            cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+            app.abandon = True
+            await consumer
+    finally:
+        monitor.stop()
+    end = ended[0]
+    return Result(
+        "Markdown.get_stream per chunk" if stream else "Markdown.update per chunk",
+        float("nan"),
+        end.completion_tokens or 0,
+        chunks[0],
+        app.painted,
+        app.lags,
+        cpu,
+        wall,
+        gave_up,
+    )
+
+
+# ---------------------------------------------------------------- first paint
+
+
+def first_paint(url: str) -> tuple[float, float] | None:
+    """Seconds from launching `specmon chat` in a 120x40 pseudo-terminal to the header on screen
+    and to the connected header (SIMULATED shown); None if it never showed."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the chat, in the pty
+        os.execv(sys.executable, [sys.executable, "-m", "specmon", "chat", "--attach", url])
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    t0 = time.perf_counter()
+    seen = b""
+    first = connected = None
+    try:
+        while time.perf_counter() - t0 < 30 and connected is None:
+            ready, _, _ = select.select([fd], [], [], 0.05)
+            if not ready:
+                continue
+            try:
+                seen += os.read(fd, 65536)
+            except OSError:
+                break
+            now = time.perf_counter() - t0
+            if first is None and b"specmon chat" in seen:
+                first = now
+            if b"SIMULATED" in seen:
+                connected = now
+        os.write(fd, b"\x11")  # ctrl+q
+        deadline = time.perf_counter() + 10
+        while time.perf_counter() < deadline:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            with contextlib.suppress(OSError):
+                if select.select([fd], [], [], 0.1)[0]:
+                    os.read(fd, 65536)
+        else:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+    finally:
+        os.close(fd)
+    if first is None or connected is None:
+        return None
+    return first, connected
+
+
+# ---------------------------------------------------------------- main
+
+
+async def calibrate() -> float:
+    """Decode tok/s of the profile at --speed 1 (one request, 300 tokens)."""
+    proc, url = start_sim(1.0)
+    try:
+        result = await run_specmon(url, 300)
+    finally:
+        stop(proc)
+    return result.rate
+
+
+async def main_async(rates: list[float], seconds: float, modes: list[str]) -> list[Result]:
+    base = await calibrate()
+    print(f"calibration: {base:.1f} tok/s at --speed 1", flush=True)
+    results: list[Result] = []
+    for rate in rates:
+        max_tokens = int(rate * seconds)
+        proc, url = start_sim(rate / base)
+        try:
+            for mode in modes:
+                if mode == "specmon":
+                    r = await run_specmon(url, max_tokens)
+                else:
+                    r = await run_baseline(url, max_tokens, stream=mode == "stream")
+                    r.rate = rate * r.tokens / max(1, max_tokens)
+                r.target = rate
+                results.append(r)
+                print(row(r), flush=True)
+        finally:
+            stop(proc)
+    return results
+
+
+def header() -> str:
+    return (
+        "| target tok/s | mode | tokens | measured tok/s | chunks | painted | lag p50 ms | "
+        "lag p99 ms | lag max ms | CPU s | wall s | CPU (cores) |\n"
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    )
+
+
+def row(r: Result) -> str:
+    more = " (gave up: lower bound)" if r.gave_up else ""
+    return (
+        f"| {r.target:.0f} | {r.mode}{more} | {r.tokens} | {r.rate:.0f} | {r.chunks} | "
+        f"{r.painted} | "
+        f"{r.pct(0.5) * 1000:.0f} | {r.pct(0.99) * 1000:.0f} | "
+        f"{(max(r.lags) if r.lags else float('nan')) * 1000:.0f} | {r.cpu_s:.2f} | "
+        f"{r.wall_s:.2f} | {r.cpu_s / r.wall_s if r.wall_s else float('nan'):.2f} |"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rates", default="100,600,5000")
+    parser.add_argument("--seconds", type=float, default=3.0, help="stream length per case")
+    parser.add_argument("--modes", default="specmon,update,stream")
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    rates = [float(r) for r in args.rates.split(",")]
+    modes = args.modes.split(",")
+    lines = [
+        f"chat_render {datetime.date.today()} on {machine()}",
+        f"profile {PROFILE}, {args.seconds:g} s of stream per case, headless Textual {SIZE}",
+        "",
+    ]
+    print("\n".join(lines), flush=True)
+    results = asyncio.run(main_async(rates, args.seconds, modes))
+    table = [header()]
+    table += [row(r) for r in results]
+    proc, url = start_sim(1.0)
+    try:
+        paint = first_paint(url)
+    finally:
+        stop(proc)
+    paint_line = (
+        "first paint of `specmon chat`: not seen"
+        if paint is None
+        else f"first paint of `specmon chat` (120x40 pty): header {paint[0]:.2f} s, "
+        f"connected header {paint[1]:.2f} s after launch"
+    )
+    text = "\n".join([*lines, *table, "", paint_line, ""])
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

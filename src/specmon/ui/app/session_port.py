@@ -1,0 +1,409 @@
+"""The app's one door to the runtime: connect to a server, stream answers, read numbers.
+
+Everything the Textual app asks of the monitoring runtime goes through `SessionPort`, so when the
+collector moves to its own process only this module changes. The port never calls into the UI:
+the hub thread fills per-answer buffers (`AnswerFeed`) and the UI drains them at its own frame
+rate. Nothing here imports textual.
+
+The runtime, the stream client (openai) and httpx are imported on first use, in the connect
+worker thread, so the app paints its first frame without waiting for them.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import itertools
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from specmon.core.events import Event, RequestEnded, RequestStarted, StreamChunk
+from specmon.core.stream_stats import RequestStats, RequestTrace, request_stats
+from specmon.core.views import GpuView, RequestRow, SessionView
+
+if TYPE_CHECKING:
+    from specmon.runtime.monitor import Monitor
+
+MODELS_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """One question to stream an answer to: the prompt, the conversation before it (role,
+    content pairs, oldest first) and the sampling controls (None = the server's default)."""
+
+    prompt: str
+    messages: tuple[tuple[str, str], ...] = ()
+    system: str | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    extra_body: Mapping[str, Any] | None = None
+
+
+_answer_ids = itertools.count(1)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSummary:
+    """What the header shows about the server (None = not known)."""
+
+    url: str
+    model: str | None
+    draft_model: str | None
+    method: str | None
+    n_spec: int | None
+    vllm_version: str | None
+    simulated: bool
+    max_model_len: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Connection:
+    """The outcome of connecting: `server` when it answered, else `error` (one line)."""
+
+    server: ServerSummary | None
+    error: str | None = None
+    unauthorized: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Drained:
+    """What arrived for one answer since the last drain."""
+
+    text: str
+    arrivals: tuple[float, ...]
+    """Arrival time (session clock, s) of each chunk that carried text, in order."""
+    ended: RequestEnded | None
+    """Set once, on the drain that first sees the end of the request."""
+
+
+FlagKind = Literal["ok", "vanilla", "failed", "unjudged"]
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerNumbers:
+    """The numbers shown under one answer (None = not measured; shown as —)."""
+
+    tokens: int | None
+    decode_tok_s: float | None
+    ttft_s: float | None
+    acceptance_length: float | None
+    acceptance_rate: float | None
+    al_source: str | None
+    """"server" (vLLM's per-request metrics), "chunks" (tokens per stream chunk) or "metrics"
+    (/metrics deltas around the request)."""
+    gpu_temp_c: float | None = None
+    """Highest GPU temperature sampled while the request ran."""
+    sm_clock_mhz: float | None = None
+    """Lowest SM clock sampled while the request ran."""
+    flag: FlagKind = "unjudged"
+    reasons: tuple[str, ...] = ()
+    """Why the request was flagged (vanilla speed) or failed, in words."""
+
+
+def numbers_from(stats: RequestStats) -> AnswerNumbers:
+    """The answer's numbers from the feed's own trace (before the session's view has the row);
+    the server's per-request speculative metrics first, the client's chunk sizes second."""
+    spec = stats.server_spec
+    al: float | None = None
+    rate: float | None = None
+    source: str | None = None
+    if spec is not None and spec.mean_acceptance_length is not None:
+        al, rate, source = spec.mean_acceptance_length, spec.draft_acceptance_rate, "server"
+    elif stats.client_acceptance_length is not None:
+        al, source = stats.client_acceptance_length, "chunks"
+    return AnswerNumbers(
+        tokens=stats.completion_tokens,
+        decode_tok_s=stats.decode_tok_s,
+        ttft_s=stats.ttft_s,
+        acceptance_length=al,
+        acceptance_rate=rate,
+        al_source=source,
+    )
+
+
+def gpu_during(
+    gpu: GpuView, t0: float | None, t1: float | None
+) -> tuple[float | None, float | None]:
+    """(highest temperature, lowest SM clock) over the GPU samples taken between t0 and t1
+    (every GPU of the session); (None, None) when no sample fell in the interval."""
+    if t0 is None:
+        return None, None
+    temps: list[float] = []
+    clocks: list[float] = []
+    for h in gpu.history:
+        for t, temp, clock in zip(h.t, h.temperature_c, h.sm_clock_mhz, strict=False):
+            if t0 <= t and (t1 is None or t <= t1):
+                if temp is not None:
+                    temps.append(temp)
+                if clock is not None:
+                    clocks.append(clock)
+    return (max(temps) if temps else None, min(clocks) if clocks else None)
+
+
+def numbers_from_row(row: RequestRow, gpu: GpuView) -> AnswerNumbers:
+    """The answer's numbers from the session's typed view of its request."""
+    a = row.acceptance
+    temp, clock = gpu_during(gpu, row.t_send, row.t_end)
+    flag: FlagKind = "unjudged"
+    reasons: tuple[str, ...] = ()
+    if row.outcome in ("failed", "cancelled"):
+        flag = "failed"
+        reasons = (f"{row.outcome}: {row.error or ''}",)
+    elif row.vanilla is not None and row.vanilla.flagged:
+        flag = "vanilla"
+        reasons = tuple(text or code for code, text in row.vanilla.reasons)
+    elif row.vanilla is not None and row.vanilla.judged:
+        flag = "ok"
+    return AnswerNumbers(
+        tokens=row.completion_tokens,
+        decode_tok_s=row.decode_tok_s,
+        ttft_s=row.ttft_s,
+        acceptance_length=a.acceptance_length if a else None,
+        acceptance_rate=a.draft_acceptance_rate if a else None,
+        al_source=a.source if a else None,
+        gpu_temp_c=temp,
+        sm_clock_mhz=clock,
+        flag=flag,
+        reasons=reasons,
+    )
+
+
+class AnswerFeed:
+    """One streamed answer: filled on the hub thread, drained by the UI (any thread)."""
+
+    def __init__(self, request_id: str, n_spec: int | None) -> None:
+        self.request_id = request_id
+        self._n_spec = n_spec
+        self._lock = threading.Lock()
+        self._parts: list[str] = []
+        self._arrivals: list[float] = []
+        self._ended: RequestEnded | None = None
+        self._ended_seen = False
+        self._trace = RequestTrace(request_id)
+        self.future: concurrent.futures.Future[RequestEnded] | None = None
+        self.all_text: list[str] = []
+        """Every text fragment in arrival order (kept for checks; the answer's full text)."""
+
+    def on_event(self, event: RequestStarted | StreamChunk | RequestEnded) -> None:
+        """Hub thread: fold one event of this request."""
+        with self._lock:
+            self._trace.add(event)
+            if isinstance(event, StreamChunk):
+                if event.text:
+                    self._parts.append(event.text)
+                    self._arrivals.append(event.t)
+                    self.all_text.append(event.text)
+            elif isinstance(event, RequestEnded):
+                self._ended = event
+
+    def drain(self) -> Drained:
+        """The text that arrived since the last drain, and the end when it just arrived.
+
+        A request whose task ended without the client's end event (cancelled before the stream
+        began, or an unexpected error) is ended here, so an answer never stays open.
+        """
+        future = self.future
+        if future is not None and future.done():
+            with self._lock:
+                if self._ended is None:
+                    if future.cancelled():
+                        self._ended = RequestEnded(
+                            t=0.0, request_id=self.request_id, outcome="cancelled"
+                        )
+                    else:
+                        exc = future.exception()
+                        self._ended = RequestEnded(
+                            t=0.0,
+                            request_id=self.request_id,
+                            outcome="failed",
+                            error=f"{type(exc).__name__}: {exc}" if exc else "ended early",
+                        )
+        with self._lock:
+            text = "".join(self._parts)
+            self._parts.clear()
+            arrivals = tuple(self._arrivals)
+            self._arrivals.clear()
+            ended = None
+            if self._ended is not None and not self._ended_seen:
+                ended, self._ended_seen = self._ended, True
+        return Drained(text, arrivals, ended)
+
+    def numbers(self) -> AnswerNumbers:
+        """The answer's numbers so far (complete once the request ended)."""
+        with self._lock:
+            stats = request_stats(self._trace, n_spec=self._n_spec)
+        return numbers_from(stats)
+
+    def cancel(self) -> None:
+        """Stop the request; the client ends it as "cancelled" (what arrived stays)."""
+        if self.future is not None:
+            self.future.cancel()
+
+
+def _unauthorized(error: str) -> bool:
+    return "401" in error or "AuthenticationError" in error
+
+
+class SessionPort:
+    """Connects through a Monitor (made by the cli) and streams answers through its hub."""
+
+    def __init__(
+        self,
+        make_monitor: Callable[[], Monitor],
+        *,
+        api_key: str | None = None,
+        model: str | None = None,
+    ) -> None:
+        self._make_monitor = make_monitor
+        self._api_key = api_key
+        self._model = model
+        self._monitor: Monitor | None = None
+        self._feeds: dict[str, AnswerFeed] = {}
+        self._lock = threading.Lock()
+        self.server: ServerSummary | None = None
+
+    # ------------------------------------------------------------ lifecycle
+
+    def connect(self) -> Connection:
+        """Start a monitor and identify the server (blocking: run it off the UI thread).
+
+        A failed attempt stops its monitor, so `connect()` can simply be called again (retry).
+        """
+        self.close()
+        try:
+            from specmon.sources.stream_client import resolve_api_key
+
+            self._api_key = resolve_api_key(self._api_key)
+            monitor = self._make_monitor()
+            info = monitor.start()
+        except Exception as exc:  # a bad --record path, a bad URL: shown, not raised
+            return Connection(None, f"{type(exc).__name__}: {' '.join(str(exc).split())}")
+        identity = monitor.identities[0] if monitor.identities else None
+        if identity is None or not identity.models:
+            monitor.stop()
+            error = (identity.error if identity else None) or "the server lists no model"
+            where = identity.base_url if identity else "the server"
+            return Connection(
+                None, f"cannot use {where}: {error}", unauthorized=_unauthorized(error)
+            )
+        monitor.hub.subscribe(self._route)
+        self._monitor = monitor
+        model = self._model or identity.models[0]
+        max_len = self._max_model_len(monitor, identity.base_url, model)
+        self.server = ServerSummary(
+            url=identity.base_url,
+            model=model,
+            draft_model=info.draft_model,
+            method=info.method,
+            n_spec=info.n_spec,
+            vllm_version=info.vllm_version,
+            simulated=info.simulated,
+            max_model_len=max_len,
+        )
+        return Connection(self.server)
+
+    def _max_model_len(self, monitor: Monitor, base: str, model: str) -> int | None:
+        import httpx
+
+        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+
+        async def fetch() -> int | None:
+            async with httpx.AsyncClient(timeout=MODELS_TIMEOUT_S, headers=headers) as http:
+                resp = await http.get(base + "/v1/models")
+                if resp.status_code != 200:
+                    return None
+                body = resp.json()
+            data = body.get("data") if isinstance(body, dict) else None
+            for card in data if isinstance(data, list) else []:
+                if isinstance(card, dict) and card.get("id") == model:
+                    value = card.get("max_model_len")
+                    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                        return value
+            return None
+
+        try:
+            return monitor.hub.submit(fetch()).result(MODELS_TIMEOUT_S + 1)
+        except Exception:
+            return None
+
+    def close(self) -> None:
+        """Stop the monitor (cancels any answer, closes the recording)."""
+        monitor, self._monitor = self._monitor, None
+        if monitor is not None:
+            monitor.stop()
+        with self._lock:
+            self._feeds.clear()
+
+    @property
+    def connected(self) -> bool:
+        return self._monitor is not None
+
+    # ------------------------------------------------------------ answers
+
+    def _route(self, event: Event) -> None:
+        """Hub thread: hand request events to their feed."""
+        if isinstance(event, StreamChunk | RequestStarted | RequestEnded):
+            feed = self._feeds.get(event.request_id)
+            if feed is not None:
+                feed.on_event(event)
+                if isinstance(event, RequestEnded):
+                    with self._lock:
+                        self._feeds.pop(event.request_id, None)
+
+    def ask(self, ask: Ask) -> AnswerFeed:
+        """Start streaming one answer; returns its feed at once."""
+        from specmon.runtime.prompt_loop import run_request
+        from specmon.sources.stream_client import ChatRequest
+
+        monitor = self._monitor
+        if monitor is None:
+            raise RuntimeError("not connected")
+        request = ChatRequest(
+            prompt=ask.prompt,
+            system=ask.system,
+            model=self.server.model if self.server else None,
+            max_tokens=ask.max_tokens,
+            temperature=ask.temperature,
+            top_p=ask.top_p,
+            extra_body=ask.extra_body,
+            messages=ask.messages,
+        )
+        rid = f"chat{next(_answer_ids)}"
+        feed = AnswerFeed(rid, self.server.n_spec if self.server else None)
+        with self._lock:
+            self._feeds[rid] = feed
+        hub = monitor.hub
+        scraper = monitor.scrapers[0] if monitor.scrapers else None
+        feed.future = hub.submit(
+            run_request(monitor.clients[0], request, hub.emit, scraper=scraper, request_id=rid)
+        )
+        return feed
+
+    def view(self) -> SessionView | None:
+        """The session's latest published view (lock-free), or None when not connected."""
+        monitor = self._monitor
+        if monitor is None or monitor.state is None:
+            return None
+        try:
+            return monitor.view()
+        except Exception:
+            return None
+
+    def numbers(self, feed: AnswerFeed) -> AnswerNumbers:
+        """An answer's numbers: from the session's view of its request when it has one (all
+        acceptance sources, the vanilla-speed verdict, the GPU during it), else from the feed."""
+        view = self.view()
+        if view is not None:
+            rid = feed.request_id
+            for row in (*reversed(view.rows), *view.in_flight):
+                if row.request_id == rid:
+                    return numbers_from_row(row, view.gpu)
+        return feed.numbers()
+
+    def now(self) -> float:
+        """The session clock (the clock of every arrival time), in seconds."""
+        monitor = self._monitor
+        return monitor.hub.clock() if monitor is not None else 0.0

@@ -1,0 +1,196 @@
+"""Fixtures for the Textual app's tests: a fake session port (deterministic answers, no server),
+a real port on the simulator, a server that answers 401, and a helper that reads the screen."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from specmon.cli.session_setup import state_factory
+from specmon.core.events import RequestEnded, RequestStarted, StreamChunk
+from specmon.runtime.monitor import Monitor, Target
+from specmon.sim.server import SimConfig, start_in_thread
+from specmon.ui.app.session_port import AnswerFeed, Ask, Connection, ServerSummary, SessionPort
+
+SIM_SERVER = ServerSummary(
+    url="http://127.0.0.1:8000",
+    model="cyankiwi/gemma-4-26B-A4B-it-AWQ-4bit",
+    draft_model="z-lab/gemma-4-26B-A4B-it-DFlash",
+    method="dflash",
+    n_spec=8,
+    vllm_version="0.20.2",
+    simulated=True,
+    max_model_len=8192,
+)
+
+
+class FakePort(SessionPort):
+    """A port without a server: `connect()` returns `connection`; each `ask()` answers at once
+    with the next scripted answer (text chunks of fixed sizes at fixed times), or stays open
+    (`hold=True`) until the test feeds it."""
+
+    def __init__(
+        self,
+        connection: Connection | None = None,
+        answers: list[list[str]] | None = None,
+        *,
+        hold: bool = False,
+    ) -> None:
+        super().__init__(lambda: None)  # type: ignore[arg-type,return-value]
+        self.connection = connection or Connection(SIM_SERVER)
+        self.answers = list(answers or [])
+        self.hold = hold
+        self.requests: list[Ask] = []
+        self.feeds: list[AnswerFeed] = []
+        self.connects = 0
+        self._up = False
+
+    def connect(self) -> Connection:
+        self.connects += 1
+        self._up = self.connection.server is not None
+        self.server = self.connection.server
+        return self.connection
+
+    @property
+    def connected(self) -> bool:
+        return self._up
+
+    def close(self) -> None:
+        self._up = False
+
+    def ask(self, request: Ask) -> AnswerFeed:
+        self.requests.append(request)
+        rid = f"r{len(self.requests)}"
+        feed = FakeFeed(rid, 8)
+        self.feeds.append(feed)
+        feed.on_event(RequestStarted(t=0.0, request_id=rid, source="fake", model="m"))
+        if not self.hold:
+            chunks = self.answers.pop(0) if self.answers else ["Hello."]
+            feed.play(chunks)
+            feed.end()
+        return feed
+
+
+class FakeFeed(AnswerFeed):
+    """A feed the test drives: chunks of 4 tokens every 20 ms after a 100 ms TTFT."""
+
+    def __init__(self, request_id: str, n_spec: int | None) -> None:
+        super().__init__(request_id, n_spec)
+        self.t = 0.1
+        self.tokens = 0
+        self.cancelled = False
+
+    def play(self, chunks: list[str]) -> None:
+        for text in chunks:
+            self.tokens += 1 if self.tokens == 0 else 4
+            self.on_event(
+                StreamChunk(
+                    t=self.t, request_id=self.request_id, text=text, completion_tokens=self.tokens
+                )
+            )
+            self.t += 0.02
+
+    def end(self, outcome: str = "ok", error: str | None = None) -> None:
+        self.on_event(
+            RequestEnded(
+                t=self.t,
+                request_id=self.request_id,
+                outcome=outcome,  # type: ignore[arg-type]
+                completion_tokens=self.tokens,
+                finish_reason="stop" if outcome == "ok" else None,
+                error=error,
+            )
+        )
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        self.end("cancelled")
+
+
+@contextlib.contextmanager
+def sim_port(config: SimConfig) -> Iterator[tuple[SessionPort, str]]:
+    with start_in_thread(config, log_sink=lambda _l: None) as sim:
+
+        def make() -> Monitor:
+            return Monitor([Target(sim.url)], state_factory(None), gpu="none")
+
+        port = SessionPort(make)
+        try:
+            yield port, sim.url
+        finally:
+            port.close()
+
+
+@pytest.fixture
+def fast_sim_port() -> Iterator[tuple[SessionPort, str]]:
+    """A real port on a simulator paced 50x faster than the profile."""
+    with sim_port(SimConfig(speed=50.0, seed=1)) as pair:
+        yield pair
+
+
+class Status401Server:
+    """A loopback server that answers every request with vLLM's 401 body."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._started = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        self._started.wait()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._server = self._loop.run_until_complete(
+            asyncio.start_server(self._handle, "127.0.0.1", 0)
+        )
+        self.port = self._server.sockets[0].getsockname()[1]
+        self._started.set()
+        self._loop.run_forever()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        body = b'{"error": "Unauthorized"}'
+        writer.write(
+            b"HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\n"
+            + f"content-length: {len(body)}\r\nconnection: close\r\n\r\n".encode()
+            + body
+        )
+        await writer.drain()
+        writer.close()
+
+    def stop(self) -> None:
+        self._loop.call_soon_threadsafe(self._server.close)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
+
+
+@pytest.fixture
+def server_401() -> Iterator[Status401Server]:
+    server = Status401Server()
+    yield server
+    server.stop()
+
+
+def screen_text(app) -> str:
+    """The screen as plain text, line by line (what a person would read)."""
+    # Textual's compositor renders the current screen to strips; this is what gets painted.
+    strips = app.screen._compositor.render_strips()
+    return "\n".join(strip.text for strip in strips)
+
+
+async def wait_for(pilot, predicate: Callable[[], bool], *, frames: int = 400) -> None:
+    """Let the app run (pause between checks) until `predicate()` holds; fail after `frames`."""
+    for _ in range(frames):
+        if predicate():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError("condition not reached")
