@@ -1,4 +1,9 @@
-"""`specmon sim`: run the simulated DFlash vLLM server in the foreground until Ctrl-C/SIGTERM."""
+"""`specmon sim`: run the simulated DFlash vLLM server in the foreground until Ctrl-C/SIGTERM.
+
+The first Ctrl-C or SIGTERM stops serving and closes every connection, then exits with status 0
+(the usual way to stop a server); a second one, or a stop that takes longer than 1.5 s, ends the
+process at once with 130 (SIGINT) or 143 (SIGTERM).
+"""
 
 from __future__ import annotations
 
@@ -8,9 +13,12 @@ import contextlib
 import os
 import signal
 import sys
+from typing import TYPE_CHECKING
 
 from specmon.sim.profiles import DEFAULT_PROFILE, PROFILES
-from specmon.sim.server import SimConfig, SimConfigError, SimServer, resolve
+
+if TYPE_CHECKING:
+    from specmon.sim.server import SimConfig
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -59,6 +67,8 @@ def _log_interval(args: argparse.Namespace) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
+    from specmon.sim.server import SimConfig, SimConfigError, resolve
+
     config = SimConfig(
         profile=args.profile,
         n_spec=args.n_spec,
@@ -85,13 +95,21 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _serve(config: SimConfig, n_spec: int) -> int:
+    from specmon.runtime import shutdown
+    from specmon.sim.server import SimServer
+
     server = SimServer(config)
     await server.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
+    process_shutdown = shutdown.current()
+    if process_shutdown is not None:
+        # The process's handlers (bounded stop, second Ctrl-C forces) call back into the loop.
+        process_shutdown.on_signal(lambda: loop.call_soon_threadsafe(stop.set))
+    else:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, stop.set)
     schedule = config.schedule or "off"
     print(
         f"SIMULATED vLLM server (specmon sim) on {server.url}  profile={config.profile} "

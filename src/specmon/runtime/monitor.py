@@ -17,16 +17,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from specmon.core.events import Event, GpuSampled, SessionInfo
-from specmon.runtime.hub import Hub
+from specmon.core.events import Event, GpuSampled, RequestEnded, SessionInfo
+from specmon.runtime.hub import Hub, SourceRun
+from specmon.runtime.prompt_loop import prompt_loop
 from specmon.runtime.recorder import Recorder
+from specmon.sources.gpu.loop import GpuSampler, run_sampler
 from specmon.sources.metrics_scraper import MetricsScraper, metrics_url_for
-from specmon.sources.stream_client import (
-    ServerIdentity,
-    StreamClient,
-    resolve_api_key,
-    server_base,
-)
+from specmon.sources.server_identity import ServerIdentity, identify, server_base
+from specmon.sources.stream_client import ChatRequest, StreamClient, resolve_api_key
 
 
 class State(Protocol):
@@ -119,7 +117,7 @@ class Monitor:
         state_factory: StateFactory,
         *,
         api_key: str | None = None,
-        gpu: str = "none",
+        gpu: GpuSampler | None = None,
         interval: float = 1.0,
         record: str | os.PathLike[str] | None = None,
         hub: Hub | None = None,
@@ -129,7 +127,7 @@ class Monitor:
         self.targets = list(targets)
         self._state_factory = state_factory
         self._api_key = resolve_api_key(api_key)
-        self._gpu = gpu
+        self._sampler = gpu
         self.interval = interval
         self._record = record
         self.hub = hub or Hub()
@@ -139,7 +137,6 @@ class Monitor:
         self.identities: list[ServerIdentity] = []
         self.scrapers: list[MetricsScraper] = []
         self.clients: list[StreamClient] = []
-        self._sampler: Any = None
         self._futures: list[concurrent.futures.Future[Any]] = []
 
     # ------------------------------------------------------------ lifecycle
@@ -156,10 +153,15 @@ class Monitor:
             hub.add_closer(client.aclose)
 
         async def identify_all() -> list[ServerIdentity]:
-            return list(await asyncio.gather(*(c.identify() for c in self.clients)))
+            found = await asyncio.gather(
+                *(identify(t.base, api_key=self._api_key) for t in self.targets)
+            )
+            for client, identity in zip(self.clients, found, strict=True):
+                if identity.simulated:
+                    client.simulated = True
+            return list(found)
 
         self.identities = hub.submit(identify_all()).result(60)
-        self._sampler = self._gpu_sampler()
         if self._sampler is not None:
             hub.add_closer(self._sampler.close)
         first_gpu = self._first_gpu_sample()
@@ -198,17 +200,6 @@ class Monitor:
             return {"Authorization": f"Bearer {self._api_key}"}
         return {}
 
-    def _gpu_sampler(self) -> Any:
-        if self._gpu == "none":
-            return None
-        if self._gpu == "local":
-            from specmon.sources.gpu import NvmlSampler
-
-            return NvmlSampler()
-        from specmon.sources.gpu import DcgmSampler
-
-        return DcgmSampler(self._gpu)
-
     def _first_gpu_sample(self) -> GpuSampled | None:
         """One GPU sample taken before the SessionInfo is built (None without a GPU source, or
         when it does not answer in time: then the session's GPU stays unknown)."""
@@ -224,12 +215,10 @@ class Monitor:
             return None
         return sample if isinstance(sample, GpuSampled) else None
 
-    def _gpu_source(self) -> Callable[[Callable[[Event], None]], Any] | None:
+    def _gpu_source(self) -> SourceRun | None:
         sampler = self._sampler
         if sampler is None:
             return None
-        from specmon.sources.gpu import run_sampler
-
         clock = self.hub.clock
         interval = self.interval
 
@@ -237,6 +226,31 @@ class Monitor:
             return run_sampler(sampler, emit, clock, interval)
 
         return run
+
+    def run_source(self, run: SourceRun) -> concurrent.futures.Future[Any]:
+        """Run one more source on the hub (e.g. the demo's server log lines) until stop()."""
+        future = self.hub.run_source(run)
+        self._futures.append(future)
+        return future
+
+    def prompt_loop(
+        self, requests: Sequence[ChatRequest], *, count: int | None = None, server: int = 0
+    ) -> concurrent.futures.Future[list[RequestEnded]]:
+        """Send `requests` in turn to server number `server` (concurrency 1, end-of-request
+        scrapes), `count` in all (None: until stop()); see runtime.prompt_loop."""
+        if self.state is None:
+            raise RuntimeError("the monitor is not started")
+        future = self.hub.submit(
+            prompt_loop(
+                self.clients[server],
+                requests,
+                self.hub.emit,
+                scraper=self.scrapers[server],
+                count=count,
+            )
+        )
+        self._futures.append(future)
+        return future
 
     def scrape_all_once(self) -> None:
         """Scrape every server once and take one GPU sample (blocking; for `watch --once`)."""

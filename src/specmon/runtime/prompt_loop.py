@@ -47,7 +47,6 @@ async def prompt_loop(
     *,
     scraper: MetricsScraper | None = None,
     count: int | None = None,
-    on_end: Callable[[RequestEnded], None] | None = None,
 ) -> list[RequestEnded]:
     """Send `requests` in turn (cycling), `count` in all (None: until cancelled).
 
@@ -65,6 +64,4 @@ async def prompt_loop(
             request = replace(request, model=model)
         result = await run_request(client, request, emit, scraper=scraper)
         ended.append(result)
-        if on_end is not None:
-            on_end(result)
     return list(ended)

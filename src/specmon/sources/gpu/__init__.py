@@ -3,8 +3,9 @@
 - `NvmlSampler` (nvml.py): local GPUs via nvidia-ml-py; lazy init, NVML errors become None.
 - `DcgmSampler` (dcgm.py): a dcgm-exporter `/metrics` URL; imported lazily from here, so the
   NVML path works where httpx or prometheus_client are not installed.
-- `FakeNvml`, `FakeGpu` (fake_nvml.py): a scriptable pynvml stand-in for tests and demos.
-- `run_sampler` (loop.py): the 1 Hz loop that samples in a worker thread and emits.
+- `FakeNvml`, `FakeGpu` (fake_nvml.py): a scriptable pynvml stand-in for tests and benchmarks.
+- `run_sampler` (loop.py): the 1 Hz loop that samples in a worker thread and emits (the one
+  loop for both samplers; they have no `run` of their own).
 """
 
 from __future__ import annotations
