@@ -168,7 +168,13 @@ def test_a_signal_stops_the_command_within_the_bound_under_load(
             try:
                 code = run.proc.wait(SHUTDOWN_BOUND_S)
             except subprocess.TimeoutExpired:
-                pytest.fail(f"{command} still running {SHUTDOWN_BOUND_S} s after {sig.name}")
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    run.proc.wait(10)
+                took = time.monotonic() - sent
+                pytest.fail(
+                    f"{command} still running {SHUTDOWN_BOUND_S} s after {sig.name} (exit "
+                    f"{run.proc.returncode} after {took:.2f} s); output:\n{run.text()[-3000:]}"
+                )
             took = time.monotonic() - sent
         finally:
             with contextlib.suppress(ProcessLookupError):

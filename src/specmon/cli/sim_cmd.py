@@ -8,7 +8,6 @@ process at once with 130 (SIGINT) or 143 (SIGTERM).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import os
 import signal
@@ -67,6 +66,8 @@ def _log_interval(args: argparse.Namespace) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
+    import asyncio
+
     from specmon.sim.server import SimConfig, SimConfigError, resolve
 
     config = SimConfig(
@@ -95,6 +96,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _serve(config: SimConfig, n_spec: int) -> int:
+    import asyncio
+
     from specmon.runtime import shutdown
     from specmon.sim.server import SimServer
 

@@ -12,7 +12,9 @@
 - a second signal ends the process at once.
 
 Exit status: 130 after SIGINT and 143 after SIGTERM (128 + the signal's number, the shell's
-convention), both for a clean stop and for a forced one.
+convention), both for a clean stop and for a forced one (`specmon sim`, a server, exits 0 after a
+clean stop). Once the command's clean stop is done, `main` ends the process with `exit_now`,
+skipping the interpreter's teardown, which under load alone can take longer than the bound.
 
 Python runs signal handlers in the main thread only, between bytecodes; a main thread that is
 blocked in C (a lock without timeout, a join) runs it only when that call returns. The watchdog
@@ -81,6 +83,15 @@ class Shutdown:
     def exit_code(self) -> int | None:
         """130 or 143 once a signal came, else None."""
         return exit_code_for(self.signum) if self.signum is not None else None
+
+    def exit_now(self, code: int) -> None:
+        """Flush stdout and stderr and end the process with `code` (after a clean stop)."""
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError, AttributeError):
+                continue
+        self._force_exit(code)
 
     def cancel_watchdog(self) -> None:
         """Stand the watchdog down (for tests; a command lets it run through the exit)."""
