@@ -29,6 +29,7 @@ import argparse
 import asyncio
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
@@ -98,7 +99,9 @@ async def _proxy_main(upstream_port: int, out_path: str) -> None:
 
 
 def _start_line(cmd: list[str], env: dict[str, str] | None = None) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
+    )
     assert proc.stdout is not None
     return proc, proc.stdout.readline().strip()
 
@@ -114,46 +117,59 @@ def _pct(values: list[float], q: float) -> float:
 # --------------------------------------------------------------------------- the UI process
 
 
-def _collect(url: str, requests: int, ui: bool, max_tokens: int) -> dict[str, Any]:
-    """Run the collector (in this process) with or without a Textual app on the main thread."""
-    from specmon.core.events import RequestStarted, StreamChunk
+def _collect(url: str, requests: int, ui: bool, max_tokens: int, mode: str) -> dict[str, Any]:
+    """Run a session (collector in this process, or in its own) with or without a Textual app
+    rendering on this process's main thread; sends `requests` chats one after another."""
+    from specmon.core.events import RequestEnded, StreamChunk
     from specmon.core.session_state import SessionState
-    from specmon.runtime.hub import Hub
-    from specmon.runtime.monitor import Monitor, Target
+    from specmon.runtime.monitor import Target
+    from specmon.runtime.session import CollectorProcess, InProcessSession, SessionConfig
     from specmon.sources.stream_client import ChatRequest
 
-    hub = Hub(clock=time.monotonic)
-    monitor = Monitor([Target(url)], SessionState, interval=1.0, hub=hub)
+    config = SessionConfig(targets=(Target(url),), interval=1.0, absolute_clock=True)
+    session = (CollectorProcess if mode == "process" else InProcessSession)(config, SessionState)
     chunks: list[tuple[str, float, str]] = []
-    starts: dict[str, float] = {}
     text: list[str] = []
+    ended: queue.SimpleQueue[str] = queue.SimpleQueue()
 
     def tap(event: object) -> None:
         if isinstance(event, StreamChunk):
             chunks.append((event.request_id, event.t, event.text))
             text.append(event.text)
-        elif isinstance(event, RequestStarted):
-            starts[event.request_id] = event.t
+        elif isinstance(event, RequestEnded):
+            ended.put(event.request_id)
 
-    monitor.start()
-    hub.subscribe(tap)
-    prompts = [ChatRequest("Write a long essay with code blocks about caches.", max_tokens=max_tokens)]
+    session.start()
+    session.subscribe(tap)
     done = threading.Event()
-    loop = monitor.prompt_loop(prompts, count=requests)
-    loop.add_done_callback(lambda _f: done.set())
+    prompt = ChatRequest("Write a long essay with code blocks about caches.", max_tokens=max_tokens)
+
+    warmup: list[str] = []
+
+    def drive() -> None:
+        for i in range(requests + 1):  # the first one warms the client up; not measured
+            rid = session.submit_chat(prompt)
+            if i == 0:
+                warmup.append(rid)
+            while ended.get() != rid:
+                pass
+        done.set()
+
+    threading.Thread(target=drive, daemon=True).start()
     cpu0 = time.process_time()
     wall0 = time.monotonic()
     if ui:
-        _run_textual(monitor, hub, text, done)
+        _run_textual(session, text, done)
     else:
         done.wait()
     cpu = time.process_time() - cpu0
     wall = time.monotonic() - wall0
-    monitor.stop()
-    return {"chunks": chunks, "starts": starts, "cpu_share": cpu / wall}
+    session.stop()
+    skip = sum(1 for c in chunks if c[0] in warmup)
+    return {"chunks": chunks[skip:], "skip": skip, "cpu_share": cpu / wall}
 
 
-def _run_textual(monitor: Any, hub: Any, text: list[str], done: threading.Event) -> None:
+def _run_textual(session: Any, text: list[str], done: threading.Event) -> None:
     from textual.app import App, ComposeResult
     from textual.containers import VerticalScroll
     from textual.widgets import DataTable, Markdown
@@ -164,7 +180,7 @@ def _run_textual(monitor: Any, hub: Any, text: list[str], done: threading.Event)
                 yield Markdown(id="answer")
             yield DataTable(id="dash")
 
-        async def on_mount(self) -> None:
+        async def on_ready(self) -> None:
             self.md = self.query_one(Markdown)
             self.stream = Markdown.get_stream(self.md)
             self.seen = 0
@@ -182,7 +198,7 @@ def _run_textual(monitor: Any, hub: Any, text: list[str], done: threading.Event)
                 await self.stream.write(fragment)
 
         def pump_numbers(self) -> None:
-            snap = monitor.snapshot()
+            snap = session.snapshot()
             table = self.query_one(DataTable)
             table.clear()
             for key, value in _flatten(snap)[:200]:
@@ -221,7 +237,8 @@ def _flatten(obj: Any, prefix: str = "") -> list[tuple[str, Any]]:
 def measure(speed: float, ui: bool, requests: int, max_tokens: int, mode: str) -> dict[str, Any]:
     env = dict(os.environ)
     sim, line = _start_line(
-        [sys.executable, "-m", "specmon", "sim", "--port", "0", "--speed", str(speed), "--log-interval", "0"],
+        [sys.executable, "-m", "specmon", "sim", "--port", "0", "--speed", str(speed)]
+        + ["--log-interval", "0"],
         env,
     )
     sim_url = next(w for w in line.split() if w.startswith("http://"))
@@ -231,12 +248,7 @@ def measure(speed: float, ui: bool, requests: int, max_tokens: int, mode: str) -
         proxy, port = _start_line([sys.executable, __file__, "--proxy", str(sim_port), out], env)
         url = f"http://127.0.0.1:{port}"
         try:
-            if mode == "process":
-                from specmon.runtime.session import measure_out_of_process
-
-                got = measure_out_of_process(url, requests, ui, max_tokens, _run_textual_for)
-            else:
-                got = _collect(url, requests, ui, max_tokens)
+            got = _collect(url, requests, ui, max_tokens, mode)
         finally:
             proxy.send_signal(signal.SIGTERM)
             proxy.wait(30)
@@ -246,10 +258,6 @@ def measure(speed: float, ui: bool, requests: int, max_tokens: int, mode: str) -
     return _compare(got, tap)
 
 
-def _run_textual_for(*args: Any) -> None:  # pragma: no cover - used by the process mode
-    _run_textual(*args)
-
-
 def _compare(got: dict[str, Any], tap: list[dict[str, Any]]) -> dict[str, Any]:
     # Reference events with choices, in order (the chat streams; /v1/models etc. have no data:).
     ref = []
@@ -257,6 +265,7 @@ def _compare(got: dict[str, Any], tap: list[dict[str, Any]]) -> dict[str, Any]:
         body = json.loads(e["data"])
         if body.get("choices"):
             ref.append((e["conn"], e["t"]))
+    ref = ref[got["skip"] :]
     mine = got["chunks"]
     n = min(len(ref), len(mine))
     skews = [mine[i][1] - ref[i][1] for i in range(n)]

@@ -86,12 +86,8 @@ def default_gpu_source(urls: Sequence[str]) -> str:
 
 
 def gpu_sampler(choice: str) -> GpuSampler | None:
-    """The GPU sampler for `--gpu local|none|DCGM_URL` (validated by the caller): NVML for
-    "local", a dcgm-exporter reader for a URL, None for "none"."""
-    if choice == "none":
-        return None
-    from specmon.sources import gpu
+    """The GPU sampler for `--gpu local|none|DCGM_URL`: NVML for "local", a dcgm-exporter reader
+    for a URL, None for "none" (ValueError for anything else)."""
+    from specmon.sources.gpu import make_sampler
 
-    if choice == "local":
-        return gpu.NvmlSampler()
-    return gpu.DcgmSampler(choice)
+    return make_sampler(choice)

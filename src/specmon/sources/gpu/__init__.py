@@ -26,6 +26,7 @@ __all__ = [
     "FakeNvml",
     "GpuSampler",
     "NvmlSampler",
+    "make_sampler",
     "parse_dcgm_page",
     "run_sampler",
 ]
@@ -36,6 +37,21 @@ _LAZY = {
     "FakeGpu": "specmon.sources.gpu.fake_nvml",
     "FakeNvml": "specmon.sources.gpu.fake_nvml",
 }
+
+
+def make_sampler(choice: str) -> GpuSampler | None:
+    """The sampler for a `--gpu` choice: "local" (NVML), "none" (None) or a dcgm-exporter URL.
+
+    Raises ValueError for anything else."""
+    if choice == "none":
+        return None
+    if choice == "local":
+        return NvmlSampler()
+    if choice.startswith(("http://", "https://")):
+        from specmon.sources.gpu.dcgm import DcgmSampler
+
+        return DcgmSampler(choice)
+    raise ValueError(f"--gpu must be local, none or a dcgm-exporter http(s) URL, got {choice!r}")
 
 
 def __getattr__(name: str) -> Any:
