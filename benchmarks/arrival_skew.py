@@ -236,11 +236,8 @@ def _flatten(obj: Any, prefix: str = "") -> list[tuple[str, Any]]:
 
 def measure(speed: float, ui: bool, requests: int, max_tokens: int, mode: str) -> dict[str, Any]:
     env = dict(os.environ)
-    sim, line = _start_line(
-        [sys.executable, "-m", "specmon", "sim", "--port", "0", "--speed", str(speed)]
-        + ["--log-interval", "0"],
-        env,
-    )
+    sim_args = ["sim", "--port", "0", "--speed", str(speed), "--log-interval", "0"]
+    sim, line = _start_line([sys.executable, "-m", "specmon", *sim_args], env)
     sim_url = next(w for w in line.split() if w.startswith("http://"))
     sim_port = int(sim_url.rsplit(":", 1)[1])
     with tempfile.TemporaryDirectory() as tmp:
