@@ -188,6 +188,11 @@ class CollectorProcess:
             raise RuntimeError(self._error or "the collector process did not start")
         return self.info
 
+    @property
+    def pid(self) -> int | None:
+        """The collector process's pid (None before start and after stop)."""
+        return self._process.pid if self._process is not None else None
+
     def _receive(self) -> None:
         conn = self._conn
         assert conn is not None
