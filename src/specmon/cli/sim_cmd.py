@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from specmon.sim.server import SimConfig
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "sim",
         help="run the SIMULATED vLLM server (OpenAI API, /metrics, DFlash-like speculation)",
@@ -108,7 +108,10 @@ async def _serve(config: SimConfig, n_spec: int) -> int:
     process_shutdown = shutdown.current()
     if process_shutdown is not None:
         # The process's handlers (bounded stop, second Ctrl-C forces) call back into the loop.
-        process_shutdown.on_signal(lambda: loop.call_soon_threadsafe(stop.set))
+        def request_stop() -> None:
+            loop.call_soon_threadsafe(stop.set)
+
+        process_shutdown.on_signal(request_stop)
     else:
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):

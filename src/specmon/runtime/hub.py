@@ -68,7 +68,7 @@ class DaemonExecutor(concurrent.futures.ThreadPoolExecutor):
         self._daemons_lock = threading.Lock()
         self._closed = False
 
-    def submit(  # type: ignore[override]
+    def submit(
         self, fn: Callable[..., T], /, *args: Any, **kwargs: Any
     ) -> concurrent.futures.Future[T]:
         future: concurrent.futures.Future[T] = concurrent.futures.Future()

@@ -26,6 +26,7 @@ Replay is not a session: a recording player is a source of the same events, fold
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import ctypes
 import multiprocessing
@@ -40,7 +41,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any, Protocol
 
-from specmon.core.events import Event, Marker, SessionInfo
+from specmon.core.events import Event, Marker, RequestEnded, SessionInfo
 from specmon.runtime.hub import STOP_TIMEOUT_S, Hub, Subscriber
 from specmon.runtime.monitor import Monitor, State, StateFactory, Target
 from specmon.runtime.prompt_loop import run_request
@@ -367,7 +368,14 @@ def collector_main(config: SessionConfig, conn: Connection, parent_pid: int) -> 
         monitor.stop()
         return
     send(("hello", info))
-    running: dict[str, Any] = {}
+    running: dict[str, concurrent.futures.Future[RequestEnded]] = {}
+
+    def forget(rid: str) -> Callable[[object], None]:
+        def drop(_future: object) -> None:
+            running.pop(rid, None)
+
+        return drop
+
     try:
         while True:
             try:
@@ -389,11 +397,11 @@ def collector_main(config: SessionConfig, conn: Connection, parent_pid: int) -> 
                     )
                 )
                 running[rid] = future
-                future.add_done_callback(lambda _f, rid=rid: running.pop(rid, None))
+                future.add_done_callback(forget(rid))
             elif kind == "cancel":
-                future = running.get(message[1])
-                if future is not None:
-                    future.cancel()
+                found = running.get(message[1])
+                if found is not None:
+                    found.cancel()
             elif kind == "mark":
                 hub.post(Marker(t=hub.clock(), label=str(message[1])))
     finally:

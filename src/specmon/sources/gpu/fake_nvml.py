@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
-import pynvml
+import pynvml  # type: ignore[import-untyped]
 
 GIB = 1024**3
 
