@@ -271,8 +271,17 @@ class Monitor:
         return self.hub.read(self.state.snapshot)
 
     def stop(self) -> None:
-        """Cancel sources, close clients and the recorder (fsync), stop the hub thread."""
+        """Cancel sources, close clients and the recorder (fsync), stop the hub thread.
+
+        Bounded by the hub's stop (`hub.STOP_TIMEOUT_S`). Should the hub give up before its
+        closers ran, the recording is still closed here, so it ends whole."""
         self.hub.stop()
+        recorder = self.recorder
+        if recorder is not None and not recorder.closed:
+            try:
+                recorder.close()
+            except OSError as exc:
+                self.hub.errors.append(f"closing the recording: {exc}")
 
     def __enter__(self) -> Monitor:
         return self
