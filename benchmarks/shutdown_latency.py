@@ -86,6 +86,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--busy", type=int, default=2)
+    ap.add_argument("--only", default=None, help="one command name, e.g. sim")
     args = ap.parse_args()
     spin = "import time\nend = time.monotonic() + 1800\nwhile time.monotonic() < end: pass\n"
     hogs = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(args.busy)]
@@ -96,6 +97,8 @@ def main() -> None:
     try:
         with start_in_thread(SimConfig(speed=20.0, n_spec=8), log_sink=lambda _l: None) as sim:
             for name, (base, marker, tty, attach) in COMMANDS.items():
+                if args.only is not None and not name.startswith(args.only):
+                    continue
                 for sig in (signal.SIGINT, signal.SIGTERM):
                     cmd = [*base, "--attach", sim.url] if attach else list(base)
                     times, codes = [], set()
