@@ -9,8 +9,6 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 
-import pytest
-
 from specmon.bench.config import BenchConfig
 from specmon.bench.runner import run_bench
 from specmon.bench.servers import AttachProvider

@@ -250,7 +250,7 @@ def _live(
     from specmon.bench.analysis import analyze
     from specmon.bench.render import progress_for
     from specmon.bench.runner import BenchError, run_bench
-    from specmon.runtime.recorder import RecordingError
+    from specmon.core.errors import RecordingError
 
     display = progress_for(sys.stderr)
     try:
@@ -291,7 +291,8 @@ def _replay(args: argparse.Namespace, baseline: float | None) -> int:
     from specmon.bench.analysis import analyze
     from specmon.bench.config import BenchConfig
     from specmon.bench.result import ServerInfo
-    from specmon.sources.recording_player import RecordingError, read_recording
+    from specmon.core.errors import RecordingError
+    from specmon.sources.recording_player import read_recording
 
     try:
         recording = read_recording(args.replay)

@@ -118,12 +118,16 @@ def run(args: argparse.Namespace) -> int:
         return _error(f"--gpu must be local, none or a dcgm-exporter http(s) URL, got {gpu!r}")
 
     def make_monitor() -> Monitor:
-        from specmon.cli.session_setup import state_factory
+        from specmon.cli.session_setup import gpu_sampler, state_factory
         from specmon.runtime.monitor import Monitor, pair_targets
 
         targets = pair_targets([args.attach], [args.metrics_url] if args.metrics_url else [])
         return Monitor(
-            targets, state_factory(None), api_key=args.api_key, gpu=gpu, record=args.record
+            targets,
+            state_factory(None),
+            api_key=args.api_key,
+            gpu=gpu_sampler(gpu),
+            record=args.record,
         )
 
     port = SessionPort(make_monitor, api_key=args.api_key, model=args.model)

@@ -4,6 +4,9 @@ The simulator runs in its own thread on a free loopback port with the seeds' deg
 (`cycle:5f,1t,3d,1r`); the hub runs the stream client and the /metrics scraper on its own thread;
 the terminal shows the state at a fixed rate. Everything is labelled SIMULATED. Ctrl-C (or the
 end of `--requests`) stops the loop, the hub and the simulator, leaving no thread or port behind.
+
+Exit status: 0 after `--requests`; 130 on Ctrl-C (SIGINT) and 143 on SIGTERM, after the recording
+is closed (within 2 s; a second Ctrl-C exits at once); 2 for bad arguments.
 """
 
 from __future__ import annotations
@@ -12,14 +15,12 @@ import argparse
 import json
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from specmon.cli.session_setup import add_baseline_argument, state_factory
-from specmon.core.errors import RecordingError
-from specmon.core.events import ServerLogLine
-from specmon.runtime.monitor import Monitor, Target
-from specmon.runtime.prompt_loop import prompt_loop
-from specmon.sources.stream_client import ChatRequest
+
+if TYPE_CHECKING:  # imported in run(): `specmon --help` must not import openai/httpx/rich
+    from specmon.runtime.monitor import Monitor
 
 DEMO_SCHEDULE = "cycle:5f,1t,3d,1r"
 
@@ -63,7 +64,10 @@ def _error(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from specmon.core.errors import RecordingError
+    from specmon.runtime.monitor import Monitor, Target
     from specmon.sim.server import SimConfig, SimConfigError, start_in_thread
+    from specmon.sources.log_lines import LogLineSource
 
     if args.requests is not None and args.requests < 1:
         return _error(f"--requests must be at least 1, got {args.requests}")
@@ -76,33 +80,26 @@ def run(args: argparse.Namespace) -> int:
         kwargs["profile"] = args.profile
     if args.n_spec is not None:
         kwargs["n_spec"] = args.n_spec
-    logs: list[str] = []
-    monitor: Monitor | None = None
-
-    def sink(line: str) -> None:
-        if monitor is not None and monitor.hub.running:
-            hub = monitor.hub
-            try:
-                hub.post(ServerLogLine(t=hub.clock(), source=sim_url, line=line))
-            except RuntimeError:  # the hub is stopping: the line is not needed any more
-                return
-        else:
-            logs.append(line)
-            del logs[:-100]  # bounded: only lines from before the hub started are kept
-
+    if args.n_spec != 0:  # every answer carries the server's own acceptance, as vLLM's flag does
+        kwargs["per_request_spec_decode_metrics"] = "detailed"
+    # The simulator's log lines are a source like any other: queued from the sim's thread,
+    # emitted by the hub (the newest 100 from before the hub started are kept).
+    logs = LogLineSource(max_pending=100)
     try:
-        sim = start_in_thread(SimConfig(**kwargs), log_sink=sink)
+        sim = start_in_thread(SimConfig(**kwargs), log_sink=logs.push)
     except (SimConfigError, ValueError) as exc:
         return _error(str(exc))
-    sim_url = sim.url
+    logs.source = sim.url
+    monitor: Monitor | None = None
     try:
         monitor = Monitor(
-            [Target(sim_url)], state_factory(args.baseline), interval=1.0, record=args.record
+            [Target(sim.url)], state_factory(args.baseline), interval=1.0, record=args.record
         )
         try:
             monitor.start()
         except RecordingError as exc:
             return _error(str(exc))
+        monitor.run_source(logs.run)
         return _drive(monitor, args)
     finally:
         if monitor is not None:
@@ -111,19 +108,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _drive(monitor: Monitor, args: argparse.Namespace) -> int:
+    from specmon.sources.stream_client import ChatRequest
     from specmon.ui.live_console import TextTail, run_live, run_plain
 
     hub = monitor.hub
     tail = TextTail()
     hub.subscribe(tail)
-    client = monitor.clients[0]
+    url = monitor.targets[0].base
     requests = [ChatRequest(prompt=p, max_tokens=args.max_tokens) for p in DEMO_PROMPTS]
     done = threading.Event()
-    loop = hub.submit(
-        prompt_loop(client, requests, hub.emit, scraper=monitor.scrapers[0], count=args.requests)
-    )
+    loop = monitor.prompt_loop(requests, count=args.requests)
     loop.add_done_callback(lambda _f: done.set())
-    title = f"specmon demo — simulated server {client.base_url}"
+    title = f"specmon demo — simulated server {url}"
     interrupted = False
     try:
         if sys.stdout.isatty() and not args.json:
@@ -135,7 +131,7 @@ def _drive(monitor: Monitor, args: argparse.Namespace) -> int:
                 final_view=lambda: monitor.view(fresh=True),
             )
         elif not args.json:
-            print(f"[SIMULATED] specmon demo against {client.base_url}", flush=True)
+            print(f"[SIMULATED] specmon demo against {url}", flush=True)
             run_plain(
                 monitor.view,
                 done=done,
@@ -143,7 +139,8 @@ def _drive(monitor: Monitor, args: argparse.Namespace) -> int:
                 final_view=lambda: monitor.view(fresh=True),
             )
         else:
-            done.wait()
+            while not done.wait(0.25):  # timed: the main thread stays responsive to signals
+                pass
     except KeyboardInterrupt:
         interrupted = True
     loop.cancel()

@@ -7,11 +7,14 @@ import argparse
 import ipaddress
 import sys
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from specmon.core.events import SessionInfo
-from specmon.core.session_state import SessionState
-from specmon.sources.baseline_store import BaselineKey, BaselineStore, BaselineStoreError
+if TYPE_CHECKING:  # imported when a session starts, not when `specmon --help` registers
+    from specmon.core.events import SessionInfo
+    from specmon.core.session_state import SessionState
+    from specmon.sources.baseline_store import BaselineStore
+    from specmon.sources.gpu.loop import GpuSampler
 
 
 def positive_float(text: str) -> float:
@@ -47,6 +50,9 @@ def state_factory(
     GPU and vLLM version. A simulated server never gets a stored (real) baseline. An unreadable
     store is reported through `warn` and the session runs without a baseline."""
 
+    from specmon.core.session_state import SessionState
+    from specmon.sources.baseline_store import BaselineKey, BaselineStore, BaselineStoreError
+
     def make(info: SessionInfo) -> SessionState:
         tok_s = baseline
         if tok_s is None and not info.simulated and info.model:
@@ -77,3 +83,11 @@ def default_gpu_source(urls: Sequence[str]) -> str:
     """ "local" (NVML) when every attached server runs on this machine, else "none": the GPU of a
     remote server is not the one NVML sees here (read it from its dcgm-exporter with --gpu URL)."""
     return "local" if urls and all(is_loopback(u) for u in urls) else "none"
+
+
+def gpu_sampler(choice: str) -> GpuSampler | None:
+    """The GPU sampler for `--gpu local|none|DCGM_URL`: NVML for "local", a dcgm-exporter reader
+    for a URL, None for "none" (ValueError for anything else)."""
+    from specmon.sources.gpu import make_sampler
+
+    return make_sampler(choice)

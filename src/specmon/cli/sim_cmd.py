@@ -1,20 +1,27 @@
-"""`specmon sim`: run the simulated DFlash vLLM server in the foreground until Ctrl-C/SIGTERM."""
+"""`specmon sim`: run the simulated DFlash vLLM server in the foreground until Ctrl-C/SIGTERM.
+
+The first Ctrl-C or SIGTERM stops serving and closes every connection, then exits with status 0
+(the usual way to stop a server); a second one, or a stop that takes longer than 1.5 s, ends the
+process at once with 130 (SIGINT) or 143 (SIGTERM).
+"""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import os
 import signal
 import sys
+from typing import TYPE_CHECKING
 
 from specmon.sim.profiles import DEFAULT_PROFILE, PROFILES
-from specmon.sim.server import SimConfig, SimConfigError, SimServer, resolve
 from specmon.sim.spec_metrics import LEVELS
 
+if TYPE_CHECKING:
+    from specmon.sim.server import SimConfig
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "sim",
         help="run the SIMULATED vLLM server (OpenAI API, /metrics, DFlash-like speculation)",
@@ -66,6 +73,10 @@ def _log_interval(args: argparse.Namespace) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from specmon.sim.server import SimConfig, SimConfigError, resolve
+
     config = SimConfig(
         profile=args.profile,
         n_spec=args.n_spec,
@@ -93,13 +104,26 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _serve(config: SimConfig, n_spec: int) -> int:
+    import asyncio
+
+    from specmon.runtime import shutdown
+    from specmon.sim.server import SimServer
+
     server = SimServer(config)
     await server.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
+    process_shutdown = shutdown.current()
+    if process_shutdown is not None:
+        # The process's handlers (bounded stop, second Ctrl-C forces) call back into the loop.
+        def request_stop() -> None:
+            loop.call_soon_threadsafe(stop.set)
+
+        process_shutdown.on_signal(request_stop)
+    else:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, stop.set)
     schedule = config.schedule or "off"
     print(
         f"SIMULATED vLLM server (specmon sim) on {server.url}  profile={config.profile} "

@@ -6,8 +6,9 @@ shown as down. For https servers whose certificate comes from a private CA, poin
 (or SSL_CERT_DIR) at the CA.
 
 Exit status: 0 after `--once`, or when the reader of `--json` lines goes away (a closed pipe, as
-with `| head`); 130 when interrupted (Ctrl-C / SIGINT), after the sources are stopped and the
-recording is closed; 2 for bad arguments.
+with `| head`); 130 when interrupted (Ctrl-C / SIGINT) and 143 on SIGTERM, after the sources are
+stopped and the recording is closed (within 2 s; a second Ctrl-C exits at once); 2 for bad
+arguments.
 """
 
 from __future__ import annotations
@@ -17,12 +18,18 @@ import json
 import os
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from specmon.cli.session_setup import add_baseline_argument, default_gpu_source, state_factory
-from specmon.core.errors import RecordingError
+from specmon.cli.session_setup import (
+    add_baseline_argument,
+    default_gpu_source,
+    gpu_sampler,
+    state_factory,
+)
 from specmon.core.watch_json import snapshot_of
-from specmon.runtime.monitor import Monitor, pair_targets
+
+if TYPE_CHECKING:  # imported in run(): `specmon --help` must not import openai/httpx
+    from specmon.runtime.monitor import Monitor
 
 MIN_INTERVAL_S = 0.1
 """Shortest --interval accepted: faster scraping only loads the server (vLLM's own log cadence
@@ -78,6 +85,9 @@ def _error(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from specmon.core.errors import RecordingError
+    from specmon.runtime.monitor import Monitor, pair_targets
+
     if not MIN_INTERVAL_S <= args.interval <= MAX_INTERVAL_S:
         return _error(
             f"--interval must be a number of seconds from {MIN_INTERVAL_S:g} to "
@@ -97,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
             targets,
             state_factory(args.baseline),
             api_key=args.api_key,
-            gpu=gpu,
+            gpu=gpu_sampler(gpu),
             interval=args.interval,
             record=args.record,
         )

@@ -17,17 +17,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from specmon.core.events import Event, GpuSampled, SessionInfo
+from specmon.core.events import Event, GpuSampled, RequestEnded, SessionInfo
 from specmon.core.views import SessionView
-from specmon.runtime.hub import Hub
+from specmon.runtime.hub import Hub, SourceRun
+from specmon.runtime.prompt_loop import prompt_loop
 from specmon.runtime.recorder import Recorder
+from specmon.sources.gpu.loop import GpuSampler, run_sampler
 from specmon.sources.metrics_scraper import MetricsScraper, metrics_url_for
-from specmon.sources.stream_client import (
-    ServerIdentity,
-    StreamClient,
-    resolve_api_key,
-    server_base,
-)
+from specmon.sources.server_identity import ServerIdentity, identify, server_base
+from specmon.sources.stream_client import ChatRequest, StreamClient, resolve_api_key
 
 
 class State(Protocol):
@@ -127,10 +125,10 @@ class Monitor:
     def __init__(
         self,
         targets: Sequence[Target],
-        state_factory: StateFactory,
+        state_factory: StateFactory | None,
         *,
         api_key: str | None = None,
-        gpu: str = "none",
+        gpu: GpuSampler | None = None,
         interval: float = 1.0,
         record: str | os.PathLike[str] | None = None,
         hub: Hub | None = None,
@@ -140,7 +138,7 @@ class Monitor:
         self.targets = list(targets)
         self._state_factory = state_factory
         self._api_key = resolve_api_key(api_key)
-        self._gpu = gpu
+        self._sampler = gpu
         self.interval = interval
         self._record = record
         self.hub = hub or Hub()
@@ -150,7 +148,6 @@ class Monitor:
         self.identities: list[ServerIdentity] = []
         self.scrapers: list[MetricsScraper] = []
         self.clients: list[StreamClient] = []
-        self._sampler: Any = None
         self._futures: list[concurrent.futures.Future[Any]] = []
 
     # ------------------------------------------------------------ lifecycle
@@ -167,22 +164,27 @@ class Monitor:
             hub.add_closer(client.aclose)
 
         async def identify_all() -> list[ServerIdentity]:
-            return list(await asyncio.gather(*(c.identify() for c in self.clients)))
+            found = await asyncio.gather(
+                *(identify(t.base, api_key=self._api_key) for t in self.targets)
+            )
+            for client, identity in zip(self.clients, found, strict=True):
+                if identity.simulated:
+                    client.simulated = True
+            return list(found)
 
         self.identities = hub.submit(identify_all()).result(60)
-        self._sampler = self._gpu_sampler()
         if self._sampler is not None:
             hub.add_closer(self._sampler.close)
         first_gpu = self._first_gpu_sample()
         self.info = session_info_from(self.identities, gpu_name(first_gpu))
-        self.state = self._state_factory(self.info)
-        hub.subscribe(self.state.apply)
-        state = self.state
+        if self._state_factory is not None:  # None: a collector process, whose parent folds
+            state = self.state = self._state_factory(self.info)
+            hub.subscribe(state.apply)
 
-        def publish_view() -> None:  # on the hub thread, under its lock
-            state.publish_if_due(hub.clock())
+            def publish_view() -> None:  # on the hub thread, under its lock
+                state.publish_if_due(hub.clock())
 
-        self._futures.append(hub.every(VIEW_PUBLISH_INTERVAL_S, publish_view))
+            self._futures.append(hub.every(VIEW_PUBLISH_INTERVAL_S, publish_view))
         if self._record is not None:
             secrets = (self._api_key,) if self._api_key else ()
             self.recorder = Recorder(self._record, self.info, secrets=secrets)
@@ -215,17 +217,6 @@ class Monitor:
             return {"Authorization": f"Bearer {self._api_key}"}
         return {}
 
-    def _gpu_sampler(self) -> Any:
-        if self._gpu == "none":
-            return None
-        if self._gpu == "local":
-            from specmon.sources.gpu import NvmlSampler
-
-            return NvmlSampler()
-        from specmon.sources.gpu import DcgmSampler
-
-        return DcgmSampler(self._gpu)
-
     def _first_gpu_sample(self) -> GpuSampled | None:
         """One GPU sample taken before the SessionInfo is built (None without a GPU source, or
         when it does not answer in time: then the session's GPU stays unknown)."""
@@ -241,12 +232,10 @@ class Monitor:
             return None
         return sample if isinstance(sample, GpuSampled) else None
 
-    def _gpu_source(self) -> Callable[[Callable[[Event], None]], Any] | None:
+    def _gpu_source(self) -> SourceRun | None:
         sampler = self._sampler
         if sampler is None:
             return None
-        from specmon.sources.gpu import run_sampler
-
         clock = self.hub.clock
         interval = self.interval
 
@@ -254,6 +243,31 @@ class Monitor:
             return run_sampler(sampler, emit, clock, interval)
 
         return run
+
+    def run_source(self, run: SourceRun) -> concurrent.futures.Future[Any]:
+        """Run one more source on the hub (e.g. the demo's server log lines) until stop()."""
+        future = self.hub.run_source(run)
+        self._futures.append(future)
+        return future
+
+    def prompt_loop(
+        self, requests: Sequence[ChatRequest], *, count: int | None = None, server: int = 0
+    ) -> concurrent.futures.Future[list[RequestEnded]]:
+        """Send `requests` in turn to server number `server` (concurrency 1, end-of-request
+        scrapes), `count` in all (None: until stop()); see runtime.prompt_loop."""
+        if self.info is None:
+            raise RuntimeError("the monitor is not started")
+        future = self.hub.submit(
+            prompt_loop(
+                self.clients[server],
+                requests,
+                self.hub.emit,
+                scraper=self.scrapers[server],
+                count=count,
+            )
+        )
+        self._futures.append(future)
+        return future
 
     def scrape_all_once(self) -> None:
         """Scrape every server once and take one GPU sample (blocking; for `watch --once`)."""
@@ -286,8 +300,17 @@ class Monitor:
         return view
 
     def stop(self) -> None:
-        """Cancel sources, close clients and the recorder (fsync), stop the hub thread."""
+        """Cancel sources, close clients and the recorder (fsync), stop the hub thread.
+
+        Bounded by the hub's stop (`hub.STOP_TIMEOUT_S`). Should the hub give up before its
+        closers ran, the recording is still closed here, so it ends whole."""
         self.hub.stop()
+        recorder = self.recorder
+        if recorder is not None and not recorder.closed:
+            try:
+                recorder.close()
+            except OSError as exc:
+                self.hub.errors.append(f"closing the recording: {exc}")
 
     def __enter__(self) -> Monitor:
         return self

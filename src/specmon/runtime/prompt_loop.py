@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 
 from specmon.core.events import Emit, RequestEnded
@@ -45,7 +45,6 @@ async def prompt_loop(
     *,
     scraper: MetricsScraper | None = None,
     count: int | None = None,
-    on_end: Callable[[RequestEnded], None] | None = None,
 ) -> list[RequestEnded]:
     """Send `requests` in turn (cycling), `count` in all (None: until cancelled).
 
@@ -63,6 +62,4 @@ async def prompt_loop(
             request = replace(request, model=model)
         result = await run_request(client, request, emit, scraper=scraper)
         ended.append(result)
-        if on_end is not None:
-            on_end(result)
     return list(ended)

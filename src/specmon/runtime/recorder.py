@@ -85,7 +85,7 @@ class Recorder:
         if self.path.name.endswith(".gz"):
             self._gz = gzip.GzipFile(fileobj=self._raw, mode="wb", compresslevel=6)
             target = self._gz  # type: ignore[assignment]
-        self._out = io.TextIOWrapper(target, encoding="utf-8", newline="\n")  # type: ignore[arg-type]
+        self._out = io.TextIOWrapper(target, encoding="utf-8", newline="\n")
         self._dumps = json.JSONEncoder(separators=(",", ":")).encode
         if started_at is None:
             started_at = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")

@@ -15,13 +15,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-import httpx
 import openai
 
 from specmon.core.clock import Clock, monotonic_clock
@@ -30,20 +27,31 @@ from specmon.core.events import (
     RequestEnded,
     RequestOutcome,
     RequestStarted,
-    SessionInfo,
     StreamChunk,
 )
 from specmon.core.redaction import redact_text
+from specmon.sources.server_identity import (
+    IDENTIFY_TIMEOUT_S,
+    SIMULATED_HEADER,
+    ServerIdentity,
+    identify,
+    server_base,
+)
 
-SIMULATED_HEADER = "x-specmon-simulated"
+__all__ = [
+    "IDENTIFY_TIMEOUT_S",
+    "SIMULATED_HEADER",
+    "ChatRequest",
+    "ServerIdentity",
+    "StreamClient",
+    "new_request_id",
+    "resolve_api_key",
+    "server_base",
+]
+
 API_KEY_ENV_VARS: tuple[str, ...] = ("OPENAI_API_KEY", "VLLM_API_KEY")
 NO_KEY = "EMPTY"
 """What the client sends when no key is configured (vLLM without --api-key accepts anything)."""
-
-
-IDENTIFY_TIMEOUT_S = 10.0
-"""Bound on each identification call (/version, /v1/models): a server that accepts connections
-but never answers must not hold `watch` or `demo` at start."""
 
 
 def resolve_api_key(explicit: str | None, environ: Mapping[str, str] | None = None) -> str | None:
@@ -56,60 +64,6 @@ def resolve_api_key(explicit: str | None, environ: Mapping[str, str] | None = No
         if value:
             return value
     return None
-
-
-def server_base(url: str) -> str:
-    """The server's base URL: no trailing slash, no `/v1`, no credentials; scheme added if missing.
-
-    Raises ValueError with a clear message when the URL cannot be a server address.
-    """
-    text = url.strip()
-    if not text:
-        raise ValueError("empty server URL")
-    if "://" not in text:
-        text = "http://" + text
-    parts = urlsplit(text)
-    if parts.scheme not in ("http", "https"):
-        raise ValueError(f"server URL must be http or https, got {parts.scheme!r} in {url!r}")
-    if not parts.hostname:
-        raise ValueError(f"server URL has no host: {url!r}")
-    netloc = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
-    try:
-        port = parts.port
-    except ValueError:
-        raise ValueError(f"server URL has a bad port: {url!r}") from None
-    if port is not None:
-        netloc += f":{port}"
-    path = re.sub(r"/+$", "", parts.path)
-    path = re.sub(r"/v1$", "", path)
-    return urlunsplit((parts.scheme, netloc, path, "", ""))
-
-
-@dataclass(frozen=True, slots=True)
-class ServerIdentity:
-    """What a server says about itself (any field may be None when it did not say)."""
-
-    base_url: str
-    models: tuple[str, ...] = ()
-    vllm_version: str | None = None
-    simulated: bool = False
-    profile: str | None = None
-    n_spec: int | None = None
-    error: str | None = None
-
-    def session_info(self, model: str | None = None) -> SessionInfo:
-        """SessionInfo for a session on this server."""
-        extra: dict[str, Any] = {}
-        if self.profile is not None:
-            extra["sim_profile"] = self.profile
-        return SessionInfo(
-            server=self.base_url,
-            model=model or (self.models[0] if self.models else None),
-            n_spec=self.n_spec,
-            vllm_version=self.vllm_version,
-            simulated=self.simulated,
-            extra=extra,
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +135,7 @@ class StreamClient:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    # ------------------------------------------------------------ server identity
+    # ------------------------------------------------------------ models
 
     async def list_models(self) -> tuple[str, ...]:
         """Model ids from /v1/models (cached after the first success)."""
@@ -200,49 +154,14 @@ class StreamClient:
         return models[0]
 
     async def identify(self) -> ServerIdentity:
-        """Ask /version and /v1/models; never raises (errors go into `error`)."""
-        headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
-        version: str | None = None
-        simulated = False
-        profile: str | None = None
-        n_spec: int | None = None
-        errors: list[str] = []
-        try:
-            async with httpx.AsyncClient(timeout=IDENTIFY_TIMEOUT_S, headers=headers) as http:
-                resp = await http.get(self.base_url + "/version")
-                simulated = resp.headers.get(SIMULATED_HEADER) == "1"
-                if resp.status_code != 200:
-                    errors.append(f"/version: HTTP {resp.status_code}")
-                else:
-                    body = resp.json()
-                    if isinstance(body, dict):
-                        v = body.get("version")
-                        version = str(v) if v is not None else None
-                        simulated = simulated or body.get("simulated") is True
-                        p = body.get("profile")
-                        profile = str(p) if p is not None else None
-                        k = body.get("n_spec")
-                        n_spec = k if isinstance(k, int) and not isinstance(k, bool) else None
-        except (httpx.HTTPError, ValueError) as exc:
-            errors.append(f"/version: {type(exc).__name__}: {self._clean(str(exc))}")
-        models: tuple[str, ...] = ()
-        try:
-            models = await asyncio.wait_for(self.list_models(), IDENTIFY_TIMEOUT_S)
-        except TimeoutError:
-            errors.append(f"/v1/models: no answer within {IDENTIFY_TIMEOUT_S:g} s")
-        except (openai.OpenAIError, httpx.HTTPError) as exc:
-            errors.append(f"/v1/models: {type(exc).__name__}: {self._clean(str(exc))}")
-        if simulated:
+        """Ask /version and /v1/models (sources.server_identity); never raises. Remembers the
+        models listed and whether the server announced itself as simulated."""
+        identity = await identify(self.base_url, api_key=self._key, timeout=IDENTIFY_TIMEOUT_S)
+        if identity.models and self._models is None:
+            self._models = identity.models
+        if identity.simulated:
             self.simulated = True
-        return ServerIdentity(
-            base_url=self.base_url,
-            models=models,
-            vllm_version=version,
-            simulated=simulated,
-            profile=profile,
-            n_spec=n_spec,
-            error="; ".join(errors) or None,
-        )
+        return identity
 
     # ------------------------------------------------------------ streaming
 

@@ -3,8 +3,9 @@
 - `NvmlSampler` (nvml.py): local GPUs via nvidia-ml-py; lazy init, NVML errors become None.
 - `DcgmSampler` (dcgm.py): a dcgm-exporter `/metrics` URL; imported lazily from here, so the
   NVML path works where httpx or prometheus_client are not installed.
-- `FakeNvml`, `FakeGpu` (fake_nvml.py): a scriptable pynvml stand-in for tests and demos.
-- `run_sampler` (loop.py): the 1 Hz loop that samples in a worker thread and emits.
+- `FakeNvml`, `FakeGpu` (fake_nvml.py): a scriptable pynvml stand-in for tests and benchmarks.
+- `run_sampler` (loop.py): the 1 Hz loop that samples in a worker thread and emits (the one
+  loop for both samplers; they have no `run` of their own).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ __all__ = [
     "FakeNvml",
     "GpuSampler",
     "NvmlSampler",
+    "make_sampler",
     "parse_dcgm_page",
     "run_sampler",
 ]
@@ -35,6 +37,21 @@ _LAZY = {
     "FakeGpu": "specmon.sources.gpu.fake_nvml",
     "FakeNvml": "specmon.sources.gpu.fake_nvml",
 }
+
+
+def make_sampler(choice: str) -> GpuSampler | None:
+    """The sampler for a `--gpu` choice: "local" (NVML), "none" (None) or a dcgm-exporter URL.
+
+    Raises ValueError for anything else."""
+    if choice == "none":
+        return None
+    if choice == "local":
+        return NvmlSampler()
+    if choice.startswith(("http://", "https://")):
+        from specmon.sources.gpu.dcgm import DcgmSampler
+
+        return DcgmSampler(choice)
+    raise ValueError(f"--gpu must be local, none or a dcgm-exporter http(s) URL, got {choice!r}")
 
 
 def __getattr__(name: str) -> Any:

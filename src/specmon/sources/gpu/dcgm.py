@@ -14,16 +14,13 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Awaitable, Callable
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from specmon.core.clock import Clock
 from specmon.core.events import GpuReading, GpuSampled
 from specmon.core.families import MAX_PAGE_BYTES
 from specmon.core.gpu_reasons import decode_clock_event_reasons, mask_from_float
-from specmon.sources.gpu.loop import run_sampler
 
 log = logging.getLogger(__name__)
 
@@ -264,12 +261,3 @@ class DcgmSampler:
         if self._client is not None:
             self._client.close()
             self._client = None
-
-    async def run(
-        self,
-        emit: Callable[[GpuSampled], Awaitable[None] | None],
-        clock: Clock,
-        interval: float = 1.0,
-    ) -> None:
-        """Sample every `interval` seconds in a worker thread and emit each; see `run_sampler`."""
-        await run_sampler(self, emit, clock, interval)

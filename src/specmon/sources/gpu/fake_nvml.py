@@ -1,4 +1,5 @@
-"""A scriptable stand-in for the `pynvml` module, for tests, the demo and benchmarks without a GPU.
+"""A scriptable stand-in for the `pynvml` module, for tests and benchmarks without a GPU (the demo
+does not use it: a simulated server has no GPU, so the demo shows none).
 
 `FakeNvml` exposes the pynvml functions and constants that `NvmlSampler` calls, with the same
 signatures, units (mW, bytes, °C, MHz) and return shapes (structs with `.total`/`.used`…), and

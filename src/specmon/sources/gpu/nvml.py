@@ -18,14 +18,12 @@ from __future__ import annotations
 import importlib
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from specmon.core.clock import Clock
 from specmon.core.events import GpuReading, GpuSampled
 from specmon.core.gpu_reasons import decode_clock_event_reasons
-from specmon.sources.gpu.loop import run_sampler
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +38,9 @@ FIELD_GROUPS: tuple[str, ...] = (
 """The dynamic field groups a sample reads (static fields are read once and always)."""
 
 _STATIC_FIELDS = ("name", "uuid", "slowdown_temperature_c", "power_limit_w")
+
+CLOSE_WAIT_S = 0.25
+"""How long close() waits for a sample that is inside NVML before leaving the shutdown to it."""
 
 
 @dataclass
@@ -57,7 +58,7 @@ class _Failure:
 
 
 class NvmlSampler:
-    """Samples every local GPU through NVML. Cheap and synchronous; see `run` for the 1 Hz loop.
+    """Samples every local GPU through NVML; cheap and synchronous (`run_sampler`: the 1 Hz loop).
 
     `nvml` is the pynvml module or a stand-in with the same functions (tests inject
     `FakeNvml`); None imports `pynvml` lazily on the first sample. `groups` limits the dynamic
@@ -91,6 +92,7 @@ class NvmlSampler:
         self._reasons_function: str | None = None
         self._logged_missing: set[str] = set()
         self._failure: _Failure | None = None
+        self._close_requested = False
 
     # ------------------------------------------------------------ public
 
@@ -104,21 +106,24 @@ class NvmlSampler:
                 return GpuSampled(
                     t=now, source=self.source, gpus=(), error=f"GPU sample failed: {exc!r}"
                 )
+            finally:
+                if self._close_requested:  # close() gave up waiting for this sample
+                    self._close_requested = False
+                    self._shutdown()
 
     def close(self) -> None:
-        """Shut NVML down if this sampler initialised it. A later sample initialises again."""
-        with self._lock:
-            self._shutdown()
+        """Shut NVML down if this sampler initialised it. A later sample initialises again.
 
-    async def run(
-        self,
-        emit: Callable[[GpuSampled], Awaitable[None] | None],
-        clock: Clock,
-        interval: float = 1.0,
-    ) -> None:
-        """Sample every `interval` seconds in a worker thread and emit each sample; closes NVML
-        when cancelled. See `run_sampler`."""
-        await run_sampler(self, emit, clock, interval)
+        Bounded: when a sample is still inside NVML (a stuck driver call), close waits at most
+        CLOSE_WAIT_S for it and otherwise leaves the shutdown to that sample, which does it as
+        soon as it returns. Stopping specmon never waits on the driver."""
+        if not self._lock.acquire(timeout=CLOSE_WAIT_S):
+            self._close_requested = True
+            return
+        try:
+            self._shutdown()
+        finally:
+            self._lock.release()
 
     @property
     def memory_info_v2(self) -> bool | None:

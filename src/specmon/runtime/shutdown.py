@@ -1,0 +1,156 @@
+"""Bounded shutdown for every long-running command: Ctrl-C and SIGTERM always end the process.
+
+`install()` (called first thing by `specmon`'s `main`) puts one handler on SIGINT and SIGTERM:
+
+- the first signal starts a clean stop: by default it raises KeyboardInterrupt in the main thread
+  (so the command's `finally` blocks stop the hub, close the recording, stop the simulator), or,
+  when a command has registered `on_signal(callback)`, it calls that callback instead (`specmon
+  sim` sets its loop's stop event); it also arms a watchdog;
+- the watchdog (a daemon thread) ends the process with `os._exit` when the clean stop has not
+  finished within `grace_s` seconds, whatever is still running (a stuck scrape, an NVML call, a
+  non-daemon thread joined by the interpreter at exit);
+- a second signal ends the process at once.
+
+Exit status: 130 after SIGINT and 143 after SIGTERM (128 + the signal's number, the shell's
+convention), both for a clean stop and for a forced one (`specmon sim`, a server, exits 0 after a
+clean stop). Once the command's clean stop is done, `main` ends the process with `exit_now`,
+skipping the interpreter's teardown, which under load alone can take longer than the bound.
+
+Python runs signal handlers in the main thread only, between bytecodes; a main thread that is
+blocked in C (a lock without timeout, a join) runs it only when that call returns. The watchdog
+does not depend on the main thread: it is armed from the handler and counts on its own.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from types import FrameType
+
+DEFAULT_GRACE_S = 1.5
+"""Time a clean stop may take after the first signal before the process is ended by force (the
+promise is an exit within 2 s of Ctrl-C, with room for a loaded machine)."""
+
+SIGNALS: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM)
+
+
+def exit_code_for(signum: int) -> int:
+    """The shell's exit status for a process ended by `signum` (130 for SIGINT, 143 SIGTERM)."""
+    return 128 + int(signum)
+
+
+class Shutdown:
+    """The process's stop request: which signal came, when, and what to do about it."""
+
+    def __init__(
+        self,
+        *,
+        grace_s: float = DEFAULT_GRACE_S,
+        force_exit: Callable[[int], None] = os._exit,
+        write_error: Callable[[str], None] | None = None,
+    ) -> None:
+        self.grace_s = grace_s
+        self.requested = threading.Event()
+        """Set by the first signal (commands may wait on it instead of sleeping)."""
+        self.signum: int | None = None
+        self._force_exit = force_exit
+        self._write_error = write_error or _write_stderr
+        self._callback: Callable[[], None] | None = None
+        self._count = 0
+        self._watchdog: threading.Thread | None = None
+        self._done = threading.Event()
+
+    # ------------------------------------------------------------ wiring
+
+    def install(self) -> None:
+        """Handle SIGINT and SIGTERM in this process (main thread only; else a no-op)."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in SIGNALS:
+            signal.signal(sig, self._handle)
+
+    def on_signal(self, callback: Callable[[], None] | None) -> None:
+        """Call `callback` on the first signal instead of raising KeyboardInterrupt (None: raise
+        again). The callback runs in the main thread, inside the signal handler: keep it short
+        (set an event, call_soon_threadsafe)."""
+        self._callback = callback
+
+    @property
+    def exit_code(self) -> int | None:
+        """130 or 143 once a signal came, else None."""
+        return exit_code_for(self.signum) if self.signum is not None else None
+
+    def exit_now(self, code: int) -> None:
+        """Flush stdout and stderr and end the process with `code` (after a clean stop)."""
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError, AttributeError):
+                continue
+        self._force_exit(code)
+
+    def cancel_watchdog(self) -> None:
+        """Stand the watchdog down (for tests; a command lets it run through the exit)."""
+        self._done.set()
+
+    # ------------------------------------------------------------ the handler
+
+    def _handle(self, signum: int, _frame: FrameType | None) -> None:
+        self._count += 1
+        if self._count > 1:
+            code = exit_code_for(self.signum if self.signum is not None else signum)
+            self._write_error(f"specmon: {signal.Signals(signum).name} again: exiting now\n")
+            self._force_exit(code)
+            return
+        self.signum = signum
+        self.requested.set()
+        self._arm_watchdog()
+        callback = self._callback
+        if callback is not None:
+            callback()
+            return
+        raise KeyboardInterrupt
+
+    def _arm_watchdog(self) -> None:
+        started = time.monotonic()
+
+        def watch() -> None:
+            if self._done.wait(self.grace_s):
+                return
+            waited = time.monotonic() - started
+            self._write_error(
+                f"specmon: the clean stop did not finish within {waited:.1f} s: exiting now\n"
+            )
+            code = self.exit_code
+            self._force_exit(code if code is not None else 1)
+
+        self._watchdog = threading.Thread(target=watch, name="specmon-shutdown", daemon=True)
+        self._watchdog.start()
+
+
+def _write_stderr(text: str) -> None:
+    # os.write, not print: sys.stderr's buffer lock may be held by the interrupted main thread.
+    try:
+        os.write(sys.stderr.fileno(), text.encode("utf-8", "replace"))
+    except (OSError, ValueError, AttributeError):
+        return
+
+
+_current: Shutdown | None = None
+
+
+def install(grace_s: float = DEFAULT_GRACE_S) -> Shutdown:
+    """Create the process's Shutdown, install its handlers and return it."""
+    global _current
+    _current = Shutdown(grace_s=grace_s)
+    _current.install()
+    return _current
+
+
+def current() -> Shutdown | None:
+    """The installed Shutdown (None when `install` was not called, e.g. in library use)."""
+    return _current

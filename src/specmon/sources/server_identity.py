@@ -1,0 +1,153 @@
+"""Who a server is: its base URL, what /version and /v1/models say, and whether it is simulated.
+
+Apart from streaming (sources/stream_client.py): identification is two bounded GET requests made
+with httpx, before any chat. Errors never raise; they are collected in `ServerIdentity.error`,
+with any secret scrubbed. The API key, when given, is sent as a bearer token and never kept.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+
+from specmon.core.events import SessionInfo
+from specmon.core.recording_format import redact_text
+
+SIMULATED_HEADER = "x-specmon-simulated"
+"""The header every response of the built-in simulator carries ("1")."""
+
+IDENTIFY_TIMEOUT_S = 10.0
+"""Bound on each identification call (/version, /v1/models): a server that accepts connections
+but never answers must not hold `watch` or `demo` at start."""
+
+
+def server_base(url: str) -> str:
+    """The server's base URL: no trailing slash, no `/v1`, no credentials; scheme added if missing.
+
+    Raises ValueError with a clear message when the URL cannot be a server address.
+    """
+    text = url.strip()
+    if not text:
+        raise ValueError("empty server URL")
+    if "://" not in text:
+        text = "http://" + text
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https"):
+        raise ValueError(f"server URL must be http or https, got {parts.scheme!r} in {url!r}")
+    if not parts.hostname:
+        raise ValueError(f"server URL has no host: {url!r}")
+    netloc = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
+    try:
+        port = parts.port
+    except ValueError:
+        raise ValueError(f"server URL has a bad port: {url!r}") from None
+    if port is not None:
+        netloc += f":{port}"
+    path = re.sub(r"/+$", "", parts.path)
+    path = re.sub(r"/v1$", "", path)
+    return urlunsplit((parts.scheme, netloc, path, "", ""))
+
+
+@dataclass(frozen=True, slots=True)
+class ServerIdentity:
+    """What a server says about itself (any field may be None when it did not say)."""
+
+    base_url: str
+    models: tuple[str, ...] = ()
+    vllm_version: str | None = None
+    simulated: bool = False
+    profile: str | None = None
+    n_spec: int | None = None
+    error: str | None = None
+
+    def session_info(self, model: str | None = None) -> SessionInfo:
+        """SessionInfo for a session on this server."""
+        extra: dict[str, Any] = {}
+        if self.profile is not None:
+            extra["sim_profile"] = self.profile
+        return SessionInfo(
+            server=self.base_url,
+            model=model or (self.models[0] if self.models else None),
+            n_spec=self.n_spec,
+            vllm_version=self.vllm_version,
+            simulated=self.simulated,
+            extra=extra,
+        )
+
+
+async def identify(
+    url: str,
+    *,
+    api_key: str | None = None,
+    timeout: float = IDENTIFY_TIMEOUT_S,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> ServerIdentity:
+    """Ask /version and /v1/models, each within `timeout` seconds; never raises."""
+    base = server_base(url)
+    secrets = (api_key,) if api_key else ()
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    version: str | None = None
+    simulated = False
+    profile: str | None = None
+    n_spec: int | None = None
+    models: tuple[str, ...] = ()
+    errors: list[str] = []
+
+    def clean(exc: BaseException) -> str:
+        return redact_text(" ".join(f"{type(exc).__name__}: {exc}".split()), secrets)
+
+    async with httpx.AsyncClient(
+        timeout=httpx.Timeout(timeout), headers=headers, transport=transport
+    ) as http:
+        try:
+            resp = await http.get(base + "/version")
+            simulated = resp.headers.get(SIMULATED_HEADER) == "1"
+            if resp.status_code != 200:
+                errors.append(f"/version: HTTP {resp.status_code}")
+            else:
+                body = resp.json()
+                if isinstance(body, dict):
+                    v = body.get("version")
+                    version = str(v) if v is not None else None
+                    simulated = simulated or body.get("simulated") is True
+                    p = body.get("profile")
+                    profile = str(p) if p is not None else None
+                    k = body.get("n_spec")
+                    n_spec = k if isinstance(k, int) and not isinstance(k, bool) else None
+        except httpx.TimeoutException:
+            errors.append(f"/version: no answer within {timeout:g} s")
+        except (httpx.HTTPError, ValueError) as exc:
+            errors.append(f"/version: {clean(exc)}")
+        try:
+            resp = await http.get(base + "/v1/models")
+            simulated = simulated or resp.headers.get(SIMULATED_HEADER) == "1"
+            if resp.status_code != 200:
+                errors.append(f"/v1/models: HTTP {resp.status_code}")
+            else:
+                models = _model_ids(resp.json())
+        except httpx.TimeoutException:
+            errors.append(f"/v1/models: no answer within {timeout:g} s")
+        except (httpx.HTTPError, ValueError) as exc:
+            errors.append(f"/v1/models: {clean(exc)}")
+    return ServerIdentity(
+        base_url=base,
+        models=models,
+        vllm_version=version,
+        simulated=simulated,
+        profile=profile,
+        n_spec=n_spec,
+        error="; ".join(errors) or None,
+    )
+
+
+def _model_ids(body: object) -> tuple[str, ...]:
+    """The `id` of every entry of an OpenAI model list (entries without a string id skipped)."""
+    if not isinstance(body, dict) or not isinstance(body.get("data"), list):
+        raise ValueError("not an OpenAI model list")
+    return tuple(
+        m["id"] for m in body["data"] if isinstance(m, dict) and isinstance(m.get("id"), str)
+    )

@@ -1,0 +1,137 @@
+"""runtime.session: the same LiveSession API with the collector in this process or in its own.
+
+Against the simulator: a chat submitted through the session is folded into its state, a marker
+reaches the recording, stop() closes the recording and leaves no process; the collector process
+dies with its parent even when the parent is killed (SIGKILL: no clean-up code runs).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from specmon.core.events import Marker, RequestEnded, StreamChunk
+from specmon.core.session_state import SessionState
+from specmon.runtime.monitor import Target
+from specmon.runtime.session import CollectorProcess, InProcessSession, SessionConfig
+from specmon.sim.server import SimConfig, start_in_thread
+from specmon.sources.recording_player import read_recording
+from specmon.sources.stream_client import ChatRequest
+
+WAIT_S = 60.0  # bound on waiting for an answer or an exit; not a timing assertion
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.parametrize("kind", [InProcessSession, CollectorProcess])
+def test_a_chat_through_the_session_is_folded_marked_and_recorded(sim, tmp_path, kind):
+    path = tmp_path / "s.ndjson"
+    config = SessionConfig(targets=(Target(sim.url),), interval=0.3, record=str(path))
+    session = kind(config, SessionState)
+    ended = threading.Event()
+    seen: list[RequestEnded] = []
+
+    def on_event(event: object) -> None:
+        if isinstance(event, RequestEnded):
+            seen.append(event)
+            ended.set()
+
+    info = session.start()
+    pid = getattr(session, "pid", None)
+    try:
+        assert info.simulated is True
+        session.subscribe(on_event)
+        rid = session.submit_chat(ChatRequest("Count to five.", max_tokens=24))
+        assert ended.wait(WAIT_S)
+        session.mark("after the first answer")
+        rows = session.snapshot()["requests"]["rows"]
+    finally:
+        session.stop()
+    assert [e.request_id for e in seen] == [rid]
+    assert [(r["request_id"], r["outcome"], r["completion_tokens"]) for r in rows] == [
+        (rid, "ok", 24)
+    ]
+    recording = read_recording(path)
+    assert recording.problems == []
+    assert [e.label for e in recording.events if isinstance(e, Marker)] == [
+        "after the first answer"
+    ]
+    ends = [e for e in recording.events if isinstance(e, RequestEnded)]
+    assert [(e.request_id, e.completion_tokens) for e in ends] == [(rid, 24)]
+    if pid is not None:
+        assert not _alive(pid)
+
+
+def test_cancel_ends_a_streaming_request_as_cancelled():
+    slow = start_in_thread(SimConfig(speed=0.5, n_spec=8, seed=1), log_sink=lambda _l: None)
+    session = CollectorProcess(SessionConfig(targets=(Target(slow.url),)), SessionState)
+    got: list[RequestEnded] = []
+    streaming = threading.Event()
+    ended = threading.Event()
+
+    def on_event(event: object) -> None:
+        if isinstance(event, StreamChunk):
+            streaming.set()
+        if isinstance(event, RequestEnded):
+            got.append(event)
+            ended.set()
+
+    session.start()
+    try:
+        session.subscribe(on_event)
+        rid = session.submit_chat(ChatRequest("A long story, please.", max_tokens=4000))
+        assert streaming.wait(WAIT_S)
+        session.cancel(rid)  # like Esc during an answer
+        assert ended.wait(WAIT_S)
+    finally:
+        session.stop()
+        slow.stop()
+    assert [(e.request_id, e.outcome) for e in got] == [(rid, "cancelled")]
+
+
+def test_the_collector_process_dies_with_a_killed_parent(sim):
+    code = (
+        "import sys\n"
+        "from specmon.core.session_state import SessionState\n"
+        "from specmon.runtime.monitor import Target\n"
+        "from specmon.runtime.session import CollectorProcess, SessionConfig\n"
+        "if __name__ == '__main__':\n"
+        f"    s = CollectorProcess(SessionConfig(targets=(Target({sim.url!r}),)), SessionState)\n"
+        "    s.start()\n"
+        "    print(s.pid, flush=True)\n"
+        "    sys.stdin.read()\n"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        assert _alive(child)
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait(WAIT_S)
+        gone = threading.Event()
+
+        def poll() -> None:
+            while _alive(child):
+                gone.wait(0.05)
+            gone.set()
+
+        threading.Thread(target=poll, daemon=True).start()
+        assert gone.wait(WAIT_S), f"collector {child} outlived its parent"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()

@@ -1,0 +1,102 @@
+"""runtime.shutdown: what the first and the second stop signal do, and the watchdog's forced exit.
+
+The handler is called directly (no signal is sent); `force_exit` is injected, so nothing exits.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from specmon.runtime.shutdown import Shutdown, exit_code_for
+
+
+class Exits:
+    def __init__(self) -> None:
+        self.codes: list[int] = []
+        self.called = threading.Event()
+
+    def __call__(self, code: int) -> None:
+        self.codes.append(code)
+        self.called.set()
+
+
+def _quiet(_text: str) -> None:
+    return None
+
+
+def test_exit_codes_follow_the_shell_convention():
+    assert exit_code_for(signal.SIGINT) == 130
+    assert exit_code_for(signal.SIGTERM) == 143
+
+
+def test_first_signal_raises_keyboard_interrupt_and_second_forces_the_exit():
+    exits = Exits()
+    shutdown = Shutdown(grace_s=600, force_exit=exits, write_error=_quiet)
+    with pytest.raises(KeyboardInterrupt):
+        shutdown._handle(signal.SIGTERM, None)
+    assert shutdown.requested.is_set() and shutdown.exit_code == 143
+    assert exits.codes == []  # the clean stop runs; nothing forced yet
+    shutdown._handle(signal.SIGINT, None)
+    assert exits.codes == [143]  # the first signal's status
+    shutdown.cancel_watchdog()
+
+
+def test_a_registered_callback_replaces_the_keyboard_interrupt():
+    exits = Exits()
+    calls: list[str] = []
+    shutdown = Shutdown(grace_s=600, force_exit=exits, write_error=_quiet)
+    shutdown.on_signal(lambda: calls.append("stop"))
+    shutdown._handle(signal.SIGINT, None)  # does not raise
+    assert calls == ["stop"] and shutdown.exit_code == 130 and exits.codes == []
+    shutdown.cancel_watchdog()
+
+
+def test_the_watchdog_forces_the_exit_when_the_clean_stop_does_not_finish():
+    exits = Exits()
+    messages: list[str] = []
+    shutdown = Shutdown(grace_s=0.01, force_exit=exits, write_error=messages.append)
+    with pytest.raises(KeyboardInterrupt):
+        shutdown._handle(signal.SIGINT, None)
+    assert exits.called.wait(30)  # a bound on the test, not a timing assertion
+    assert exits.codes == [130]
+    assert "did not finish" in messages[0]
+
+
+def test_a_stood_down_watchdog_forces_nothing():
+    exits = Exits()
+    shutdown = Shutdown(grace_s=0.01, force_exit=exits, write_error=_quiet)
+    shutdown.cancel_watchdog()
+    with pytest.raises(KeyboardInterrupt):
+        shutdown._handle(signal.SIGINT, None)
+    assert shutdown._watchdog is not None
+    shutdown._watchdog.join(30)
+    assert exits.codes == []
+
+
+def test_a_process_stuck_in_a_non_daemon_thread_still_exits_on_sigterm():
+    """The interpreter joins non-daemon threads at exit; the watchdog ends it anyway."""
+    code = (
+        "import threading, time, os\n"
+        "from specmon.runtime import shutdown\n"
+        "shutdown.install(grace_s=0.2)\n"
+        "threading.Thread(target=time.sleep, args=(3600,)).start()\n"
+        "print('ready', flush=True)\n"
+        "try:\n"
+        "    time.sleep(3600)\n"
+        "except KeyboardInterrupt:\n"
+        "    pass\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 143
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
