@@ -4,6 +4,8 @@ is honoured by Textual itself."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -159,3 +161,20 @@ def test_themes_ship_inside_the_wheel(tmp_path: Path) -> None:
             theme = parse_theme(zf.read(member).decode("utf-8"), member)
             assert theme.name == name
         assert "specmon/ui/themes.py" in names
+        zf.extractall(tmp_path / "site")
+    # Installed from the wheel (no source tree beside it), the loader finds them in the package.
+    code = (
+        "from specmon.ui.themes import bundled_theme_dir, load_themes\n"
+        "loaded = load_themes((bundled_theme_dir(),))\n"
+        "print(bundled_theme_dir().relative_to(bundled_theme_dir().parents[1]))\n"
+        "print(sorted(loaded.themes), loaded.problems)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(tmp_path / "site"), "PATH": ""},
+    ).stdout.splitlines()
+    assert out == ["specmon/themes", f"{sorted(SHIPPED)} []"]
