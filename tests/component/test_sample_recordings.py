@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from specmon.core.session_state import SessionState
-from specmon.sources.recording_player import read_recording
+from specmon.core.views import SessionView
+from specmon.sources.recording_player import Recording, read_recording
 
 RECORDINGS = Path(__file__).resolve().parents[2] / "recordings"
 
@@ -29,3 +30,54 @@ def test_demo_cycle_recording_is_simulated_and_replays_to_its_cycle() -> None:
     )
     flagged = [r for r in snapshot["requests"]["rows"] if r["vanilla"]["flagged"]]
     assert len(flagged) == 9  # the three degraded requests of each cycle
+
+
+def _replayed(name: str) -> tuple[Recording, SessionView]:
+    recording = read_recording(RECORDINGS / name)
+    assert recording.problems == []
+    assert recording.info.simulated is True  # every sample is labelled simulated
+    state = SessionState(recording.info)
+    for event in recording.events:
+        state.apply(event)
+    return recording, state.view()
+
+
+def test_healthy_recording_replays_without_flags_cycle_or_reset() -> None:
+    _, view = _replayed("healthy.ndjson.gz")
+    assert view.simulated is True
+    assert view.summary.total == view.summary.ok == 12
+    assert view.summary.flagged == 0
+    assert all(
+        r.vanilla is not None and r.vanilla.judged and not r.vanilla.flagged for r in view.rows
+    )
+    assert view.cycle is not None and view.cycle.detected is False
+    (server,) = view.servers
+    assert server.counter_resets == 0
+    assert [m.kind for m in view.markers if m.kind == "counter_reset"] == []
+    # Speculation works: every answer's acceptance length well above 1.
+    assert all(r.acceptance is not None and r.acceptance.acceptance_length > 2 for r in view.rows)
+    # Since start = everything this session generated (the simulator started with it).
+    tokens = sum(r.completion_tokens or 0 for r in view.rows)
+    assert server.lifetime is not None and server.lifetime.since_reset_t is None
+    assert server.lifetime.generation_tokens == server.totals.generation_tokens == tokens
+
+
+def test_restart_recording_shows_the_reset_and_lifetime_numbers_since_it() -> None:
+    _, view = _replayed("restart.ndjson.gz")
+    assert view.summary.total == 14 and view.summary.flagged == 0
+    (server,) = view.servers
+    assert server.counter_resets > 0
+    resets = [m for m in view.markers if m.kind == "counter_reset"]
+    assert len(resets) == 1
+    reset_t = resets[0].t
+    # The server restarted as request 9 arrived: the reset is seen by the scrape after it.
+    ninth, tenth = view.rows[8], view.rows[9]
+    assert ninth.t_send is not None and tenth.t_send is not None
+    assert ninth.t_send < reset_t < tenth.t_send
+    lifetime = server.lifetime
+    assert lifetime is not None and lifetime.since_reset_t == reset_t
+    after = sum(r.completion_tokens or 0 for r in view.rows[8:])
+    assert lifetime.generation_tokens == after
+    # The session's own totals are reset-corrected: every token of all 14 requests.
+    assert server.totals.generation_tokens == sum(r.completion_tokens or 0 for r in view.rows)
+    assert lifetime.acceptance_length is not None and lifetime.acceptance_length > 2

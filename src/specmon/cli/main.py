@@ -17,7 +17,16 @@ from specmon import __version__
 
 # Each subcommand lives in its own module under specmon.cli, exposing
 #   register(subparsers) -> None   and   run(args) -> int
-SUBCOMMANDS: tuple[str, ...] = ("chat", "demo", "watch", "bench", "sweep", "compare", "sim")
+SUBCOMMANDS: tuple[str, ...] = (
+    "chat",
+    "demo",
+    "watch",
+    "replay",
+    "bench",
+    "sweep",
+    "compare",
+    "sim",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

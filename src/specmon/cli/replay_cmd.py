@@ -1,0 +1,159 @@
+"""`specmon replay FILE`: show a recorded session again (docs/replay.md).
+
+The recording goes through the recording player (a source like any other) into a fresh session
+state, so every derived number is recomputed with this specmon's code. `--json` replays as fast as
+possible and prints the final snapshot (the JSON of `specmon watch --json`, docs/watch-json.md).
+Without it, the live view replays at the recording's pace times `--speed`, labelled RECORDED
+(and SIMULATED when the session was simulated).
+
+Exit status: 0 after a replay, also one that stopped at a torn or cut line (a notice naming the
+line goes to stderr); 2 for a recording that is missing, not a recording, or from a newer version
+(one line on stderr); 130 when interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from specmon.cli.session_setup import add_baseline_argument, positive_float
+
+if TYPE_CHECKING:
+    from specmon.core.events import SessionInfo
+    from specmon.core.session_state import SessionState
+    from specmon.sources.recording_player import ReadProblem, RecordingPlayer
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "replay",
+        help="replay a recorded session (--json: print its final snapshot)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("file", metavar="FILE", help="a recording (.ndjson, or .ndjson.gz)")
+    p.add_argument(
+        "--speed",
+        type=positive_float,
+        default=1.0,
+        metavar="X",
+        help="pace multiplier of the live view (default 1.0: as recorded; 4: four times faster); "
+        "--json always replays as fast as possible",
+    )
+    p.add_argument("--json", action="store_true", help="print the final snapshot as JSON")
+    add_baseline_argument(p)
+
+
+def _error(message: str) -> int:
+    print(f"specmon replay: {message}", file=sys.stderr)
+    return 2
+
+
+def recorded_label(info: SessionInfo, started_at: str | None) -> str:
+    """What a replay's header says: RECORDED, the date, server, model, draft and n_spec, and
+    SIMULATED for a simulated session; unknown parts left out. Untrusted text is cleaned."""
+    from specmon.ui.formatting import clean
+
+    parts = ["RECORDED"]
+    if info.simulated:
+        parts.append("SIMULATED")
+    if started_at:
+        parts.append(started_at)
+    if info.server:
+        parts.append(info.server)
+    if info.model:
+        parts.append(f"model {info.model}")
+    if info.draft_model:
+        parts.append(f"draft {info.draft_model}")
+    elif info.method:
+        parts.append(f"method {info.method}")
+    if info.n_spec is not None:
+        parts.append(f"n_spec {info.n_spec}")
+    return clean(" · ".join(parts))
+
+
+def _notice(path: str, problem: ReadProblem, emitted: int) -> str:
+    """One stderr line for a line that was skipped or a tear the replay stopped at."""
+    if problem.line > 0:
+        return (
+            f"specmon replay: notice: {path}: line {problem.line}: {problem.message} "
+            f"(replayed {emitted} events)"
+        )
+    return f"specmon replay: notice: {path}: {problem.message} (replayed {emitted} events)"
+
+
+def _open(path: str, speed: float | None) -> tuple[RecordingPlayer, str | None]:
+    """The player and the header's `started_at`; RecordingError (one line) when unusable."""
+    from specmon.core.errors import RecordingError
+    from specmon.sources.recording_player import RecordingPlayer, iter_recording
+
+    problems: list[ReadProblem] = []
+    try:
+        _, events, header = iter_recording(path, problems)
+    except RecordingError:
+        damaged = "; ".join(p.message for p in problems)
+        if damaged:  # the gzip stream broke before a whole header line came out of it
+            raise RecordingError(f"{path}: not a readable gzip recording ({damaged})") from None
+        raise
+    events.close()
+    started = header.get("started_at")
+    return RecordingPlayer(path, speed=speed), started if isinstance(started, str) else None
+
+
+def run(args: argparse.Namespace) -> int:
+    from specmon.cli.session_setup import state_factory
+    from specmon.core.errors import RecordingError
+
+    path: str = args.file
+    try:
+        player, started_at = _open(path, None if args.json else args.speed)
+    except RecordingError as exc:
+        return _error(str(exc))
+    state = state_factory(args.baseline)(player.info)
+    try:
+        if args.json:
+            status = _json(player, state)
+        else:
+            status = _live(player, state, recorded_label(player.info, started_at), path)
+    except KeyboardInterrupt:
+        player.close()
+        status = 130
+    for problem in player.problems:
+        print(_notice(path, problem, player.emitted), file=sys.stderr)
+    return status
+
+
+def _json(player: RecordingPlayer, state: SessionState) -> int:
+    import asyncio
+    import json
+
+    from specmon.core.watch_json import snapshot_of
+
+    asyncio.run(player.run(state.apply))
+    print(json.dumps(snapshot_of(state.view())))
+    return 0
+
+
+def _live(player: RecordingPlayer, state: SessionState, label: str, path: str) -> int:
+    from specmon.runtime.hub import Hub
+    from specmon.ui.live_console import run_live, run_plain
+
+    done = threading.Event()
+    with Hub(name="specmon-replay") as hub:
+        hub.subscribe(state.apply)
+        future = hub.run_source(player.run)
+        future.add_done_callback(lambda _f: done.set())
+        read_view: Callable[[], Any] = lambda: hub.read(state.view)  # noqa: E731
+        if sys.stdout.isatty():
+            run_live(read_view, title=f"specmon replay — {label}", done=done)
+        else:
+            print(f"[{label}] {Path(path).name}", flush=True)
+            run_plain(read_view, done=done, write=lambda s: print(s, flush=True))
+        if future.done() and not future.cancelled() and future.exception() is not None:
+            print(f"specmon replay: the replay failed: {future.exception()}", file=sys.stderr)
+            return 1
+    return 0

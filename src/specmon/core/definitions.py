@@ -1,0 +1,514 @@
+"""One source for what every number specmon shows means: name, unit, a one-line definition and a
+longer text, as data. The help screen renders these, and docs/definitions.md carries the same text
+in its generated glossary (`definitions_markdown()`; tests/unit/test_definitions.py checks that
+the document holds it verbatim, and `python -m tests.unit.test_definitions --write` rewrites it).
+
+The numbers are computed elsewhere in core (the module named in each long text); this module only
+says what they are. Pure data: no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from specmon.core.detectors.vanilla import DEFAULT_MARGIN, DEFAULT_MIN_TOKENS
+from specmon.core.gpu_reasons import SLOWDOWN_REASONS
+from specmon.core.position_worth import HINT_MIN_KEPT_SHARE, HINT_RATE_THRESHOLD
+from specmon.core.step_heat import MANY_WITHOUT_K
+
+
+@dataclass(frozen=True, slots=True)
+class Definition:
+    """What one number (or word) on screen means."""
+
+    key: str
+    """A stable identifier (e.g. "decode_tok_s"), for a help screen to look up."""
+    group: str
+    """The key of its group in GROUPS."""
+    name: str
+    """The name as shown on screen."""
+    unit: str
+    """The unit ("tok/s", "s", "0..1", …); "" for counts and words."""
+    short: str
+    """One line."""
+    long: str
+    """A paragraph: how it is computed, from what, and its pitfalls."""
+
+
+GROUPS: tuple[tuple[str, str], ...] = (
+    ("request", "Request numbers (from the stream)"),
+    ("acceptance", "Acceptance"),
+    ("server", "Server numbers (from /metrics)"),
+    ("flag", "Vanilla-speed flag"),
+    ("cycle", "Cycle report"),
+    ("positions", "Draft positions and acceptance heat"),
+    ("gpu", "GPU readings"),
+)
+"""Group keys and titles, in display order."""
+
+_MARGIN = f"{DEFAULT_MARGIN:.0%}"
+
+
+def _d(key: str, group: str, name: str, unit: str, short: str, long: str) -> Definition:
+    return Definition(key, group, name, unit, short, long)
+
+
+DEFINITIONS: tuple[Definition, ...] = (
+    # ------------------------------------------------------------ request
+    _d(
+        "decode_tok_s",
+        "request",
+        "decode tok/s",
+        "tok/s",
+        "A request's speed after its first token: (completion tokens - 1) / (t_last - t_first).",
+        "t_first and t_last are the arrival times of the first and the last token (the chunks "
+        "whose cumulative usage count grew). Missing with fewer than 2 tokens or without usage "
+        "numbers. This is the speed speculation changes; the vanilla-speed flag compares it with "
+        "the vanilla baseline (core/stream_stats.py).",
+    ),
+    _d(
+        "e2e_tok_s",
+        "request",
+        "e2e tok/s",
+        "tok/s",
+        "End-to-end speed: completion tokens / (t_end - t_send).",
+        "Counts the wait for the first token (queueing and prefill) as well as decoding, so it is "
+        "below decode tok/s, the more so for short answers.",
+    ),
+    _d(
+        "ttft_s",
+        "request",
+        "TTFT",
+        "s",
+        "Time to first token: the first chunk with choices - t_send.",
+        "As `vllm bench serve` defines it: the role chunk counts even when its content is empty.",
+    ),
+    _d(
+        "tpot_s",
+        "request",
+        "TPOT",
+        "s",
+        "Time per output token after the first: (E2EL - TTFT) / (completion tokens - 1).",
+        "Only with more than one token (the `vllm bench serve` definition). With speculation it "
+        "is a per-token figure: one verify step's time spread over the tokens it emitted.",
+    ),
+    _d(
+        "itl_s",
+        "request",
+        "ITL",
+        "s",
+        "Inter-token latency: the gaps between consecutive chunks.",
+        "Per chunk, not per token: with speculation one gap covers a whole verify step (1 to "
+        "K + 1 tokens), so ITL is close to the step time, not to 1 / tok/s. Percentiles are over "
+        "the gaps of recent requests.",
+    ),
+    _d(
+        "e2el_s",
+        "request",
+        "E2EL",
+        "s",
+        "End-to-end latency: t_end - t_send.",
+        "t_end is the arrival of the last data message of the stream (normally the usage-only "
+        "message).",
+    ),
+    _d(
+        "percentiles",
+        "request",
+        "p50 / p95 / p99",
+        "",
+        "Percentiles exactly as numpy.percentile (linear), as `vllm bench serve` reports them.",
+        "Virtual index (n - 1) * p / 100 with linear interpolation between the two neighbours "
+        "(core/percentiles.py).",
+    ),
+    _d(
+        "merged_chunk",
+        "request",
+        "merged chunks",
+        "",
+        "Decode chunks that carried more than K + 1 tokens: several steps joined by a slow reader.",
+        "One verify step emits at most K + 1 tokens, so a bigger chunk holds several steps. They "
+        "are counted and left out of the client-side acceptance length; without K they cannot "
+        "be recognised (shown as a dash).",
+    ),
+    # ------------------------------------------------------------ acceptance
+    _d(
+        "acceptance_length",
+        "acceptance",
+        "AL",
+        "tokens/step",
+        "Acceptance length: mean tokens per speculative step, bonus token included: "
+        "1 + accepted / steps.",
+        "Plain decoding is 1.0; K drafts all accepted give K + 1. Shown with its source: "
+        "server, chunks or /metrics. A dash when no step was drafted (never 1.0 or 0).",
+    ),
+    _d(
+        "al_server",
+        "acceptance",
+        "AL (server)",
+        "tokens/step",
+        "From vLLM's own per-request metrics.speculative_decoding: 1 + accepted / spec steps.",
+        "Sent by vLLM started with --per-request-spec-decode-metrics summary|detailed. Exact "
+        "under any concurrency, so it is preferred. Ignored, with a note on the row, when "
+        "malformed or inconsistent (core/stream_stats.py).",
+    ),
+    _d(
+        "al_chunks",
+        "acceptance",
+        "AL (chunks)",
+        "tokens/step",
+        "Client side: mean tokens per decode chunk, from continuous usage stats.",
+        "The role chunk, the prefill chunk, merged chunks and the final chunk cut by the stop "
+        "condition are left out. Exact per step while the client keeps up; second choice.",
+    ),
+    _d(
+        "al_metrics",
+        "acceptance",
+        "AL (/metrics)",
+        "tokens/step",
+        "From /metrics counter deltas around a request: 1 + delta accepted / delta drafts.",
+        "Exact only when the request ran alone (concurrency 1): the end-of-request scrapes poll "
+        "until the generation-token delta equals the request's completion tokens; with other "
+        "traffic it stays a dash. Third choice.",
+    ),
+    _d(
+        "draft_acceptance_rate",
+        "acceptance",
+        "draft acceptance rate",
+        "0..1",
+        "Accepted draft tokens / draft tokens.",
+        "From the same source as the AL beside it. Client side with K known: (AL - 1) / K. "
+        "A dash when nothing was drafted.",
+    ),
+    _d(
+        "per_position_rate",
+        "acceptance",
+        "per-position rate i",
+        "0..1",
+        "The share of steps whose first i + 1 drafts were all accepted.",
+        "From /metrics: delta accepted_per_pos[i] / delta drafts. Never rises with i. vLLM "
+        "labels positions from 0; specmon's sentences number them from 1.",
+    ),
+    _d(
+        "acceptance_source",
+        "acceptance",
+        "acceptance source",
+        "",
+        "Which source a request's AL came from: server first, chunks second, /metrics third.",
+        "Each source's own numbers stay on the row, labelled (core/views.py, choose_acceptance).",
+    ),
+    # ------------------------------------------------------------ server
+    _d(
+        "window",
+        "server",
+        "window",
+        "",
+        "Numbers over the last W seconds (default 10 s) of /metrics scrapes.",
+        "From the oldest scrape no older than W before the newest, to the newest. Fewer than two "
+        "scrapes: every window number is a dash. Counter deltas are never negative: a counter "
+        "that went down is a reset (core/counters.py).",
+    ),
+    _d(
+        "since_start",
+        "server",
+        "since start",
+        "",
+        "Numbers from the counters' absolute values: since the server started, or since its "
+        "last counter reset.",
+        "The same formulas as the window numbers on the latest scrape's absolute values, summed "
+        "over engines. After a reset the label says since when. Garbage values (negative, "
+        "non-finite, accepted above drafted) give dashes with a note.",
+    ),
+    _d(
+        "server_decode_tok_s",
+        "server",
+        "decode tok/s (server)",
+        "tok/s",
+        "delta vllm:generation_tokens_total / delta t over the window.",
+        "Every emitted token of every request, accepted drafts and bonus tokens included.",
+    ),
+    _d(
+        "n_spec",
+        "server",
+        "K (n_spec)",
+        "",
+        "Draft tokens proposed per step: the number of distinct positions of the per-position "
+        "counter.",
+        "Or what the recording header or --n-spec says.",
+    ),
+    _d(
+        "spec_configured",
+        "server",
+        "speculation configured",
+        "",
+        "The /metrics page has a vllm:spec_decode_* family (vLLM registers them only with "
+        "--speculative-config).",
+        "A page with no vllm: family at all (--disable-log-stats) leaves it unknown.",
+    ),
+    _d(
+        "running_waiting",
+        "server",
+        "running / waiting",
+        "",
+        "vllm:num_requests_running / vllm:num_requests_waiting, summed over engines.",
+        "Running above 1 during a request is batch contention for the vanilla-speed flag.",
+    ),
+    _d(
+        "kv_cache_usage",
+        "server",
+        "KV cache usage",
+        "0..1",
+        "vllm:kv_cache_usage_perc (a 0..1 fraction), the largest engine's.",
+        "Older servers' vllm:gpu_cache_usage_perc is read as the same number.",
+    ),
+    _d(
+        "counter_reset",
+        "server",
+        "counter reset",
+        "",
+        "A counter that went down between two scrapes: the server restarted.",
+        "Marked on the timeline; the series takes the new value as its baseline and the "
+        "since-start numbers restart from the reset.",
+    ),
+    _d(
+        "server_status",
+        "server",
+        "up / stale / down / unreadable",
+        "",
+        "Whether the server's /metrics answers: up, stale (late), down (no answer), unreadable "
+        "(a page that cannot be parsed).",
+        "Shown with the last error; the other servers keep updating.",
+    ),
+    # ------------------------------------------------------------ flag
+    _d(
+        "vanilla_flag",
+        "flag",
+        "VANILLA SPEED",
+        "",
+        f"A finished request at or below the vanilla baseline + {_MARGIN}, or whose AL stays "
+        "near 1.0 while drafts are proposed, or on a server without speculation.",
+        "One-sided: slower than vanilla is the worst case of the same flag. The baseline comes "
+        "from --baseline, from a stored n_spec 0 bench for the same model + GPU + vLLM version, "
+        "or is absent (then only acceptance and configuration reasons apply). Each reason below "
+        "is decided on its own inputs (core/detectors/vanilla.py).",
+    ),
+    _d(
+        "acceptance_near_zero",
+        "flag",
+        "acceptance_near_zero",
+        "",
+        "AL <= 1.1, or draft acceptance rate <= 5% with K known, while drafts are proposed.",
+        "Drafts are proposed when the server's per-request numbers show drafts, or the server "
+        "runs speculation and at least 4 client decode chunks were seen.",
+    ),
+    _d(
+        "net_loss",
+        "flag",
+        "net_loss",
+        "",
+        "AL above 1.1 but decode speed at or below vanilla + margin, with no other cause: the "
+        "verify cost eats the gain.",
+        "No throttling, contention or shortness explains it.",
+    ),
+    _d(
+        "throttling",
+        "flag",
+        "throttling",
+        "",
+        "A GPU reading during the request shows a thermal or power clock-event reason, or a "
+        "temperature at or above its slowdown threshold.",
+        f"Reasons: {', '.join(sorted(SLOWDOWN_REASONS))} (core/gpu_reasons.py).",
+    ),
+    _d(
+        "batch_contention",
+        "flag",
+        "batch_contention",
+        "",
+        "Other requests of the session overlapped it, or vllm:num_requests_running > 1 during it.",
+        "Per-request /metrics numbers are then server-wide, and the step is shared.",
+    ),
+    _d(
+        "spec_not_configured",
+        "flag",
+        "spec_not_configured",
+        "",
+        "No vllm:spec_decode_* family on the server, or n_spec = 0.",
+        "The server decodes without speculation: vanilla speed is expected.",
+    ),
+    _d(
+        "short_request",
+        "flag",
+        "short_request",
+        "",
+        f"Fewer than {DEFAULT_MIN_TOKENS} completion tokens: prefill and the first step "
+        "dominate its speed.",
+        "Its decode speed says little about speculation.",
+    ),
+    _d(
+        "vanilla_speed",
+        "flag",
+        "vanilla_speed",
+        "",
+        "Slow, and none of the reasons above explains it (e.g. AL unknown).",
+        "The request is flagged without a known cause.",
+    ),
+    # ------------------------------------------------------------ cycle
+    _d(
+        "cycle_period",
+        "cycle",
+        "period",
+        "requests",
+        "Requests from the start of one degradation episode to the next.",
+        "Exact when the pattern repeats exactly, else the rounded mean spacing; the range "
+        "(period_min..period_max) shows how it varies (core/detectors/cycle.py, over the last "
+        "200 completed requests).",
+    ),
+    _d(
+        "cycle_phases",
+        "cycle",
+        "fast / transition / degraded / recovery",
+        "requests per cycle",
+        "Each request is fast, degraded, or a transition between the two levels; a fast request "
+        "right after a non-fast one is a recovery.",
+        "The two levels are the medians of a high and a low cluster of decode speeds; no cycle "
+        "unless the low level is at least 25% below the high one.",
+    ),
+    _d(
+        "cycle_episodes",
+        "cycle",
+        "episodes / strays",
+        "",
+        "Degradation episodes of the cycle seen; strays are one-off dips left out of it.",
+        "An episode is a run of non-fast requests holding at least one degraded one.",
+    ),
+    _d(
+        "share_degraded",
+        "cycle",
+        "share degraded",
+        "0..1",
+        "Degraded requests / all requests of the cycle.",
+        "",
+    ),
+    _d(
+        "long_run_vs_peak",
+        "cycle",
+        "long-run vs fast",
+        "tok/s",
+        "The long-run mean decode speed (all requests) against the fast-phase mean (fast "
+        "requests, recoveries excluded).",
+        "Their ratio (long-run / fast) is what the cycle costs.",
+    ),
+    # ------------------------------------------------------------ positions
+    _d(
+        "expected_tokens",
+        "positions",
+        "expected tokens per step for n_spec n",
+        "tokens/step",
+        "1 + the sum of the first n per-position rates.",
+        "What a step would emit with n drafts, assuming the first n positions accept as they do "
+        "now (core/position_worth.py). Window or since start, labelled.",
+    ),
+    _d(
+        "position_share",
+        "positions",
+        "share of accepted tokens",
+        "0..1",
+        "Position i's rate / the sum of all rates: the share of the accepted tokens it brings.",
+        "A dash when nothing was accepted.",
+    ),
+    _d(
+        "trim_hint",
+        "positions",
+        "trim hint",
+        "",
+        f"Shown when the last positions each accept < {HINT_RATE_THRESHOLD:.0%} of steps and a "
+        f"smaller n_spec keeps at least {HINT_MIN_KEPT_SHARE:.0%} of the accepted tokens.",
+        "The kept share is rounded down. No hint when every position pulls its weight, when even "
+        "position 1 rarely accepts (the vanilla flag speaks then), or with fewer than 100 steps "
+        "since start.",
+    ),
+    _d(
+        "heat",
+        "positions",
+        "acceptance heat",
+        "",
+        "Each engine step of an answer coloured by the drafts it accepted: many (at least half "
+        "of K), some, single-token (vanilla-like), unknown.",
+        "Steps come from the server's per-step array when present (exact), else from chunks and "
+        "their token counts; merged, cut or uncounted chunks are unknown; the first token is the "
+        f"prefill's. Without K the bar for many is {MANY_WITHOUT_K} accepted "
+        "(core/step_heat.py).",
+    ),
+    # ------------------------------------------------------------ gpu
+    _d(
+        "gpu_temperature",
+        "gpu",
+        "temperature",
+        "°C",
+        "GPU temperature (NVML, or dcgm-exporter DCGM_FI_DEV_GPU_TEMP).",
+        "Compared with the GPU's slowdown threshold for the throttling reason.",
+    ),
+    _d("gpu_power", "gpu", "power", "W", "Power draw, and the enforced power limit.", ""),
+    _d("gpu_sm_clock", "gpu", "SM clock", "MHz", "The streaming multiprocessor clock.", ""),
+    _d(
+        "gpu_memory",
+        "gpu",
+        "VRAM",
+        "GiB",
+        "Memory used / total.",
+        "NVML's v2 memory info, which leaves out the driver's reserved memory (as nvidia-smi).",
+    ),
+    _d("gpu_utilization", "gpu", "utilization", "%", "NVML's GPU utilization.", ""),
+    _d(
+        "gpu_clock_events",
+        "gpu",
+        "clock events",
+        "",
+        "Active clock-event (throttle) reasons, decoded from NVML's or DCGM's bitmask.",
+        "None active: no reason; a dash: they could not be read (docs/gpu.md).",
+    ),
+    _d(
+        "missing",
+        "request",
+        "—",
+        "",
+        "A number that is not known. Never 0.",
+        "Applies to every number on every screen.",
+    ),
+)
+"""Every definition, grouped in GROUPS order."""
+
+
+_BY_KEY = {d.key: d for d in DEFINITIONS}
+
+
+def definition(key: str) -> Definition:
+    """The definition with this key (KeyError when there is none)."""
+    return _BY_KEY[key]
+
+
+def by_group() -> tuple[tuple[str, tuple[Definition, ...]], ...]:
+    """(group title, its definitions) in display order."""
+    return tuple((title, tuple(d for d in DEFINITIONS if d.group == key)) for key, title in GROUPS)
+
+
+BEGIN_MARK = "<!-- BEGIN glossary: generated from src/specmon/core/definitions.py -->"
+END_MARK = "<!-- END glossary -->"
+
+
+def definitions_markdown() -> str:
+    """The glossary block of docs/definitions.md, markers included."""
+    lines = [
+        BEGIN_MARK,
+        "",
+        "## Glossary",
+        "",
+        "The same text as the app's help screen (one source: `core/definitions.py`).",
+    ]
+    for title, items in by_group():
+        lines += ["", f"### {title}", ""]
+        for d in items:
+            unit = f" ({d.unit})" if d.unit else ""
+            text = f"{d.short} {d.long}".rstrip()
+            lines.append(f"- **{d.name}**{unit}: {text}")
+    lines += ["", END_MARK]
+    return "\n".join(lines) + "\n"
