@@ -11,7 +11,7 @@ from specmon import __version__
 
 # Each subcommand lives in its own module under specmon.cli, exposing
 #   register(subparsers) -> None   and   run(args) -> int
-SUBCOMMANDS: tuple[str, ...] = ("sim", "watch", "demo")
+SUBCOMMANDS: tuple[str, ...] = ("sim", "watch", "demo", "serve", "presets")
 
 
 def build_parser() -> argparse.ArgumentParser:
