@@ -20,10 +20,16 @@ import signal
 import sys
 import threading
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from specmon.cli.host_args import add_host_arguments
 from specmon.cli.session_setup import add_baseline_argument
+
+if TYPE_CHECKING:
+    from specmon.cli.host_args import HostPlan
+    from specmon.core.events import SessionInfo
+    from specmon.runtime.hub import Hub
+    from specmon.sources.host.process import HostedServer
 
 
 def register(subparsers: Any) -> None:
@@ -88,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
             signal.signal(sig, handler)
 
 
-def _host(args: argparse.Namespace, plan: Any, launch_host: Any) -> int:
+def _host(args: argparse.Namespace, plan: HostPlan, launch_host: Any) -> int:
     from specmon.core.errors import RecordingError
     from specmon.core.events import ServerLogLine
     from specmon.core.server_state import MAX_LOG_TAIL
@@ -117,7 +123,7 @@ def _host(args: argparse.Namespace, plan: Any, launch_host: Any) -> int:
             except RuntimeError:  # the hub is stopping
                 return
 
-    server = None
+    server: HostedServer | None = None
     if plan.log_path is None:
         plan.log_path = default_log_path(plan.settings.port)
     try:
@@ -175,7 +181,13 @@ def _host(args: argparse.Namespace, plan: Any, launch_host: Any) -> int:
         hub.stop()
 
 
-def _dashboard(args: argparse.Namespace, hub: Any, server: Any, info: Any, early: Any) -> int:
+def _dashboard(
+    args: argparse.Namespace,
+    hub: Hub,
+    server: HostedServer,
+    info: SessionInfo,
+    early: collections.deque[Any],
+) -> int:
     from dataclasses import replace
 
     from specmon.cli.session_setup import state_factory
@@ -207,9 +219,12 @@ def _dashboard(args: argparse.Namespace, hub: Any, server: Any, info: Any, early
     )
     monitor.start()
     done = threading.Event()
-    threading.Thread(
-        target=lambda: (server.process.wait(), done.set()), name="vllm-exit", daemon=True
-    ).start()
+
+    def watch_exit() -> None:  # the dashboard ends when the server dies
+        server.process.wait()
+        done.set()
+
+    threading.Thread(target=watch_exit, name="vllm-exit", daemon=True).start()
     title = f"specmon serve — {info.model} at {server.base_url}"
     if sys.stdout.isatty():
         run_live(monitor.view, title=title, done=done, final_view=lambda: monitor.view(fresh=True))
