@@ -7,6 +7,7 @@ FAKE_VLLM_MODE picks the behaviour:
 - "never": prints startup lines and never binds the port (never ready).
 - "ignore-term": like "ok", but it and its child ignore SIGTERM (only SIGKILL stops them).
 - "nonc": fails with the DFlash "non-causal attention not supported" error.
+- "dies": like "ok", then exits with an EngineDeadError line 3 s after it is ready.
 Every pid of the group is appended to FAKE_VLLM_PIDS (a file) when that variable is set, and the
 environment's NO_COLOR is printed, so tests can check what the launcher set.
 """
@@ -121,6 +122,20 @@ def main() -> int:
                 self._send(404, b"{}")
 
     server = ThreadingHTTPServer((host, port), Handler)
+    if mode == "dies":  # ready, then the engine dies a moment later
+
+        def die() -> None:
+            time.sleep(3)
+            sys.stdout.write(
+                "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered "
+                "an issue. See stack trace (above) for the root cause.\n"
+            )
+            sys.stdout.flush()
+            os._exit(1)
+
+        import threading
+
+        threading.Thread(target=die, daemon=True).start()
     say(f"Starting vLLM server on http://{host}:{port}")
     sys.stdout.write("INFO:     Application startup complete.\n")
     sys.stdout.flush()

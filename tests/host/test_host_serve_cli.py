@@ -130,6 +130,19 @@ def test_a_failed_start_prints_the_tail_and_the_cause_and_exits_1(fake_vllm, tmp
     assert not any(alive(pid) for pid in recorded_pids(tmp_path))
 
 
+def test_a_server_that_dies_while_serving_ends_the_dashboard_with_the_cause(fake_vllm, tmp_path):
+    proc, out, err = start_serve(tmp_path, fake_vllm, mode="dies")
+    try:
+        wait_for(out, r"ready: ", proc)
+        assert proc.wait(timeout=120) == 1
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    text = err.read_text()
+    assert "vLLM stopped: the server exited with code 1 while serving" in text
+    assert "likely cause: the engine process died" in text
+
+
 def test_dry_run_prints_the_command_and_environment(fake_vllm, capsys, monkeypatch):
     monkeypatch.setenv("HF_TOKEN", "hf_secretsecret")
     code = main(

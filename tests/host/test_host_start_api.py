@@ -87,3 +87,15 @@ def test_start_host_returns_a_ready_server_with_what_a_recording_needs(fake_vllm
         assert any("Application startup complete" in line for line in lines)
     finally:
         assert server.stop().survivors == ()
+
+
+def test_flags_override_a_preset_method_and_k(fake_vllm):
+    from specmon.cli.host_args import resolve_settings
+
+    args = parse("--preset", "rtx5090-gemma4-26b-dflash", "--method", "ngram", "--n-spec", "3")
+    settings, preset = resolve_settings(args)
+    assert preset is not None and settings.preset == preset.name
+    assert settings.method == "ngram" and settings.draft is None and settings.n_spec == 3
+    assert settings.model == preset.model
+    other = resolve_settings(parse("--preset", "rtx5090-gemma4-26b-dflash", "--draft", "my/d"))[0]
+    assert other.draft == "my/d" and other.method is None and other.n_spec == 13

@@ -28,6 +28,7 @@ from specmon.core.startup_log import StartupProgress
 from specmon.sources.host.spec import (
     DEFAULT_HOST,
     DEFAULT_PORT,
+    DRAFT_METHODS,
     METHODS,
     HostCommand,
     HostSettings,
@@ -221,6 +222,8 @@ def resolve_settings(args: argparse.Namespace) -> tuple[HostSettings, Preset | N
     method = args.method
     if method is None and preset is not None and args.draft is None:
         method = preset.method
+    if args.method is not None and args.method not in DRAFT_METHODS and args.draft is None:
+        draft = None  # --method ngram|mtp over a preset with a draft: the flag wins
     n_spec = args.n_spec if args.n_spec is not None else (preset.n_spec if preset else None)
     spec_options: dict[str, Any] = dict(preset.spec_options) if preset else {}
     for key, value in args.spec_option:

@@ -137,7 +137,11 @@ def _host(args: argparse.Namespace, plan: HostPlan, launch_host: Any) -> int:
             hub.subscribe(recorder)
             hub.every(0.5, recorder.flush_if_due)
             hub.add_closer(recorder.close)
-        server = launch_host(plan, on_line=post)
+        try:
+            server = launch_host(plan, on_line=post)
+        except OSError as exc:
+            print(f"specmon serve: cannot start {plan.command.argv[0]}: {exc}", file=sys.stderr)
+            return 2
         print(f"vLLM log: {server.log_path}", file=sys.stderr)
         print(
             f"vLLM pid {server.pid} (process group {server.pgid}) at {server.base_url}",

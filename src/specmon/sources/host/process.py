@@ -218,7 +218,7 @@ class HostedServer:
     ) -> HostedServer:
         """Start the server (does not wait for it). Raises OSError if it cannot be executed."""
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        log_file = log_path.open("x", encoding="utf-8", errors="replace")
+        log_file = log_path.open("a", encoding="utf-8", errors="replace")
         try:
             process = subprocess.Popen(
                 list(command.argv),
@@ -387,11 +387,13 @@ class HostedServer:
         sent: list[str] = []
         if not self._stopped:
             self._stopped = True
-            if self.process.poll() is None:
+            leader_alive = self.process.poll() is None
+            if leader_alive:
                 with contextlib.suppress(ProcessLookupError):
                     self.process.send_signal(signal.SIGTERM)
                     sent.append("TERM")
-            if not self._wait_gone(grace):
+            # A dead API server shuts nothing down any more: signal its group at once.
+            if not self._wait_gone(grace if leader_alive else 0.0):
                 for sig, wait_s in ((signal.SIGTERM, min(grace, 5.0)), (signal.SIGKILL, grace)):
                     with contextlib.suppress(ProcessLookupError, PermissionError):
                         os.killpg(self.pgid, sig)
