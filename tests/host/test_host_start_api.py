@@ -99,3 +99,15 @@ def test_flags_override_a_preset_method_and_k(fake_vllm):
     assert settings.model == preset.model
     other = resolve_settings(parse("--preset", "rtx5090-gemma4-26b-dflash", "--draft", "my/d"))[0]
     assert other.draft == "my/d" and other.method is None and other.n_spec == 13
+
+
+def test_a_parser_with_its_own_model_flag_shares_it():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", default=None)  # as `specmon chat` has
+    add_host_arguments(parser, model=False)
+    args = parser.parse_args(["--model", "m", "--draft", "d", "--", "--max-model-len", "64"])
+    from specmon.cli.host_args import resolve_settings
+
+    settings, _ = resolve_settings(args)
+    assert (settings.model, settings.draft, settings.method) == ("m", "d", None)
+    assert settings.vllm_args == ("--max-model-len", "64")

@@ -79,10 +79,14 @@ def _positive(text: str) -> float:
     return value
 
 
-def add_host_arguments(parser: argparse.ArgumentParser) -> None:
-    """The host-mode flags, and the extra `vllm serve` arguments after `--`."""
+def add_host_arguments(parser: argparse.ArgumentParser, *, model: bool = True) -> None:
+    """The host-mode flags, and the extra `vllm serve` arguments after `--`.
+
+    With `model=False` no `--model` is added: a parser that already has one (`specmon chat`'s
+    "model to chat with", dest `model`) shares it, and host mode reads it as the target."""
     g = parser.add_argument_group("host mode (start vllm serve)")
-    g.add_argument("--model", help="target model (HF id or local path); a preset can give it")
+    if model:
+        g.add_argument("--model", help="target model (HF id or local path); a preset can give it")
     g.add_argument("--draft", help="draft model (the method defaults to dflash when given)")
     g.add_argument("--method", choices=METHODS, help="speculation method")
     g.add_argument("--n-spec", type=int, metavar="K", help="num_speculative_tokens")
