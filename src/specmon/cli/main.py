@@ -21,10 +21,12 @@ SUBCOMMANDS: tuple[str, ...] = (
     "chat",
     "demo",
     "watch",
+    "serve",
     "replay",
     "bench",
     "sweep",
     "compare",
+    "presets",
     "sim",
 )
 

@@ -61,6 +61,10 @@ with contextlib.redirect_stdout(noise), contextlib.redirect_stderr(noise):
         lines = [line for line in errors.getvalue().splitlines() if line.strip()]
         found = [line.split("error:", 1)[1].strip() for line in lines if "error:" in line]
         report("invalid", found[-1] if found else (lines[-1] if lines else "rejected"))
+    # As `vllm serve` itself does (ServeSubcommand.cmd): the positional model wins; without this
+    # the default model would be checked (and looked up on the hub) instead of the given one.
+    if getattr(args, "model_tag", None) is not None:
+        args.model = args.model_tag
     try:
         command.validate(args)
         AsyncEngineArgs.from_cli_args(args)

@@ -1,0 +1,388 @@
+"""Host-mode arguments and the start sequence, shared by `specmon serve` and `specmon chat`.
+
+    add_host_arguments(parser)            the flags (--model, --draft, --method, --n-spec, ...)
+    plan = plan_host(args)                presets merged, command built, pre-launch checks run
+    server = launch_host(plan, on_line=...)   started (own process group, log file, watchdog)
+    server.wait_ready(on_progress=...)    /health 200, or HostStartError with tail and cause
+    start_host(args, ...)                 the three above in one call -> a ready HostedServer
+
+`server.base_url`, `server.log_path`, `server.session_info` (the recording header's fields) and
+`server.stop()` are what a command needs afterwards. Every error a user can cause is a
+`SpecmonError` with a one-line message (`HostStartError.report()` has the log tail and cause).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from specmon.core.events import SessionInfo
+from specmon.core.redaction import REDACTED
+from specmon.core.startup_log import StartupProgress
+from specmon.sources.host.spec import (
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    DRAFT_METHODS,
+    METHODS,
+    HostCommand,
+    HostSettings,
+    HostSpecError,
+    build_command,
+    describe_command,
+    masked_argv,
+    merge_args,
+    parse_per_batch,
+)
+from specmon.sources.vllm_args import ArgsVerdict
+
+if TYPE_CHECKING:  # type names only: imports stay lazy for `specmon --help`
+    from specmon.sources.host.presets import Preset
+    from specmon.sources.host.process import HostedServer
+
+Writer = Callable[[str], None]
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    name, equals, value = text.partition("=")
+    if not equals or not name:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return name, value
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be 0..65535 (0 picks a free one), got {port}")
+    return port
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return value
+
+
+def add_host_arguments(parser: argparse.ArgumentParser, *, model: bool = True) -> None:
+    """The host-mode flags, and the extra `vllm serve` arguments after `--`.
+
+    With `model=False` no `--model` is added: a parser that already has one (`specmon chat`'s
+    "model to chat with", dest `model`) shares it, and host mode reads it as the target."""
+    g = parser.add_argument_group("host mode (start vllm serve)")
+    if model:
+        g.add_argument("--model", help="target model (HF id or local path); a preset can give it")
+    g.add_argument("--draft", help="draft model (the method defaults to dflash when given)")
+    g.add_argument("--method", choices=METHODS, help="speculation method")
+    g.add_argument("--n-spec", type=int, metavar="K", help="num_speculative_tokens")
+    g.add_argument(
+        "--n-spec-per-batch",
+        metavar="SPEC",
+        help="dynamic speculation (num_speculative_tokens_per_batch_size): BS_START-BS_END:K,... "
+        "e.g. 1-4:8,5-64:4, or a JSON list of [bs_start, bs_end, k]",
+    )
+    g.add_argument(
+        "--spec-option",
+        action="append",
+        default=[],
+        type=_key_value,
+        metavar="KEY=VALUE",
+        help="another speculative-config key (VALUE as JSON when it parses), e.g. "
+        "attention_backend=FLASH_ATTN (repeatable)",
+    )
+    g.add_argument("--preset", metavar="NAME", help="a working configuration (`specmon presets`)")
+    g.add_argument(
+        "--host", default=None, help=f"address vLLM binds (default {DEFAULT_HOST}: this machine)"
+    )
+    g.add_argument(
+        "--port", type=_port, default=None, help=f"port (default {DEFAULT_PORT}; 0 = a free one)"
+    )
+    g.add_argument("--vllm", metavar="PATH", help="the vllm executable (default: vllm on PATH)")
+    g.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        type=_key_value,
+        metavar="NAME=VALUE",
+        help="an environment variable for vLLM (repeatable; secret values never printed)",
+    )
+    g.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the exact command line and the environment it sets, then exit",
+    )
+    g.add_argument(
+        "--ready-timeout",
+        type=_positive,
+        default=None,
+        metavar="S",
+        help="seconds to wait for /health 200 (default 1800)",
+    )
+    g.add_argument("--log-file", metavar="FILE", help="vLLM's log (default: in the XDG state dir)")
+    g.add_argument(
+        "--skip-arg-check",
+        action="store_true",
+        help="do not run vLLM's own parser over the arguments before launch",
+    )
+    g.add_argument(
+        "vllm_args",
+        nargs="*",
+        metavar="-- VLLM_ARGS",
+        help="extra `vllm serve` arguments after `--` (they override the preset's)",
+    )
+
+
+@dataclass
+class HostPlan:
+    """Everything decided before launch."""
+
+    settings: HostSettings
+    command: HostCommand
+    preset: Preset | None
+    vllm: Path | None
+    python: Path | None
+    vllm_version: str | None
+    gpu: str | None
+    detailed_metrics: bool
+    warnings: list[str] = field(default_factory=list)
+    log_path: Path | None = None
+
+    def session_info(self, progress: StartupProgress | None = None) -> SessionInfo:
+        """The recording header's fields: model, draft, method, K, vLLM version, GPU, and in
+        `extra["host"]` the full command (secrets masked), the environment set and the preset."""
+        version = self.vllm_version or (progress.vllm_version if progress else None)
+        host: dict[str, Any] = {
+            "command": " ".join(_quote(t) for t in masked_argv(self.command)),
+            "argv": masked_argv(self.command),
+            "env": {
+                k: (REDACTED if _secret_name(k) else v) for k, v in self.command.env_changes.items()
+            },
+            "preset": self.preset.name if self.preset else None,
+            "detailed_metrics": self.detailed_metrics,
+        }
+        if self.preset is not None:
+            host["preset_seed"] = self.preset.seed
+            host["preset_proven_on"] = self.preset.proven_on
+        if self.log_path is not None:
+            host["log_file"] = str(self.log_path)
+        return SessionInfo(
+            server=self.command.base_url,
+            model=self.settings.model,
+            draft_model=self.command.spec.draft,
+            method=self.command.spec.method,
+            n_spec=self.command.spec.n_spec,
+            vllm_version=version,
+            gpu=self.gpu,
+            extra={"host": host},
+        )
+
+
+def _quote(token: str) -> str:
+    import shlex
+
+    return shlex.quote(token)
+
+
+def _secret_name(name: str) -> bool:
+    from specmon.sources.host.spec import mask_env
+
+    return mask_env(name, "x") == REDACTED
+
+
+def _option_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def resolve_settings(args: argparse.Namespace) -> tuple[HostSettings, Preset | None]:
+    """Preset values, overridden by flags and by the extra arguments after `--`."""
+    from specmon.sources.host.presets import all_presets, find_preset
+
+    preset = find_preset(args.preset, all_presets()) if args.preset else None
+    extra = list(args.vllm_args or [])
+    if extra and extra[0] == "--":
+        extra = extra[1:]
+    model = args.model or (preset.model if preset else None)
+    if not model:
+        raise HostSpecError("--model MODEL is needed (or --preset NAME; `specmon presets` lists)")
+    draft = args.draft if args.draft is not None else (preset.draft if preset else None)
+    method = args.method
+    if method is None and preset is not None and args.draft is None:
+        method = preset.method
+    if args.method is not None and args.method not in DRAFT_METHODS and args.draft is None:
+        draft = None  # --method ngram|mtp over a preset with a draft: the flag wins
+    n_spec = args.n_spec if args.n_spec is not None else (preset.n_spec if preset else None)
+    spec_options: dict[str, Any] = dict(preset.spec_options) if preset else {}
+    for key, value in args.spec_option:
+        spec_options[key] = _option_value(value)
+    env = dict(preset.env) if preset else {}
+    env.update(dict(args.env))
+    settings = HostSettings(
+        model=model,
+        draft=draft or None,
+        method=method,
+        n_spec=n_spec,
+        n_spec_per_batch=parse_per_batch(args.n_spec_per_batch) if args.n_spec_per_batch else None,
+        spec_options=spec_options,
+        host=args.host or DEFAULT_HOST,
+        port=DEFAULT_PORT if args.port is None else args.port,
+        vllm_args=tuple(merge_args(preset.vllm_args if preset else (), extra)),
+        env=env,
+        preset=preset.name if preset else None,
+    )
+    return settings, preset
+
+
+def plan_host(
+    args: argparse.Namespace,
+    *,
+    launching: bool = True,
+    say: Writer = _stderr,
+    gpu_sampler: Any = None,
+) -> HostPlan:
+    """Resolve settings and run the pre-launch checks. Raises a SpecmonError (one line)."""
+    from specmon.sources.host.checks import (
+        HostCheckError,
+        check_arguments,
+        find_vllm,
+        gpu_memory_warning,
+        pick_free_port,
+        port_free,
+        vllm_python,
+        vllm_version,
+    )
+
+    settings, preset = resolve_settings(args)
+    build_command(settings, "vllm")  # method / K / option errors before any slow check
+    vllm: Path | None
+    try:
+        vllm = find_vllm(args.vllm)
+    except HostCheckError:
+        if launching:
+            raise
+        vllm = None  # a dry run still prints the command
+    if settings.port == 0:
+        settings = replace(settings, port=pick_free_port(settings.host))
+    elif launching and not port_free(settings.host, settings.port):
+        raise HostCheckError(
+            f"port {settings.port} on {settings.host} is in use; choose another with --port "
+            "(--port 0 picks a free one)"
+        )
+    python = vllm_python(vllm) if vllm is not None else None
+    version = vllm_version(python)
+    warnings: list[str] = []
+    if vllm is None:
+        warnings.append(
+            "note: vLLM is not installed here; install it with: pip install 'specmon[host]'"
+        )
+    detailed = False
+    if vllm is not None and not args.skip_arg_check:
+        say("checking the arguments with vLLM's own parser ...")
+        plain = build_command(settings, str(vllm))
+        check = check_arguments(
+            list(plain.argv[2:]), python, want_detailed=plain.spec.method is not None
+        )
+        if check.result.verdict is ArgsVerdict.INVALID:
+            raise HostSpecError(f"vLLM's parser refused the arguments: {check.result.message}")
+        if check.result.verdict is ArgsVerdict.UNCHECKED:
+            warnings.append(f"note: arguments not checked by vLLM's parser: {check.result.message}")
+        detailed = check.detailed_metrics
+    gpu = None
+    if launching or preset is not None:
+        sampler = gpu_sampler
+        if sampler is None:
+            from specmon.sources.gpu import NvmlSampler
+
+            sampler = NvmlSampler()
+        try:
+            warning, gpu = gpu_memory_warning(preset.gpu_memory_gib if preset else None, sampler)
+        finally:
+            close = getattr(sampler, "close", None)
+            if gpu_sampler is None and close is not None:
+                close()
+        if warning:
+            warnings.append(warning)
+    command = build_command(settings, str(vllm or "vllm"), detailed_metrics=detailed)
+    log_path = Path(args.log_file) if getattr(args, "log_file", None) else None
+    return HostPlan(
+        settings, command, preset, vllm, python, version, gpu, detailed, warnings, log_path
+    )
+
+
+def dry_run_text(plan: HostPlan, environ: dict[str, str] | None = None) -> str:
+    lines = []
+    if plan.preset is not None:
+        lines.append(f"# preset {plan.preset.name}: {plan.preset.summary}")
+        lines.append(f"#   seed: {plan.preset.seed}")
+        lines.append(f"#   proven on: {plan.preset.proven_on}")
+        if plan.preset.note:
+            lines.append(f"#   note: {plan.preset.note}")
+    if plan.vllm_version:
+        lines.append(f"# vLLM {plan.vllm_version} at {plan.vllm}")
+    if not plan.detailed_metrics and plan.command.spec.method is not None:
+        lines.append(
+            "# (--per-request-spec-decode-metrics detailed not added: this build's parser "
+            "was not asked or does not know it)"
+        )
+    lines.append(describe_command(plan.command, os.environ if environ is None else environ))
+    return "\n".join(lines)
+
+
+def launch_host(
+    plan: HostPlan, *, on_line: Callable[[str], None] | None = None, grace_s: float | None = None
+) -> HostedServer:
+    """Start the planned server (does not wait). The log file path is decided here."""
+    from specmon.sources.host.process import DEFAULT_GRACE_S, HostedServer, default_log_path
+
+    if plan.log_path is None:
+        plan.log_path = default_log_path(plan.settings.port)
+    server = HostedServer.launch(
+        plan.command, plan.log_path, grace_s=DEFAULT_GRACE_S if grace_s is None else grace_s
+    )
+    server.session_info = plan.session_info()
+    if on_line is not None:
+        server.add_line_sink(on_line, replay=True)
+    return server
+
+
+def start_host(
+    args: argparse.Namespace,
+    *,
+    on_progress: Callable[[StartupProgress], None] | None = None,
+    on_line: Callable[[str], None] | None = None,
+    say: Writer = _stderr,
+) -> HostedServer:
+    """Plan, launch and wait until ready. On a failed start the server is stopped and
+    HostStartError raised (its `report()` has the last 50 lines and the likely cause)."""
+    from specmon.sources.host.process import DEFAULT_READY_TIMEOUT_S
+
+    plan = plan_host(args, say=say)
+    for warning in plan.warnings:
+        say(warning)
+    server = launch_host(plan, on_line=on_line)
+    say(f"vLLM log: {server.log_path}")
+    timeout = args.ready_timeout or DEFAULT_READY_TIMEOUT_S
+    try:
+        progress = server.wait_ready(timeout, on_progress=on_progress)
+    except BaseException:
+        server.stop()
+        raise
+    server.session_info = plan.session_info(progress)
+    return server

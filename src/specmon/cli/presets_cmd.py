@@ -1,0 +1,44 @@
+"""`specmon presets`: the working configurations host mode can start, built-in and the user's.
+
+Built-in presets come from the seeds (each names its seed and the vLLM build it was proven on);
+add your own in $XDG_CONFIG_HOME/specmon/config.toml (or the file $SPECMON_CONFIG names), as
+[presets.NAME] tables (docs/host.md). Flags of `specmon serve` override a preset's values.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "presets",
+        help="list the host-mode presets (the seeds' working vLLM configurations, and yours)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("name", nargs="?", help="show one preset")
+
+
+def run(args: argparse.Namespace) -> int:
+    from specmon.sources.host.presets import (
+        PresetError,
+        all_presets,
+        config_path,
+        find_preset,
+        preset_listing,
+    )
+
+    try:
+        presets = all_presets()
+        if args.name:
+            presets = {args.name: find_preset(args.name, presets)}
+    except PresetError as exc:
+        print(f"specmon presets: {exc}", file=sys.stderr)
+        return 2
+    print(preset_listing(presets))
+    if not args.name:
+        print(f"\nyour presets: {config_path()} ([presets.NAME] tables; see docs/host.md)")
+    return 0

@@ -1,0 +1,147 @@
+"""A stand-in `vllm` executable for host-mode tests: `vllm serve MODEL --host H --port P ...`
+
+FAKE_VLLM_MODE picks the behaviour:
+- "ok": prints vLLM-like startup lines, then serves /health (200), /version, /v1/models, /metrics
+  on --host:--port; starts one child process (like vLLM's engine core) in the same group.
+- "oom": prints startup lines and a CUDA out-of-memory traceback, exits 1 at once.
+- "never": prints startup lines and never binds the port (never ready).
+- "ignore-term": like "ok", but it and its child ignore SIGTERM (only SIGKILL stops them).
+- "nonc": fails with the DFlash "non-causal attention not supported" error.
+- "dies": like "ok", then exits with an EngineDeadError line 3 s after it is ready.
+Every pid of the group is appended to FAKE_VLLM_PIDS (a file) when that variable is set, and the
+environment's NO_COLOR is printed, so tests can check what the launcher set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def note_pid() -> None:
+    path = os.environ.get("FAKE_VLLM_PIDS")
+    if path:
+        with open(path, "a") as f:
+            f.write(f"{os.getpid()}\n")
+
+
+def say(line: str) -> None:
+    sys.stdout.write(f"(APIServer pid={os.getpid()}) INFO 11-23 02:00:00 [fake.py:1] {line}\n")
+    sys.stdout.flush()
+
+
+def arg(argv: list[str], name: str, default: str) -> str:
+    for i, token in enumerate(argv):
+        if token == name and i + 1 < len(argv):
+            return argv[i + 1]
+        if token.startswith(name + "="):
+            return token.split("=", 1)[1]
+    return default
+
+
+def child(ignore_term: bool) -> None:
+    if ignore_term:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    note_pid()
+    while True:
+        time.sleep(1)
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    if argv[:1] == ["--child"]:
+        child(argv[1:2] == ["ignore"])
+        return 0
+    mode = os.environ.get("FAKE_VLLM_MODE", "ok")
+    note_pid()
+    if mode == "ignore-term":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    model = argv[1] if len(argv) > 1 else "model"
+    host, port = arg(argv, "--host", "127.0.0.1"), int(arg(argv, "--port", "8000"))
+    say("vLLM server version 0.0.1-fake, serving model " + model)
+    say(f"NO_COLOR={os.environ.get('NO_COLOR', '')}")
+    say(f"non-default args: {{'model': '{model}', 'api_key': {arg(argv, '--api-key', '')!r}}}")
+    say("Initializing a V1 LLM engine (v0.0.1-fake) with config: model='" + model + "'")
+    say("Starting to load model " + model + "...")
+    say("Loading weights took 0.50 seconds")
+    if mode == "oom":
+        sys.stdout.write(
+            "Traceback (most recent call last):\n"
+            '  File "gpu_model_runner.py", line 1, in capture_model\n'
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has "
+            "a total capacity of 23.99 GiB of which 1.10 GiB is free.\n"
+            "RuntimeError: Engine core initialization failed. See root cause above.\n"
+        )
+        sys.stdout.flush()
+        return 1
+    if mode == "nonc":
+        sys.stdout.write(
+            "ValueError: Selected backend AttentionBackendEnum.TRITON_ATTN is not valid for this "
+            "configuration. Reason: ['non-causal attention not supported']\n"
+        )
+        sys.stdout.flush()
+        return 1
+    say(
+        "GPU KV cache size: 1,048,576 tokens, Maximum concurrency for 1,024 tokens per request: "
+        "1024.00x"
+    )
+    if mode == "never":
+        while True:
+            time.sleep(1)
+    subprocess.Popen(
+        [sys.executable, __file__, "--child", "ignore" if mode == "ignore-term" else "plain"]
+    )
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            return
+
+        def _send(self, code: int, body: bytes, kind: str = "application/json") -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self) -> None:
+            if self.path == "/health":
+                self._send(200, b"")
+            elif self.path == "/version":
+                self._send(200, json.dumps({"version": "0.0.1-fake"}).encode())
+            elif self.path == "/v1/models":
+                data = {"object": "list", "data": [{"id": model, "object": "model"}]}
+                self._send(200, json.dumps(data).encode())
+            elif self.path.startswith("/metrics"):
+                self._send(200, b"", "text/plain; version=0.0.4")
+            else:
+                self._send(404, b"{}")
+
+    server = ThreadingHTTPServer((host, port), Handler)
+    if mode == "dies":  # ready, then the engine dies a moment later
+
+        def die() -> None:
+            time.sleep(3)
+            sys.stdout.write(
+                "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered "
+                "an issue. See stack trace (above) for the root cause.\n"
+            )
+            sys.stdout.flush()
+            os._exit(1)
+
+        import threading
+
+        threading.Thread(target=die, daemon=True).start()
+    say(f"Starting vLLM server on http://{host}:{port}")
+    sys.stdout.write("INFO:     Application startup complete.\n")
+    sys.stdout.flush()
+    server.serve_forever()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

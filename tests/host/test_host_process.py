@@ -1,0 +1,119 @@
+"""sources.host.process with a fake `vllm`: failure reports, readiness, stopping the whole group."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from host_helpers import alive, recorded_pids
+
+from specmon.core.redaction import REDACTED
+from specmon.core.startup_log import StartupPhase
+from specmon.sources.host.checks import pick_free_port
+from specmon.sources.host.process import HostedServer, HostStartError
+from specmon.sources.host.spec import HostSettings, build_command
+
+
+def launch(fake: Path, tmp_path: Path, monkeypatch, mode: str, **kwargs) -> HostedServer:
+    monkeypatch.setenv("FAKE_VLLM_MODE", mode)
+    settings = HostSettings(
+        model="tiny",
+        method="ngram",
+        port=pick_free_port("127.0.0.1"),
+        vllm_args=("--api-key", "sk-fake-secret-123"),
+    )
+    command = build_command(settings, str(fake))
+    return HostedServer.launch(command, tmp_path / "logs" / "vllm.log", **kwargs)
+
+
+def wait_until(predicate, timeout_s: float = 30.0) -> bool:
+    """Poll `predicate` (bounded wait for an outside process; not a timing assertion)."""
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return predicate()
+
+
+def test_a_server_that_dies_with_an_oom_trace_reports_the_cause_and_tail(
+    fake_vllm, tmp_path, monkeypatch
+):
+    server = launch(fake_vllm, tmp_path, monkeypatch, "oom")
+    with pytest.raises(HostStartError) as info:
+        server.wait_ready(timeout_s=120)
+    error = info.value
+    assert error.returncode == 1
+    assert error.cause is not None and error.cause.kind == "cuda-oom"
+    assert 0 < len(error.tail) <= 50
+    assert error.tail[-1].startswith("RuntimeError: Engine core initialization failed")
+    report = error.report()
+    assert "exited with code 1" in report
+    assert "likely cause: the GPU ran out of memory" in report
+    assert str(error.log_path) in report
+    assert server.stop().survivors == ()
+
+
+def test_the_log_file_and_sinks_get_every_line_with_secrets_masked(
+    fake_vllm, tmp_path, monkeypatch
+):
+    server = launch(fake_vllm, tmp_path, monkeypatch, "ok")
+    lines: list[str] = []
+    server.add_line_sink(lines.append, replay=True)
+    phases = []
+    try:
+        ready = server.wait_ready(timeout_s=120, on_progress=lambda p: phases.append(p.phase))
+    finally:
+        report = server.stop()
+    assert ready.phase is StartupPhase.READY
+    assert phases == sorted(phases) and phases[-1] is StartupPhase.READY
+    assert ready.vllm_version == "0.0.1-fake"
+    assert report.survivors == ()
+    text = server.log_path.read_text()
+    assert "sk-fake-secret-123" not in text and REDACTED in text
+    assert "NO_COLOR=1" in text
+    assert lines == text.splitlines()  # replayed + later lines: none lost, none twice
+    assert "Application startup complete." in lines[-1]
+
+
+def test_never_ready_times_out_with_the_tail_and_leaves_no_process(
+    fake_vllm, tmp_path, monkeypatch
+):
+    server = launch(fake_vllm, tmp_path, monkeypatch, "never")
+    with pytest.raises(HostStartError) as info:
+        server.wait_ready(timeout_s=3)
+    assert "not ready (/health 200) after 3 s" in str(info.value)
+    assert any("KV cache size" in line for line in info.value.tail)
+    assert info.value.returncode is None
+    report = server.stop()
+    assert report.signals == ("TERM",)
+    assert report.survivors == ()
+    assert not any(alive(pid) for pid in recorded_pids(tmp_path))
+
+
+def test_a_group_that_ignores_sigterm_is_killed_after_the_grace_period(
+    fake_vllm, tmp_path, monkeypatch
+):
+    server = launch(fake_vllm, tmp_path, monkeypatch, "ignore-term", grace_s=1.0)
+    server.wait_ready(timeout_s=120)
+    assert wait_until(lambda: len(recorded_pids(tmp_path)) == 2)  # server + its child
+    report = server.stop()
+    assert report.signals == ("TERM", "group TERM", "group KILL")
+    assert report.survivors == ()
+    assert not any(alive(pid) for pid in recorded_pids(tmp_path))
+    assert server.stop().signals == ()  # idempotent
+
+
+def test_the_watchdog_stops_the_group_when_its_pipe_closes(fake_vllm, tmp_path, monkeypatch):
+    """What happens when specmon is SIGKILLed: the watchdog's pipe closes."""
+    server = launch(fake_vllm, tmp_path, monkeypatch, "ignore-term", grace_s=1.0)
+    server.wait_ready(timeout_s=120)
+    assert wait_until(lambda: len(recorded_pids(tmp_path)) == 2)
+    watchdog = server._watchdog
+    assert watchdog is not None and watchdog.stdin is not None
+    watchdog.stdin.close()  # as the kernel does when specmon dies
+    assert wait_until(lambda: not server.members(), timeout_s=30)
+    watchdog.wait(timeout=30)
+    assert not any(alive(pid) for pid in recorded_pids(tmp_path))
+    server.stop()

