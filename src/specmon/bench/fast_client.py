@@ -20,8 +20,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
 import httpx
 
@@ -31,29 +29,14 @@ from specmon.core.recording_format import redact_text
 from specmon.sources.stream_client import (
     SIMULATED_HEADER,
     ChatRequest,
+    StreamState,
     new_request_id,
     resolve_api_key,
     server_base,
+    token_count,
 )
 
 Emit = Callable[[Event], None]
-
-
-@dataclass
-class _State:
-    last_t: float | None = None
-    completion_tokens: int | None = None
-    prompt_tokens: int | None = None
-    finish_reason: str | None = None
-    spec_decoding: dict[str, Any] | None = None
-
-
-def _count(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if isinstance(value, float) and not value.is_integer():
-        return None
-    return int(value) if value >= 0 else None
 
 
 class FastStreamClient:
@@ -92,27 +75,6 @@ class FastStreamClient:
     def _clean(self, text: str) -> str:
         return redact_text(" ".join(text.split()), self._secrets)
 
-    def _body(self, request: ChatRequest, model: str) -> dict[str, Any]:
-        messages: list[dict[str, str]] = []
-        if request.system:
-            messages.append({"role": "system", "content": request.system})
-        messages.append({"role": "user", "content": request.prompt})
-        body: dict[str, Any] = {
-            "model": model,
-            "messages": messages,
-            "stream": True,
-            "stream_options": {"include_usage": True, "continuous_usage_stats": True},
-        }
-        if request.max_tokens is not None:
-            body["max_tokens"] = request.max_tokens
-        if request.temperature is not None:
-            body["temperature"] = request.temperature
-        if request.top_p is not None:
-            body["top_p"] = request.top_p
-        if request.extra_body:
-            body.update(request.extra_body)
-        return body
-
     async def chat(
         self, request: ChatRequest, emit: Emit, *, request_id: str | None = None
     ) -> RequestEnded:
@@ -129,13 +91,13 @@ class FastStreamClient:
                 max_tokens=request.max_tokens,
                 temperature=request.temperature,
                 top_p=request.top_p,
-                prompt_chars=len(request.prompt) + len(request.system or ""),
+                prompt_chars=sum(len(m["content"]) for m in request.chat_messages()),
             )
         )
-        state = _State()
+        state = StreamState()
         try:
             async with self._http.stream(
-                "POST", self.base_url + "/v1/chat/completions", json=self._body(request, model)
+                "POST", self.base_url + "/v1/chat/completions", json=request.body(model)
             ) as resp:
                 if resp.headers.get(SIMULATED_HEADER) == "1":
                     self.simulated = True
@@ -172,7 +134,7 @@ class FastStreamClient:
         emit(ended)
         return ended
 
-    def _on_message(self, t: float, rid: str, payload: str, state: _State, emit: Emit) -> None:
+    def _on_message(self, t: float, rid: str, payload: str, state: StreamState, emit: Emit) -> None:
         data = json.loads(payload)
         if not isinstance(data, dict):
             raise ValueError("a stream message that is not a JSON object")
@@ -180,8 +142,8 @@ class FastStreamClient:
         usage = data.get("usage")
         completion = prompt = None
         if isinstance(usage, dict):
-            completion = _count(usage.get("completion_tokens"))
-            prompt = _count(usage.get("prompt_tokens"))
+            completion = token_count(usage.get("completion_tokens"))
+            prompt = token_count(usage.get("prompt_tokens"))
             if completion is not None:
                 state.completion_tokens = completion
             if prompt is not None:
@@ -241,7 +203,7 @@ class FastStreamClient:
         return self._clean(f"{type(exc).__name__}: {exc}")
 
     def _end(
-        self, t: float, rid: str, state: _State, outcome: RequestOutcome, error: str | None
+        self, t: float, rid: str, state: StreamState, outcome: RequestOutcome, error: str | None
     ) -> RequestEnded:
         return RequestEnded(
             t=t,

@@ -83,6 +83,32 @@ class ChatRequest:
     extra_body: Mapping[str, Any] | None = None
     messages: tuple[tuple[str, str], ...] = ()
 
+    def chat_messages(self) -> list[dict[str, str]]:
+        """The messages sent: the system prompt, the conversation, then the prompt."""
+        out: list[dict[str, str]] = []
+        if self.system:
+            out.append({"role": "system", "content": self.system})
+        out.extend({"role": role, "content": content} for role, content in self.messages)
+        out.append({"role": "user", "content": self.prompt})
+        return out
+
+    def body(self, model: str) -> dict[str, Any]:
+        """The streamed request's JSON body as vLLM receives it (usage on every chunk, so the
+        tokens of each chunk are known; `extra_body` merged last)."""
+        body: dict[str, Any] = {
+            "model": model,
+            "messages": self.chat_messages(),
+            "stream": True,
+            "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+        }
+        for key in ("max_tokens", "temperature", "top_p"):
+            value = getattr(self, key)
+            if value is not None:
+                body[key] = value
+        if self.extra_body:
+            body.update(self.extra_body)
+        return body
+
 
 _ids = itertools.count(1)
 
@@ -180,28 +206,15 @@ class StreamClient:
         except Exception as exc:
             emit(RequestStarted(t=clock(), request_id=rid, source=self.source, model=""))
             failed = self._end(
-                clock(), rid, _StreamState(), "failed", "no model: " + self._describe(exc)
+                clock(), rid, StreamState(), "failed", "no model: " + self._describe(exc)
             )
             emit(failed)
             return failed
-        messages: list[dict[str, str]] = []
-        if request.system:
-            messages.append({"role": "system", "content": request.system})
-        messages.extend({"role": role, "content": content} for role, content in request.messages)
-        messages.append({"role": "user", "content": request.prompt})
-        kwargs: dict[str, Any] = {
-            "model": model,
-            "messages": messages,
-            "stream": True,
-            "stream_options": {"include_usage": True, "continuous_usage_stats": True},
-        }
-        if request.max_tokens is not None:
-            kwargs["max_tokens"] = request.max_tokens
-        if request.temperature is not None:
-            kwargs["temperature"] = request.temperature
-        if request.top_p is not None:
-            kwargs["top_p"] = request.top_p
-        if request.extra_body:
+        kwargs = request.body(model)
+        messages = kwargs["messages"]
+        if request.extra_body:  # the SDK sends what it does not know through extra_body
+            for key in request.extra_body:
+                kwargs.pop(key, None)
             kwargs["extra_body"] = dict(request.extra_body)
 
         prompt_chars = sum(len(m["content"]) for m in messages)
@@ -217,7 +230,7 @@ class StreamClient:
                 prompt_chars=prompt_chars,
             )
         )
-        state = _StreamState()
+        state = StreamState()
         stream: Any = None
         try:
             stream = await self._client.chat.completions.create(**kwargs)
@@ -255,14 +268,14 @@ class StreamClient:
         emit(ended)
         return ended
 
-    def _on_chunk(self, t: float, rid: str, chunk: Any, state: _StreamState, emit: Emit) -> None:
+    def _on_chunk(self, t: float, rid: str, chunk: Any, state: StreamState, emit: Emit) -> None:
         state.last_t = t
         usage = chunk.usage
         completion = prompt = None
         if usage is not None:
             # A count that is not a whole number >= 0 is not a count: dropped, not passed on.
-            completion = _count(getattr(usage, "completion_tokens", None))
-            prompt = _count(getattr(usage, "prompt_tokens", None))
+            completion = token_count(getattr(usage, "completion_tokens", None))
+            prompt = token_count(getattr(usage, "prompt_tokens", None))
             if completion is not None:
                 state.completion_tokens = completion
             if prompt is not None:
@@ -307,7 +320,7 @@ class StreamClient:
         self,
         t: float,
         rid: str,
-        state: _StreamState,
+        state: StreamState,
         outcome: RequestOutcome,
         error: str | None,
     ) -> RequestEnded:
@@ -336,7 +349,9 @@ class StreamClient:
 
 
 @dataclass
-class _StreamState:
+class StreamState:
+    """What a stream has told so far (the client's own bookkeeping, kept for RequestEnded)."""
+
     last_t: float | None = None
     completion_tokens: int | None = None
     prompt_tokens: int | None = None
@@ -344,7 +359,7 @@ class _StreamState:
     spec_decoding: dict[str, Any] | None = None
 
 
-def _count(value: Any) -> int | None:
+def token_count(value: Any) -> int | None:
     """A token count from the server: an int >= 0 (a whole float is accepted), else None."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
