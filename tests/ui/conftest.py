@@ -116,7 +116,7 @@ def sim_port(config: SimConfig) -> Iterator[tuple[SessionPort, str]]:
     with start_in_thread(config, log_sink=lambda _l: None) as sim:
 
         def make() -> Monitor:
-            return Monitor([Target(sim.url)], state_factory(None), gpu="none")
+            return Monitor([Target(sim.url)], state_factory(None), gpu=None)
 
         port = SessionPort(make)
         try:

@@ -23,7 +23,7 @@ SIZE = (110, 36)
 
 def _port_for(url: str, **kwargs) -> SessionPort:
     def make() -> Monitor:
-        return Monitor([Target(url)], state_factory(None), gpu="none", **kwargs)
+        return Monitor([Target(url)], state_factory(None), gpu=None, **kwargs)
 
     return SessionPort(make, **kwargs)
 
