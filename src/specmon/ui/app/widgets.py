@@ -12,7 +12,6 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Static
 
 from specmon.ui.app.answer_text import AnswerView as AnswerView
-from specmon.ui.app.answer_text import MarkdownText as MarkdownText
 from specmon.ui.app.safe_text import visible
 from specmon.ui.app.session_port import AnswerNumbers, ServerSummary
 
