@@ -74,7 +74,7 @@ async def test_a_real_vllm_answer_is_literal_and_shows_vllms_own_acceptance(
             await wait_for(pilot, lambda: app.screen.connection is not None, frames=1200)
             assert port.connected, screen_text(app)
             header = screen_text(app).splitlines()[0]
-            assert "SIMULATED" not in header and "n_spec 4" in header
+            assert "SIMULATED" not in header and "model tiny" in header
             await _type(pilot, "Tell me about the river and the town.")
             views = lambda: list(app.screen.query(AnswerView))  # noqa: E731
             await wait_for(pilot, lambda: bool(views()) and views()[0].finished, frames=1200)

@@ -27,6 +27,7 @@ import io
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from rich.segment import Segment
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -69,6 +70,9 @@ class Piece:
     text: str
     open_fence: str | None = None
     ends_in_fence: str | None = None
+    gap: bool = False
+    """A blank line above it: it starts a new top-level block below another (as Rich puts one
+    between the top-level blocks of a whole text)."""
 
     def markdown(self) -> str:
         """The Markdown that renders this piece alone (fences re-opened and closed)."""
@@ -80,6 +84,13 @@ class Piece:
                 text += "\n"
             text += self.ends_in_fence + "\n"
         return text
+
+
+def _empty(line: list[Segment]) -> bool:
+    """A line with no text and no background (not a code block's padding line)."""
+    return all(
+        not seg.text.strip() and (seg.style is None or seg.style.bgcolor is None) for seg in line
+    )
 
 
 def render_lines(piece: Piece, width: int) -> list[Strip]:
@@ -102,11 +113,20 @@ def render_lines(piece: Piece, width: int) -> list[Strip]:
     )
     markdown = RichMarkdown(piece.markdown(), hyperlinks=False, code_theme=CODE_THEME)
     lines = console.render_lines(markdown, console.options.update_width(width), pad=True)
+    # Rich starts some blocks alone with an empty line (a list) and ends some with one; the
+    # spacing between pieces is `gap`'s, so plain empty lines at either end go.
+    while lines and _empty(lines[0]):
+        lines = lines[1:]
+    while lines and _empty(lines[-1]):
+        lines = lines[:-1]
     if piece.open_fence is not None and lines:
         lines = lines[1:]
     if piece.ends_in_fence is not None and lines:
         lines = lines[:-1]
-    return [Strip(line, width) for line in lines]
+    strips = [Strip(line, width) for line in lines]
+    if piece.gap and strips:
+        strips.insert(0, Strip.blank(width))
+    return strips
 
 
 _streaming = 0
@@ -290,10 +310,13 @@ class AnswerView(Vertical):
         if not self._holding_gc:
             self._holding_gc = True
             _gc_hold()
-        open_fence = self.splitter.settled_fence
-        settled = self.splitter.feed(fragment)
+        splitter = self.splitter
+        open_fence, continues = splitter.settled_fence, splitter.settled_mid_block
+        settled = splitter.feed(fragment)
         if settled:
-            self._pending.append(Piece(settled, open_fence, self.splitter.settled_fence_marker))
+            before = splitter.settled - len(settled)
+            gap = not continues and bool(splitter.text[:before].strip())
+            self._pending.append(Piece(settled, open_fence, splitter.settled_fence_marker, gap))
         if self._tail.is_mounted:
             self._flush()
 
@@ -301,8 +324,12 @@ class AnswerView(Vertical):
         if self._pending:
             pieces = self._pending
             self._pending = []
+            first = pieces[0]
             piece = Piece(
-                "".join(p.text for p in pieces), pieces[0].open_fence, pieces[-1].ends_in_fence
+                "".join(p.text for p in pieces),
+                first.open_fence,
+                pieces[-1].ends_in_fence,
+                first.gap,
             )
             start = self._upto
             self._upto += len(piece.text)
@@ -385,7 +412,7 @@ class AnswerView(Vertical):
         rest_from = spans[keep][0] if keep < len(spans) else (spans[-1][1] if spans else 0)
         self.rerendered_chars = len(text) - rest_from
         rest = text[rest_from:]
-        piece = _shown(Piece(rest)) if rest.strip() else None
+        piece = _shown(Piece(rest, gap=keep > 0)) if rest.strip() else None
         width = self.settled.content_size.width or self.content_size.width
         if piece is not None and width > 0 and len(rest) >= BACKGROUND_MIN_CHARS:
             self.background_renders += 1
@@ -436,6 +463,7 @@ def _shown(piece: Piece) -> Piece:
         visible(piece.text),
         None if piece.open_fence is None else visible(piece.open_fence),
         piece.ends_in_fence,
+        piece.gap,
     )
 
 

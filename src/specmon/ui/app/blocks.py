@@ -40,6 +40,8 @@ class BlockSplitter:
         """Complete lines scanned since the last boundary."""
         self._fence_line: str | None = None
         """The opening line of the fence we are inside (while `_fence` is set)."""
+        self._mid_block = False
+        """The settled prefix ends inside a block (split by the line-count rules)."""
         self._settled_fence: tuple[str, str] | None = None
         """(opening line, marker) of the fence the settled prefix ends inside, else None."""
         self._parts: list[str] = []
@@ -72,6 +74,12 @@ class BlockSplitter:
         return None if self._settled_fence is None else self._settled_fence[1]
 
     @property
+    def settled_mid_block(self) -> bool:
+        """True when the settled prefix ends inside a block (a fence or a run of lines split by
+        the line-count rules): the next segment continues that block."""
+        return self._mid_block
+
+    @property
     def tail(self) -> str:
         """The unsettled end of the text (what may still change)."""
         self._join()
@@ -93,6 +101,7 @@ class BlockSplitter:
         text = self._text
         boundary = -1
         boundary_fence = self._settled_fence
+        mid_block = self._mid_block
         pos = self._scanned
         while True:
             end = text.find("\n", pos)
@@ -110,17 +119,20 @@ class BlockSplitter:
                     and len(line) - len(line.lstrip(" ")) <= 3
                 ):
                     self._fence = self._fence_line = None
-                    boundary, boundary_fence = after, None
+                    boundary, boundary_fence, mid_block = after, None, False
                 elif self._lines_since >= self._fence_lines:
                     assert self._fence_line is not None
                     boundary, boundary_fence = after, (self._fence_line, self._fence)
+                    mid_block = True
             else:
                 match = _FENCE.match(line)
                 if match is not None and not (match.group(1)[0] == "`" and "`" in match.group(2)):
                     self._fence = match.group(1)
                     self._fence_line = line
-                elif not line.strip() or self._lines_since >= self._run_lines:
-                    boundary, boundary_fence = after, None
+                elif not line.strip():
+                    boundary, boundary_fence, mid_block = after, None, False
+                elif self._lines_since >= self._run_lines:
+                    boundary, boundary_fence, mid_block = after, None, True
             if boundary == after:
                 self._lines_since = 0
             pos = after
@@ -130,6 +142,7 @@ class BlockSplitter:
         segment = text[self._settled : boundary]
         self._settled = boundary
         self._settled_fence = boundary_fence
+        self._mid_block = mid_block
         return segment
 
 
