@@ -120,7 +120,13 @@ def render_lines(piece: Piece, width: int) -> list[Strip]:
     while lines and _empty(lines[-1]):
         lines = lines[:-1]
     if piece.open_fence is not None and lines:
-        lines = lines[1:]
+        # The top padding line goes; when the piece starts with the closing fence, Rich also
+        # drew the empty code block's one empty line, which the previous piece already ended.
+        first = piece.text.split("\n", 1)[0].strip()
+        opener = piece.open_fence.strip()
+        marker = opener[: len(opener) - len(opener.lstrip(opener[:1]))]
+        closes = len(first) >= len(marker) > 0 and set(first) == {marker[0]}
+        lines = lines[2:] if closes else lines[1:]
     if piece.ends_in_fence is not None and lines:
         lines = lines[:-1]
     strips = [Strip(line, width) for line in lines]
