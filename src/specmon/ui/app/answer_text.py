@@ -26,6 +26,7 @@ import gc
 import io
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rich.segment import Segment
 from rich.text import Text
@@ -38,6 +39,9 @@ from textual.widgets import Static
 
 from specmon.ui.app.blocks import BlockSplitter, skip_blank_lines, top_level_starts
 from specmon.ui.app.safe_text import visible
+
+if TYPE_CHECKING:
+    from specmon.ui.app.session_port import AnswerNumbers
 
 CODE_THEME = "monokai"
 BACKGROUND_MIN_CHARS = 512
@@ -244,16 +248,22 @@ class AnswerView(Vertical):
     mounted is kept and shown once it is.
     """
 
-    def __init__(self, **kwargs: object) -> None:
+    def __init__(self, *, status: Static | None = None, **kwargs: object) -> None:
+        """`status` is the widget of the numbers line under the answer (a plain `Static` by
+        default; the app may pass its own, e.g. one that reacts to a click)."""
         super().__init__(**kwargs)  # type: ignore[arg-type]
         _executor()  # started (and warmed up) before the first text arrives
         self.splitter = BlockSplitter()
         self.finished = False
+        self.numbers: AnswerNumbers | None = None
+        """The numbers shown on the status line (set by the screen; the badge's reasons)."""
         self.segments = 0
         """Pieces of settled text handed to the settled lines (streamed)."""
         self.settled = SettledLines(classes="settled")
         self._tail = Static("", classes="tail", markup=False)
-        self._status = Static("", classes="answer-status", markup=False)
+        self._status = (
+            status if status is not None else Static("", classes="answer-status", markup=False)
+        )
         self._pending: list[Piece] = []
         """Settled text not yet handed on (before mount)."""
         self._laying_out: dict[int, str] = {}
@@ -402,6 +412,8 @@ class AnswerView(Vertical):
         (a loose list cut at a blank line, a piece of a code fence, the tail, a piece still
         being rendered) is laid out again as one piece, in the worker thread when it is long."""
         self._final_pending = False
+        if not self.is_attached:  # removed (the app is closing)
+            return
         self._pending.clear()
         self._generation += 1
         self._in_flight = 0
