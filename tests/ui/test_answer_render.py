@@ -175,3 +175,13 @@ async def test_full_garbage_collections_wait_while_an_answer_streams() -> None:
         view.finish()
         await wait_for(pilot, lambda: gc.get_threshold() == before)
     gc.unfreeze()
+
+
+async def test_an_answer_that_never_ends_gives_the_collector_back_when_removed() -> None:
+    before = gc.get_threshold()
+    view = AnswerView()
+    async with Host(view).run_test(size=(60, 10)):
+        view.append("Streaming, then the app closes")
+        assert gc.get_threshold() != before
+    assert gc.get_threshold() == before
+    gc.unfreeze()
