@@ -108,7 +108,7 @@ class Result:
 
 
 def make_monitor(url: str) -> Monitor:
-    return Monitor([Target(url)], state_factory(None), gpu="none")
+    return Monitor([Target(url)], state_factory(None), gpu=None)
 
 
 # ---------------------------------------------------------------- specmon's chat

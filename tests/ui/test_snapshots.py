@@ -30,6 +30,7 @@ async def _chat(pilot) -> None:
         await pilot.press(key if key != " " else "space")
     await pilot.press("enter")
     await wait_for(pilot, lambda: any(a.finished for a in app.screen.query(AnswerView)))
+    app.screen.query_one("#prompt").cursor_blink = False  # a blinking cursor is a coin toss
     await pilot.pause(0.2)
 
 

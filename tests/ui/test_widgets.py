@@ -9,7 +9,7 @@ from textual.app import App, ComposeResult
 
 from specmon.ui.app.blocks import top_level_starts
 from specmon.ui.app.session_port import AnswerNumbers
-from specmon.ui.app.widgets import AnswerView, HeaderBar, MarkdownText, format_numbers
+from specmon.ui.app.widgets import AnswerView, HeaderBar, format_numbers
 
 
 class Host(App[None]):
@@ -42,8 +42,7 @@ async def test_answer_view_streams_blocks_and_relays_only_what_the_whole_text_ch
         # The paragraph stays as streamed; the loose list (cut at its blank line) and the tail
         # are laid out again as one block.
         assert view.rerendered_chars == len("- a\n\n- b\n\nend")
-        blocks = list(view.query(MarkdownText))
-        assert [b.raw for b in blocks] == ["Para one.\n\n", "- a\n\n- b\n\nend"]
+        assert view.blocks == ["Para one.\n\n", "- a\n\n- b\n\nend"]
         assert view.shown_text == "Para one.\n\n- a\n\n- b\n\nend"
         text = screen_text(pilot.app)
         assert "• a" in text and "• b" in text and "done" in text

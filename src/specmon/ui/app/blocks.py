@@ -15,10 +15,35 @@ import re
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 
 
-class BlockSplitter:
-    """Feed text as it arrives; `feed()` returns the newly settled segment ("" when none)."""
+FENCE_LINES = 8
+"""Inside a code fence, whole lines settle every this many lines (a long code block must not stay
+in the redrawn tail)."""
+RUN_LINES = 24
+"""Outside a fence, a run of this many lines without a blank line settles at a line boundary."""
 
-    def __init__(self) -> None:
+
+class BlockSplitter:
+    """Feed text as it arrives; `feed()` returns the newly settled segment ("" when none).
+
+    Settling happens at a blank line or a closing fence; also, so the tail stays short, after
+    every `fence_lines` lines inside a code fence and every `run_lines` lines of a run without
+    a blank line (a long paragraph or list). A segment that starts or ends inside a fence is
+    described by `settled_fence` (the opening line) and `settled_fence_marker`, read before and
+    after `feed()`. Each decision depends on the completed lines only, never on how the text
+    was chunked.
+    """
+
+    def __init__(self, fence_lines: int = FENCE_LINES, run_lines: int = RUN_LINES) -> None:
+        self._fence_lines = fence_lines
+        self._run_lines = run_lines
+        self._lines_since = 0
+        """Complete lines scanned since the last boundary."""
+        self._fence_line: str | None = None
+        """The opening line of the fence we are inside (while `_fence` is set)."""
+        self._mid_block = False
+        """The settled prefix ends inside a block (split by the line-count rules)."""
+        self._settled_fence: tuple[str, str] | None = None
+        """(opening line, marker) of the fence the settled prefix ends inside, else None."""
         self._parts: list[str] = []
         self._text = ""
         self._scanned = 0
@@ -37,6 +62,22 @@ class BlockSplitter:
     def settled(self) -> int:
         """Length of the settled prefix of `text`."""
         return self._settled
+
+    @property
+    def settled_fence(self) -> str | None:
+        """The opening line of the code fence the settled prefix ends inside (None: outside)."""
+        return None if self._settled_fence is None else self._settled_fence[0]
+
+    @property
+    def settled_fence_marker(self) -> str | None:
+        """The marker that would close the fence the settled prefix ends inside (None: outside)."""
+        return None if self._settled_fence is None else self._settled_fence[1]
+
+    @property
+    def settled_mid_block(self) -> bool:
+        """True when the settled prefix ends inside a block (a fence or a run of lines split by
+        the line-count rules): the next segment continues that block."""
+        return self._mid_block
 
     @property
     def tail(self) -> str:
@@ -59,6 +100,8 @@ class BlockSplitter:
         self._join()
         text = self._text
         boundary = -1
+        boundary_fence = self._settled_fence
+        mid_block = self._mid_block
         pos = self._scanned
         while True:
             end = text.find("\n", pos)
@@ -66,6 +109,7 @@ class BlockSplitter:
                 break
             line = text[pos:end]
             after = end + 1
+            self._lines_since += 1
             if self._fence is not None:
                 stripped = line.strip()
                 marker = self._fence
@@ -74,20 +118,31 @@ class BlockSplitter:
                     and set(stripped) == {marker[0]}
                     and len(line) - len(line.lstrip(" ")) <= 3
                 ):
-                    self._fence = None
-                    boundary = after
+                    self._fence = self._fence_line = None
+                    boundary, boundary_fence, mid_block = after, None, False
+                elif self._lines_since >= self._fence_lines:
+                    assert self._fence_line is not None
+                    boundary, boundary_fence = after, (self._fence_line, self._fence)
+                    mid_block = True
             else:
                 match = _FENCE.match(line)
                 if match is not None and not (match.group(1)[0] == "`" and "`" in match.group(2)):
                     self._fence = match.group(1)
+                    self._fence_line = line
                 elif not line.strip():
-                    boundary = after
+                    boundary, boundary_fence, mid_block = after, None, False
+                elif self._lines_since >= self._run_lines:
+                    boundary, boundary_fence, mid_block = after, None, True
+            if boundary == after:
+                self._lines_since = 0
             pos = after
         self._scanned = pos
         if boundary <= self._settled:
             return ""
         segment = text[self._settled : boundary]
         self._settled = boundary
+        self._settled_fence = boundary_fence
+        self._mid_block = mid_block
         return segment
 
 
