@@ -12,7 +12,8 @@ import pytest
 
 from specmon.cli.session_setup import state_factory
 from specmon.core.events import RequestEnded, RequestStarted, StreamChunk
-from specmon.runtime.monitor import Monitor, Target
+from specmon.runtime.monitor import Target
+from specmon.runtime.session import CollectorProcess, SessionConfig
 from specmon.sim.server import SimConfig, start_in_thread
 from specmon.ui.app.session_port import AnswerFeed, Ask, Connection, ServerSummary, SessionPort
 
@@ -115,8 +116,9 @@ class FakeFeed(AnswerFeed):
 def sim_port(config: SimConfig) -> Iterator[tuple[SessionPort, str]]:
     with start_in_thread(config, log_sink=lambda _l: None) as sim:
 
-        def make() -> Monitor:
-            return Monitor([Target(sim.url)], state_factory(None), gpu="none")
+        def make() -> CollectorProcess:
+            # The collector in its own process, as `specmon chat` runs it.
+            return CollectorProcess(SessionConfig((Target(sim.url),)), state_factory(None))
 
         port = SessionPort(make)
         try:

@@ -11,7 +11,8 @@ from tests.component.conftest import CannedServer
 from tests.ui.conftest import screen_text, sim_port, wait_for
 
 from specmon.cli.session_setup import state_factory
-from specmon.runtime.monitor import Monitor, Target
+from specmon.runtime.monitor import Target
+from specmon.runtime.session import CollectorProcess, SessionConfig
 from specmon.sim.server import SimConfig
 from specmon.ui.app.app import SpecmonApp
 from specmon.ui.app.conversation import ChatSettings
@@ -21,11 +22,12 @@ from specmon.ui.app.widgets import AnswerView, MarkdownText
 SIZE = (110, 36)
 
 
-def _port_for(url: str, **kwargs) -> SessionPort:
-    def make() -> Monitor:
-        return Monitor([Target(url)], state_factory(None), gpu="none", **kwargs)
+def _port_for(url: str, api_key: str | None = None) -> SessionPort:
+    def make() -> CollectorProcess:
+        config = SessionConfig((Target(url),), api_key=api_key)
+        return CollectorProcess(config, state_factory(None))
 
-    return SessionPort(make, **kwargs)
+    return SessionPort(make, api_key=api_key)
 
 
 async def _ask(pilot, prompt: str) -> None:
