@@ -258,6 +258,11 @@ class AnswerFeed:
                 ended, self._ended_seen = self._ended, True
         return Drained(text, arrivals, ended)
 
+    @property
+    def ended(self) -> bool:
+        """Whether the end of the request arrived."""
+        return self._ended is not None
+
     def numbers(self) -> AnswerNumbers:
         """The answer's numbers so far (complete once the request ended)."""
         with self._lock:
@@ -285,8 +290,11 @@ class SessionPort:
         *,
         api_key: str | None = None,
         model: str | None = None,
+        require_model: bool = True,
     ) -> None:
         self._make_session = make_session
+        self._require_model = require_model
+        """False for the dashboard (watch): a server that is down is shown as down."""
         self._api_key = api_key
         self._model = model
         self._session: LiveSession | None = None
@@ -314,7 +322,7 @@ class SessionPort:
         except Exception as exc:  # a bad --record path, a bad URL: shown, not raised
             return Connection(None, f"{type(exc).__name__}: {' '.join(str(exc).split())}")
         seen = session.servers[0] if session.servers else None
-        if seen is None or not seen.models:
+        if self._require_model and (seen is None or not seen.models):
             session.stop()
             error = (seen.error if seen else None) or "the server lists no model"
             where = seen.base_url if seen else "the server"
@@ -323,16 +331,17 @@ class SessionPort:
             )
         session.subscribe(self._route)
         self._session = session
-        model = self._model or seen.models[0]
+        model = self._model or (seen.models[0] if seen and seen.models else info.model)
+        url = seen.base_url if seen else (info.server or "")
         self.server = ServerSummary(
-            url=seen.base_url,
+            url=url,
             model=model,
             draft_model=info.draft_model,
             method=info.method,
             n_spec=info.n_spec,
             vllm_version=info.vllm_version,
             simulated=info.simulated,
-            max_model_len=self._max_model_len(seen.base_url, model),
+            max_model_len=self._max_model_len(url, model) if model else None,
         )
         return Connection(self.server)
 
@@ -431,7 +440,10 @@ class SessionPort:
         view = self.view()
         if view is not None:
             rid = feed.request_id
-            for row in (*reversed(view.rows), *view.in_flight):
+            # A view published before the feed saw the end still has the request in flight,
+            # with fewer tokens: once the feed ended, only the finished row is newer than it.
+            candidates = view.rows if feed.ended else (*view.rows, *view.in_flight)
+            for row in reversed(candidates):
                 if row.request_id == rid:
                     return numbers_from_row(row, view.gpu)
         return feed.numbers()

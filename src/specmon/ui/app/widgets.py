@@ -84,16 +84,24 @@ class HeaderBar(Horizontal):
     HeaderBar #sim-badge { width: auto; height: 1; padding: 0 1; text-style: bold; }
     """
 
+    def __init__(self, *, command: str = "chat", simulated: bool = False, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.command = command
+        self.always_simulated = simulated
+        """The demo: SIMULATED from the first frame on, before the server answered."""
+
     def compose(self) -> ComposeResult:
-        yield Static("specmon chat — connecting…", id="server-line", markup=False)
-        yield Static("SIMULATED", id="sim-badge", markup=False)
+        yield Static(f"specmon {self.command} — connecting…", id="server-line", markup=False)
+        badge = Static("SIMULATED", id="sim-badge", markup=False)
+        badge.display = self.always_simulated
+        yield badge
 
     def show(self, server: ServerSummary | None, *, state: str = "") -> None:
         line = self.query_one("#server-line", Static)
         badge = self.query_one("#sim-badge", Static)
         if server is None:
-            line.update(literal(f"specmon chat — {state or 'not connected'}"))
-            badge.display = False
+            line.update(literal(f"specmon {self.command} — {state or 'not connected'}"))
+            badge.display = self.always_simulated
             return
         parts = [
             f"model {server.model or DASH}",
@@ -106,7 +114,7 @@ class HeaderBar(Horizontal):
         if state:
             parts.append(state)
         line.update(literal(" · ".join(parts)))
-        badge.display = server.simulated
+        badge.display = server.simulated or self.always_simulated
 
 
 class PromptInput(Input):
@@ -143,7 +151,13 @@ class PromptInput(Input):
         self.cursor_position = len(self.value)
 
 
-FLAG_WORDS = {"ok": "ok", "vanilla": "VANILLA SPEED (F3: why)", "failed": "", "unjudged": ""}
+FLAG_WORDS = {
+    "ok": "ok",
+    "transition": "TRANSITION (F3: why)",
+    "vanilla": "VANILLA SPEED (F3: why)",
+    "failed": "",
+    "unjudged": "",
+}
 
 
 def format_numbers(n: AnswerNumbers) -> str:
