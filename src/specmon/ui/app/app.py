@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Literal
+from typing import ClassVar, Literal
 
 from textual.app import App
+from textual.binding import Binding, BindingType
 
 from specmon.ui.app.conversation import ChatSettings
 from specmon.ui.app.screens import ChatScreen, DashboardScreen
@@ -24,6 +25,9 @@ class SpecmonApp(App[None]):
     frame is on screen; `clock` paces the demo's prompts (injectable for tests)."""
 
     CSS_PATH = "app.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+c", "quit", "quit", show=False, priority=True),
+    ]
     TITLE = "specmon"
     ENABLE_COMMAND_PALETTE = False
 

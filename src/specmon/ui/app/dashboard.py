@@ -232,7 +232,10 @@ def gpu_section(view: SessionView) -> Text:
         why = gpu.error or ("no GPU source (--gpu none)" if gpu.source is None else "no reading")
         if view.simulated and gpu.source is None:
             why = "simulated server, no GPU source"
-        return _t(f"no GPU: {_lit(why)}", "dim")
+        why = _lit(why)
+        if why.lower().startswith("no gpu:"):
+            why = why[len("no gpu:") :].strip()
+        return _t(f"no GPU: {why}", "dim")
     out = Text()
     for n, g in enumerate(gpu.gpus):
         if n:
@@ -272,8 +275,8 @@ def flags_section(view: SessionView) -> Text:
         1 for r in view.rows if r.speed_class is not None and r.speed_class.kind == "vanilla-speed"
     )
     out = Text(
-        f"answers {s.total:>4}  vanilla-speed {vanilla:>3}  transition {transitions:>3}"
-        f"  failed {s.failed + s.cancelled:>3}"
+        f"answers       {s.total:>5}   failed     {s.failed + s.cancelled:>5}\n"
+        f"vanilla-speed {vanilla:>5}   transition {transitions:>5}"
     )
     cycle = cycle_text(view.cycle)
     if cycle:
@@ -335,4 +338,6 @@ class SidePanel(VerticalScroll):
 
     def note(self, text: str) -> None:
         """A one-line notice at the top of the panel (recording started, marker added)."""
-        self.query_one("#panel-note", Static).update(Text(visible(text)))
+        note = self.query_one("#panel-note", Static)
+        note.update(Text(visible(text)))
+        note.display = bool(text)

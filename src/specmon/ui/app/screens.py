@@ -4,6 +4,7 @@ and their dialogs: settings, marker label, the table of all answers."""
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import re
 from collections import deque
 from collections.abc import Sequence
@@ -104,7 +105,7 @@ class SettingsScreen(ModalScreen[ChatSettings | None]):
 def recording_name(now: _dt.datetime | None = None) -> str:
     """The file a recording started with the record key goes to (in the working directory)."""
     now = now or _dt.datetime.now()
-    return now.strftime("specmon-%Y%m%d-%H%M%S.ndjson")
+    return os.path.abspath(now.strftime("specmon-%Y%m%d-%H%M%S.ndjson"))
 
 
 class MarkerScreen(ModalScreen[str | None]):
