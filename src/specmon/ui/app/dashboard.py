@@ -157,7 +157,7 @@ def acceptance_section(view: SessionView, server: ServerView | None, series: Gra
     out.append(f"AL    {num(w.acceptance_length if w else None, '.2f', 6)}")
     out.append(" " * (GRAPH_WIDTH - 5))
     out.append(f"{num(life.acceptance_length if life else None, '.2f', 6)}\n")
-    out.append(f"1-{top:.0f}  ", style="dim")
+    out.append(f"1-{top:<4.0f}", style="dim")
     out.append(spark(series.al_window, 1.0, top), style="cyan")
     out.append(" ")
     out.append(spark(series.al_lifetime, 1.0, top), style="blue")

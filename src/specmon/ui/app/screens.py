@@ -379,6 +379,8 @@ class ChatScreen(RecordingMixin, Screen[None]):
             self.send(self.queued.popleft())
             return
         now = self.specmon_app.clock()
+        if self._auto_index == 0 and self.auto_prompts:
+            self._idle_since = now - AUTO_PROMPT_GAP_S  # the first prompt goes out at once
         if self._idle_since is None:
             self._idle_since = now
             return
