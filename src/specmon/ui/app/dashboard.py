@@ -292,7 +292,8 @@ def panel_sections(
 ) -> list[tuple[str, Text]]:
     """(title, text) of each section of the panel, for one view."""
     if view is None:
-        return [("server", _t("connecting…", "dim"))]
+        waiting = [("server", _t("connecting…", "dim"))]
+        return waiting + [(name, _t(DASH, "dim")) for name in SidePanel.SECTIONS[1:]]
     server = view.servers[0] if view.servers else None
     n_spec = server.n_spec if server and server.n_spec is not None else view.info.n_spec
     return [
