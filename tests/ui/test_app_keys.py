@@ -11,7 +11,7 @@ from textual.widgets import DataTable, Input
 from specmon.ui.app.app import SpecmonApp
 from specmon.ui.app.dashboard import SidePanel
 from specmon.ui.app.screens import AnswersScreen, MarkerScreen
-from specmon.ui.app.widgets import AnswerView
+from specmon.ui.app.widgets import AnswerView, StatusLine
 
 SIZE = (160, 45)
 
@@ -76,6 +76,15 @@ async def test_a_transition_answer_has_its_badge_and_f3_says_why():
         await pilot.pause()
         assert "why: TRANSITION: between the recent levels: 103 tok/s" in screen_text(app)
         assert "ok" in _status(app, 0)
+        # a click on an earlier answer's numbers says why ITS badge says what it says
+        notices = len(app.screen.query(".notice"))
+        # (the first answer's numbers were settled from its own stream, before any verdict)
+        app.screen.post_message(StatusLine.Clicked(_answers(app)[0]))
+        await wait_for(pilot, lambda: len(app.screen.query(".notice")) == notices + 1)
+        assert "why: not judged" in str(app.screen.query(".notice").last().content)
+        await pilot.click(_answers(app)[5].query_one(".answer-status"))
+        await wait_for(pilot, lambda: len(app.screen.query(".notice")) == notices + 2)
+        assert "why: TRANSITION" in str(app.screen.query(".notice").last().content)
 
 
 async def test_f4_shows_every_answer_with_its_badge_and_escape_closes_it():

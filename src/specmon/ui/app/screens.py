@@ -25,7 +25,14 @@ from specmon.core.views import RequestRow
 from specmon.ui.app.conversation import ChatSettings, Conversation, Turn, parse_settings
 from specmon.ui.app.dashboard import SidePanel
 from specmon.ui.app.session_port import AnswerFeed, AnswerNumbers, Ask, Connection, SessionPort
-from specmon.ui.app.widgets import HeaderBar, PromptInput, TurnView, format_numbers, literal
+from specmon.ui.app.widgets import (
+    HeaderBar,
+    PromptInput,
+    StatusLine,
+    TurnView,
+    format_numbers,
+    literal,
+)
 
 if TYPE_CHECKING:
     from specmon.ui.app.app import SpecmonApp
@@ -525,7 +532,8 @@ class ChatScreen(RecordingMixin, Screen[None]):
         self._frames += 1
         if drained.ended is None:
             if self._frames % NUMBERS_EVERY == 0:
-                answer.set_status(format_numbers(self.port.numbers(feed)))
+                answer.numbers = self.port.numbers(feed)
+                answer.set_status(format_numbers(answer.numbers))
             self.specmon_app.frame_drawn(drained.arrivals)
             return
         ended = drained.ended
@@ -534,6 +542,7 @@ class ChatScreen(RecordingMixin, Screen[None]):
         if numbers.tokens is None:
             numbers = feed.numbers()
         turn.completion_tokens = numbers.tokens
+        answer.numbers = numbers
         self.feed = None
         self._frames = 0
         if ended.outcome == "ok":
@@ -577,13 +586,22 @@ class ChatScreen(RecordingMixin, Screen[None]):
         if left % NUMBERS_EVERY == 0:
             numbers = self.port.numbers(feed)
             if numbers.tokens is not None:
+                view.answer.numbers = numbers
                 view.answer.set_status(format_numbers(numbers))
                 self.last_numbers = numbers
         self._settling = (feed, view, left - 1) if left > 1 else None
 
+    @on(StatusLine.Clicked)
+    def _badge_clicked(self, event: StatusLine.Clicked) -> None:
+        """A click on an answer's numbers says why its badge says what it says."""
+        self.why(event.answer.numbers)
+
     def action_why(self) -> None:
         """Say why the last answer was flagged (or that it was not)."""
-        n = self.last_numbers
+        self.why(self.last_numbers)
+
+    def why(self, n: AnswerNumbers | None) -> None:
+        """Write the reasons of an answer's badge as a line in the conversation."""
         if n is None:
             message = "no finished answer yet"
         elif n.flag == "vanilla":
@@ -591,9 +609,9 @@ class ChatScreen(RecordingMixin, Screen[None]):
         elif n.flag == "transition":
             message = "TRANSITION: " + "; ".join(n.reasons)
         elif n.flag == "ok":
-            message = "not flagged: the last answer was not at vanilla speed"
+            message = "not flagged: the answer was not at vanilla speed"
         else:
-            message = "not judged: no verdict on the last answer yet"
+            message = "not judged: no verdict on the answer yet"
         self._notice("why: " + message)
 
     def action_cancel(self) -> None:

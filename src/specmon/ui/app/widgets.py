@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.geometry import Size
+from textual.message import Message
 from textual.widgets import Input, Static
 
 from specmon.ui.app.blocks import BlockSplitter, skip_blank_lines, top_level_starts
@@ -187,6 +188,20 @@ def format_numbers(n: AnswerNumbers) -> str:
     return " · ".join(parts)
 
 
+class StatusLine(Static):
+    """The line of numbers under an answer; a click asks why its badge says what it says."""
+
+    class Clicked(Message):
+        def __init__(self, answer: AnswerView) -> None:
+            super().__init__()
+            self.answer = answer
+
+    def on_click(self) -> None:
+        parent = self.parent
+        if isinstance(parent, AnswerView):
+            self.post_message(StatusLine.Clicked(parent))
+
+
 class AnswerView(Vertical):
     """A streamed answer: settled blocks laid out once, the growing tail redrawn, a final full
     render at the end. `append()` is called at the UI's frame rate, never per token.
@@ -202,7 +217,9 @@ class AnswerView(Vertical):
         self.finished = False
         self.segments = 0
         self._tail = Static("", classes="tail", markup=False)
-        self._status = Static("", classes="answer-status", markup=False)
+        self._status = StatusLine("", classes="answer-status", markup=False)
+        self.numbers: AnswerNumbers | None = None
+        """The numbers shown on the status line (the badge's reasons come from them)."""
         self._pending: list[str] = []
         """Settled text not yet given to a Markdown widget (before mount)."""
         self._laying_out: dict[int, str] = {}
