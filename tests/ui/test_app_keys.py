@@ -220,3 +220,11 @@ async def test_ctrl_c_quits():
         await pilot.press("ctrl+c")
         await pilot.pause()
         assert not app.is_running
+
+
+async def test_the_demo_quits_after_requests_answers():
+    port = FakePort(answers=[["one"], ["two"], ["three"]])
+    app = SpecmonApp(port, mode="demo", auto_prompts=("p",), clock=FakeClock(), max_answers=1)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: not app.is_running)
+    assert len(port.requests) == 1

@@ -69,3 +69,26 @@ def test_recording_starts_and_stops_while_the_session_runs_with_a_marker(tmp_pat
         with pytest.raises(RuntimeError, match="already exists"):
             port.start_recording(str(path))
         assert port.connected
+
+
+def test_the_dashboard_port_keeps_a_server_that_is_down_and_shows_it_down() -> None:
+    import socket
+
+    from specmon.cli.session_setup import state_factory
+    from specmon.runtime.monitor import Target
+    from specmon.runtime.session import CollectorProcess, SessionConfig
+    from specmon.ui.app.session_port import SessionPort
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"  # bound, not listening: refused
+        config = SessionConfig((Target(dead),), interval=0.2)
+        port = SessionPort(
+            lambda: CollectorProcess(config, state_factory(None)), require_model=False
+        )
+        try:
+            assert port.connect().server is not None  # watch: shown, not refused
+            _wait(lambda: bool((v := port.view()) and v.servers and v.servers[0].status == "down"))
+        finally:
+            port.close()
+    assert not port.connected

@@ -135,6 +135,7 @@ def _app(url: str, args: argparse.Namespace) -> int:
         settings=ChatSettings(max_tokens=args.max_tokens),
         mode="demo",
         auto_prompts=DEMO_PROMPTS,
+        max_answers=args.requests,
     )
     try:
         app.run()

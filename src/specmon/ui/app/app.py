@@ -41,6 +41,7 @@ class SpecmonApp(App[None]):
         mode: Mode = "chat",
         auto_prompts: Sequence[str] = (),
         clock: Callable[[], float] = time.monotonic,
+        max_answers: int | None = None,
     ) -> None:
         super().__init__()
         self.port = port
@@ -50,6 +51,8 @@ class SpecmonApp(App[None]):
         self.mode: Mode = mode
         self.auto_prompts = tuple(auto_prompts)
         self.clock = clock
+        self.max_answers = max_answers
+        """The demo's `--requests N`: quit once N answers have finished (None: never)."""
 
     def on_mount(self) -> None:
         if self.mode == "watch":

@@ -575,6 +575,11 @@ class ChatScreen(RecordingMixin, Screen[None]):
                 failed=True,
             )
         self.specmon_app.frame_drawn(drained.arrivals, ended=True)
+        limit = self.specmon_app.max_answers
+        finished = sum(t.status != "streaming" for t in self.conversation.turns)
+        if limit is not None and finished >= limit:
+            self.auto_prompts = ()  # no more demo prompts; quit once the last one is drawn
+            self.set_timer(1.0, self.specmon_app.exit)
 
     def _settle_frame(self) -> None:
         settling = self._settling

@@ -311,6 +311,8 @@ class AnswerView(Vertical):
         (a loose list cut at a blank line, an unclosed code fence, the tail) is laid out again
         as one block."""
         self._final_pending = False
+        if not self.is_attached:  # removed (the app is closing)
+            return
         self._pending.clear()
         text = self.splitter.text
         blocks = self._blocks
