@@ -288,12 +288,17 @@ def flags_section(view: SessionView) -> Text:
 
 
 def panel_sections(
-    view: SessionView | None, answer: AnswerNumbers | None, series: GraphSeries
+    view: SessionView | None,
+    answer: AnswerNumbers | None,
+    series: GraphSeries,
+    *,
+    waiting: str = "connecting…",
 ) -> list[tuple[str, Text]]:
-    """(title, text) of each section of the panel, for one view."""
+    """(title, text) of each section of the panel, for one view (`waiting`: what the server
+    section says before there is one)."""
     if view is None:
-        waiting = [("server", _t("connecting…", "dim"))]
-        return waiting + [(name, _t(DASH, "dim")) for name in SidePanel.SECTIONS[1:]]
+        waiting_text = [("server", _t(waiting, "dim"))]
+        return waiting_text + [(name, _t(DASH, "dim")) for name in SidePanel.SECTIONS[1:]]
     server = view.servers[0] if view.servers else None
     n_spec = server.n_spec if server and server.n_spec is not None else view.info.n_spec
     return [
@@ -328,9 +333,15 @@ class SidePanel(VerticalScroll):
         """One graph sample (call once a second)."""
         self.series.sample(view.servers[0] if view and view.servers else None)
 
-    def show(self, view: SessionView | None, answer: AnswerNumbers | None = None) -> None:
+    def show(
+        self,
+        view: SessionView | None,
+        answer: AnswerNumbers | None = None,
+        *,
+        waiting: str = "connecting…",
+    ) -> None:
         """Redraw the sections whose text changed."""
-        for name, text in panel_sections(view, answer, self.series):
+        for name, text in panel_sections(view, answer, self.series, waiting=waiting):
             key = text.plain + repr(text.spans)
             if self._shown.get(name) == key:
                 continue

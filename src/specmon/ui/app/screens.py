@@ -361,7 +361,13 @@ class ChatScreen(RecordingMixin, Screen[None]):
 
     def refresh_panel(self) -> None:
         """Redraw the side panel's numbers from the published view (PANEL_HZ)."""
-        self.query_one(SidePanel).show(self.port.view(), self.current_numbers())
+        self.query_one(SidePanel).show(
+            self.port.view(), self.current_numbers(), waiting=self._waiting_word()
+        )
+
+    def _waiting_word(self) -> str:
+        c = self.connection
+        return "not connected" if c is not None and c.server is None else "connecting…"
 
     def sample_graphs(self) -> None:
         """One graph sample a second."""
@@ -747,7 +753,9 @@ class DashboardScreen(RecordingMixin, Screen[None]):
         self.action_retry()
 
     def refresh_panel(self) -> None:
-        self.query_one(SidePanel).show(self.port.view(), None)
+        c = self.connection
+        waiting = "not connected" if c is not None and c.server is None else "connecting…"
+        self.query_one(SidePanel).show(self.port.view(), None, waiting=waiting)
 
     def sample_graphs(self) -> None:
         self.query_one(SidePanel).sample(self.port.view())
