@@ -12,7 +12,9 @@ import pytest
 
 from specmon.cli.session_setup import state_factory
 from specmon.core.events import RequestEnded, RequestStarted, StreamChunk
-from specmon.runtime.monitor import Monitor, Target
+from specmon.core.views import SessionView
+from specmon.runtime.monitor import Target
+from specmon.runtime.session import CollectorProcess, SessionConfig
 from specmon.sim.server import SimConfig, start_in_thread
 from specmon.ui.app.session_port import AnswerFeed, Ask, Connection, ServerSummary, SessionPort
 
@@ -48,6 +50,11 @@ class FakePort(SessionPort):
         self.feeds: list[AnswerFeed] = []
         self.connects = 0
         self._up = False
+        self.fake_view: SessionView | None = None
+        """What view() returns (a deterministic view for the dashboard)."""
+        self.marks: list[str] = []
+        self.fake_recording: str | None = None
+        self.recordings: list[str] = []
 
     def connect(self) -> Connection:
         self.connects += 1
@@ -61,6 +68,27 @@ class FakePort(SessionPort):
 
     def close(self) -> None:
         self._up = False
+
+    def view(self) -> SessionView | None:
+        return self.fake_view
+
+    def mark(self, label: str) -> None:
+        self.marks.append(label)
+
+    @property
+    def recording(self) -> str | None:
+        return self.fake_recording
+
+    def start_recording(self, path: str) -> str:
+        if self.fake_recording is not None:
+            raise RuntimeError(f"already recording to {self.fake_recording}")
+        self.fake_recording = path
+        self.recordings.append(path)
+        return path
+
+    def stop_recording(self) -> str | None:
+        path, self.fake_recording = self.fake_recording, None
+        return path
 
     def ask(self, request: Ask) -> AnswerFeed:
         self.requests.append(request)
@@ -115,8 +143,9 @@ class FakeFeed(AnswerFeed):
 def sim_port(config: SimConfig) -> Iterator[tuple[SessionPort, str]]:
     with start_in_thread(config, log_sink=lambda _l: None) as sim:
 
-        def make() -> Monitor:
-            return Monitor([Target(sim.url)], state_factory(None), gpu=None)
+        def make() -> CollectorProcess:
+            # The collector in its own process, as `specmon chat` runs it.
+            return CollectorProcess(SessionConfig((Target(sim.url),)), state_factory(None))
 
         port = SessionPort(make)
         try:

@@ -12,7 +12,7 @@ from specmon.ui.app.conversation import ChatSettings
 from specmon.ui.app.session_port import Connection
 from specmon.ui.app.widgets import AnswerView, PromptInput, TurnView
 
-SIZE = (110, 36)
+SIZE = (160, 40)
 
 
 async def _connected(pilot) -> None:

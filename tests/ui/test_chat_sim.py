@@ -9,23 +9,26 @@ from dataclasses import replace
 
 from tests.component.conftest import CannedServer
 from tests.ui.conftest import screen_text, sim_port, wait_for
+from textual.widgets import Static
 
 from specmon.cli.session_setup import state_factory
-from specmon.runtime.monitor import Monitor, Target
+from specmon.runtime.monitor import Target
+from specmon.runtime.session import CollectorProcess, SessionConfig
 from specmon.sim.server import SimConfig
 from specmon.ui.app.app import SpecmonApp
 from specmon.ui.app.conversation import ChatSettings
 from specmon.ui.app.session_port import SessionPort
 from specmon.ui.app.widgets import AnswerView
 
-SIZE = (110, 36)
+SIZE = (160, 40)
 
 
-def _port_for(url: str, **kwargs) -> SessionPort:
-    def make() -> Monitor:
-        return Monitor([Target(url)], state_factory(None), gpu=None, **kwargs)
+def _port_for(url: str, api_key: str | None = None) -> SessionPort:
+    def make() -> CollectorProcess:
+        config = SessionConfig((Target(url),), api_key=api_key)
+        return CollectorProcess(config, state_factory(None))
 
-    return SessionPort(make, **kwargs)
+    return SessionPort(make, api_key=api_key)
 
 
 async def _ask(pilot, prompt: str) -> None:
@@ -101,8 +104,9 @@ async def test_a_stream_dropped_mid_answer_keeps_the_partial_answer_and_the_app_
             await pilot.pause()
             turn = app.screen.conversation.turns[0]
             assert turn.status == "failed" and turn.answer
-            text = screen_text(app)
-            assert "failed —" in text and "partial answer kept" in text
+            status = str(_answers(app)[0].query_one(".answer-status", Static).content)
+            assert "failed —" in status and "partial answer kept" in status
+            assert "failed —" in screen_text(app)  # on screen (the line may wrap)
             await _ask(pilot, "second")
             await wait_for(pilot, lambda: len(_answers(app)) == 2 and _answers(app)[1].finished)
             assert app.screen.conversation.turns[1].status == "ok"

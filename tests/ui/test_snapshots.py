@@ -5,9 +5,12 @@ number is fixed. The snapshots are committed under tests/ui/__snapshots__; CI ne
 from __future__ import annotations
 
 from tests.ui.conftest import FakePort, wait_for
+from tests.ui.fake_views import session_view
+from textual.widgets import Input
 
 from specmon.ui.app.app import SpecmonApp
 from specmon.ui.app.conversation import ChatSettings
+from specmon.ui.app.dashboard import SidePanel
 from specmon.ui.app.session_port import Connection
 from specmon.ui.app.widgets import AnswerView
 
@@ -22,6 +25,12 @@ ANSWER = [
 ]
 
 
+def _still(pilot) -> None:
+    """No blinking cursor: a blink is not a change, and it made snapshots differ now and then."""
+    for box in pilot.app.screen.query(Input):
+        box.cursor_blink = False
+
+
 async def _chat(pilot) -> None:
     app = pilot.app
     await wait_for(pilot, lambda: app.port.connected)
@@ -30,7 +39,7 @@ async def _chat(pilot) -> None:
         await pilot.press(key if key != " " else "space")
     await pilot.press("enter")
     await wait_for(pilot, lambda: any(a.finished for a in app.screen.query(AnswerView)))
-    app.screen.query_one("#prompt").cursor_blink = False  # a blinking cursor is a coin toss
+    _still(pilot)
     await pilot.pause(0.2)
 
 
@@ -41,6 +50,7 @@ def test_chat_with_one_answer(snap_compare):
 
 async def _connected(pilot) -> None:
     await wait_for(pilot, lambda: pilot.app.screen.connection is not None)
+    _still(pilot)
     await pilot.pause(0.2)
 
 
@@ -58,9 +68,67 @@ def test_terminal_too_small(snap_compare):
 async def _settings(pilot) -> None:
     await _connected(pilot)
     await pilot.press("f2")
+    await pilot.pause(0.1)
+    _still(pilot)
     await pilot.pause(0.2)
 
 
 def test_settings_dialog(snap_compare):
     app = SpecmonApp(FakePort(), settings=ChatSettings(0.7, 0.95, 512))
     assert snap_compare(app, terminal_size=SIZE, run_before=_settings)
+
+
+# ---------------------------------------------------------------- the side panel and dashboard
+
+WIDE = (160, 45)
+NARROW = (100, 40)
+
+
+def _with_view(view, answers=None, **kwargs) -> SpecmonApp:
+    port = FakePort(answers=answers or [ANSWER])
+    port.fake_view = view
+    return SpecmonApp(port, settings=ChatSettings(max_tokens=256), **kwargs)
+
+
+async def _chat_with_graphs(pilot) -> None:
+    """One answer, then a full minute of graph samples of the (fixed) view."""
+    await _chat(pilot)
+    panel = pilot.app.screen.query_one(SidePanel)
+    for _ in range(60):
+        panel.sample(pilot.app.port.view())
+    pilot.app.screen.refresh_panel()
+    await pilot.pause(0.3)
+
+
+def test_panel_healthy(snap_compare):
+    app = _with_view(session_view(prefix="r"))
+    assert snap_compare(app, terminal_size=WIDE, run_before=_chat_with_graphs)
+
+
+def test_panel_vanilla_flagged(snap_compare):
+    app = _with_view(session_view(speeds=(60.0,) * 5, tokens_per_step=1, prefix="r", hot=True))
+    assert snap_compare(app, terminal_size=WIDE, run_before=_chat_with_graphs)
+
+
+def test_panel_no_gpu(snap_compare):
+    app = _with_view(session_view(gpu=False, prefix="r"))
+    assert snap_compare(app, terminal_size=WIDE, run_before=_chat_with_graphs)
+
+
+def test_panel_narrow_stacked(snap_compare):
+    app = _with_view(session_view(prefix="r"))
+    assert snap_compare(app, terminal_size=NARROW, run_before=_chat_with_graphs)
+
+
+async def _dashboard(pilot) -> None:
+    await _connected(pilot)
+    panel = pilot.app.screen.query_one(SidePanel)
+    for _ in range(60):
+        panel.sample(pilot.app.port.view())
+    pilot.app.screen.refresh_panel()
+    await pilot.pause(0.3)
+
+
+def test_watch_dashboard(snap_compare):
+    app = _with_view(session_view(), mode="watch")
+    assert snap_compare(app, terminal_size=WIDE, run_before=_dashboard)

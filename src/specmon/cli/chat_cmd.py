@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
-    from specmon.runtime.monitor import Monitor
+    from specmon.runtime.session import LiveSession
 
 
 def _temperature(text: str) -> float:
@@ -117,20 +117,20 @@ def run(args: argparse.Namespace) -> int:
     if gpu not in ("local", "none") and not gpu.startswith(("http://", "https://")):
         return _error(f"--gpu must be local, none or a dcgm-exporter http(s) URL, got {gpu!r}")
 
-    def make_monitor() -> Monitor:
-        from specmon.cli.session_setup import gpu_sampler, state_factory
-        from specmon.runtime.monitor import Monitor, pair_targets
+    def make_session() -> LiveSession:
+        # The collector (hub, stream client, scrapers, recorder) runs in its own process, so
+        # the app's rendering cannot delay arrival timestamps (docs/architecture.md).
+        from specmon.cli.session_setup import state_factory
+        from specmon.runtime.monitor import pair_targets
+        from specmon.runtime.session import CollectorProcess, SessionConfig
 
         targets = pair_targets([args.attach], [args.metrics_url] if args.metrics_url else [])
-        return Monitor(
-            targets,
-            state_factory(None),
-            api_key=args.api_key,
-            gpu=gpu_sampler(gpu),
-            record=args.record,
+        config = SessionConfig(
+            tuple(targets), api_key=args.api_key, gpu=gpu, record=args.record, quiet=True
         )
+        return CollectorProcess(config, state_factory(None))
 
-    port = SessionPort(make_monitor, api_key=args.api_key, model=args.model)
+    port = SessionPort(make_session, api_key=args.api_key, model=args.model)
     settings = ChatSettings(args.temperature, args.top_p, args.max_tokens)
     app = SpecmonApp(port, settings=settings, system=args.system)
     try:

@@ -1,8 +1,10 @@
 """`specmon demo`: the built-in simulated DFlash server, a prompt loop, and live numbers.
 
 The simulator runs in its own thread on a free loopback port with the seeds' degradation cycle
-(`cycle:5f,1t,3d,1r`); the hub runs the stream client and the /metrics scraper on its own thread;
-the terminal shows the state at a fixed rate. Everything is labelled SIMULATED. Ctrl-C (or the
+(`cycle:5f,1t,3d,1r`). On a terminal this opens the chat app (the same as `specmon chat`) against
+it: the demo's prompts are sent one after another, and you can type your own at any time (they
+go next); ctrl+q or Ctrl-C quits. Without a terminal, or with --json, the hub runs the prompt loop
+and plain lines (or the final JSON) are printed. Everything is labelled SIMULATED. Ctrl-C (or the
 end of `--requests`) stops the loop, the hub and the simulator, leaving no thread or port behind.
 
 Exit status: 0 after `--requests`; 130 on Ctrl-C (SIGINT) and 143 on SIGTERM, after the recording
@@ -90,6 +92,11 @@ def run(args: argparse.Namespace) -> int:
     except (SimConfigError, ValueError) as exc:
         return _error(str(exc))
     logs.source = sim.url
+    if sys.stdout.isatty() and sys.stdin.isatty() and not args.json:
+        try:
+            return _app(sim.url, args)
+        finally:
+            sim.stop()
     monitor: Monitor | None = None
     try:
         monitor = Monitor(
@@ -105,6 +112,36 @@ def run(args: argparse.Namespace) -> int:
         if monitor is not None:
             monitor.stop()
         sim.stop()
+
+
+def _app(url: str, args: argparse.Namespace) -> int:
+    """On a terminal: the chat app against the simulator, sending the demo prompts one after
+    another (the user's own prompts go next), SIMULATED on screen at all times. The collector
+    runs in its own process; the simulator stays on its thread here."""
+    from specmon.runtime.monitor import Target
+    from specmon.runtime.session import CollectorProcess, SessionConfig
+    from specmon.ui.app.app import SpecmonApp
+    from specmon.ui.app.conversation import ChatSettings
+    from specmon.ui.app.session_port import SessionPort
+
+    config = SessionConfig((Target(url),), record=args.record, quiet=True)
+
+    def make_session() -> CollectorProcess:
+        return CollectorProcess(config, state_factory(args.baseline))
+
+    port = SessionPort(make_session)
+    app = SpecmonApp(
+        port,
+        settings=ChatSettings(max_tokens=args.max_tokens),
+        mode="demo",
+        auto_prompts=DEMO_PROMPTS,
+        max_answers=args.requests,
+    )
+    try:
+        app.run()
+    finally:
+        port.close()
+    return 0
 
 
 def _drive(monitor: Monitor, args: argparse.Namespace) -> int:

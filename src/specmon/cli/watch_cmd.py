@@ -1,9 +1,10 @@
 """`specmon watch`: attach to one or more running vLLM servers and show what they do.
 
 `--once --json` prints one snapshot (docs/watch-json.md) and exits; `--json` prints one snapshot
-line per interval until interrupted; otherwise a live terminal view. Servers that are down are
-shown as down. For https servers whose certificate comes from a private CA, point SSL_CERT_FILE
-(or SSL_CERT_DIR) at the CA.
+line per interval until interrupted; on a terminal the app's dashboard screen (keys: r records,
+m adds a marker, F4 lists the answers, ctrl+q quits); otherwise plain lines. Servers that are
+down are shown as down. For https servers whose certificate comes from a private CA, point
+SSL_CERT_FILE (or SSL_CERT_DIR) at the CA.
 
 Exit status: 0 after `--once`, or when the reader of `--json` lines goes away (a closed pipe, as
 with `| head`); 130 when interrupted (Ctrl-C / SIGINT) and 143 on SIGTERM, after the sources are
@@ -29,7 +30,7 @@ from specmon.cli.session_setup import (
 from specmon.core.watch_json import snapshot_of
 
 if TYPE_CHECKING:  # imported in run(): `specmon --help` must not import openai/httpx
-    from specmon.runtime.monitor import Monitor
+    from specmon.runtime.monitor import Monitor, Target
 
 MIN_INTERVAL_S = 0.1
 """Shortest --interval accepted: faster scraping only loads the server (vLLM's own log cadence
@@ -102,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
         targets = pair_targets(args.attach, args.metrics_url)
     except ValueError as exc:
         return _error(str(exc))
+    if not args.json and sys.stdout.isatty() and sys.stdin.isatty():
+        return _app(targets, gpu, args)
     try:
         monitor = Monitor(
             targets,
@@ -127,6 +130,34 @@ def run(args: argparse.Namespace) -> int:
         return 130
     finally:
         monitor.stop()
+
+
+def _app(targets: list[Target], gpu: str, args: argparse.Namespace) -> int:
+    """On a terminal: the app's dashboard screen (the chat's side panel, full-width), with the
+    collector in its own process."""
+    from specmon.runtime.session import CollectorProcess, SessionConfig
+    from specmon.ui.app.app import SpecmonApp
+    from specmon.ui.app.session_port import SessionPort
+
+    config = SessionConfig(
+        tuple(targets),
+        api_key=args.api_key,
+        gpu=gpu,
+        interval=args.interval,
+        record=args.record,
+        quiet=True,
+    )
+
+    def make_session() -> CollectorProcess:
+        return CollectorProcess(config, state_factory(args.baseline))
+
+    port = SessionPort(make_session, api_key=args.api_key, require_model=False)
+    app = SpecmonApp(port, mode="watch")
+    try:
+        app.run()
+    finally:
+        port.close()
+    return 0
 
 
 def _once(monitor: Monitor) -> int:

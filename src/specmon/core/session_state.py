@@ -22,13 +22,14 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from specmon.core import families
 from specmon.core.counters import CounterBank, CounterPoint, sum_by_name, window_between
 from specmon.core.detectors import vanilla
 from specmon.core.detectors.cycle import detect_cycle
+from specmon.core.detectors.speed_class import speed_class, speed_levels
 from specmon.core.dispatch import event_table
 from specmon.core.events import (
     Event,
@@ -153,6 +154,8 @@ class SessionState:
         self._itl: deque[float] = deque(maxlen=MAX_ITL_VALUES)
         self._speeds: deque[float] = deque(maxlen=MAX_CYCLE_SPEEDS)
         self._cycle_cache: CycleView | None = None
+        self._rows_cache: tuple[RequestRow, ...] | None = None
+        """The kept rows with their speed class (rebuilt when a row is added or replaced)."""
         self._cycle_dirty = False
         self._pct_cache: PercentilesView | None = None
         self._markers: deque[MarkerView] = deque(maxlen=MAX_MARKERS)
@@ -246,6 +249,7 @@ class SessionState:
         for i in range(len(rows) - 1, -1, -1):
             if rows[i].request_id == request_id:
                 rows[i] = with_metrics(rows[i], st)
+                self._rows_cache = None
                 return
 
     def _trace(self, request_id: str, started: RequestStarted | None) -> InFlight:
@@ -336,6 +340,7 @@ class SessionState:
         # object when valid (stats.server_spec), else the chunks' AL; /metrics comes later.
         verdict = vanilla.judge(stats, ctx)
         self._rows.append(build_row(stats, verdict, f, n_spec))
+        self._rows_cache = None
         self._pct_cache = None
         self._itl.extend(stats.itl_s)
         tot = self._totals
@@ -377,7 +382,7 @@ class SessionState:
 
     def view(self) -> SessionView:
         """Build the typed view of everything shown (call under the hub's lock)."""
-        rows = tuple(self._rows)
+        rows = self._classed_rows()
         tot = self._totals
         return SessionView(
             t=self._t,
@@ -412,6 +417,18 @@ class SessionState:
             cycle=self._cycle(),
             events=self.events,
         )
+
+    def _classed_rows(self) -> tuple[RequestRow, ...]:
+        """The kept rows, each ok row with its speed class against the recent speed levels."""
+        if self._rows_cache is None:
+            levels = speed_levels(list(self._speeds))
+            self._rows_cache = tuple(
+                replace(r, speed_class=speed_class(r.decode_tok_s, r.vanilla, levels))
+                if r.outcome == "ok"
+                else r
+                for r in self._rows
+            )
+        return self._rows_cache
 
     def snapshot(self) -> dict[str, Any]:
         """Everything shown, as plain JSON-serialisable data (docs/watch-json.md)."""

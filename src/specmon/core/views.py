@@ -97,6 +97,21 @@ class VanillaView:
         return tuple(code for code, _ in self.reasons)
 
 
+SpeedClassKind = Literal["ok", "transition", "vanilla-speed"]
+
+
+@dataclass(frozen=True, slots=True)
+class SpeedClassView:
+    """A finished ok request's speed class (detectors.speed_class): ok, transition (between the
+    session's recent fast and slow levels) or vanilla-speed (flagged by the vanilla verdict, or at
+    the recent slow level), with the reasons as (code, sentence) pairs and the levels used."""
+
+    kind: SpeedClassKind
+    reasons: tuple[tuple[str, str], ...] = ()
+    fast_level_tok_s: float | None = None
+    slow_level_tok_s: float | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class RequestRow:
     """One request (finished, or in flight with outcome "running")."""
@@ -135,6 +150,9 @@ class RequestRow:
     overlapping_requests: int
     vanilla: VanillaView | None
     """None while running; judged=False for failed/cancelled requests."""
+    speed_class: SpeedClassView | None = None
+    """ok / transition / vanilla-speed against the session's recent speeds; None while running,
+    for failed/cancelled requests and for rows without a decode speed."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,8 @@
     info = session.start()
     rid = session.submit_chat(ChatRequest("Hi"))        # streams on the collector
     session.snapshot()                                  # the folded state, from any thread
+    session.view()                                      # the published SessionView, no lock
+    session.start_recording("s.ndjson"); session.stop_recording()
     session.cancel(rid); session.mark("slow here"); session.stop()
 
 The collector is the hub with its sources (stream clients, /metrics scrapers, GPU sampler) and
@@ -29,6 +31,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import ctypes
+import functools
 import multiprocessing
 import os
 import queue
@@ -36,23 +39,114 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any, Protocol
 
 from specmon.core.events import Event, Marker, RequestEnded, SessionInfo
+from specmon.core.views import SessionView
 from specmon.runtime.hub import STOP_TIMEOUT_S, Hub, Subscriber
 from specmon.runtime.monitor import Monitor, State, StateFactory, Target
 from specmon.runtime.prompt_loop import run_request
+from specmon.runtime.recorder import Recorder
 from specmon.sources.gpu import make_sampler
-from specmon.sources.stream_client import ChatRequest, new_request_id
+from specmon.sources.stream_client import ChatRequest, new_request_id, resolve_api_key
 
 BATCH_INTERVAL_S = 0.02
 """How often the collector process sends the events it gathered (at most 50 batches a second)."""
 
 START_TIMEOUT_S = 90.0
 """Bound on the collector's start: spawning, imports, identifying the servers."""
+
+CALL_TIMEOUT_S = 10.0
+"""Bound on a command that answers (start or stop a recording)."""
+
+PUBLISH_INTERVAL_S = 0.05
+"""The receiver thread publishes the folded state's view at most this often (20 Hz), and once
+more when the events pause, so the last change is never left unpublished."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSeen:
+    """What identifying one attached server found (picklable)."""
+
+    base_url: str
+    models: tuple[str, ...]
+    error: str | None
+
+
+class RecordingSwitch:
+    """The session's recording, started and stopped while it runs (the `r` key).
+
+    A hub subscriber: events go to the recording started here, if any. `stop()` also closes the
+    recording the monitor opened for `--record`. Call start/stop/flush/close on the hub thread.
+    """
+
+    def __init__(self, monitor: Monitor, secrets: tuple[str, ...]) -> None:
+        self._monitor = monitor
+        self._secrets = secrets
+        self._recorder: Recorder | None = None
+
+    def __call__(self, event: Event) -> None:
+        recorder = self._recorder
+        if recorder is not None:
+            recorder.write(event)
+
+    @property
+    def path(self) -> str | None:
+        """Where the session is being recorded now (None: not recording)."""
+        for recorder in (self._recorder, self._monitor.recorder):
+            if recorder is not None and not recorder.closed:
+                return str(recorder.path)
+        return None
+
+    def start(self, path: str) -> str:
+        """Start recording to `path` (a new file); returns it. Raises RecordingError (the file
+        exists, cannot be written) or RuntimeError (already recording)."""
+        current = self.path
+        if current is not None:
+            raise RuntimeError(f"already recording to {current}")
+        info = self._monitor.info or SessionInfo()
+        self._recorder = Recorder(path, info, secrets=self._secrets)
+        return str(self._recorder.path)
+
+    def stop(self) -> str | None:
+        """Close the recording (flushed, fsynced); returns its path, None when none was open."""
+        path = self.path
+        for recorder in (self._recorder, self._monitor.recorder):
+            if recorder is not None and not recorder.closed:
+                recorder.close()
+        self._recorder = None
+        return path
+
+    def flush_if_due(self) -> None:
+        recorder = self._recorder
+        if recorder is not None:
+            recorder.flush_if_due()
+
+    def close(self) -> None:
+        recorder, self._recorder = self._recorder, None
+        if recorder is not None:
+            recorder.close()
+
+
+def _install_switch(monitor: Monitor, secrets: tuple[str, ...]) -> RecordingSwitch:
+    """Subscribe a RecordingSwitch to a started monitor's hub (flushed, closed at stop)."""
+    switch = RecordingSwitch(monitor, secrets)
+    hub = monitor.hub
+    hub.subscribe(switch)
+    hub.every(0.5, switch.flush_if_due)
+    hub.add_closer(switch.close)
+    return switch
+
+
+def _seen(monitor: Monitor) -> tuple[ServerSeen, ...]:
+    return tuple(ServerSeen(i.base_url, tuple(i.models), i.error) for i in monitor.identities)
+
+
+async def _call(action: Callable[[], Any]) -> Any:
+    return action()
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +162,8 @@ class SessionConfig:
     absolute_clock: bool = False
     """Timestamps on time.monotonic() instead of seconds since the start (for benchmarks)."""
     extra: dict[str, Any] = field(default_factory=dict)
+    quiet: bool = False
+    """The collector process writes nothing to the terminal (a full-screen app owns it)."""
 
 
 class LiveSession(Protocol):
@@ -81,11 +177,30 @@ class LiveSession(Protocol):
 
     def read(self, reader: Callable[[], Any]) -> Any: ...
 
-    def submit_chat(self, request: ChatRequest, *, server: int = 0) -> str: ...
+    def view(self, *, fresh: bool = False) -> SessionView | None: ...
+
+    @property
+    def servers(self) -> tuple[ServerSeen, ...]: ...
+
+    @property
+    def alive(self) -> bool: ...
+
+    def now(self) -> float: ...
+
+    def submit_chat(
+        self, request: ChatRequest, *, server: int = 0, request_id: str | None = None
+    ) -> str: ...
 
     def cancel(self, request_id: str) -> None: ...
 
     def mark(self, label: str) -> None: ...
+
+    @property
+    def recording(self) -> str | None: ...
+
+    def start_recording(self, path: str) -> str: ...
+
+    def stop_recording(self) -> str | None: ...
 
     def stop(self) -> None: ...
 
@@ -108,9 +223,61 @@ class InProcessSession:
             hub=hub,
         )
         self._running: dict[str, Any] = {}
+        self._secrets = tuple(k for k in (resolve_api_key(config.api_key),) if k)
+        self._switch: RecordingSwitch | None = None
+        self._stopped = False
+
+    @classmethod
+    def of(cls, monitor: Monitor) -> InProcessSession:
+        """A session around a Monitor made elsewhere (not started yet)."""
+        self = cls.__new__(cls)
+        self.monitor = monitor
+        self._running = {}
+        self._secrets = ()
+        self._switch = None
+        self._stopped = False
+        return self
 
     def start(self) -> SessionInfo:
-        return self.monitor.start()
+        info = self.monitor.start()
+        self._switch = _install_switch(self.monitor, self._secrets)
+        return info
+
+    def view(self, *, fresh: bool = False) -> SessionView | None:
+        if self.monitor.state is None:
+            return None
+        return self.monitor.view(fresh=fresh)
+
+    @property
+    def servers(self) -> tuple[ServerSeen, ...]:
+        return _seen(self.monitor)
+
+    @property
+    def alive(self) -> bool:
+        return self.monitor.info is not None and not self._stopped
+
+    def now(self) -> float:
+        return self.monitor.hub.clock()
+
+    @property
+    def recording(self) -> str | None:
+        return self._switch.path if self._switch is not None else None
+
+    def start_recording(self, path: str) -> str:
+        switch = self._switch
+        if switch is None:
+            raise RuntimeError("the session is not started")
+        result: str = self.monitor.hub.submit(_call(lambda: switch.start(path))).result(
+            CALL_TIMEOUT_S
+        )
+        return result
+
+    def stop_recording(self) -> str | None:
+        switch = self._switch
+        if switch is None:
+            return None
+        result: str | None = self.monitor.hub.submit(_call(switch.stop)).result(CALL_TIMEOUT_S)
+        return result
 
     def snapshot(self) -> dict[str, Any]:
         return self.monitor.snapshot()
@@ -121,8 +288,10 @@ class InProcessSession:
     def read(self, reader: Callable[[], Any]) -> Any:
         return self.monitor.hub.read(reader)
 
-    def submit_chat(self, request: ChatRequest, *, server: int = 0) -> str:
-        rid = new_request_id()
+    def submit_chat(
+        self, request: ChatRequest, *, server: int = 0, request_id: str | None = None
+    ) -> str:
+        rid = request_id or new_request_id()
         m = self.monitor
         future = m.hub.submit(
             run_request(
@@ -143,7 +312,10 @@ class InProcessSession:
         hub.post(Marker(t=hub.clock(), label=label))
 
     def stop(self) -> None:
+        self._stopped = True
         self.monitor.stop()
+        if self._switch is not None:
+            self._switch.close()
 
 
 # --------------------------------------------------------------------------- in its own process
@@ -167,6 +339,12 @@ class CollectorProcess:
         self._error: str | None = None
         self.errors: list[str] = []
         self.event_count = 0
+        self._servers: tuple[ServerSeen, ...] = ()
+        self._clock_offset: float | None = None
+        """time.monotonic() minus the collector's session clock (both system-wide monotonic)."""
+        self._calls: dict[int, concurrent.futures.Future[Any]] = {}
+        self._call_ids = 0
+        self._recording: str | None = config.record
 
     def start(self) -> SessionInfo:
         ctx = multiprocessing.get_context("spawn")
@@ -178,7 +356,8 @@ class CollectorProcess:
             name="specmon-collector",
             daemon=True,
         )
-        self._process.start()
+        with _stderr_with_fd():
+            self._process.start()
         child.close()
         self._receiver = threading.Thread(
             target=self._receive, name="specmon-session-receiver", daemon=True
@@ -199,14 +378,29 @@ class CollectorProcess:
         assert conn is not None
         try:
             while True:
-                kind, payload = conn.recv()
+                if not conn.poll(PUBLISH_INTERVAL_S):
+                    self._publish(due_only=False)  # the events paused: publish the last change
+                    continue
+                message = conn.recv()
+                kind, payload = message[0], message[1]
                 if kind == "events":
                     self._fold(payload)
+                    self._publish(due_only=True)
+                elif kind == "reply":
+                    _, token, ok, value = message
+                    future = self._calls.pop(token, None)
+                    if future is not None:
+                        if ok:
+                            future.set_result(value)
+                        else:
+                            future.set_exception(RuntimeError(value))
                 elif kind == "hello":
                     info: SessionInfo = payload
                     with self._lock:
                         self.info = info
                         self.state = self._state_factory(info)
+                        self._servers = message[2]
+                        self._clock_offset = message[3]
                     self._started.set()
                 elif kind == "error":
                     self._error = str(payload)
@@ -219,6 +413,24 @@ class CollectorProcess:
         finally:
             self._stopped.set()
             self._started.set()
+            for future in list(self._calls.values()):
+                if not future.done():
+                    future.set_exception(RuntimeError("the session stopped"))
+            self._calls.clear()
+
+    def _publish(self, *, due_only: bool) -> None:
+        """Publish the state's view (receiver thread, under the fold lock): when due after a
+        batch, or whenever it changed once the events pause."""
+        with self._lock:
+            state = self.state
+            if state is None:
+                return
+            if due_only:
+                state.publish_if_due(time.monotonic())
+            else:
+                publisher = getattr(state, "publisher", None)
+                if publisher is None or publisher.dirty:
+                    state.publish()
 
     def _fold(self, events: Sequence[Event]) -> None:
         with self._lock:
@@ -255,8 +467,58 @@ class CollectorProcess:
         with self._lock:
             return reader()
 
-    def submit_chat(self, request: ChatRequest, *, server: int = 0) -> str:
-        rid = new_request_id()
+    def view(self, *, fresh: bool = False) -> SessionView | None:
+        """The latest published view, read without a lock (None before the start). With
+        `fresh`, or before the first publish, it is published now under the fold lock."""
+        state = self.state
+        if state is None:
+            return None
+        view = state.published_view
+        if fresh or view is None:
+            with self._lock:
+                view = state.publish()
+        return view
+
+    @property
+    def servers(self) -> tuple[ServerSeen, ...]:
+        return self._servers
+
+    @property
+    def alive(self) -> bool:
+        return self._started.is_set() and not self._stopped.is_set() and self.info is not None
+
+    def now(self) -> float:
+        """The collector's session clock, read here (the clock of every arrival time)."""
+        offset = self._clock_offset
+        return time.monotonic() - offset if offset is not None else 0.0
+
+    def _request(self, *message: Any) -> Any:
+        with self._lock:
+            self._call_ids += 1
+            token = self._call_ids
+            future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+            self._calls[token] = future
+        self._send((message[0], token, *message[1:]))
+        return future.result(CALL_TIMEOUT_S)
+
+    @property
+    def recording(self) -> str | None:
+        return self._recording
+
+    def start_recording(self, path: str) -> str:
+        result = str(self._request("record", path))
+        self._recording = result
+        return result
+
+    def stop_recording(self) -> str | None:
+        result = self._request("stop_recording")
+        self._recording = None
+        return None if result is None else str(result)
+
+    def submit_chat(
+        self, request: ChatRequest, *, server: int = 0, request_id: str | None = None
+    ) -> str:
+        rid = request_id or new_request_id()
         self._send(("chat", rid, request, server))
         return rid
 
@@ -290,6 +552,36 @@ class CollectorProcess:
         self._process = None
 
 
+@contextlib.contextmanager
+def _stderr_with_fd() -> Iterator[None]:
+    """While spawning: a sys.stderr with a real file descriptor. A full-screen app (Textual)
+    replaces sys.stderr with a capture whose fileno() is -1, and multiprocessing hands
+    sys.stderr's descriptor to the resource tracker it starts ("bad value(s) in fds_to_keep")."""
+    current = sys.stderr
+    try:
+        ok = current is not None and current.fileno() >= 0
+    except (AttributeError, OSError, ValueError):
+        ok = False
+    if ok or sys.__stderr__ is None:
+        yield
+        return
+    sys.stderr = sys.__stderr__
+    try:
+        yield
+    finally:
+        sys.stderr = current
+
+
+def _quiet_stdio() -> None:
+    """Point this process's stdout and stderr at /dev/null: the collector of a full-screen app
+    must not write over its screen (its errors go back over the pipe)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for fd in (1, 2):
+        with contextlib.suppress(OSError):
+            os.dup2(devnull, fd)
+    os.close(devnull)
+
+
 def _die_with_parent(parent_pid: int) -> None:
     """SIGKILL this process when its parent dies (Linux); the pipe's EOF covers the rest."""
     if sys.platform.startswith("linux"):
@@ -304,6 +596,8 @@ def _die_with_parent(parent_pid: int) -> None:
 def collector_main(config: SessionConfig, conn: Connection, parent_pid: int) -> None:
     """The collector process: hub + sources + recorder; events to `conn` in batches."""
     _die_with_parent(parent_pid)
+    if config.quiet:
+        _quiet_stdio()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     outbox: queue.SimpleQueue[Event | None] = queue.SimpleQueue()
     send_lock = threading.Lock()
@@ -357,7 +651,18 @@ def collector_main(config: SessionConfig, conn: Connection, parent_pid: int) -> 
         send(("error", f"{type(exc).__name__}: {exc}"))
         monitor.stop()
         return
-    send(("hello", info))
+    secrets = tuple(k for k in (resolve_api_key(config.api_key),) if k)
+    switch = _install_switch(monitor, secrets)
+    send(("hello", info, _seen(monitor), time.monotonic() - hub.clock()))
+
+    def answer(token: int, action: Callable[[], Any]) -> None:
+        try:
+            value = hub.submit(_call(action)).result(CALL_TIMEOUT_S - 1)
+        except Exception as exc:
+            send(("reply", token, False, " ".join(str(exc).split()) or type(exc).__name__))
+        else:
+            send(("reply", token, True, value))
+
     running: dict[str, concurrent.futures.Future[RequestEnded]] = {}
 
     def forget(rid: str) -> Callable[[object], None]:
@@ -394,6 +699,11 @@ def collector_main(config: SessionConfig, conn: Connection, parent_pid: int) -> 
                     found.cancel()
             elif kind == "mark":
                 hub.post(Marker(t=hub.clock(), label=str(message[1])))
+            elif kind == "record":
+                path = str(message[2])
+                answer(message[1], functools.partial(switch.start, path))
+            elif kind == "stop_recording":
+                answer(message[1], switch.stop)
     finally:
         monitor.stop()
         outbox.put(None)

@@ -1,8 +1,13 @@
-"""The chat screen and its settings dialog."""
+"""The chat screen (with the dashboard's side panel), the dashboard screen of `specmon watch`,
+and their dialogs: settings, marker label, the table of all answers."""
 
 from __future__ import annotations
 
+import datetime as _dt
+import os
 import re
+from collections import deque
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
@@ -13,12 +18,21 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.events import Resize
 from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
-from textual.widgets import Button, Footer, Input, Label, Static
+from textual.widgets import Button, DataTable, Footer, Input, Label, Static
 from textual.worker import Worker, WorkerState
 
+from specmon.core.views import RequestRow
 from specmon.ui.app.conversation import ChatSettings, Conversation, Turn, parse_settings
+from specmon.ui.app.dashboard import SidePanel
 from specmon.ui.app.session_port import AnswerFeed, AnswerNumbers, Ask, Connection, SessionPort
-from specmon.ui.app.widgets import HeaderBar, PromptInput, TurnView, format_numbers, literal
+from specmon.ui.app.widgets import (
+    HeaderBar,
+    PromptInput,
+    StatusLine,
+    TurnView,
+    format_numbers,
+    literal,
+)
 
 if TYPE_CHECKING:
     from specmon.ui.app.app import SpecmonApp
@@ -29,6 +43,14 @@ TEXT_HZ = 20.0
 """Text frame rate: answers are drained and redrawn this often, never per token."""
 NUMBERS_EVERY = 5
 """Numbers under a running answer are refreshed every this many text frames (4 Hz)."""
+PANEL_HZ = 4.0
+"""The side panel's numbers are redrawn this often."""
+GRAPH_SAMPLE_S = 1.0
+"""The side panel's graphs take one sample this often."""
+NARROW_WIDTH = 110
+"""Below this many columns the side panel is stacked under the chat."""
+AUTO_PROMPT_GAP_S = 1.0
+"""In the demo, the pause between an answer's end and the next demo prompt."""
 SETTLE_FRAMES = 60
 """After an answer ends its numbers keep being refreshed for this many text frames (3 s): the
 /metrics acceptance and the vanilla-speed verdict arrive after the stream."""
@@ -87,13 +109,175 @@ class SettingsScreen(ModalScreen[ChatSettings | None]):
         self.dismiss(result)
 
 
-class ChatScreen(Screen[None]):
-    """The conversation: header, turns, prompt; connects on mount, streams at TEXT_HZ."""
+def recording_name(now: _dt.datetime | None = None) -> str:
+    """The file a recording started with the record key goes to (in the working directory)."""
+    now = now or _dt.datetime.now()
+    return os.path.abspath(now.strftime("specmon-%Y%m%d-%H%M%S.ndjson"))
+
+
+class MarkerScreen(ModalScreen[str | None]):
+    """Asks for a marker's label (Enter adds it, Esc cancels)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss_none", "cancel")]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="marker-box"):
+            yield Label("Marker label (Enter adds it, Esc cancels)")
+            yield Input(placeholder="e.g. slow after the 3rd answer", id="marker-label")
+
+    def action_dismiss_none(self) -> None:
+        self.dismiss(None)
+
+    @on(Input.Submitted, "#marker-label")
+    def _add(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value.strip() or "marker")
+
+
+def row_cells(row: RequestRow) -> tuple[str, ...]:
+    """One line of the answers table: id, tokens, tok/s, TTFT, AL (source), accept, badge."""
+    from specmon.ui.formatting import DASH, SOURCE_WORDS
+
+    def num(value: float | int | None, spec: str) -> str:
+        return DASH if value is None else format(value, spec)
+
+    a = row.acceptance
+    al = DASH
+    if a is not None and a.acceptance_length is not None:
+        al = f"{a.acceptance_length:.2f} {SOURCE_WORDS[a.source]}"
+    rate = a.draft_acceptance_rate if a is not None else None
+    badge: str
+    if row.outcome != "ok":
+        badge = row.outcome
+    elif row.speed_class is not None:
+        badge = row.speed_class.kind
+    elif row.vanilla is not None and row.vanilla.flagged:
+        badge = "vanilla-speed"
+    else:
+        badge = DASH
+    return (
+        row.request_id,
+        num(row.completion_tokens, "d"),
+        num(row.decode_tok_s, ".1f"),
+        DASH if row.ttft_s is None else f"{row.ttft_s * 1000:.0f} ms",
+        al,
+        DASH if rate is None else f"{rate:.0%}",
+        badge,
+    )
+
+
+ANSWER_COLUMNS = ("id", "tokens", "tok/s", "TTFT", "AL (source)", "accept", "badge")
+
+
+class AnswersScreen(ModalScreen[None]):
+    """Every answer of the session (the session's rows), refreshed once a second."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "close"),
+        Binding("f4", "close", "close", show=False),
+    ]
+
+    def __init__(self, port: SessionPort) -> None:
+        super().__init__()
+        self.port = port
+        self._shown: tuple[tuple[str, ...], ...] | None = None
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="answers-box"):
+            yield Label("All answers of this session (Esc closes)")
+            table: DataTable[str] = DataTable(id="answers-table", zebra_stripes=True)
+            yield table
+
+    def on_mount(self) -> None:
+        table = self.query_one("#answers-table", DataTable)
+        table.add_columns(*ANSWER_COLUMNS)
+        self.refresh_rows()
+        self.set_interval(1.0, self.refresh_rows)
+
+    def refresh_rows(self) -> None:
+        view = self.port.view()
+        rows = tuple(row_cells(r) for r in view.rows) if view is not None else ()
+        if rows == self._shown:
+            return
+        self._shown = rows
+        table = self.query_one("#answers-table", DataTable)
+        table.clear()
+        for cells in rows:
+            table.add_row(*(Text(c) for c in cells))
+        if not rows:
+            table.add_row(*(Text("—") for _ in ANSWER_COLUMNS))
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class RecordingMixin:
+    """The record (start/stop) and marker keys, shared by the chat and dashboard screens."""
+
+    port: SessionPort
+
+    def _say(self, text: str, *, failed: bool = False) -> None:
+        raise NotImplementedError
+
+    def action_record(self) -> None:
+        port = self.port
+        if not port.connected:
+            self._say("not connected: nothing to record", failed=True)
+            return
+        screen: Screen[None] = self  # type: ignore[assignment]
+
+        def toggle() -> str:
+            current = port.recording
+            if current is not None:
+                path = port.stop_recording()
+                return f"recording stopped: {path or current}"
+            return f"recording to {port.start_recording(recording_name())}"
+
+        screen.run_worker(toggle, thread=True, group="record", exclusive=False)
+
+    def action_marker(self) -> None:
+        if not self.port.connected:
+            self._say("not connected: no marker added", failed=True)
+            return
+        screen: Screen[None] = self  # type: ignore[assignment]
+
+        def add(label: str | None) -> None:
+            if label is None:
+                return
+            try:
+                self.port.mark(label)
+            except RuntimeError as exc:
+                self._say(f"marker not added: {exc}", failed=True)
+                return
+            where = self.port.recording
+            self._say(f"marker: {label}" + (f" (in {where})" if where else " (not recording)"))
+
+        screen.app.push_screen(MarkerScreen(), add)
+
+    def _record_worker_done(self, event: Worker.StateChanged) -> bool:
+        """Say what the record key did; True when the event was the record worker's."""
+        if event.worker.group != "record":
+            return False
+        if event.state == WorkerState.SUCCESS:
+            self._say(str(event.worker.result))
+        elif event.state == WorkerState.ERROR:
+            self._say(f"recording: {event.worker.error}", failed=True)
+        return True
+
+
+class ChatScreen(RecordingMixin, Screen[None]):
+    """The conversation and the side panel: header, turns, prompt, dashboard; connects on mount,
+    streams at TEXT_HZ, redraws the panel at PANEL_HZ. With `auto_prompts` (the demo) it sends
+    them one after another; prompts the user types meanwhile go next."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "cancel answer"),
         Binding("f2", "settings", "settings"),
-        Binding("f3", "why", "why flagged"),
+        Binding("f3", "why", "why (badge)"),
+        Binding("f4", "answers", "answers"),
+        Binding("f5", "record", "record"),
+        Binding("f6", "marker", "marker"),
+        Binding("r", "record", "record", show=False),
+        Binding("m", "marker", "marker", show=False),
         Binding("ctrl+r", "retry", "retry connect"),
         Binding("pageup", "scroll_up", "scroll up", show=False),
         Binding("pagedown", "scroll_down", "scroll down", show=False),
@@ -101,9 +285,23 @@ class ChatScreen(Screen[None]):
         Binding("ctrl+q", "app.quit", "quit"),
     ]
 
-    def __init__(self, port: SessionPort, settings: ChatSettings, system: str | None) -> None:
+    def __init__(
+        self,
+        port: SessionPort,
+        settings: ChatSettings,
+        system: str | None,
+        *,
+        auto_prompts: Sequence[str] = (),
+        command: str = "chat",
+    ) -> None:
         super().__init__()
         self.port = port
+        self.command = command
+        self.auto_prompts = tuple(auto_prompts)
+        self._auto_index = 0
+        self.queued: deque[str] = deque()
+        """Prompts typed while an answer streamed (demo): they go next."""
+        self._idle_since: float | None = None
         self.settings = settings
         self.conversation = Conversation(system=system)
         self.connection: Connection | None = None
@@ -126,12 +324,17 @@ class ChatScreen(Screen[None]):
         return self.app
 
     def compose(self) -> ComposeResult:
-        yield HeaderBar(id="header")
-        with Horizontal(id="connect-box"):
-            yield Static("connecting…", id="connect-status", markup=False)
-            yield Button("Retry", id="retry")
-        yield VerticalScroll(id="conversation")
-        yield PromptInput(placeholder="Ask something (Enter sends, ↑/↓ history)", id="prompt")
+        yield HeaderBar(id="header", command=self.command, simulated=self.command == "demo")
+        with Horizontal(id="main"):
+            with Vertical(id="chat-column"):
+                with Horizontal(id="connect-box"):
+                    yield Static("connecting…", id="connect-status", markup=False)
+                    yield Button("Retry", id="retry")
+                yield VerticalScroll(id="conversation")
+                yield PromptInput(
+                    placeholder="Ask something (Enter sends, ↑/↓ history)", id="prompt"
+                )
+            yield SidePanel(id="side-panel")
         yield Footer()
         yield Static("", id="too-small", markup=False)
 
@@ -139,8 +342,66 @@ class ChatScreen(Screen[None]):
         self.query_one("#conversation", VerticalScroll).anchor()
         self.query_one("#retry", Button).display = False
         self._timer = self.set_interval(1 / TEXT_HZ, self._frame, pause=True)
+        self.set_interval(1 / PANEL_HZ, self.refresh_panel)
+        self.set_interval(GRAPH_SAMPLE_S, self.sample_graphs)
+        if self.auto_prompts:
+            self.set_interval(0.25, self._auto_send)
         self.query_one("#prompt", PromptInput).focus()
+        self.refresh_panel()
         self.connect()
+
+    # ------------------------------------------------------------ side panel
+
+    def current_numbers(self) -> AnswerNumbers | None:
+        """The numbers of the answer streaming now, else of the last finished one."""
+        feed = self.feed
+        if feed is not None:
+            return self.port.numbers(feed)
+        return self.last_numbers
+
+    def refresh_panel(self) -> None:
+        """Redraw the side panel's numbers from the published view (PANEL_HZ)."""
+        self.query_one(SidePanel).show(
+            self.port.view(), self.current_numbers(), waiting=self._waiting_word()
+        )
+
+    def _waiting_word(self) -> str:
+        c = self.connection
+        return "not connected" if c is not None and c.server is None else "connecting…"
+
+    def sample_graphs(self) -> None:
+        """One graph sample a second."""
+        self.query_one(SidePanel).sample(self.port.view())
+
+    def _say(self, text: str, *, failed: bool = False) -> None:
+        self._notice(text, failed=failed)
+        self.specmon_app.notify(text, markup=False, severity="error" if failed else "information")
+
+    def action_answers(self) -> None:
+        self.specmon_app.push_screen(AnswersScreen(self.port))
+
+    # ------------------------------------------------------------ demo prompts
+
+    def _auto_send(self) -> None:
+        """Demo: when idle for AUTO_PROMPT_GAP_S, send the user's queued prompt, else the next
+        demo prompt."""
+        if not self.port.connected or self.feed is not None:
+            self._idle_since = None
+            return
+        if self.queued:
+            self.send(self.queued.popleft())
+            return
+        now = self.specmon_app.clock()
+        if self._auto_index == 0 and self.auto_prompts:
+            self._idle_since = now - AUTO_PROMPT_GAP_S  # the first prompt goes out at once
+        if self._idle_since is None:
+            self._idle_since = now
+            return
+        if now - self._idle_since >= AUTO_PROMPT_GAP_S and self.auto_prompts:
+            prompt = self.auto_prompts[self._auto_index % len(self.auto_prompts)]
+            self._auto_index += 1
+            self._idle_since = None
+            self.send(prompt)
 
     # ------------------------------------------------------------ connection
 
@@ -152,7 +413,7 @@ class ChatScreen(Screen[None]):
         self.run_worker(self.port.connect, thread=True, group="connect", exclusive=True)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.worker.group != "connect":
+        if self._record_worker_done(event) or event.worker.group != "connect":
             return
         if event.state == WorkerState.SUCCESS:
             result = event.worker.result
@@ -196,10 +457,18 @@ class ChatScreen(Screen[None]):
         if not self.port.connected:
             self.specmon_app.notify("not connected to a server (ctrl+r retries)", markup=False)
             return
-        if self.feed is not None:
-            self.specmon_app.notify("an answer is still streaming (Esc cancels it)", markup=False)
-            return
         prompt_input = self.query_one("#prompt", PromptInput)
+        if self.feed is not None:
+            if not self.auto_prompts:
+                self.specmon_app.notify(
+                    "an answer is still streaming (Esc cancels it)", markup=False
+                )
+                return
+            self.queued.append(prompt)  # the demo: the user's prompt goes next
+            prompt_input.remember(prompt)
+            prompt_input.value = ""
+            self._notice(f"queued, goes next: {prompt}")
+            return
         prompt_input.remember(prompt)
         prompt_input.value = ""
         self.send(prompt)
@@ -269,7 +538,8 @@ class ChatScreen(Screen[None]):
         self._frames += 1
         if drained.ended is None:
             if self._frames % NUMBERS_EVERY == 0:
-                answer.set_status(format_numbers(self.port.numbers(feed)))
+                answer.numbers = self.port.numbers(feed)
+                answer.set_status(format_numbers(answer.numbers))
             self.specmon_app.frame_drawn(drained.arrivals)
             return
         ended = drained.ended
@@ -278,6 +548,7 @@ class ChatScreen(Screen[None]):
         if numbers.tokens is None:
             numbers = feed.numbers()
         turn.completion_tokens = numbers.tokens
+        answer.numbers = numbers
         self.feed = None
         self._frames = 0
         if ended.outcome == "ok":
@@ -310,6 +581,11 @@ class ChatScreen(Screen[None]):
                 failed=True,
             )
         self.specmon_app.frame_drawn(drained.arrivals, ended=True)
+        limit = self.specmon_app.max_answers
+        finished = sum(t.status != "streaming" for t in self.conversation.turns)
+        if limit is not None and finished >= limit:
+            self.auto_prompts = ()  # no more demo prompts; quit once the last one is drawn
+            self.set_timer(1.0, self.specmon_app.exit)
 
     def _settle_frame(self) -> None:
         settling = self._settling
@@ -321,21 +597,32 @@ class ChatScreen(Screen[None]):
         if left % NUMBERS_EVERY == 0:
             numbers = self.port.numbers(feed)
             if numbers.tokens is not None:
+                view.answer.numbers = numbers
                 view.answer.set_status(format_numbers(numbers))
                 self.last_numbers = numbers
         self._settling = (feed, view, left - 1) if left > 1 else None
 
+    @on(StatusLine.Clicked)
+    def _badge_clicked(self, event: StatusLine.Clicked) -> None:
+        """A click on an answer's numbers says why its badge says what it says."""
+        self.why(event.answer.numbers)
+
     def action_why(self) -> None:
         """Say why the last answer was flagged (or that it was not)."""
-        n = self.last_numbers
+        self.why(self.last_numbers)
+
+    def why(self, n: AnswerNumbers | None) -> None:
+        """Write the reasons of an answer's badge as a line in the conversation."""
         if n is None:
             message = "no finished answer yet"
         elif n.flag == "vanilla":
             message = "VANILLA SPEED: " + "; ".join(n.reasons)
+        elif n.flag == "transition":
+            message = "TRANSITION: " + "; ".join(n.reasons)
         elif n.flag == "ok":
-            message = "not flagged: the last answer was not at vanilla speed"
+            message = "not flagged: the answer was not at vanilla speed"
         else:
-            message = "not judged: no verdict on the last answer yet"
+            message = "not judged: no verdict on the answer yet"
         self._notice("why: " + message)
 
     def action_cancel(self) -> None:
@@ -374,6 +661,7 @@ class ChatScreen(Screen[None]):
 
     def _update_too_small(self) -> None:
         width, height = self.size
+        self.set_class(width < NARROW_WIDTH, "-narrow")
         small = width < MIN_WIDTH or height < MIN_HEIGHT
         self.set_class(small, "-too-small")
         if small:
@@ -385,3 +673,96 @@ class ChatScreen(Screen[None]):
                     f"{MIN_WIDTH}x{MIN_HEIGHT}."
                 )
             )
+
+
+class DashboardScreen(RecordingMixin, Screen[None]):
+    """`specmon watch` on a terminal: the side panel's content full-width, no chat."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("f4", "answers", "answers"),
+        Binding("r", "record", "record"),
+        Binding("m", "marker", "marker"),
+        Binding("ctrl+r", "retry", "retry connect"),
+        Binding("q", "app.quit", "quit", show=False),
+        Binding("ctrl+q", "app.quit", "quit"),
+    ]
+
+    def __init__(self, port: SessionPort) -> None:
+        super().__init__()
+        self.port = port
+        self.connection: Connection | None = None
+
+    @property
+    def specmon_app(self) -> SpecmonApp:
+        from specmon.ui.app.app import SpecmonApp
+
+        assert isinstance(self.app, SpecmonApp)
+        return self.app
+
+    def compose(self) -> ComposeResult:
+        yield HeaderBar(id="header", command="watch")
+        with Horizontal(id="connect-box"):
+            yield Static("connecting…", id="connect-status", markup=False)
+            yield Button("Retry", id="retry")
+        yield SidePanel(id="dashboard")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#retry", Button).display = False
+        self.set_interval(1 / PANEL_HZ, self.refresh_panel)
+        self.set_interval(GRAPH_SAMPLE_S, self.sample_graphs)
+        self.refresh_panel()
+        self.connect()
+
+    def connect(self) -> None:
+        self.query_one("#connect-box").display = True
+        self.query_one("#retry", Button).display = False
+        self.query_one("#connect-status", Static).update("connecting…")
+        self.run_worker(self.port.connect, thread=True, group="connect", exclusive=True)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if self._record_worker_done(event) or event.worker.group != "connect":
+            return
+        if event.state == WorkerState.SUCCESS:
+            result = event.worker.result
+            assert isinstance(result, Connection)
+            self._connected(result)
+        elif event.state == WorkerState.ERROR:
+            self._connected(Connection(None, f"{type(event.worker.error).__name__}"))
+
+    def _connected(self, connection: Connection) -> None:
+        self.connection = connection
+        header = self.query_one(HeaderBar)
+        if connection.server is None:
+            message = connection.error or "cannot connect"
+            if connection.unauthorized:
+                message = "401 Unauthorized: the server refused the API key. " + message
+            self.query_one("#connect-status", Static).update(literal(message + "  (Retry: ctrl+r)"))
+            self.query_one("#retry", Button).display = True
+            header.show(None, state="not connected")
+            return
+        self.query_one("#connect-box").display = False
+        header.show(connection.server)
+
+    def action_retry(self) -> None:
+        if not self.port.connected:
+            self.connect()
+
+    @on(Button.Pressed, "#retry")
+    def _retry_pressed(self) -> None:
+        self.action_retry()
+
+    def refresh_panel(self) -> None:
+        c = self.connection
+        waiting = "not connected" if c is not None and c.server is None else "connecting…"
+        self.query_one(SidePanel).show(self.port.view(), None, waiting=waiting)
+
+    def sample_graphs(self) -> None:
+        self.query_one(SidePanel).sample(self.port.view())
+
+    def _say(self, text: str, *, failed: bool = False) -> None:
+        self.specmon_app.notify(text, markup=False, severity="error" if failed else "information")
+        self.query_one(SidePanel).note(text)
+
+    def action_answers(self) -> None:
+        self.specmon_app.push_screen(AnswersScreen(self.port))

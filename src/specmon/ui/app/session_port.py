@@ -1,9 +1,11 @@
 """The app's one door to the runtime: connect to a server, stream answers, read numbers.
 
-Everything the Textual app asks of the monitoring runtime goes through `SessionPort`, so when the
-collector moves to its own process only this module changes. The port never calls into the UI:
-the hub thread fills per-answer buffers (`AnswerFeed`) and the UI drains them at its own frame
-rate. Nothing here imports textual.
+Everything the Textual app asks of the monitoring runtime goes through `SessionPort`, which
+drives a `runtime.session.LiveSession`: `specmon chat`, `demo` and `watch` give it a
+`CollectorProcess` (the hub, its sources and the recorder in their own process, so rendering
+cannot skew arrival timestamps), tests may give it an in-process one. The port never calls into
+the UI: the session's receiver thread fills per-answer buffers (`AnswerFeed`) and publishes the
+typed view; the UI drains and reads them at its own frame rate. Nothing here imports textual.
 
 The runtime, the stream client (openai) and httpx are imported on first use, in the connect
 worker thread, so the app paints its first frame without waiting for them.
@@ -12,6 +14,7 @@ worker thread, so the app paints its first frame without waiting for them.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import itertools
 import threading
 from collections.abc import Callable, Mapping
@@ -24,6 +27,11 @@ from specmon.core.views import GpuView, RequestRow, SessionView
 
 if TYPE_CHECKING:
     from specmon.runtime.monitor import Monitor
+    from specmon.runtime.session import LiveSession
+
+SessionFactory = Callable[[], "LiveSession | Monitor"]
+"""Makes the (not yet started) session the port connects through; a bare Monitor is run as an
+in-process session."""
 
 MODELS_TIMEOUT_S = 10.0
 
@@ -79,7 +87,7 @@ class Drained:
     """Set once, on the drain that first sees the end of the request."""
 
 
-FlagKind = Literal["ok", "vanilla", "failed", "unjudged"]
+FlagKind = Literal["ok", "transition", "vanilla", "failed", "unjudged"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +108,8 @@ class AnswerNumbers:
     """Lowest SM clock sampled while the request ran."""
     flag: FlagKind = "unjudged"
     reasons: tuple[str, ...] = ()
-    """Why the request was flagged (vanilla speed) or failed, in words."""
+    """Why the request was flagged (vanilla speed, transition) or failed, in words."""
+    request_id: str | None = None
 
 
 def numbers_from(stats: RequestStats) -> AnswerNumbers:
@@ -152,6 +161,9 @@ def numbers_from_row(row: RequestRow, gpu: GpuView) -> AnswerNumbers:
     if row.outcome in ("failed", "cancelled"):
         flag = "failed"
         reasons = (f"{row.outcome}: {row.error or ''}",)
+    elif row.speed_class is not None and row.speed_class.kind != "ok":
+        flag = "vanilla" if row.speed_class.kind == "vanilla-speed" else "transition"
+        reasons = tuple(text or code for code, text in row.speed_class.reasons)
     elif row.vanilla is not None and row.vanilla.flagged:
         flag = "vanilla"
         reasons = tuple(text or code for code, text in row.vanilla.reasons)
@@ -168,6 +180,7 @@ def numbers_from_row(row: RequestRow, gpu: GpuView) -> AnswerNumbers:
         sm_clock_mhz=clock,
         flag=flag,
         reasons=reasons,
+        request_id=row.request_id,
     )
 
 
@@ -184,6 +197,10 @@ class AnswerFeed:
         self._ended_seen = False
         self._trace = RequestTrace(request_id)
         self.future: concurrent.futures.Future[RequestEnded] | None = None
+        self.canceller: Callable[[], None] | None = None
+        """Cancels the request on the collector (set by the port)."""
+        self.alive: Callable[[], bool] | None = None
+        """Whether the session that streams this answer still runs (set by the port)."""
         self.all_text: list[str] = []
         """Every text fragment in arrival order (kept for checks; the answer's full text)."""
 
@@ -205,6 +222,16 @@ class AnswerFeed:
         A request whose task ended without the client's end event (cancelled before the stream
         began, or an unexpected error) is ended here, so an answer never stays open.
         """
+        alive = self.alive
+        if alive is not None and not alive():
+            with self._lock:
+                if self._ended is None:
+                    self._ended = RequestEnded(
+                        t=0.0,
+                        request_id=self.request_id,
+                        outcome="failed",
+                        error="the monitoring session stopped",
+                    )
         future = self.future
         if future is not None and future.done():
             with self._lock:
@@ -231,6 +258,11 @@ class AnswerFeed:
                 ended, self._ended_seen = self._ended, True
         return Drained(text, arrivals, ended)
 
+    @property
+    def ended(self) -> bool:
+        """Whether the end of the request arrived."""
+        return self._ended is not None
+
     def numbers(self) -> AnswerNumbers:
         """The answer's numbers so far (complete once the request ended)."""
         with self._lock:
@@ -239,7 +271,9 @@ class AnswerFeed:
 
     def cancel(self) -> None:
         """Stop the request; the client ends it as "cancelled" (what arrived stays)."""
-        if self.future is not None:
+        if self.canceller is not None:
+            self.canceller()
+        elif self.future is not None:
             self.future.cancel()
 
 
@@ -248,19 +282,22 @@ def _unauthorized(error: str) -> bool:
 
 
 class SessionPort:
-    """Connects through a Monitor (made by the cli) and streams answers through its hub."""
+    """Connects through a LiveSession (made by the cli) and streams answers through it."""
 
     def __init__(
         self,
-        make_monitor: Callable[[], Monitor],
+        make_session: SessionFactory,
         *,
         api_key: str | None = None,
         model: str | None = None,
+        require_model: bool = True,
     ) -> None:
-        self._make_monitor = make_monitor
+        self._make_session = make_session
+        self._require_model = require_model
+        """False for the dashboard (watch): a server that is down is shown as down."""
         self._api_key = api_key
         self._model = model
-        self._monitor: Monitor | None = None
+        self._session: LiveSession | None = None
         self._feeds: dict[str, AnswerFeed] = {}
         self._lock = threading.Lock()
         self.server: ServerSummary | None = None
@@ -268,83 +305,85 @@ class SessionPort:
     # ------------------------------------------------------------ lifecycle
 
     def connect(self) -> Connection:
-        """Start a monitor and identify the server (blocking: run it off the UI thread).
+        """Start a session and identify the server (blocking: run it off the UI thread).
 
-        A failed attempt stops its monitor, so `connect()` can simply be called again (retry).
+        A failed attempt stops its session, so `connect()` can simply be called again (retry).
         """
         self.close()
         try:
+            from specmon.runtime.monitor import Monitor
+            from specmon.runtime.session import InProcessSession
             from specmon.sources.stream_client import resolve_api_key
 
             self._api_key = resolve_api_key(self._api_key)
-            monitor = self._make_monitor()
-            info = monitor.start()
+            made = self._make_session()
+            session: LiveSession = InProcessSession.of(made) if isinstance(made, Monitor) else made
+            info = session.start()
         except Exception as exc:  # a bad --record path, a bad URL: shown, not raised
             return Connection(None, f"{type(exc).__name__}: {' '.join(str(exc).split())}")
-        identity = monitor.identities[0] if monitor.identities else None
-        if identity is None or not identity.models:
-            monitor.stop()
-            error = (identity.error if identity else None) or "the server lists no model"
-            where = identity.base_url if identity else "the server"
+        seen = session.servers[0] if session.servers else None
+        if self._require_model and (seen is None or not seen.models):
+            session.stop()
+            error = (seen.error if seen else None) or "the server lists no model"
+            where = seen.base_url if seen else "the server"
             return Connection(
                 None, f"cannot use {where}: {error}", unauthorized=_unauthorized(error)
             )
-        monitor.hub.subscribe(self._route)
-        self._monitor = monitor
-        model = self._model or identity.models[0]
-        max_len = self._max_model_len(monitor, identity.base_url, model)
+        session.subscribe(self._route)
+        self._session = session
+        model = self._model or (seen.models[0] if seen and seen.models else info.model)
+        url = seen.base_url if seen else (info.server or "")
         self.server = ServerSummary(
-            url=identity.base_url,
+            url=url,
             model=model,
             draft_model=info.draft_model,
             method=info.method,
             n_spec=info.n_spec,
             vllm_version=info.vllm_version,
             simulated=info.simulated,
-            max_model_len=max_len,
+            max_model_len=self._max_model_len(url, model) if model else None,
         )
         return Connection(self.server)
 
-    def _max_model_len(self, monitor: Monitor, base: str, model: str) -> int | None:
+    def _max_model_len(self, base: str, model: str) -> int | None:
         import httpx
 
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-
-        async def fetch() -> int | None:
-            async with httpx.AsyncClient(timeout=MODELS_TIMEOUT_S, headers=headers) as http:
-                resp = await http.get(base + "/v1/models")
-                if resp.status_code != 200:
-                    return None
-                body = resp.json()
-            data = body.get("data") if isinstance(body, dict) else None
-            for card in data if isinstance(data, list) else []:
-                if isinstance(card, dict) and card.get("id") == model:
-                    value = card.get("max_model_len")
-                    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-                        return value
-            return None
-
         try:
-            return monitor.hub.submit(fetch()).result(MODELS_TIMEOUT_S + 1)
+            resp = httpx.get(base + "/v1/models", headers=headers, timeout=MODELS_TIMEOUT_S)
+            if resp.status_code != 200:
+                return None
+            body = resp.json()
         except Exception:
             return None
+        data = body.get("data") if isinstance(body, dict) else None
+        for card in data if isinstance(data, list) else []:
+            if isinstance(card, dict) and card.get("id") == model:
+                value = card.get("max_model_len")
+                if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                    return value
+        return None
 
     def close(self) -> None:
-        """Stop the monitor (cancels any answer, closes the recording)."""
-        monitor, self._monitor = self._monitor, None
-        if monitor is not None:
-            monitor.stop()
+        """Stop the session (cancels any answer, closes the recording)."""
+        session, self._session = self._session, None
+        if session is not None:
+            session.stop()
         with self._lock:
             self._feeds.clear()
 
     @property
     def connected(self) -> bool:
-        return self._monitor is not None
+        return self._session is not None
+
+    @property
+    def session(self) -> LiveSession | None:
+        return self._session
 
     # ------------------------------------------------------------ answers
 
     def _route(self, event: Event) -> None:
-        """Hub thread: hand request events to their feed."""
+        """Receiver (or hub) thread: hand request events to their feed."""
         if isinstance(event, StreamChunk | RequestStarted | RequestEnded):
             feed = self._feeds.get(event.request_id)
             if feed is not None:
@@ -355,11 +394,10 @@ class SessionPort:
 
     def ask(self, ask: Ask) -> AnswerFeed:
         """Start streaming one answer; returns its feed at once."""
-        from specmon.runtime.prompt_loop import run_request
         from specmon.sources.stream_client import ChatRequest
 
-        monitor = self._monitor
-        if monitor is None:
+        session = self._session
+        if session is None:
             raise RuntimeError("not connected")
         request = ChatRequest(
             prompt=ask.prompt,
@@ -374,36 +412,70 @@ class SessionPort:
         rid = f"chat{next(_answer_ids)}"
         feed = AnswerFeed(rid, self.server.n_spec if self.server else None)
         with self._lock:
-            self._feeds[rid] = feed
-        hub = monitor.hub
-        scraper = monitor.scrapers[0] if monitor.scrapers else None
-        feed.future = hub.submit(
-            run_request(monitor.clients[0], request, hub.emit, scraper=scraper, request_id=rid)
-        )
+            self._feeds[rid] = feed  # before the request: its first event may come at once
+
+        def cancel() -> None:
+            with contextlib.suppress(RuntimeError):  # the session already stopped
+                session.cancel(rid)
+
+        feed.canceller = cancel
+        feed.alive = lambda: session.alive
+        session.submit_chat(request, request_id=rid)
         return feed
 
     def view(self) -> SessionView | None:
         """The session's latest published view (lock-free), or None when not connected."""
-        monitor = self._monitor
-        if monitor is None or monitor.state is None:
+        session = self._session
+        if session is None:
             return None
         try:
-            return monitor.view()
+            return session.view()
         except Exception:
             return None
 
     def numbers(self, feed: AnswerFeed) -> AnswerNumbers:
         """An answer's numbers: from the session's view of its request when it has one (all
-        acceptance sources, the vanilla-speed verdict, the GPU during it), else from the feed."""
+        acceptance sources, the vanilla-speed verdict, the speed class, the GPU during it),
+        else from the feed."""
         view = self.view()
         if view is not None:
             rid = feed.request_id
-            for row in (*reversed(view.rows), *view.in_flight):
+            # A view published before the feed saw the end still has the request in flight,
+            # with fewer tokens: once the feed ended, only the finished row is newer than it.
+            candidates = view.rows if feed.ended else (*view.rows, *view.in_flight)
+            for row in reversed(candidates):
                 if row.request_id == rid:
                     return numbers_from_row(row, view.gpu)
         return feed.numbers()
 
     def now(self) -> float:
         """The session clock (the clock of every arrival time), in seconds."""
-        monitor = self._monitor
-        return monitor.hub.clock() if monitor is not None else 0.0
+        session = self._session
+        return session.now() if session is not None else 0.0
+
+    # ------------------------------------------------------------ recording and markers
+
+    @property
+    def recording(self) -> str | None:
+        """Where the session is being recorded (None: not recording)."""
+        session = self._session
+        return session.recording if session is not None else None
+
+    def start_recording(self, path: str) -> str:
+        """Start recording to a new file (blocking, bounded); raises with a one-line reason."""
+        session = self._session
+        if session is None:
+            raise RuntimeError("not connected")
+        return session.start_recording(path)
+
+    def stop_recording(self) -> str | None:
+        """Stop recording; returns the file's path (None when none was being recorded)."""
+        session = self._session
+        return session.stop_recording() if session is not None else None
+
+    def mark(self, label: str) -> None:
+        """Add a user marker with a label to the session (and its recording)."""
+        session = self._session
+        if session is None:
+            raise RuntimeError("not connected")
+        session.mark(label)

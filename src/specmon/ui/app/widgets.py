@@ -9,9 +9,10 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.message import Message
 from textual.widgets import Input, Static
 
-from specmon.ui.app.answer_text import AnswerView as AnswerView
+from specmon.ui.app.answer_text import AnswerView
 from specmon.ui.app.safe_text import visible
 from specmon.ui.app.session_port import AnswerNumbers, ServerSummary
 
@@ -33,16 +34,24 @@ class HeaderBar(Horizontal):
     HeaderBar #sim-badge { width: auto; height: 1; padding: 0 1; text-style: bold; }
     """
 
+    def __init__(self, *, command: str = "chat", simulated: bool = False, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.command = command
+        self.always_simulated = simulated
+        """The demo: SIMULATED from the first frame on, before the server answered."""
+
     def compose(self) -> ComposeResult:
-        yield Static("specmon chat — connecting…", id="server-line", markup=False)
-        yield Static("SIMULATED", id="sim-badge", markup=False)
+        yield Static(f"specmon {self.command} — connecting…", id="server-line", markup=False)
+        badge = Static("SIMULATED", id="sim-badge", markup=False)
+        badge.display = self.always_simulated
+        yield badge
 
     def show(self, server: ServerSummary | None, *, state: str = "") -> None:
         line = self.query_one("#server-line", Static)
         badge = self.query_one("#sim-badge", Static)
         if server is None:
-            line.update(literal(f"specmon chat — {state or 'not connected'}"))
-            badge.display = False
+            line.update(literal(f"specmon {self.command} — {state or 'not connected'}"))
+            badge.display = self.always_simulated
             return
         parts = [
             f"model {server.model or DASH}",
@@ -55,7 +64,7 @@ class HeaderBar(Horizontal):
         if state:
             parts.append(state)
         line.update(literal(" · ".join(parts)))
-        badge.display = server.simulated
+        badge.display = server.simulated or self.always_simulated
 
 
 class PromptInput(Input):
@@ -92,7 +101,13 @@ class PromptInput(Input):
         self.cursor_position = len(self.value)
 
 
-FLAG_WORDS = {"ok": "ok", "vanilla": "VANILLA SPEED (F3: why)", "failed": "", "unjudged": ""}
+FLAG_WORDS = {
+    "ok": "ok",
+    "transition": "TRANSITION (F3: why)",
+    "vanilla": "VANILLA SPEED (F3: why)",
+    "failed": "",
+    "unjudged": "",
+}
 
 
 def format_numbers(n: AnswerNumbers) -> str:
@@ -122,13 +137,27 @@ def format_numbers(n: AnswerNumbers) -> str:
     return " · ".join(parts)
 
 
+class StatusLine(Static):
+    """The line of numbers under an answer; a click asks why its badge says what it says."""
+
+    class Clicked(Message):
+        def __init__(self, answer: AnswerView) -> None:
+            super().__init__()
+            self.answer = answer
+
+    def on_click(self) -> None:
+        parent = self.parent
+        if isinstance(parent, AnswerView):
+            self.post_message(StatusLine.Clicked(parent))
+
+
 class TurnView(Vertical):
     """One turn on screen: the user's prompt, then the answer."""
 
     def __init__(self, prompt: str, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.prompt = prompt
-        self.answer = AnswerView()
+        self.answer = AnswerView(status=StatusLine("", classes="answer-status", markup=False))
 
     def compose(self) -> ComposeResult:
         yield Static(literal(self.prompt), classes="prompt")

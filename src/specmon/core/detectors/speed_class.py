@@ -1,0 +1,96 @@
+"""The speed class of each finished request: ok, transition or vanilla-speed.
+
+A request at 112 tok/s with AL 1.88, between answers at 205 tok/s and answers at 60 tok/s, is
+neither "ok" nor at vanilla speed: it is a transition between the two levels the server moves
+between (the seeds' cycle: 5 fast, 1 transition, 3 degraded, 1 recovery).
+
+Rule (pure; inputs in, classes out):
+1. Levels: the decode speeds of the last `window` ok requests are split into a fast and a slow
+   level by the cycle detector's classification (`detectors.cycle.classify`: the 1-D two-means
+   split, levels as the medians of the points classified fast / degraded, re-estimated until
+   stable; no levels unless the slow level is at least 25% below the fast one and the gap is at
+   least 4 robust spreads of each level). Levels need at least `MIN_REQUESTS` ok requests and at
+   least one degraded request in the window.
+2. With levels H (fast) and L (slow) and gap G = H - L, a request's decode speed s is
+   - fast      when s ≥ H - G/4,
+   - slow      when s ≤ L + G/4,
+   - between   otherwise (the same thresholds as the cycle detector).
+3. Class:
+   - vanilla-speed when the vanilla verdict flagged the request (its reasons are kept), or when
+     it is at the slow level ("slow_level");
+   - transition when it is between the levels ("between_levels");
+   - ok otherwise (fast, or no levels in the window).
+Badges of older rows follow the current levels: they may change as the levels are re-estimated.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from specmon.core.detectors import cycle
+from specmon.core.views import SpeedClassView, VanillaView
+
+DEFAULT_WINDOW = 40
+"""How many of the most recent ok requests define the levels."""
+MIN_REQUESTS = 4
+"""Ok requests with a decode speed needed before levels are estimated (cycle.classify's own)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SpeedLevels:
+    """The recent fast and slow decode-speed levels (tok/s) and the class thresholds."""
+
+    fast_tok_s: float
+    slow_tok_s: float
+
+    @property
+    def fast_at(self) -> float:
+        return self.fast_tok_s - (self.fast_tok_s - self.slow_tok_s) / 4
+
+    @property
+    def slow_at(self) -> float:
+        return self.slow_tok_s + (self.fast_tok_s - self.slow_tok_s) / 4
+
+
+def speed_levels(speeds: Sequence[float], *, window: int = DEFAULT_WINDOW) -> SpeedLevels | None:
+    """The fast and slow levels of the last `window` speeds; None when they are one level."""
+    recent = [float(s) for s in speeds[-window:]] if window > 0 else []
+    if len(recent) < MIN_REQUESTS:
+        return None
+    classes = cycle.classify(recent)
+    if classes is None:
+        return None
+    fast = [s for s, c in zip(recent, classes, strict=True) if c == cycle.FAST]
+    slow = [s for s, c in zip(recent, classes, strict=True) if c == cycle.DEGRADED]
+    if not fast or not slow:
+        return None
+    return SpeedLevels(statistics.median(fast), statistics.median(slow))
+
+
+def speed_class(
+    decode_tok_s: float | None, vanilla: VanillaView | None, levels: SpeedLevels | None
+) -> SpeedClassView | None:
+    """The class of one finished ok request (None without a decode speed or a verdict)."""
+    fast = levels.fast_tok_s if levels else None
+    slow = levels.slow_tok_s if levels else None
+    if vanilla is not None and vanilla.flagged:
+        return SpeedClassView("vanilla-speed", vanilla.reasons, fast, slow)
+    if decode_tok_s is None:
+        return None
+    if levels is not None:
+        s = decode_tok_s
+        if s <= levels.slow_at:
+            sentence = (
+                f"at the recent slow level: {s:.0f} tok/s, slow requests ≈{levels.slow_tok_s:.0f}"
+                f" against fast ones ≈{levels.fast_tok_s:.0f} tok/s"
+            )
+            return SpeedClassView("vanilla-speed", (("slow_level", sentence),), fast, slow)
+        if s < levels.fast_at:
+            sentence = (
+                f"between the recent levels: {s:.0f} tok/s, between fast ≈"
+                f"{levels.fast_tok_s:.0f} and slow ≈{levels.slow_tok_s:.0f} tok/s"
+            )
+            return SpeedClassView("transition", (("between_levels", sentence),), fast, slow)
+    return SpeedClassView("ok", (), fast, slow)

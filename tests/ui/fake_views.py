@@ -1,0 +1,55 @@
+"""Deterministic session views for the dashboard's tests and snapshots: events folded by the
+real SessionState, with fixed timestamps (no live timing)."""
+
+from __future__ import annotations
+
+from tests.unit.session_feed import SRC, Server, gpu_sample, request_events
+
+from specmon.core.events import SessionInfo
+from specmon.core.session_state import SessionState
+from specmon.core.views import SessionView
+
+INFO = SessionInfo(
+    server=SRC,
+    model="cyankiwi/gemma-4-26B-A4B-it-AWQ-4bit",
+    draft_model="z-lab/gemma-4-26B-A4B-it-DFlash",
+    method="dflash",
+    n_spec=8,
+    vllm_version="0.20.2",
+    simulated=True,
+)
+
+SEED_SPEEDS = (221.0, 214.0, 218.0, 222.0, 230.0, 103.0, 59.0, 62.0, 62.0, 212.0)
+
+
+def session_view(
+    *,
+    speeds: tuple[float, ...] = SEED_SPEEDS,
+    tokens_per_step: int = 4,
+    gpu: bool = True,
+    hot: bool = False,
+    prefix: str = "chat",
+) -> SessionView:
+    """A session of one request per speed, 10 s apart, each 50 chunks of `tokens_per_step`
+    tokens; /metrics scraped before and after each; a GPU sample per request."""
+    state = SessionState(INFO, window_seconds=30.0)
+    server = Server(k=8)
+    t = 0.0
+    state.apply(server.scrape(t))
+    for i, speed in enumerate(speeds):
+        step = tokens_per_step / speed
+        for e in request_events(
+            f"{prefix}{i + 1}",
+            t + 0.5,
+            tokens_per_step=tokens_per_step,
+            steps=50,
+            step_s=step,
+            server=server,
+        ):
+            state.apply(e)
+        if gpu:
+            reasons = ("sw_thermal_slowdown",) if hot else ()
+            state.apply(gpu_sample(t + 1.0, temp=88.0 if hot else 61.0, reasons=reasons))
+        t += 10.0
+        state.apply(server.scrape(t))
+    return state.publish()

@@ -1,0 +1,110 @@
+"""The side panel's text from deterministic views: fixed scales, fixed-width numbers, — for
+missing values, GPU and no-GPU, flags and the cycle report."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tests.ui.fake_views import SEED_SPEEDS, session_view
+
+from specmon.ui.app.dashboard import (
+    GraphSeries,
+    bar,
+    panel_sections,
+    spark,
+    speed_section,
+)
+from specmon.ui.app.session_port import AnswerNumbers
+
+
+def _sections(view, answer=None, series=None) -> dict[str, str]:
+    return {
+        name: text.plain
+        for name, text in panel_sections(view, answer, series or GraphSeries.empty())
+    }
+
+
+def test_graph_scales_are_fixed_not_fitted_to_the_data() -> None:
+    # The same value draws the same height whatever else is in the window.
+    quiet = spark([2.0] * 60, 1.0, 9.0)
+    noisy = spark([2.0] * 30 + [2.05] * 30, 1.0, 9.0)
+    assert quiet[0] == noisy[0] == "▂"
+    assert set(noisy) == {"▂"}  # 2.00 vs 2.05 on a 1..9 scale is no visible change
+    assert spark([1.0] * 60, 1.0, 9.0) == "▁" * 20
+    assert spark([9.0] * 60, 1.0, 9.0) == "█" * 20
+    assert spark([20.0], 1.0, 9.0)[-1] == "█"  # clipped, never rescaled
+
+
+def test_missing_samples_are_blank_and_the_newest_is_at_the_right() -> None:
+    line = spark([None] * 57 + [5.0, 5.0, 5.0], 1.0, 9.0)
+    assert line[:-1] == " " * 19 and line[-1] != " "
+    assert spark([], 0.0, 1.0) == " " * 20
+
+
+def test_bars_fill_in_eighths() -> None:
+    assert bar(1.0) == "█" * 8
+    assert bar(0.0) == "░" * 8
+    assert bar(0.5) == "████░░░░"
+    assert bar(None) == " " * 8
+
+
+def test_a_healthy_view_shows_state_model_acceptance_gpu_and_flags() -> None:
+    view = session_view()
+    series = GraphSeries.empty()
+    for _ in range(60):
+        series.sample(view.servers[0])
+    s = _sections(view, series=series)
+    assert "● up" in s["server"] and "vLLM 0.20.2" in s["server"]
+    assert "SIMULATED" in s["server"]
+    assert "z-lab/gemma-4-26B-A4B-it-DFlash" in s["server"] and "n_spec 8" in s["server"]
+    assert "AL      4.00" in s["acceptance"]  # window
+    assert "1-9" in s["acceptance"] and "0-1" in s["acceptance"]
+    assert "since start" in s["acceptance"]
+    # AL 4 on 1..9 draws the same character in every bucket
+    graph_line = s["acceptance"].splitlines()[2]
+    assert len(set(graph_line[6:26])) == 1 and graph_line[6] in "▁▂▃▄▅▆▇█"
+    assert " 1 ████████ 1.00" in s["positions"] and " 4 ░░░░░░░░ 0.00" in s["positions"]
+    assert "temp  61 °C / slowdown  90 °C" in s["gpu"]
+    assert "VRAM  40.0/ 80.0 GiB" in s["gpu"] and "util  90%" in s["gpu"]
+    assert "power  500/ 700 W  SM 1980 MHz" in s["gpu"]
+    assert "throttle: none" in s["gpu"]
+    assert "transition     1" in s["flags"] and "vanilla-speed     3" in s["flags"]
+    assert "answers          10" in s["flags"]
+
+
+def test_throttle_reasons_are_words() -> None:
+    s = _sections(session_view(hot=True))
+    assert "throttle: thermal (software)" in s["gpu"]
+
+
+def test_no_gpu_says_why() -> None:
+    s = _sections(session_view(gpu=False))
+    assert s["gpu"].startswith("no GPU: ")
+    assert "temp" not in s["gpu"]
+
+
+def test_missing_numbers_are_dashes_not_zeros() -> None:
+    view = session_view(speeds=(200.0,))
+    s = _sections(view)
+    assert "TTFT" in s["load"]
+    empty = replace(view, servers=())
+    s = _sections(empty)
+    assert "server       —" in s["speed"]
+    assert "AL         —" in s["acceptance"]
+    assert "running   —" in s["load"]
+
+
+def test_number_fields_keep_their_width() -> None:
+    server = session_view().servers[0]
+    widths = set()
+    for tok_s in (None, 5.0, 123.4, 9999.9):
+        answer = AnswerNumbers(None, tok_s, None, None, None, None)
+        w = replace(server.window, decode_tok_s=tok_s)
+        widths.add(len(speed_section(replace(server, window=w), answer).plain))
+    assert len(widths) == 1
+
+
+def test_the_cycle_report_appears_once_a_cycle_is_seen() -> None:
+    s = _sections(session_view(speeds=SEED_SPEEDS * 4))
+    assert "cycle: every 10 requests" in s["flags"]
+    assert "cycle: none seen" in _sections(session_view())["flags"]

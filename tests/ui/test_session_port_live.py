@@ -1,0 +1,94 @@
+"""The port over a CollectorProcess (the collector in its own process): the published view, the
+answer's row, recording started and stopped while the session runs, markers."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from tests.ui.conftest import sim_port
+
+from specmon.sim.server import SimConfig
+from specmon.ui.app.session_port import Ask
+
+
+def _wait(predicate, limit: float = 30.0) -> None:
+    deadline = time.monotonic() + limit  # a failure bound, not a speed target
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition not reached")
+
+
+def test_the_view_is_published_from_the_collectors_events_and_the_row_has_a_class() -> None:
+    with sim_port(SimConfig(speed=50.0, seed=1)) as (port, _url):
+        assert port.connect().server is not None
+        feed = port.ask(Ask("hello", max_tokens=40))
+        ended = []
+        _wait(lambda: ended.append(feed.drain().ended) or any(ended))
+        rid = feed.request_id
+
+        def row():
+            view = port.view()
+            return next((r for r in view.rows if r.request_id == rid), None) if view else None
+
+        _wait(lambda: row() is not None)
+        r = row()
+        assert r.completion_tokens == 40
+        assert r.speed_class is not None and r.speed_class.kind == "ok"  # one request: one level
+        numbers = port.numbers(feed)
+        assert numbers.tokens == 40 and numbers.request_id == rid
+        assert port.now() > 0
+
+
+def test_recording_starts_and_stops_while_the_session_runs_with_a_marker(tmp_path: Path) -> None:
+    path = tmp_path / "session.ndjson"
+    with sim_port(SimConfig(speed=50.0, seed=1)) as (port, _url):
+        assert port.connect().server is not None
+        assert port.recording is None
+        assert port.start_recording(str(path)) == str(path)
+        assert port.recording == str(path)
+        with pytest.raises(RuntimeError, match="already recording"):
+            port.start_recording(str(tmp_path / "other.ndjson"))
+        port.mark("slow here")
+        feed = port.ask(Ask("hello", max_tokens=20))
+        ended = []
+        _wait(lambda: ended.append(feed.drain().ended) or any(ended))
+        time.sleep(0.3)  # the marker and the request's events reach the collector's recorder
+        assert port.stop_recording() == str(path)
+        assert port.recording is None
+        lines = [json.loads(line) for line in path.read_text().splitlines()]
+        assert lines[0]["format"] == "specmon-session"
+        markers = [e for e in lines[1:] if e[1] == "m"]
+        assert markers and markers[0][2]["label"] == "slow here"
+        assert any(e[1] != "m" for e in lines[1:])
+        # a file that exists is refused with the reason, and the session goes on
+        with pytest.raises(RuntimeError, match="already exists"):
+            port.start_recording(str(path))
+        assert port.connected
+
+
+def test_the_dashboard_port_keeps_a_server_that_is_down_and_shows_it_down() -> None:
+    import socket
+
+    from specmon.cli.session_setup import state_factory
+    from specmon.runtime.monitor import Target
+    from specmon.runtime.session import CollectorProcess, SessionConfig
+    from specmon.ui.app.session_port import SessionPort
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"  # bound, not listening: refused
+        config = SessionConfig((Target(dead),), interval=0.2)
+        port = SessionPort(
+            lambda: CollectorProcess(config, state_factory(None)), require_model=False
+        )
+        try:
+            assert port.connect().server is not None  # watch: shown, not refused
+            _wait(lambda: bool((v := port.view()) and v.servers and v.servers[0].status == "down"))
+        finally:
+            port.close()
+    assert not port.connected

@@ -1,0 +1,95 @@
+"""The per-request speed class: ok / transition / vanilla-speed against the recent speed levels."""
+
+from __future__ import annotations
+
+import pytest
+from tests.unit.session_feed import SRC, request_events
+
+from specmon.core.detectors.speed_class import SpeedLevels, speed_class, speed_levels
+from specmon.core.events import SessionInfo
+from specmon.core.session_state import SessionState
+from specmon.core.views import VanillaView
+
+SEED = [221.0, 214.0, 218.0, 222.0, 230.0, 103.0, 59.0, 62.0, 62.0, 212.0]
+"""The seed's sequence: 5 fast, 1 transition, 3 degraded, 1 recovery."""
+
+OK = VanillaView(flagged=False, judged=True)
+
+
+def _kinds(speeds: list[float]) -> list[str | None]:
+    levels = speed_levels(speeds)
+    out = []
+    for s in speeds:
+        c = speed_class(s, OK, levels)
+        out.append(c.kind if c else None)
+    return out
+
+
+def test_the_seeds_sequence_has_one_transition_and_three_at_the_slow_level() -> None:
+    kinds = _kinds(SEED)
+    assert kinds[5] == "transition"  # 103 tok/s between ~218 and ~62
+    assert kinds[6:9] == ["vanilla-speed"] * 3
+    assert kinds[:5] == ["ok"] * 5 and kinds[9] == "ok"
+
+
+def test_levels_are_the_medians_of_the_fast_and_slow_requests() -> None:
+    levels = speed_levels(SEED)
+    assert levels == SpeedLevels(fast_tok_s=219.5, slow_tok_s=62.0)
+
+
+def test_the_issues_112_between_205_and_60_is_a_transition_with_its_reason() -> None:
+    levels = speed_levels([205.0, 208.0, 203.0, 112.0, 60.0, 61.0, 59.0, 206.0])
+    c = speed_class(112.0, OK, levels)
+    assert c is not None and c.kind == "transition"
+    assert c.reasons[0][0] == "between_levels"
+    assert "112 tok/s" in c.reasons[0][1]
+
+
+def test_one_steady_level_is_ok_even_with_noise() -> None:
+    speeds = [221.0, 214.0, 218.0, 222.0, 230.0, 212.0, 209.0, 225.0]
+    assert speed_levels(speeds) is None
+    assert set(_kinds(speeds)) == {"ok"}
+
+
+def test_too_few_requests_give_no_levels() -> None:
+    assert speed_levels([220.0, 60.0, 61.0]) is None
+
+
+def test_the_vanilla_verdict_wins_and_keeps_its_reasons() -> None:
+    flagged = VanillaView(flagged=True, judged=True, reasons=(("acceptance_near_zero", "AL 1.02"),))
+    c = speed_class(215.0, flagged, speed_levels(SEED))
+    assert c is not None and c.kind == "vanilla-speed"
+    assert c.reasons == (("acceptance_near_zero", "AL 1.02"),)
+
+
+def test_no_speed_and_no_flag_is_no_class() -> None:
+    assert speed_class(None, OK, speed_levels(SEED)) is None
+
+
+def test_only_the_recent_window_sets_the_levels() -> None:
+    old_cycle = SEED * 3
+    steady = [100.0, 102.0, 98.0, 101.0, 99.0, 100.0]
+    assert speed_levels(old_cycle + steady, window=len(steady)) is None
+    assert speed_levels(old_cycle + steady, window=len(old_cycle)) is not None
+
+
+@pytest.mark.parametrize("speed", [103.0, 112.0, 150.0])
+def test_speeds_between_the_thresholds_are_transitions(speed: float) -> None:
+    c = speed_class(speed, OK, speed_levels(SEED))
+    assert c is not None and c.kind == "transition"
+
+
+def test_the_session_view_carries_each_rows_speed_class() -> None:
+    state = SessionState(SessionInfo(server=SRC, model="tiny", n_spec=4))
+    t = 0.0
+    for i, speed in enumerate(SEED):
+        # 50 chunks of 4 tokens: decode tok/s = 200 / (50 * step) = speed
+        for e in request_events(f"r{i}", t, tokens_per_step=4, steps=50, step_s=4.0 / speed):
+            state.apply(e)
+        t += 10.0
+    rows = state.view().rows
+    assert [round(r.decode_tok_s or 0) for r in rows] == [round(s) for s in SEED]
+    kinds = [r.speed_class.kind if r.speed_class else None for r in rows]
+    assert kinds[5] == "transition"
+    assert kinds[0] == "ok" and kinds[9] == "ok"
+    assert kinds[6] == "vanilla-speed"
