@@ -1,7 +1,7 @@
 """Make the README's screenshot from a real run: `specmon chat`'s app against the built-in simulator
 (degradation schedule "2 fast, 1 degraded", so the third answer runs at vanilla speed), three
 prompts typed through Textual's Pilot, then Textual's SVG export. Convert to PNG with
-`rsvg-convert -z 0.8 docs/images/chat.svg -o docs/images/chat.png`, and look at it.
+`rsvg-convert -z 0.6 docs/images/chat.svg -o docs/images/chat.png`, and look at it.
 
 Usage: python docs/images/chat_screenshot.py [OUT_DIR]   (default docs/images)
 """
@@ -12,7 +12,8 @@ import asyncio
 import sys
 
 from specmon.cli.session_setup import state_factory
-from specmon.runtime.monitor import Monitor, Target
+from specmon.runtime.monitor import Target
+from specmon.runtime.session import CollectorProcess, SessionConfig
 from specmon.sim.server import SimConfig, start_in_thread
 from specmon.ui.app.app import SpecmonApp
 from specmon.ui.app.conversation import ChatSettings
@@ -24,13 +25,17 @@ PROMPTS = (
     "Show me how AL is computed.",
     "And when does it not help?",
 )
-SIZE = (120, 44)
+SIZE = (160, 46)
 
 
 async def shoot(out_dir: str) -> None:
-    config = SimConfig(schedule="cycle:2f,1d", speed=1.5, seed=0)
+    config = SimConfig(
+        schedule="cycle:2f,1d", speed=1.5, seed=0, per_request_spec_decode_metrics="detailed"
+    )
     with start_in_thread(config, log_sink=lambda _line: None) as sim:
-        port = SessionPort(lambda: Monitor([Target(sim.url)], state_factory(None), gpu=None))
+        port = SessionPort(
+            lambda: CollectorProcess(SessionConfig((Target(sim.url),)), state_factory(None))
+        )
         app = SpecmonApp(port, settings=ChatSettings(max_tokens=600))
         try:
             async with app.run_test(size=SIZE) as pilot:
