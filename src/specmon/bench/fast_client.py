@@ -19,13 +19,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
 
 import httpx
 
 from specmon.core.clock import Clock, monotonic_clock
-from specmon.core.events import Event, RequestEnded, RequestOutcome, RequestStarted, StreamChunk
-from specmon.core.recording_format import redact_text
+from specmon.core.events import (
+    Emit,
+    RequestEnded,
+    RequestOutcome,
+    RequestStarted,
+    StreamChunk,
+)
+from specmon.core.redaction import redact_text
 from specmon.sources.stream_client import (
     SIMULATED_HEADER,
     ChatRequest,
@@ -35,8 +40,6 @@ from specmon.sources.stream_client import (
     server_base,
     token_count,
 )
-
-Emit = Callable[[Event], None]
 
 
 class FastStreamClient:

@@ -151,18 +151,6 @@ def expected_output_throughput(
     )
 
 
-def expected_decode_throughput(
-    profile: Profile,
-    n_spec: int,
-    output_tokens: int = 1024,
-    scale: float = 1.0,
-) -> float:
-    """Decode tok/s after the first token: (tokens - 1) / decode time."""
-    cond = conditional_acceptance(profile, n_spec, scale)
-    steps = expected_decode_steps(cond, output_tokens - 1)
-    return (output_tokens - 1) / (steps * step_time(profile, n_spec))
-
-
 def phase_acceptance_scale(profile: Profile, n_spec: int, phase: str) -> float:
     """The factor on every conditional acceptance rate that a schedule phase applies.
 

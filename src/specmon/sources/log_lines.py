@@ -13,12 +13,9 @@ import asyncio
 import contextlib
 import threading
 from collections import deque
-from collections.abc import Callable
 
 from specmon.core.clock import Clock, monotonic_clock
-from specmon.core.events import Event, ServerLogLine
-
-Emit = Callable[[Event], None]
+from specmon.core.events import Emit, ServerLogLine
 
 
 class LogLineSource:

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from specmon.core.events import SessionInfo
-from specmon.core.recording_format import redact_text
+from specmon.core.redaction import redact_text
 
 SIMULATED_HEADER = "x-specmon-simulated"
 """The header every response of the built-in simulator carries ("1")."""
