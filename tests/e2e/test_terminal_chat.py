@@ -51,7 +51,7 @@ class Terminal:
         # paste buffers (the default "external" ignores it), so a clipboard write would show.
         self.tmux(
             "-f", "/dev/null", "start-server", ";", "set", "-g", "set-clipboard", "on", ";",
-            "new-session", "-d", "-s", "t", "-x", "140", "-y", "45", wrapped,
+            "new-session", "-d", "-s", "t", "-x", "220", "-y", "45", wrapped,
             env=env,
         )  # fmt: skip
 

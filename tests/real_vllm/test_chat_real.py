@@ -26,7 +26,7 @@ from specmon.ui.app.safe_text import visible
 from specmon.ui.app.session_port import SessionPort
 from specmon.ui.app.widgets import AnswerView
 
-SIZE = (120, 40)
+SIZE = (200, 40)  # wide enough that the numbers line does not wrap beside the side panel
 MAX_TOKENS = 48
 CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
