@@ -26,7 +26,6 @@ from specmon.core.clock import Clock, monotonic_clock
 from specmon.core.events import (
     Emit,
     RequestEnded,
-    RequestOutcome,
     RequestStarted,
     StreamChunk,
 )
@@ -106,7 +105,7 @@ class FastStreamClient:
                     self.simulated = True
                 if resp.status_code >= 400:
                     raw = await resp.aread()
-                    ended = self._end(clock(), rid, state, "failed", self._status(resp, raw))
+                    ended = state.end(clock(), rid, "failed", self._status(resp, raw))
                     emit(ended)
                     return ended
                 async for line in resp.aiter_lines():
@@ -118,22 +117,13 @@ class FastStreamClient:
                         break
                     self._on_message(t, rid, payload, state, emit)
         except asyncio.CancelledError:
-            emit(self._end(clock(), rid, state, "cancelled", None))
+            emit(state.end(clock(), rid, "cancelled", None))
             raise
         except Exception as exc:
-            ended = self._end(clock(), rid, state, "failed", self._describe(exc))
+            ended = state.end(clock(), rid, "failed", self._describe(exc))
             emit(ended)
             return ended
-        if state.finish_reason is None:
-            ended = self._end(
-                state.last_t if state.last_t is not None else clock(),
-                rid,
-                state,
-                "failed",
-                "the stream ended before the response finished (no finish_reason)",
-            )
-        else:
-            ended = self._end(state.last_t or clock(), rid, state, "ok", None)
+        ended = state.end_of_stream(clock(), rid)
         emit(ended)
         return ended
 
@@ -204,17 +194,3 @@ class FastStreamClient:
         if isinstance(exc, httpx.ConnectError | httpx.RemoteProtocolError | httpx.ReadError):
             return self._clean(f"connection to {self.source} failed: {type(exc).__name__}: {exc}")
         return self._clean(f"{type(exc).__name__}: {exc}")
-
-    def _end(
-        self, t: float, rid: str, state: StreamState, outcome: RequestOutcome, error: str | None
-    ) -> RequestEnded:
-        return RequestEnded(
-            t=t,
-            request_id=rid,
-            outcome=outcome,
-            prompt_tokens=state.prompt_tokens,
-            completion_tokens=state.completion_tokens,
-            finish_reason=state.finish_reason,
-            spec_decoding=state.spec_decoding,
-            error=error,
-        )

@@ -205,9 +205,7 @@ class StreamClient:
             model = await self.resolve_model(request.model)
         except Exception as exc:
             emit(RequestStarted(t=clock(), request_id=rid, source=self.source, model=""))
-            failed = self._end(
-                clock(), rid, StreamState(), "failed", "no model: " + self._describe(exc)
-            )
+            failed = StreamState().end(clock(), rid, "failed", "no model: " + self._describe(exc))
             emit(failed)
             return failed
         kwargs = request.body(model)
@@ -245,26 +243,17 @@ class StreamClient:
                 t = clock()  # arrival time, before any other work
                 self._on_chunk(t, rid, chunk, state, emit)
         except asyncio.CancelledError:
-            ended = self._end(clock(), rid, state, "cancelled", None)
+            ended = state.end(clock(), rid, "cancelled", None)
             emit(ended)
             await _close_quietly(stream)
             raise
         except Exception as exc:
-            ended = self._end(clock(), rid, state, "failed", self._describe(exc))
+            ended = state.end(clock(), rid, "failed", self._describe(exc))
             emit(ended)
             await _close_quietly(stream)
             return ended
         await _close_quietly(stream)
-        if state.finish_reason is None:
-            ended = self._end(
-                state.last_t if state.last_t is not None else clock(),
-                rid,
-                state,
-                "failed",
-                "the stream ended before the response finished (no finish_reason)",
-            )
-        else:
-            ended = self._end(state.last_t or clock(), rid, state, "ok", None)
+        ended = state.end_of_stream(clock(), rid)
         emit(ended)
         return ended
 
@@ -316,25 +305,6 @@ class StreamClient:
             )
         )
 
-    def _end(
-        self,
-        t: float,
-        rid: str,
-        state: StreamState,
-        outcome: RequestOutcome,
-        error: str | None,
-    ) -> RequestEnded:
-        return RequestEnded(
-            t=t,
-            request_id=rid,
-            outcome=outcome,
-            prompt_tokens=state.prompt_tokens,
-            completion_tokens=state.completion_tokens,
-            finish_reason=state.finish_reason,
-            spec_decoding=state.spec_decoding,
-            error=error,
-        )
-
     def _describe(self, exc: BaseException) -> str:
         """A one-line description of a failure, with any secret scrubbed."""
         if isinstance(exc, openai.APIStatusError):
@@ -357,6 +327,34 @@ class StreamState:
     prompt_tokens: int | None = None
     finish_reason: str | None = None
     spec_decoding: dict[str, Any] | None = None
+
+    def end(
+        self, t: float, request_id: str, outcome: RequestOutcome, error: str | None
+    ) -> RequestEnded:
+        """The request's end event with what the stream told."""
+        return RequestEnded(
+            t=t,
+            request_id=request_id,
+            outcome=outcome,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            finish_reason=self.finish_reason,
+            spec_decoding=self.spec_decoding,
+            error=error,
+        )
+
+    def end_of_stream(self, now: float, request_id: str) -> RequestEnded:
+        """The end of a stream that closed normally, at its last arrival: ok once a finish
+        reason came, else failed (the server stopped before the response finished)."""
+        t = self.last_t if self.last_t is not None else now
+        if self.finish_reason is None:
+            return self.end(
+                t,
+                request_id,
+                "failed",
+                "the stream ended before the response finished (no finish_reason)",
+            )
+        return self.end(t, request_id, "ok", None)
 
 
 def token_count(value: Any) -> int | None:
