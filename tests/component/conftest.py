@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from collections.abc import Iterator
 
 import pytest
+from tests.loopback import LoopbackServer
 
 from specmon.sim.server import SimConfig, start_in_thread
 
@@ -20,7 +20,7 @@ def sim() -> Iterator:
         yield s
 
 
-class CannedServer:
+class CannedServer(LoopbackServer):
     """A loopback HTTP server that answers every POST with a fixed SSE body (vLLM-shaped)."""
 
     def __init__(self, chunks: list[dict], models: tuple[str, ...] = ("canned-model",)) -> None:
@@ -28,24 +28,7 @@ class CannedServer:
         self.models = models
         self.requests: list[dict] = []
         self.headers: list[dict[str, str]] = []
-        self._loop = asyncio.new_event_loop()
-        self._started = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-        self._started.wait()
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        self._server = self._loop.run_until_complete(
-            asyncio.start_server(self._handle, "127.0.0.1", 0)
-        )
-        self.port = self._server.sockets[0].getsockname()[1]
-        self._started.set()
-        self._loop.run_forever()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        super().__init__()
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         head = await reader.readuntil(b"\r\n\r\n")
@@ -87,12 +70,6 @@ class CannedServer:
             )
         await writer.drain()
         writer.close()
-
-    def stop(self) -> None:
-        self._loop.call_soon_threadsafe(self._server.close)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join()
-        self._loop.close()
 
 
 @pytest.fixture

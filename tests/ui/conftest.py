@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 from collections.abc import Callable, Iterator
 
 import pytest
+from tests.loopback import LoopbackServer
 
 from specmon.cli.session_setup import state_factory
 from specmon.core.events import RequestEnded, RequestStarted, StreamChunk
@@ -161,28 +161,8 @@ def fast_sim_port() -> Iterator[tuple[SessionPort, str]]:
         yield pair
 
 
-class Status401Server:
+class Status401Server(LoopbackServer):
     """A loopback server that answers every request with vLLM's 401 body."""
-
-    def __init__(self) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._started = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-        self._started.wait()
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        self._server = self._loop.run_until_complete(
-            asyncio.start_server(self._handle, "127.0.0.1", 0)
-        )
-        self.port = self._server.sockets[0].getsockname()[1]
-        self._started.set()
-        self._loop.run_forever()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.readuntil(b"\r\n\r\n")
@@ -194,12 +174,6 @@ class Status401Server:
         )
         await writer.drain()
         writer.close()
-
-    def stop(self) -> None:
-        self._loop.call_soon_threadsafe(self._server.close)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join()
-        self._loop.close()
 
 
 @pytest.fixture
