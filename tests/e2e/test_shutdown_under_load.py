@@ -119,6 +119,16 @@ def _start(args: list[str], marker: bytes, *, tty: bool) -> Running:
     return run
 
 
+def _group_gone_within(pgid: int, seconds: float) -> list[int]:
+    """The group's live pids once it is empty (then []) or `seconds` have passed."""
+    deadline = time.monotonic() + seconds
+    while True:
+        alive = _group_alive(pgid)
+        if not alive or time.monotonic() >= deadline:
+            return alive
+        time.sleep(0.05)
+
+
 def _group_alive(pgid: int) -> list[int]:
     """Pids of live (not zombie) processes of the group, from /proc."""
     alive = []
@@ -135,6 +145,9 @@ def _group_alive(pgid: int) -> list[int]:
             alive.append(int(entry.name))
     return alive
 
+
+GROUP_GONE_S = 1.0
+"""How long after the command's exit the processes that end with it may take to go."""
 
 COMMANDS = {
     "watch-live": (["watch", "--interval", "0.3"], b"specmon watch", True),
@@ -176,6 +189,9 @@ def test_a_signal_stops_the_command_within_the_bound_under_load(
                     f"{run.proc.returncode} after {took:.2f} s); output:\n{run.text()[-3000:]}"
                 )
             took = time.monotonic() - sent
+            # Helpers that end with the command (multiprocessing's resource tracker, the
+            # collector process) see it gone a moment later: the group must be empty soon after.
+            left = _group_gone_within(run.proc.pid, GROUP_GONE_S)
         finally:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(run.proc.pid, signal.SIGKILL)
@@ -184,7 +200,7 @@ def test_a_signal_stops_the_command_within_the_bound_under_load(
         assert code == expected, f"{command} {sig.name}: exit {code}, took {took:.2f} s\n{text}"
         assert "exiting now" not in text, text  # the clean stop, not the watchdog's
         assert "Traceback" not in text, text
-        assert _group_alive(run.proc.pid) == []
+        assert left == [], f"{command} {sig.name}: still running {GROUP_GONE_S} s later: {left}"
         if command in RECORDS:
             recording = read_recording(record)
             assert recording.problems == [], recording.problems  # closed whole: gzip trailer
