@@ -39,3 +39,11 @@ class LoopbackServer:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join()
         self._loop.close()
+
+
+class SilentServer(LoopbackServer):
+    """Accepts connections and never answers (a hung server): nothing can identify it."""
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()  # until the client hangs up
+        writer.close()

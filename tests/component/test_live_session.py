@@ -15,6 +15,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from tests.loopback import SilentServer
 
 from specmon.core.events import Marker, RequestEnded, StreamChunk
 from specmon.core.session_state import SessionState
@@ -135,3 +136,30 @@ def test_the_collector_process_dies_with_a_killed_parent(sim):
         if parent.poll() is None:
             parent.kill()
             parent.wait()
+
+
+def test_a_collector_still_starting_is_ended_when_stopped_from_another_thread():
+    silent = SilentServer()
+    session = CollectorProcess(SessionConfig(targets=(Target(silent.url),)), SessionState)
+    outcome: list[BaseException | object] = []
+
+    def start() -> None:
+        try:
+            outcome.append(session.start())
+        except BaseException as exc:
+            outcome.append(exc)
+
+    starter = threading.Thread(target=start, daemon=True)
+    starter.start()
+    try:
+        while session.pid is None:
+            threading.Event().wait(0.01)
+        pid = session.pid
+        session.stop()  # before the server has answered anything: no hello can have come
+        assert not _alive(pid)
+        starter.join(WAIT_S)
+        assert not starter.is_alive()
+        assert len(outcome) == 1 and isinstance(outcome[0], RuntimeError), outcome
+        assert session.errors == []  # ended on purpose, not "did not stop in time"
+    finally:
+        silent.stop()

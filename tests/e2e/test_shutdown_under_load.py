@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from tests.loopback import SilentServer
 
 from specmon.sim.server import SimConfig, start_in_thread
 from specmon.sources.recording_player import read_recording
@@ -48,6 +49,16 @@ def busy_cores() -> Iterator[None]:
         for hog in hogs:
             hog.kill()
             hog.wait(30)
+
+
+@pytest.fixture(scope="module")
+def hung_url() -> Iterator[str]:
+    """A server that accepts and never answers: the app stays "connecting…" all along."""
+    server = SilentServer()
+    try:
+        yield server.url
+    finally:
+        server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -151,6 +162,7 @@ GROUP_GONE_S = 1.0
 
 COMMANDS = {
     "watch-live": (["watch", "--interval", "0.3"], b"specmon watch", True),
+    "watch-hung-server": (["watch", "--interval", "0.3"], b"specmon watch", True),
     "watch-json": (["watch", "--json", "--interval", "0.3"], b'"schema"', False),
     "demo": (["demo", "--speed", "20", "--max-tokens", "64"], b"[SIMULATED] r", False),
     "sim": (["sim", "--port", "0", "--speed", "50"], b"Ctrl-C stops it", False),
@@ -161,14 +173,19 @@ RECORDS = {"watch-json", "demo"}
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_a_signal_stops_the_command_within_the_bound_under_load(
-    command: str, sig: signal.Signals, busy_cores: None, sim_url: str, tmp_path: Path
+    command: str,
+    sig: signal.Signals,
+    busy_cores: None,
+    sim_url: str,
+    hung_url: str,
+    tmp_path: Path,
 ) -> None:
     base_args, marker, tty = COMMANDS[command]
     expected = 0 if command == "sim" else 128 + int(sig)
     for attempt in range(REPEATS):
         args = list(base_args)
         if command.startswith("watch"):
-            args += ["--attach", sim_url]
+            args += ["--attach", hung_url if command == "watch-hung-server" else sim_url]
         record = tmp_path / f"{command}-{attempt}.ndjson.gz"
         if command in RECORDS:
             args += ["--record", str(record)]

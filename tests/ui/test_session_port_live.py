@@ -4,14 +4,19 @@ answer's row, recording started and stopped while the session runs, markers."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 
 import pytest
+from tests.loopback import SilentServer
 from tests.ui.conftest import sim_port
 
+from specmon.core.session_state import SessionState
+from specmon.runtime.monitor import Target
+from specmon.runtime.session import CollectorProcess, SessionConfig
 from specmon.sim.server import SimConfig
-from specmon.ui.app.session_port import Ask
+from specmon.ui.app.session_port import Ask, Connection, SessionPort
 
 
 def _wait(predicate, limit: float = 30.0) -> None:
@@ -92,3 +97,30 @@ def test_the_dashboard_port_keeps_a_server_that_is_down_and_shows_it_down() -> N
         finally:
             port.close()
     assert not port.connected
+
+
+def test_abort_abandons_a_connection_still_being_made_and_refuses_the_next() -> None:
+    silent = SilentServer()
+    made: list[CollectorProcess] = []
+
+    def make() -> CollectorProcess:
+        made.append(CollectorProcess(SessionConfig((Target(silent.url),)), SessionState))
+        return made[-1]
+
+    port = SessionPort(make, require_model=False)
+    result: list[Connection] = []
+    connecting = threading.Thread(target=lambda: result.append(port.connect()), daemon=True)
+    try:
+        connecting.start()
+        _wait(lambda: bool(made) and made[0].pid is not None)
+        port.abort()  # the server has answered nothing: the collector cannot have said hello
+        connecting.join(30)
+        assert not connecting.is_alive()
+        assert result[0].server is None and result[0].error
+        assert not port.connected
+        again = port.connect()
+        assert again.server is None and again.error == "the app is closing"
+        assert len(made) == 1  # no collector is even made once the app is closing
+    finally:
+        port.close()
+        silent.stop()

@@ -100,3 +100,27 @@ def test_a_process_stuck_in_a_non_daemon_thread_still_exits_on_sigterm():
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_stop_hooks_run_off_the_main_thread_on_the_first_signal_only():
+    exits = Exits()
+    ran: list[str] = []
+    done = threading.Event()
+    shutdown = Shutdown(grace_s=600, force_exit=exits, write_error=_quiet)
+
+    def hook() -> None:
+        ran.append(threading.current_thread().name)
+        done.set()
+
+    def failing() -> None:
+        raise RuntimeError("a hook's failure stays quiet")
+
+    shutdown.add_stop_hook(failing)
+    shutdown.add_stop_hook(hook)
+    with pytest.raises(KeyboardInterrupt):  # the clean stop goes on as without hooks
+        shutdown._handle(signal.SIGTERM, None)
+    assert done.wait(30)
+    assert ran == ["specmon-stop-hook"]
+    shutdown._handle(signal.SIGTERM, None)  # the second signal forces; the hook is not run again
+    assert exits.codes == [143] and len(ran) == 1
+    shutdown.cancel_watchdog()

@@ -104,6 +104,7 @@ def _check_url(url: str, flag: str) -> str | None:
 def run(args: argparse.Namespace) -> int:
     # Only Textual is imported before the first paint; the runtime and the OpenAI client load in
     # the app's connect worker (make_monitor below), so the screen shows at once.
+    from specmon.cli.app_runner import run_app
     from specmon.cli.session_setup import default_gpu_source
     from specmon.ui.app.app import SpecmonApp
     from specmon.ui.app.conversation import ChatSettings
@@ -133,8 +134,4 @@ def run(args: argparse.Namespace) -> int:
     port = SessionPort(make_session, api_key=args.api_key, model=args.model)
     settings = ChatSettings(args.temperature, args.top_p, args.max_tokens)
     app = SpecmonApp(port, settings=settings, system=args.system)
-    try:
-        app.run()
-    finally:
-        port.close()
-    return 0
+    return run_app(app, port)

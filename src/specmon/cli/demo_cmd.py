@@ -118,6 +118,7 @@ def _app(url: str, args: argparse.Namespace) -> int:
     """On a terminal: the chat app against the simulator, sending the demo prompts one after
     another (the user's own prompts go next), SIMULATED on screen at all times. The collector
     runs in its own process; the simulator stays on its thread here."""
+    from specmon.cli.app_runner import run_app
     from specmon.runtime.monitor import Target
     from specmon.runtime.session import CollectorProcess, SessionConfig
     from specmon.ui.app.app import SpecmonApp
@@ -137,11 +138,7 @@ def _app(url: str, args: argparse.Namespace) -> int:
         auto_prompts=DEMO_PROMPTS,
         max_answers=args.requests,
     )
-    try:
-        app.run()
-    finally:
-        port.close()
-    return 0
+    return run_app(app, port)
 
 
 def _drive(monitor: Monitor, args: argparse.Namespace) -> int:

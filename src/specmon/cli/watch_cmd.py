@@ -135,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
 def _app(targets: list[Target], gpu: str, args: argparse.Namespace) -> int:
     """On a terminal: the app's dashboard screen (the chat's side panel, full-width), with the
     collector in its own process."""
+    from specmon.cli.app_runner import run_app
     from specmon.runtime.session import CollectorProcess, SessionConfig
     from specmon.ui.app.app import SpecmonApp
     from specmon.ui.app.session_port import SessionPort
@@ -153,11 +154,7 @@ def _app(targets: list[Target], gpu: str, args: argparse.Namespace) -> int:
 
     port = SessionPort(make_session, api_key=args.api_key, require_model=False)
     app = SpecmonApp(port, mode="watch")
-    try:
-        app.run()
-    finally:
-        port.close()
-    return 0
+    return run_app(app, port)
 
 
 def _once(monitor: Monitor) -> int:

@@ -530,10 +530,15 @@ class CollectorProcess:
 
     def stop(self, timeout: float = STOP_TIMEOUT_S + 0.5) -> None:
         """Ask the collector to stop (it closes the recording), wait `timeout` at most, then end
-        it by force. Safe to call twice."""
+        it by force. Safe to call twice, and from another thread while `start()` waits: a
+        collector that has not said hello yet (still importing, or identifying a slow server)
+        has nothing to close and cannot read the request yet, so it is ended at once."""
         process, conn = self._process, self._conn
         if process is None or conn is None:
             return
+        starting = self.info is None and not self._stopped.is_set()
+        if starting:
+            timeout = 0.0
         deadline = time.monotonic() + timeout
         with contextlib.suppress(OSError, ValueError):
             if not self._stopped.is_set():
@@ -541,7 +546,8 @@ class CollectorProcess:
         self._stopped.wait(max(0.0, deadline - time.monotonic()))
         process.join(max(0.0, deadline - time.monotonic()))
         if process.is_alive():
-            self.errors.append("the collector did not stop in time: terminated")
+            if not starting:
+                self.errors.append("the collector did not stop in time: terminated")
             process.terminate()
             process.join(0.5)
             if process.is_alive():

@@ -60,6 +60,7 @@ class Shutdown:
         self._force_exit = force_exit
         self._write_error = write_error or _write_stderr
         self._callback: Callable[[], None] | None = None
+        self._hooks: list[Callable[[], None]] = []
         self._count = 0
         self._watchdog: threading.Thread | None = None
         self._done = threading.Event()
@@ -78,6 +79,12 @@ class Shutdown:
         again). The callback runs in the main thread, inside the signal handler: keep it short
         (set an event, call_soon_threadsafe)."""
         self._callback = callback
+
+    def add_stop_hook(self, hook: Callable[[], None]) -> None:
+        """Run `hook` on the first signal, in a thread of its own (it may block), besides the
+        clean stop: e.g. to abandon a connection still being made, which the main thread's
+        clean stop would otherwise wait for."""
+        self._hooks.append(hook)
 
     @property
     def exit_code(self) -> int | None:
@@ -109,6 +116,10 @@ class Shutdown:
         self.signum = signum
         self.requested.set()
         self._arm_watchdog()
+        for hook in self._hooks:
+            threading.Thread(
+                target=_quietly, args=(hook,), name="specmon-stop-hook", daemon=True
+            ).start()
         callback = self._callback
         if callback is not None:
             callback()
@@ -130,6 +141,14 @@ class Shutdown:
 
         self._watchdog = threading.Thread(target=watch, name="specmon-shutdown", daemon=True)
         self._watchdog.start()
+
+
+def _quietly(hook: Callable[[], None]) -> None:
+    """A stop hook's errors must not reach the screen the clean stop is restoring."""
+    try:
+        hook()
+    except Exception:
+        return
 
 
 def _write_stderr(text: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import ClassVar, Literal
@@ -53,6 +54,11 @@ class SpecmonApp(App[None]):
         self.clock = clock
         self.max_answers = max_answers
         """The demo's `--requests N`: quit once N answers have finished (None: never)."""
+
+    def on_unmount(self) -> None:
+        # Textual's exit waits for its worker threads; a connection still being made (the
+        # collector importing, a slow server) would hold the exit until it is made.
+        threading.Thread(target=self.port.abort, name="specmon-abort", daemon=True).start()
 
     def on_mount(self) -> None:
         if self.mode == "watch":

@@ -298,6 +298,8 @@ class SessionPort:
         self._api_key = api_key
         self._model = model
         self._session: LiveSession | None = None
+        self._starting: LiveSession | None = None
+        self._aborted = False
         self._feeds: dict[str, AnswerFeed] = {}
         self._lock = threading.Lock()
         self.server: ServerSummary | None = None
@@ -310,6 +312,8 @@ class SessionPort:
         A failed attempt stops its session, so `connect()` can simply be called again (retry).
         """
         self.close()
+        if self._aborted:
+            return Connection(None, "the app is closing")
         try:
             from specmon.runtime.monitor import Monitor
             from specmon.runtime.session import InProcessSession
@@ -318,9 +322,20 @@ class SessionPort:
             self._api_key = resolve_api_key(self._api_key)
             made = self._make_session()
             session: LiveSession = InProcessSession.of(made) if isinstance(made, Monitor) else made
-            info = session.start()
+            with self._lock:
+                if self._aborted:
+                    return Connection(None, "the app is closing")
+                self._starting = session
+            try:
+                info = session.start()
+            finally:
+                with self._lock:
+                    self._starting = None
         except Exception as exc:  # a bad --record path, a bad URL: shown, not raised
             return Connection(None, f"{type(exc).__name__}: {' '.join(str(exc).split())}")
+        if self._aborted:
+            session.stop()
+            return Connection(None, "the app is closing")
         seen = session.servers[0] if session.servers else None
         if self._require_model and (seen is None or not seen.models):
             session.stop()
@@ -363,6 +378,18 @@ class SessionPort:
                 if isinstance(value, int) and not isinstance(value, bool) and value > 0:
                     return value
         return None
+
+    def abort(self) -> None:
+        """The app is ending: a connection still being made is abandoned (a collector process
+        still starting is ended, so the worker waiting for it returns now), and none is made
+        after. Blocking for a moment: call it off the UI thread."""
+        from specmon.runtime.session import CollectorProcess
+
+        with self._lock:
+            self._aborted = True
+            starting = self._starting
+        if isinstance(starting, CollectorProcess):
+            starting.stop()
 
     def close(self) -> None:
         """Stop the session (cancels any answer, closes the recording)."""
