@@ -137,7 +137,10 @@ def render_dashboard(path: Path) -> None:
             model = httpx.get(f"{sim.url}/v1/models").json()["data"][0]["id"]
             body = {"model": model, "messages": [{"role": "user", "content": "hi"}]}
             while not busy.is_set():
-                httpx.post(f"{sim.url}/v1/chat/completions", json=body | {"max_tokens": 96})
+                try:
+                    httpx.post(f"{sim.url}/v1/chat/completions", json=body | {"max_tokens": 96})
+                except httpx.HTTPError:  # the simulator stopping at the end
+                    return
 
         threading.Thread(target=traffic, daemon=True).start()
 
