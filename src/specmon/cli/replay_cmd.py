@@ -26,9 +26,11 @@ from typing import TYPE_CHECKING, Any
 from specmon.cli.session_setup import add_baseline_argument, positive_float
 
 if TYPE_CHECKING:
+    from specmon.core.clock import Clock
     from specmon.core.events import SessionInfo
     from specmon.core.session_state import SessionState
     from specmon.sources.recording_player import ReadProblem, RecordingPlayer
+    from specmon.ui.app.session_port import ReplayPort
 
 
 def register(subparsers: Any) -> None:
@@ -165,34 +167,51 @@ def _live(player: RecordingPlayer, state: SessionState, label: str, path: str) -
     return 0
 
 
-def _app(path: str, baseline_tok_s: float | None, speed: float, label: str) -> int:
-    """On a terminal: the Textual replay screen (ui/app/replay_screen.py). The whole recording
-    is read here, before the app starts; a torn or skipped line is named on the screen and, after
-    the app, on stderr."""
-    from specmon.core.errors import RecordingError
+def replay_port(
+    path: str,
+    *,
+    baseline_tok_s: float | None,
+    speed: float,
+    label: str,
+    clock: Clock | None = None,
+) -> ReplayPort:
+    """Read the whole recording and make the replay screen's port: the replay session (at
+    `speed`, clamped to x0.5..x64, on `clock`) and the notices of what the reader skipped or
+    where the recording was torn. Raises RecordingError (one line) for an unusable file."""
+    from specmon.core.clock import monotonic_clock
     from specmon.core.session_state import SessionState
     from specmon.runtime.replay_session import ReplaySession, clamp_speed
     from specmon.sources.recording_player import read_recording
-    from specmon.ui.app.app import SpecmonApp
     from specmon.ui.app.session_port import ReplayPort
 
-    try:
-        recording = read_recording(path)
-    except RecordingError as exc:
-        return _error(str(exc))
+    recording = read_recording(path)
     info = recording.info
     session = ReplaySession(
         info,
         recording.events,
         lambda: SessionState(info, baseline_tok_s=baseline_tok_s),
+        clock=clock or monotonic_clock,
         speed=clamp_speed(speed),
     )
     notices = tuple(
         _notice(path, problem, len(recording.events)).removeprefix("specmon replay: ")
         for problem in recording.problems
     )
-    port = ReplayPort(session, label=label, notices=notices)
+    return ReplayPort(session, label=label, notices=notices)
+
+
+def _app(path: str, baseline_tok_s: float | None, speed: float, label: str) -> int:
+    """On a terminal: the Textual replay screen (ui/app/replay_screen.py). The whole recording
+    is read here, before the app starts; a torn or skipped line is named on the screen and, after
+    the app, on stderr."""
+    from specmon.core.errors import RecordingError
+    from specmon.ui.app.app import SpecmonApp
+
+    try:
+        port = replay_port(path, baseline_tok_s=baseline_tok_s, speed=speed, label=label)
+    except RecordingError as exc:
+        return _error(str(exc))
     SpecmonApp(port, mode="replay").run()  # nothing runs behind it: no session to stop
-    for notice in notices:
+    for notice in port.notices:
         print(f"specmon replay: {notice}", file=sys.stderr)
     return 0

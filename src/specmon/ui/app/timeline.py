@@ -15,6 +15,7 @@ A click anywhere on it asks to seek there (`Timeline.Seek`). The text is built b
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -65,7 +66,7 @@ def column(t: float, start: float, end: float, width: int) -> int:
     if width <= 1 or end <= start:
         return 0
     frac = (t - start) / (end - start)
-    return min(width - 1, max(0, round(frac * (width - 1))))
+    return min(width - 1, max(0, math.floor(frac * (width - 1) + 0.5)))  # half up
 
 
 def time_at(col: int, start: float, end: float, width: int) -> float:
@@ -78,7 +79,7 @@ def time_at(col: int, start: float, end: float, width: int) -> float:
 def state_word(position: ReplayPosition) -> str:
     if position.at_end and not position.playing:
         return "■ END"
-    return "▶ PLAYING" if position.playing else "⏸ PAUSED"
+    return "▶ PLAYING" if position.playing else "‖ PAUSED"
 
 
 def speed_text(speed: float) -> str:
