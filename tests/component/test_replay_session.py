@@ -207,3 +207,30 @@ def test_an_empty_recording_is_a_zero_length_replay() -> None:
     assert (position.t, position.end, position.playing) == (0.0, 0.0, False)
     assert session.jump(1) is None
     assert session.view().summary.total == 0
+
+
+def test_checkpoints_give_the_same_state_and_graphs_as_folding_from_the_start() -> None:
+    recording = read_recording(RECORDINGS / "demo-cycle.ndjson.gz")
+    info = recording.info
+
+    def session(every: int) -> ReplaySession:
+        return ReplaySession(
+            info,
+            recording.events,
+            lambda: SessionState(info),
+            clock=FakeClock(),
+            playing=False,
+            checkpoint_events=every,
+        )
+
+    plain, kept = session(10**9), session(100)  # the second keeps a copy every 100 events
+    assert len(kept._checkpoints) == (len(recording.events) - 1) // 100
+    for target in (66.0, 64.5, 3.0, 61.2, 62.0, 20.0, 65.0):
+        plain.seek(target)
+        kept.seek(target)
+        assert kept.view() == plain.view()
+        assert kept.graph_samples() == plain.graph_samples()
+        assert len(kept.graph_samples()) == min(GRAPH_SAMPLES, int(target))
+    # back to 64.5 s starts from a copy (one made before 4.5 s); back to 3 s and 20 s cannot (a
+    # copy must be a graph span, 60 s, before the target): only those fold from the first event
+    assert plain.rebuilds == 3 and kept.rebuilds == 2

@@ -6,8 +6,9 @@ player), a `SessionState` folded up to the play head, and a play clock (injectab
 `view()` folds every event up to the play head and returns the state's view, the same
 `SessionView` the live app reads, so the panel and the answers table are fed exactly as live.
 
-Seeking forward folds on; seeking backward rebuilds the state from the first event up to the
-target (the fold is cheap: docs/replay.md has the measured time on the largest sample). The
+Seeking forward folds on; seeking backward rebuilds the state up to the target from the first
+event, or in a long recording from the nearest kept copy of the state (`CHECKPOINT_EVENTS`) at
+least a minute before it (docs/replay.md has the measured times). The
 graphs' one-sample-a-second history is taken at each whole recorded second the play head
 crosses (and rebuilt over the last `GRAPH_SAMPLES` seconds after a seek), so a seek shows the
 graphs as they were at that moment.
@@ -20,6 +21,7 @@ come in decoded; the UI calls everything on its own thread.
 from __future__ import annotations
 
 import bisect
+import copy
 import itertools
 import math
 import threading
@@ -39,6 +41,10 @@ SPEEDS: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 MIN_SPEED, MAX_SPEED = SPEEDS[0], SPEEDS[-1]
 GRAPH_SAMPLES = 60
 """Whole recorded seconds of graph samples kept (the panel's graphs show the last minute)."""
+CHECKPOINT_EVENTS = 20_000
+"""A copy of the folded state is kept every this many events (made during the fold for the
+timeline), so a backward seek in a long recording folds from the nearest copy before the target,
+not from the first event (docs/replay.md has the measured times)."""
 
 TickKind = Literal["flag", "marker", "reset", "status"]
 PhaseKind = Literal["fast", "transition", "degraded", "recovery"]
@@ -159,6 +165,7 @@ class ReplaySession:
         clock: Clock = monotonic_clock,
         speed: float = 1.0,
         playing: bool = True,
+        checkpoint_events: int = CHECKPOINT_EVENTS,
     ) -> None:
         self.info = info
         # Events are folded in file order (the live fold's order); an event stamped earlier
@@ -182,9 +189,13 @@ class ReplaySession:
         self._view: SessionView | None = None
         self._view_pos = -1
         self.rebuilds = 0
-        """How many times the state was rebuilt from the start (backward seeks)."""
+        """How many times the state was rebuilt from the first event (backward seeks)."""
+        self._checkpoints: list[tuple[int, SessionState]] = []
+        """(events folded, a copy of the state after them), every `checkpoint_events`."""
         whole = make_state()
-        for event in self._events:
+        for i, event in enumerate(self._events):
+            if i and i % checkpoint_events == 0:
+                self._checkpoints.append((i, copy.deepcopy(whole)))
             whole.apply(event)
         self.final_view = whole.view()
         """The view at the end of the recording (what `--json` prints)."""
@@ -220,8 +231,8 @@ class ReplaySession:
             for i in range(self._pos, upto):
                 state.apply(events[i])
             self._pos = upto
-            view = state.view()
-            self._samples.append(view.servers[0] if view.servers else None)
+            servers = state.server_views()
+            self._samples.append(servers[0] if servers else None)
             self._next_sample += 1.0
         for i in range(self._pos, stop):
             state.apply(events[i])
@@ -316,16 +327,38 @@ class ReplaySession:
 
     def _seek(self, t: float) -> None:
         t = min(self.end, max(self.start, t))
-        if t < self._head:
-            self._state = self._make_state()
-            self._pos = 0
-            self._samples.clear()
-            self._next_sample = math.floor(self.start) + 1.0
-            self._head = self.start
-            self._view = None
-            self.rebuilds += 1
+        checkpoint = self._checkpoint_before(t)
+        if t < self._head or (checkpoint is not None and checkpoint[0] > self._pos):
+            self._restore(t, checkpoint)
         self._fold_to(t)
         self._reanchor(t)
+
+    def _checkpoint_before(self, t: float) -> tuple[int, SessionState] | None:
+        """The latest checkpoint at least a graph span before `t` (so that the graphs' samples
+        are all rebuilt from it), if any."""
+        for index, state in reversed(self._checkpoints):
+            if self._times[index - 1] <= t - GRAPH_SAMPLES:
+                return index, state
+        return None
+
+    def _restore(self, t: float, checkpoint: tuple[int, SessionState] | None) -> None:
+        """Start again from a copy of `checkpoint` (a seek far forward, or back), else from an
+        empty state (a seek back to before the first checkpoint)."""
+        self._samples.clear()
+        self._view = None
+        if checkpoint is not None:
+            index, state = checkpoint
+            head = self._times[index - 1]
+            self._state = copy.deepcopy(state)
+            self._pos = index
+            self._head = head
+            self._next_sample = math.floor(head) + 1.0
+            return
+        self.rebuilds += 1
+        self._state = self._make_state()
+        self._pos = 0
+        self._head = self.start
+        self._next_sample = math.floor(self.start) + 1.0
 
     def seek_by(self, seconds: float) -> ReplayPosition:
         """Move the play head by `seconds` (negative: back)."""
