@@ -6,6 +6,7 @@ tmux or specmon command is a failure, not a skip."""
 
 from __future__ import annotations
 
+import gzip
 import os
 import re
 import shlex
@@ -47,8 +48,7 @@ def _wait_for(predicate: Callable[[], bool], what: str) -> None:
     raise AssertionError(f"gave up waiting for {what}")
 
 
-@pytest.fixture
-def session(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+def _start(tmp_path: Path, recording: Path) -> tuple[str, Path]:
     assert TMUX is not None and SPECMON is not None, MISSING
     name = f"specmon-replay-{uuid.uuid4().hex[:8]}"
     exit_file = tmp_path / "exit-code"
@@ -59,7 +59,7 @@ def session(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     )
     command = (
         f"cd {shlex.quote(str(tmp_path))} && env {passed} {SPECMON} replay "
-        f"{shlex.quote(str(SAMPLE))}; echo $? > {exit_file}; sleep 600"
+        f"{shlex.quote(str(recording))}; echo $? > {exit_file}; sleep 600"
     )
     subprocess.run(
         [TMUX, "new-session", "-d", "-s", name, "-x", "160", "-y", "45", command],
@@ -67,6 +67,12 @@ def session(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         env=env,
         timeout=30,
     )
+    return name, exit_file
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    name, exit_file = _start(tmp_path, SAMPLE)
     try:
         yield name, exit_file
     finally:
@@ -144,3 +150,50 @@ def test_replay_in_a_real_terminal_seeks_and_finds_the_cycle(session) -> None:
     assert exit_file.read_text().strip() == "0"
     _wait_for(lambda: not _descendants(name), "no process of the replay left")
     assert "Traceback" not in _screen(name)
+
+
+def test_a_torn_recording_in_a_real_terminal_replays_to_the_tear_and_says_where(tmp_path) -> None:
+    raw = gzip.decompress(SAMPLE.read_bytes())
+    cut = raw.index(b"\n", len(raw) // 2) + 20
+    torn_line = raw[:cut].count(b"\n") + 1
+    torn = tmp_path / "torn.ndjson"
+    torn.write_bytes(raw[:cut])
+    name, exit_file = _start(tmp_path, torn)
+    try:
+        notice = f"torn.ndjson: line {torn_line}: torn last line"
+        _wait_for(lambda: notice in _screen(name), "the notice on the screen")
+        _tmux("send-keys", "-t", name, "End")
+        _wait_for(lambda: "END" in _screen(name), "the end of what was kept")
+        assert 0 < _answers(_screen(name)) < 30
+        _tmux("send-keys", "-t", name, "q")
+        _wait_for(exit_file.exists, "the replay to exit")
+        assert exit_file.read_text().strip() == "0"
+        after = _screen(name)  # the app is gone: the notice is repeated on stderr
+        assert f"specmon replay: notice: {torn}: line {torn_line}: torn last line" in after
+    finally:
+        subprocess.run([TMUX, "kill-session", "-t", name], capture_output=True, timeout=30)
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        (None, "no such recording"),
+        (b"hello\n", "not a specmon recording"),
+        (b'{"format": "specmon-session", "version": 9}\n', "version 9 is newer"),
+    ],
+)
+def test_bad_input_in_a_real_terminal_is_one_line_and_exit_2(
+    tmp_path, content: bytes | None, words: str
+) -> None:
+    path = tmp_path / "bad.ndjson"
+    if content is not None:
+        path.write_bytes(content)
+    name, exit_file = _start(tmp_path, path)
+    try:
+        _wait_for(exit_file.exists, "the command to exit")
+        assert exit_file.read_text().strip() == "2"
+        joined = _tmux("capture-pane", "-p", "-J", "-t", name)  # a long path wraps: rejoin it
+        lines = [line for line in joined.splitlines() if line.strip()]
+        assert len(lines) == 1 and lines[0].startswith("specmon replay: ") and words in lines[0]
+    finally:
+        subprocess.run([TMUX, "kill-session", "-t", name], capture_output=True, timeout=30)
