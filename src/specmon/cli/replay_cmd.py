@@ -46,8 +46,9 @@ def register(subparsers: Any) -> None:
         type=positive_float,
         default=1.0,
         metavar="X",
-        help="pace multiplier of the live view (default 1.0: as recorded; 4: four times faster); "
-        "--json always replays as fast as possible",
+        help="pace multiplier (default 1.0: as recorded; 4: four times faster); the replay "
+        "screen holds it within 0.5..64 and changes it with +/-; --json always replays as fast "
+        "as possible",
     )
     p.add_argument("--json", action="store_true", help="print the final snapshot as JSON")
     add_baseline_argument(p)

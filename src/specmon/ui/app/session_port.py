@@ -9,6 +9,10 @@ typed view; the UI drains and reads them at its own frame rate. Nothing here imp
 
 The runtime, the stream client (openai) and httpx are imported on first use, in the connect
 worker thread, so the app paints its first frame without waiting for them.
+
+`specmon replay` goes through `ReplayPort` instead: a `runtime.replay_session.ReplaySession` the
+cli made from a recording it read; the replay screen reads the view at the play head and moves
+the play head through it.
 """
 
 from __future__ import annotations
