@@ -234,3 +234,16 @@ def test_checkpoints_give_the_same_state_and_graphs_as_folding_from_the_start() 
     # back to 64.5 s starts from a copy (one made before 4.5 s); back to 3 s and 20 s cannot (a
     # copy must be a graph span, 60 s, before the target): only those fold from the first event
     assert plain.rebuilds == 3 and kept.rebuilds == 2
+
+
+@pytest.mark.parametrize("name", ["demo-cycle.ndjson.gz", "healthy.ndjson.gz", "restart.ndjson.gz"])
+def test_every_event_of_a_sample_is_on_the_session_clock(name: str) -> None:
+    # Each event's t is seconds since the session started: a source stamping on another clock
+    # (the demo's log lines once carried the raw monotonic clock, hours in) would stretch the
+    # timeline and leave the replay idle for hours at the end.
+    recording = read_recording(RECORDINGS / name)
+    ends = [e.t for e in recording.events if type(e).__name__ == "RequestEnded"]
+    last_end = max(ends)
+    assert all(0.0 <= e.t <= last_end + 5.0 for e in recording.events)
+    session, _, _ = _session(name)
+    assert session.end <= last_end + 5.0
