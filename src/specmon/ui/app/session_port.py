@@ -540,7 +540,9 @@ class ReplayPort:
         return self._session.view()
 
     def position(self) -> ReplayPosition:
-        return self._session.advance()
+        """Where the play head is (as of the last `view()` or control: the view and the
+        position the screen draws are of the same instant)."""
+        return self._session.position()
 
     @property
     def timeline(self) -> ReplayTimeline:
