@@ -8,10 +8,9 @@ Each sample is `specmon demo` against the built-in SIMULATED server (its header 
 `"simulated": true`), recorded with `--record`, so the files are exactly what a user's
 `specmon demo --record` writes. The simulator is deterministic per request (seeded profile and
 schedule); arrival times come from the real clock, so a regenerated file differs in its
-timestamps, not in what it shows. `healthy` and `restart` run at the simulator's own pace
-(`--speed 1`: the tok/s are the simulated GPU's); `demo-cycle` at 20x pace, so its tok/s are 20
-times the simulated GPU's (tests/component/test_sample_recordings.py checks what each one
-claims).
+timestamps, not in what it shows. All three run at the simulator's own pace (`--speed 1`: the
+tok/s are the simulated GPU's; demo-cycle takes about 70 s to make), so a replay at x1 looks like
+the live session (tests/component/test_sample_recordings.py checks what each one claims).
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ SAMPLES: dict[str, tuple[str, list[str]]] = {
     "demo-cycle": (
         "the seed's degradation cycle: 30 requests, period 10 (5 fast, 1 transition, 3 degraded, "
         "1 recovery)",
-        ["--speed", "20", "--requests", "30", "--max-tokens", "256"],
+        ["--speed", "1", "--requests", "30", "--max-tokens", "256"],
     ),
     "healthy": (
         "a healthy run: 12 requests, no schedule, speculation working throughout",

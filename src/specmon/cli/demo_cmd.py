@@ -67,6 +67,7 @@ def _error(message: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from specmon.core.errors import RecordingError
+    from specmon.runtime.hub import Hub, SessionClock
     from specmon.runtime.monitor import Monitor, Target
     from specmon.sim.server import SimConfig, SimConfigError, start_in_thread
     from specmon.sources.log_lines import LogLineSource
@@ -86,7 +87,9 @@ def run(args: argparse.Namespace) -> int:
         kwargs["per_request_spec_decode_metrics"] = "detailed"
     # The simulator's log lines are a source like any other: queued from the sim's thread,
     # emitted by the hub (the newest 100 from before the hub started are kept).
-    logs = LogLineSource(max_pending=100)
+    # Stamped on the session's clock (seconds since it started), as every recorded event is.
+    clock = SessionClock()
+    logs = LogLineSource(max_pending=100, clock=clock)
     try:
         sim = start_in_thread(SimConfig(**kwargs), log_sink=logs.push)
     except (SimConfigError, ValueError) as exc:
@@ -100,7 +103,11 @@ def run(args: argparse.Namespace) -> int:
     monitor: Monitor | None = None
     try:
         monitor = Monitor(
-            [Target(sim.url)], state_factory(args.baseline), interval=1.0, record=args.record
+            [Target(sim.url)],
+            state_factory(args.baseline),
+            interval=1.0,
+            record=args.record,
+            hub=Hub(clock=clock),
         )
         try:
             monitor.start()

@@ -3,8 +3,11 @@
 The recording goes through the recording player (a source like any other) into a fresh session
 state, so every derived number is recomputed with this specmon's code. `--json` replays as fast as
 possible and prints the final snapshot (the JSON of `specmon watch --json`, docs/watch-json.md).
-Without it, the live view replays at the recording's pace times `--speed`, labelled RECORDED
-(and SIMULATED when the session was simulated).
+On a terminal, the replay screen (the dashboard's panel, the answers, a timeline) plays it at the
+recording's pace times `--speed` (x0.5 to x64), labelled RECORDED (and SIMULATED when the session
+was simulated): space pauses, +/- change the speed, left/right seek 10 s (shift: 60 s),
+home/end, n/N jump to the next/previous flag or marker, a click on the timeline seeks. Without a
+terminal, one line per request (the plain live view).
 
 Exit status: 0 after a replay, also one that stopped at a torn or cut line (a notice naming the
 line goes to stderr); 2 for a recording that is missing, not a recording, or from a newer version
@@ -23,9 +26,11 @@ from typing import TYPE_CHECKING, Any
 from specmon.cli.session_setup import add_baseline_argument, positive_float
 
 if TYPE_CHECKING:
+    from specmon.core.clock import Clock
     from specmon.core.events import SessionInfo
     from specmon.core.session_state import SessionState
     from specmon.sources.recording_player import ReadProblem, RecordingPlayer
+    from specmon.ui.app.session_port import ReplayPort
 
 
 def register(subparsers: Any) -> None:
@@ -41,8 +46,9 @@ def register(subparsers: Any) -> None:
         type=positive_float,
         default=1.0,
         metavar="X",
-        help="pace multiplier of the live view (default 1.0: as recorded; 4: four times faster); "
-        "--json always replays as fast as possible",
+        help="pace multiplier (default 1.0: as recorded; 4: four times faster); the replay "
+        "screen holds it within 0.5..64 and changes it with +/-; --json always replays as fast "
+        "as possible",
     )
     p.add_argument("--json", action="store_true", help="print the final snapshot as JSON")
     add_baseline_argument(p)
@@ -114,6 +120,9 @@ def run(args: argparse.Namespace) -> int:
     except RecordingError as exc:
         return _error(str(exc))
     state = state_factory(args.baseline)(player.info)
+    if not args.json and sys.stdout.isatty() and sys.stdin.isatty():
+        player.close()
+        return _app(path, state.baseline_tok_s, args.speed, recorded_label(player.info, started_at))
     try:
         if args.json:
             status = _json(player, state)
@@ -156,4 +165,54 @@ def _live(player: RecordingPlayer, state: SessionState, label: str, path: str) -
         if future.done() and not future.cancelled() and future.exception() is not None:
             print(f"specmon replay: the replay failed: {future.exception()}", file=sys.stderr)
             return 1
+    return 0
+
+
+def replay_port(
+    path: str,
+    *,
+    baseline_tok_s: float | None,
+    speed: float,
+    label: str,
+    clock: Clock | None = None,
+) -> ReplayPort:
+    """Read the whole recording and make the replay screen's port: the replay session (at
+    `speed`, clamped to x0.5..x64, on `clock`) and the notices of what the reader skipped or
+    where the recording was torn. Raises RecordingError (one line) for an unusable file."""
+    from specmon.core.clock import monotonic_clock
+    from specmon.core.session_state import SessionState
+    from specmon.runtime.replay_session import ReplaySession, clamp_speed
+    from specmon.sources.recording_player import read_recording
+    from specmon.ui.app.session_port import ReplayPort
+
+    recording = read_recording(path)
+    info = recording.info
+    session = ReplaySession(
+        info,
+        recording.events,
+        lambda: SessionState(info, baseline_tok_s=baseline_tok_s),
+        clock=clock or monotonic_clock,
+        speed=clamp_speed(speed),
+    )
+    notices = tuple(
+        _notice(path, problem, len(recording.events)).removeprefix("specmon replay: ")
+        for problem in recording.problems
+    )
+    return ReplayPort(session, label=label, notices=notices)
+
+
+def _app(path: str, baseline_tok_s: float | None, speed: float, label: str) -> int:
+    """On a terminal: the Textual replay screen (ui/app/replay_screen.py). The whole recording
+    is read here, before the app starts; a torn or skipped line is named on the screen and, after
+    the app, on stderr."""
+    from specmon.core.errors import RecordingError
+    from specmon.ui.app.app import SpecmonApp
+
+    try:
+        port = replay_port(path, baseline_tok_s=baseline_tok_s, speed=speed, label=label)
+    except RecordingError as exc:
+        return _error(str(exc))
+    SpecmonApp(port, mode="replay").run()  # nothing runs behind it: no session to stop
+    for notice in port.notices:
+        print(f"specmon replay: {notice}", file=sys.stderr)
     return 0

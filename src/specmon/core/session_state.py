@@ -59,6 +59,7 @@ from specmon.core.views import (
     PercentilesView,
     PercentileView,
     RequestRow,
+    ServerView,
     SessionView,
     SummaryView,
 )
@@ -417,6 +418,11 @@ class SessionState:
             cycle=self._cycle(),
             events=self.events,
         )
+
+    def server_views(self) -> tuple[ServerView, ...]:
+        """The servers' views alone, as in `view()` but without building the rest (the replay
+        takes one a recorded second for its graphs)."""
+        return tuple(s.view(self.window_seconds) for s in self._servers.values())
 
     def _classed_rows(self) -> tuple[RequestRow, ...]:
         """The kept rows, each ok row with its speed class against the recent speed levels."""

@@ -12,18 +12,19 @@ from textual.binding import Binding, BindingType
 
 from specmon.ui.app.conversation import ChatSettings
 from specmon.ui.app.screens import ChatScreen, DashboardScreen
-from specmon.ui.app.session_port import SessionPort
+from specmon.ui.app.session_port import ReplayPort, SessionPort
 
 FrameHook = Callable[[tuple[float, ...], bool], None]
-Mode = Literal["chat", "demo", "watch"]
+Mode = Literal["chat", "demo", "watch", "replay"]
 
 
 class SpecmonApp(App[None]):
     """The app of `specmon chat` (mode "chat"), `specmon demo` (the chat against the built-in
     simulator, sending `auto_prompts` one after another, SIMULATED from the first frame) and
-    `specmon watch` (the dashboard screen, no chat). `port` talks to the runtime; `frame_hook`
-    (benchmarks, tests) is told the arrival times of the text drawn in each frame, after the
-    frame is on screen; `clock` paces the demo's prompts (injectable for tests)."""
+    `specmon watch` (the dashboard screen, no chat); with a ReplayPort, `specmon replay` (mode
+    "replay": a recording played back, ui/app/replay_screen.py). `port` talks to the runtime;
+    `frame_hook` (benchmarks, tests) is told the arrival times of the text drawn in each frame,
+    after the frame is on screen; `clock` paces the demo's prompts (injectable for tests)."""
 
     CSS_PATH = "app.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -34,7 +35,7 @@ class SpecmonApp(App[None]):
 
     def __init__(
         self,
-        port: SessionPort,
+        port: SessionPort | ReplayPort,
         *,
         settings: ChatSettings | None = None,
         system: str | None = None,
@@ -61,6 +62,11 @@ class SpecmonApp(App[None]):
         threading.Thread(target=self.port.abort, name="specmon-abort", daemon=True).start()
 
     def on_mount(self) -> None:
+        if isinstance(self.port, ReplayPort):
+            from specmon.ui.app.replay_screen import ReplayScreen
+
+            self.push_screen(ReplayScreen(self.port))
+            return
         if self.mode == "watch":
             self.push_screen(DashboardScreen(self.port))
             return

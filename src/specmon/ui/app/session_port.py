@@ -9,6 +9,10 @@ typed view; the UI drains and reads them at its own frame rate. Nothing here imp
 
 The runtime, the stream client (openai) and httpx are imported on first use, in the connect
 worker thread, so the app paints its first frame without waiting for them.
+
+`specmon replay` goes through `ReplayPort` instead: a `runtime.replay_session.ReplaySession` the
+cli made from a recording it read; the replay screen reads the view at the play head and moves
+the play head through it.
 """
 
 from __future__ import annotations
@@ -23,10 +27,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from specmon.core.events import Event, RequestEnded, RequestStarted, StreamChunk
 from specmon.core.stream_stats import RequestStats, RequestTrace, request_stats
-from specmon.core.views import GpuView, RequestRow, SessionView
+from specmon.core.views import GpuView, RequestRow, ServerView, SessionView
 
 if TYPE_CHECKING:
     from specmon.runtime.monitor import Monitor
+    from specmon.runtime.replay_session import ReplayPosition, ReplaySession, ReplayTimeline
     from specmon.runtime.session import LiveSession
 
 SessionFactory = Callable[[], "LiveSession | Monitor"]
@@ -506,3 +511,60 @@ class SessionPort:
         if session is None:
             raise RuntimeError("not connected")
         session.mark(label)
+
+
+class ReplayPort:
+    """The replay's door to the runtime: a `runtime.replay_session.ReplaySession` made by the
+    cli from a recording it read, with the header's label and the reader's notices (a torn
+    line). The screen reads the view at the play head and drives the play head through it;
+    nothing here does I/O."""
+
+    def __init__(
+        self, session: ReplaySession, *, label: str, notices: tuple[str, ...] = ()
+    ) -> None:
+        self._session = session
+        self.label = label
+        """The header: RECORDED, the date, server, model, draft, n_spec (and SIMULATED)."""
+        self.notices = notices
+        """One line each: what the reader skipped or where the recording was torn."""
+        self.simulated = session.info.simulated
+
+    def abort(self) -> None:
+        """Nothing to abandon: the recording was read before the app started."""
+
+    def close(self) -> None:
+        """Nothing to stop."""
+
+    def view(self) -> SessionView:
+        """The view at the play head (moved to now first)."""
+        return self._session.view()
+
+    def position(self) -> ReplayPosition:
+        """Where the play head is (as of the last `view()` or control: the view and the
+        position the screen draws are of the same instant)."""
+        return self._session.position()
+
+    @property
+    def timeline(self) -> ReplayTimeline:
+        return self._session.timeline
+
+    def graph_samples(self) -> tuple[ServerView | None, ...]:
+        return self._session.graph_samples()
+
+    def toggle_pause(self) -> bool:
+        return self._session.toggle_pause()
+
+    def faster(self) -> float:
+        return self._session.faster()
+
+    def slower(self) -> float:
+        return self._session.slower()
+
+    def seek(self, t: float) -> ReplayPosition:
+        return self._session.seek(t)
+
+    def seek_by(self, seconds: float) -> ReplayPosition:
+        return self._session.seek_by(seconds)
+
+    def jump(self, direction: int) -> ReplayPosition | None:
+        return self._session.jump(direction)

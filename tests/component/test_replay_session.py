@@ -1,0 +1,249 @@
+"""The replay engine (runtime/replay_session.py): the play clock, speed, pause, seek (a backward
+seek rebuilds the state and equals a forward fold), jumps, the graphs' samples and the timeline,
+on the sample recordings, with a fake clock (no sleeping, no timing thresholds)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from specmon.core.clock import FakeClock
+from specmon.core.events import Marker, ServerLogLine, SessionInfo
+from specmon.core.session_state import SessionState
+from specmon.core.watch_json import snapshot_of
+from specmon.runtime.replay_session import (
+    GRAPH_SAMPLES,
+    SPEEDS,
+    ReplaySession,
+    build_timeline,
+    clamp_speed,
+)
+from specmon.sources.recording_player import Recording, read_recording
+
+RECORDINGS = Path(__file__).resolve().parents[2] / "recordings"
+
+
+def _session(name: str, **kwargs: object) -> tuple[ReplaySession, FakeClock, Recording]:
+    recording = read_recording(RECORDINGS / name)
+    clock = FakeClock(100.0)
+    info = recording.info
+    session = ReplaySession(
+        info,
+        recording.events,
+        lambda: SessionState(info),
+        clock=clock,
+        **kwargs,  # type: ignore[arg-type]
+    )
+    return session, clock, recording
+
+
+def _folded_until(recording: Recording, t: float) -> SessionState:
+    state = SessionState(recording.info)
+    for event in recording.events:
+        if event.t <= t:
+            state.apply(event)
+    return state
+
+
+def test_the_play_head_moves_with_the_clock_times_the_speed() -> None:
+    session, clock, _ = _session("demo-cycle.ndjson.gz")
+    assert session.position().t == 0.0 and session.position().playing
+    clock.advance(2.0)
+    assert session.advance().t == pytest.approx(2.0)
+    session.set_speed(4.0)
+    clock.advance(2.0)
+    assert session.advance().t == pytest.approx(10.0)
+    assert session.toggle_pause() is False
+    clock.advance(30.0)
+    assert session.advance().t == pytest.approx(10.0)  # paused: the head stays
+    assert session.toggle_pause() is True
+    clock.advance(1.0)
+    assert session.advance().t == pytest.approx(14.0)
+
+
+def test_playing_stops_at_the_end_and_resuming_there_starts_again() -> None:
+    session, clock, recording = _session("healthy.ndjson.gz", speed=64.0)
+    clock.advance(1000.0)
+    end = session.advance()
+    assert end.at_end and not end.playing and end.t == session.end
+    assert end.events_applied == end.events_total == len(recording.events)
+    assert session.view().summary.total == 12
+    assert session.toggle_pause() is True
+    assert session.position().t == session.start
+    assert session.view().summary.total == 0
+
+
+def test_speed_steps_through_the_ladder_and_stays_in_it() -> None:
+    session, _, _ = _session("healthy.ndjson.gz")
+    seen = [session.speed]
+    for _ in range(10):
+        seen.append(session.faster())
+    assert seen == [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 64.0, 64.0, 64.0, 64.0]
+    down = [session.slower() for _ in range(9)]
+    assert down == [32.0, 16.0, 8.0, 4.0, 2.0, 1.0, 0.5, 0.5, 0.5]
+    assert SPEEDS[0] == 0.5 and SPEEDS[-1] == 64.0
+    assert clamp_speed(1000.0) == 64.0 and clamp_speed(0.01) == 0.5
+    assert clamp_speed(float("nan")) == 1.0 and clamp_speed(-2.0) == 1.0
+    session.set_speed(3.0)  # --speed 3: off the ladder, + goes to the next step up
+    assert session.faster() == 4.0
+
+
+@pytest.mark.parametrize("name", ["demo-cycle.ndjson.gz", "restart.ndjson.gz"])
+def test_a_backward_seek_rebuilds_the_state_as_a_forward_fold_would(name: str) -> None:
+    session, _, recording = _session(name, playing=False)
+    target = session.end * 0.4
+    session.seek(session.end)
+    assert session.rebuilds == 0
+    back = session.seek(target)
+    assert back.t == pytest.approx(target) and session.rebuilds == 1
+    expected = _folded_until(recording, target).view()
+    assert snapshot_of(session.view()) == snapshot_of(expected)
+    assert session.view() == expected
+    # and forward again: the same as folding straight to the end
+    session.seek(session.end)
+    assert session.view() == session.final_view
+
+
+def test_seek_by_clamps_to_the_recording() -> None:
+    session, _, _ = _session("healthy.ndjson.gz", playing=False)
+    assert session.seek_by(-10.0).t == session.start
+    assert session.seek_by(5.0).t == pytest.approx(5.0)
+    assert session.seek_by(60.0).t == session.end
+    assert session.position().at_end
+
+
+def test_graph_samples_are_taken_at_whole_recorded_seconds_and_rebuilt_after_a_seek() -> None:
+    session, clock, recording = _session("demo-cycle.ndjson.gz", playing=True)
+    clock.advance(20.5)
+    session.advance()
+    played = session.graph_samples()
+    assert len(played) == 20  # seconds 1..20
+    lifetime = [s.lifetime.acceptance_length if s and s.lifetime else None for s in played]
+    # the same samples when the head is put there by a seek from the end (a rebuild)
+    session.seek(session.end)
+    assert len(session.graph_samples()) == GRAPH_SAMPLES
+    session.seek(20.5)
+    again = session.graph_samples()
+    assert [s.lifetime.acceptance_length if s and s.lifetime else None for s in again] == lifetime
+    # sample k is the server's view after every event up to second k
+    state = _folded_until(recording, 7.0)
+    assert again[6] == state.view().servers[0]
+
+
+def test_jumps_go_to_flags_and_markers_in_order() -> None:
+    session, _, _ = _session("demo-cycle.ndjson.gz", playing=False)
+    jumps = session.timeline.jumps
+    flags = [t.t for t in session.timeline.ticks if t.kind == "flag"]
+    assert len(flags) == 9
+    seen = []
+    while (moved := session.jump(1)) is not None:
+        seen.append(moved.t)
+    assert seen == list(jumps)
+    assert session.jump(1) is None and session.position().t == jumps[-1]
+    back = []
+    while (moved := session.jump(-1)) is not None:
+        back.append(moved.t)
+    assert back == list(reversed(jumps[:-1]))
+    # at a flag's time its request is in the rows, flagged
+    session.seek(flags[0])
+    row = session.view().rows[-1]
+    assert row.t_end == flags[0]
+    assert row.speed_class is not None and row.speed_class.kind == "vanilla-speed"
+
+
+def test_the_timeline_of_the_cycle_sample() -> None:
+    session, _, _ = _session("demo-cycle.ndjson.gz")
+    timeline = session.timeline
+    assert (timeline.start, timeline.end) == (0.0, session.end)
+    assert timeline.cycle_period == 10
+    assert len(timeline.phases) == 30
+    phases = [p.phase for p in timeline.phases]
+    assert phases.count("degraded") == 9 and phases.count("transition") == 3
+    flagged = {t.t for t in timeline.ticks if t.kind == "flag"}
+    degraded_ends = {p.t1 for p in timeline.phases if p.phase == "degraded"}
+    assert flagged == degraded_ends
+    assert all(p.t0 <= p.t1 for p in timeline.phases)
+
+
+def test_the_timeline_of_the_restart_sample_has_its_counter_reset() -> None:
+    session, _, _ = _session("restart.ndjson.gz")
+    resets = [t for t in session.timeline.ticks if t.kind == "reset"]
+    assert len(resets) == 1 and "counters reset" in resets[0].label
+    assert session.timeline.phases == () and session.timeline.cycle_period is None
+    session.seek(resets[0].t)
+    assert session.view().servers[0].counter_resets > 0  # one per counter series that reset
+    session.seek(resets[0].t - 0.001)
+    assert session.view().servers[0].counter_resets == 0
+
+
+def test_events_are_folded_in_file_order_even_when_stamped_earlier() -> None:
+    # A log line queued on another thread is stamped at push and emitted later: the file order
+    # is the live fold's order; such an event is due with the one before it.
+    info = SessionInfo(simulated=True)
+    events = [
+        Marker(1.0, "a"),
+        Marker(3.0, "b"),
+        ServerLogLine(2.0, "http://s", "late line"),
+        Marker(5.0, "c"),
+    ]
+    session = ReplaySession(
+        info, events, lambda: SessionState(info), clock=FakeClock(), playing=False
+    )
+    session.seek(2.5)
+    assert [m.label for m in session.view().markers] == ["a"]
+    session.seek(3.0)
+    assert session.position().events_applied == 3  # the late line came with "b"
+    assert [m.label for m in session.view().markers] == ["a", "b"]
+    timeline = build_timeline(session.final_view, session.start, session.end)
+    assert [t.label for t in timeline.ticks] == ["a", "b", "c"]
+    assert {t.kind for t in timeline.ticks} == {"marker"}
+
+
+def test_an_empty_recording_is_a_zero_length_replay() -> None:
+    info = SessionInfo()
+    session = ReplaySession(info, [], lambda: SessionState(info), clock=FakeClock())
+    position = session.advance()
+    assert (position.t, position.end, position.playing) == (0.0, 0.0, False)
+    assert session.jump(1) is None
+    assert session.view().summary.total == 0
+
+
+def test_checkpoints_give_the_same_state_and_graphs_as_folding_from_the_start() -> None:
+    recording = read_recording(RECORDINGS / "demo-cycle.ndjson.gz")
+    info = recording.info
+
+    def session(every: int) -> ReplaySession:
+        return ReplaySession(
+            info,
+            recording.events,
+            lambda: SessionState(info),
+            clock=FakeClock(),
+            playing=False,
+            checkpoint_events=every,
+        )
+
+    plain, kept = session(10**9), session(100)  # the second keeps a copy every 100 events
+    assert len(kept._checkpoints) == (len(recording.events) - 1) // 100
+    for target in (66.0, 64.5, 3.0, 61.2, 62.0, 20.0, 65.0):
+        plain.seek(target)
+        kept.seek(target)
+        assert kept.view() == plain.view()
+        assert kept.graph_samples() == plain.graph_samples()
+        assert len(kept.graph_samples()) == min(GRAPH_SAMPLES, int(target))
+    # back to 64.5 s starts from a copy (one made before 4.5 s); back to 3 s and 20 s cannot (a
+    # copy must be a graph span, 60 s, before the target): only those fold from the first event
+    assert plain.rebuilds == 3 and kept.rebuilds == 2
+
+
+@pytest.mark.parametrize("name", ["demo-cycle.ndjson.gz", "healthy.ndjson.gz", "restart.ndjson.gz"])
+def test_every_event_of_a_sample_is_on_the_session_clock(name: str) -> None:
+    # Each event's t is seconds since the session started: a source stamping on another clock
+    # (the demo's log lines once carried the raw monotonic clock, hours in) would stretch the
+    # timeline and leave the replay idle for hours at the end.
+    recording = read_recording(RECORDINGS / name)
+    ends = [e.t for e in recording.events if type(e).__name__ == "RequestEnded"]
+    last_end = max(ends)
+    assert all(0.0 <= e.t <= last_end + 5.0 for e in recording.events)
+    session, _, _ = _session(name)
+    assert session.end <= last_end + 5.0

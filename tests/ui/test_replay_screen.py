@@ -1,0 +1,298 @@
+"""The replay screen (ui/app/replay_screen.py) on the sample recordings, driven with Pilot: every
+key's visible effect, a click on the timeline, the RECORDED/SIMULATED header, a torn recording's
+notice; the play clock is a fake one (the head moves only when the test moves it). Plus an SVG
+snapshot of the screen on demo-cycle (never auto-updated) and the timeline's text."""
+
+from __future__ import annotations
+
+import gzip
+import re
+from pathlib import Path
+
+import pytest
+from tests.ui.conftest import screen_text, wait_for
+
+from specmon.cli.replay_cmd import recorded_label, replay_port
+from specmon.core.clock import FakeClock
+from specmon.runtime.replay_session import (
+    PhaseSpan,
+    ReplayPosition,
+    ReplayTimeline,
+    TimelineTick,
+)
+from specmon.sources.recording_player import read_recording
+from specmon.ui.app.app import SpecmonApp
+from specmon.ui.app.replay_screen import ReplayScreen
+from specmon.ui.app.session_port import ReplayPort
+from specmon.ui.app.timeline import HEAD, Timeline, column, timeline_text
+
+RECORDINGS = Path(__file__).resolve().parents[2] / "recordings"
+CYCLE = RECORDINGS / "demo-cycle.ndjson.gz"
+SIZE = (160, 45)
+X = "\N{MULTIPLICATION SIGN}"
+"""The speed's sign on screen (x4 is shown with a multiplication sign)."""
+
+
+def _port(path: Path = CYCLE, clock: FakeClock | None = None) -> tuple[ReplayPort, FakeClock]:
+    clock = clock or FakeClock(1000.0)
+    recording = read_recording(path)
+    label = recorded_label(recording.info, recording.started_at)
+    port = replay_port(str(path), baseline_tok_s=None, speed=1.0, label=label, clock=clock)
+    return port, clock
+
+
+def _status(app: SpecmonApp) -> str:
+    """The timeline's status line (its last line)."""
+    timeline = app.screen.query_one(Timeline)
+    assert timeline.position is not None
+    text = timeline_text(app.port.timeline, timeline.position, timeline.content_size.width)  # type: ignore[union-attr]
+    return text.plain.splitlines()[-1]
+
+
+def _head_column(app: SpecmonApp) -> int:
+    timeline = app.screen.query_one(Timeline)
+    assert timeline.position is not None
+    text = timeline_text(app.port.timeline, timeline.position, timeline.content_size.width)  # type: ignore[union-attr]
+    return text.plain.splitlines()[2].index(HEAD)
+
+
+def _answers(screen: str) -> int:
+    found = re.search(r"answers\s+(\d+)\s+failed", screen)
+    assert found, screen
+    return int(found.group(1))
+
+
+async def _started(pilot) -> None:
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, ReplayScreen))
+    await wait_for(pilot, lambda: pilot.app.screen.query_one(Timeline).position is not None)
+
+
+async def test_header_says_recorded_simulated_with_the_recording_facts() -> None:
+    port, _ = _port()
+    app = SpecmonApp(port, mode="replay")
+    async with app.run_test(size=SIZE) as pilot:
+        await _started(pilot)
+        first = screen_text(app).splitlines()[0]
+        assert first.startswith("RECORDED · SIMULATED · 2026-11-23T")
+        assert "model cyankiwi/gemma-4-26B-A4B-it-AWQ-4bit" in first
+        assert "n_spec 8" in first and "http://127.0.0.1:" in first
+        assert first.rstrip().endswith("SIMULATED")  # the badge, right-aligned
+        assert app.screen.query_one("#replay-notice").display is False
+
+
+async def test_space_pauses_and_resumes_and_the_clock_moves_the_head() -> None:
+    port, clock = _port()
+    app = SpecmonApp(port, mode="replay")
+    async with app.run_test(size=SIZE) as pilot:
+        await _started(pilot)
+        assert "▶ PLAYING" in screen_text(app)
+        clock.advance(5.0)
+        await wait_for(pilot, lambda: "0:05.0 / 1:06.6" in _status(app))
+        await pilot.press("space")
+        await pilot.pause()
+        assert "‖ PAUSED" in screen_text(app) and "PLAYING" not in screen_text(app)
+        clock.advance(30.0)
+        await pilot.pause(0.3)
+        assert "0:05.0 / 1:06.6" in _status(app)  # paused: the head stays
+        await pilot.press("space")
+        await pilot.pause()
+        assert "▶ PLAYING" in screen_text(app)
+        clock.advance(2.0)
+        await wait_for(pilot, lambda: "0:07.0 / 1:06.6" in _status(app))
+
+
+async def test_plus_and_minus_change_the_speed_shown() -> None:
+    port, clock = _port()
+    app = SpecmonApp(port, mode="replay")
+    async with app.run_test(size=SIZE) as pilot:
+        await _started(pilot)
+        assert f"  {X}1  " in _status(app)
+        await pilot.press("plus", "plus")
+        await pilot.pause()
+        assert f"  {X}4  " in _status(app) and f"  {X}4  " in screen_text(app)
+        clock.advance(2.0)  # four recorded seconds a second
+        await wait_for(pilot, lambda: "0:08.0 / 1:06.6" in _status(app))
+        await pilot.press("minus")
+        await pilot.pause()
+        assert f"  {X}2  " in screen_text(app)
+        for _ in range(4):
+            await pilot.press("minus")
+        await pilot.pause()
+        assert f"  {X}0.5  " in screen_text(app)
+        for _ in range(10):
+            await pilot.press("plus")
+        await pilot.pause()
+        assert f"  {X}64  " in screen_text(app)
+
+
+async def test_seeking_moves_the_play_head_and_the_numbers() -> None:
+    port, _ = _port()
+    app = SpecmonApp(port, mode="replay")
+    async with app.run_test(size=SIZE) as pilot:
+        await _started(pilot)
+        await pilot.press("space")  # paused: only the keys move the head
+        await pilot.pause()
+        start_col = _head_column(app)
+        assert _answers(screen_text(app)) == 0
+        await pilot.press("right", "right")
+        await pilot.pause()
+        assert "0:20.0 / 1:06.6" in _status(app)
+        at_20 = _answers(screen_text(app))
+        assert at_20 > 0 and _head_column(app) > start_col
+        await pilot.press("shift+right")
+        await pilot.pause()
+        assert "1:06.6 / 1:06.6" in _status(app) and _answers(screen_text(app)) == 30
+        await pilot.press("left")
+        await pilot.pause()
+        assert "0:56.6 / 1:06.6" in _status(app)
+        assert 0 < _answers(screen_text(app)) < 30  # rebuilt from the start
+        await pilot.press("shift+left")
+        await pilot.pause()
+        assert "0:00.0 / 1:06.6" in _status(app) and _head_column(app) == start_col
+        assert _answers(screen_text(app)) == 0
+
+
+async def test_home_and_end() -> None:
+    port, _ = _port()
+    app = SpecmonApp(port, mode="replay")
+    async with app.run_test(size=SIZE) as pilot:
+        await _started(pilot)
+        await pilot.press("end")
+        await pilot.pause()
+        screen = screen_text(app)
+        assert "■ END" in screen and _answers(screen) == 30
+        assert "cycle: every 10 requests, 3 degraded" in screen
+        assert screen.count("vanilla-speed") >= 9  # nine table rows, and the panel's count
+        await pilot.press("home")
+        await pilot.pause()
+        assert "0:00.0 / 1:06.6" in _status(app) and _answers(screen_text(app)) == 0
+
+
+async def test_n_jumps_to_the_flagged_request_and_N_back() -> None:
+    port, _ = _port()
+    flags = [t for t in port.timeline.ticks if t.kind == "flag"]
+    app = SpecmonApp(port, mode="replay")
+    async with app.run_test(size=SIZE) as pilot:
+        await _started(pilot)
+        await pilot.press("space")
+        await pilot.press("n")  # the server's status marker at the start
+        await pilot.press("n")  # the first vanilla-speed request
+        await pilot.pause()
+        position = port.position()
+        assert position.t == flags[0].t
+        screen = screen_text(app)
+        assert "vanilla speed: r7" in screen  # the panel's note names it
+        rows = [line for line in screen.splitlines() if re.match(r"^ ?\d+:\d\d\.\d\s+r\d+", line)]
+        assert "r7" in rows[-1] and "vanilla-speed" in rows[-1]  # the last answer is the flag
+        await pilot.press("n")
+        await pilot.pause()
+        assert port.position().t == flags[1].t and "vanilla speed: r8" in screen_text(app)
+        await pilot.press("N")
+        await pilot.pause()
+        assert port.position().t == flags[0].t
+
+
+async def test_a_click_on_the_timeline_seeks_there() -> None:
+    port, _ = _port()
+    app = SpecmonApp(port, mode="replay")
+    async with app.run_test(size=SIZE) as pilot:
+        await _started(pilot)
+        await pilot.press("space")
+        timeline = app.screen.query_one(Timeline)
+        width = timeline.content_size.width
+        x = width // 2
+        # the widget has one column of padding on the left
+        await pilot.click(Timeline, offset=(x + 1, 1))
+        await pilot.pause()
+        t = port.position().t
+        tl = port.timeline
+        assert column(t, tl.start, tl.end, width) == x
+        assert abs(t - (tl.end - tl.start) / 2) < tl.end / width
+        assert _head_column(app) == x
+
+
+async def test_a_torn_recording_replays_to_the_tear_with_a_notice_on_screen(tmp_path) -> None:
+    raw = gzip.decompress((RECORDINGS / "healthy.ndjson.gz").read_bytes())
+    cut = raw.index(b"\n", len(raw) // 2) + 20
+    torn_line = raw[:cut].count(b"\n") + 1
+    torn = tmp_path / "torn.ndjson"
+    torn.write_bytes(raw[:cut])
+    port, _ = _port(torn)
+    app = SpecmonApp(port, mode="replay")
+    async with app.run_test(size=SIZE) as pilot:
+        await _started(pilot)
+        await pilot.press("end")
+        await pilot.pause()
+        screen = screen_text(app)
+        assert f"torn.ndjson: line {torn_line}: torn last line" in screen
+        assert 0 < _answers(screen) < 12
+
+
+def test_timeline_text_draws_ticks_phases_head_and_status() -> None:
+    timeline = ReplayTimeline(
+        start=0.0,
+        end=100.0,
+        ticks=(
+            TimelineTick(0.0, "status", "up"),
+            TimelineTick(50.0, "flag", "vanilla speed: r3"),
+            TimelineTick(50.0, "marker", "here"),
+            TimelineTick(100.0, "reset", "counters reset"),
+        ),
+        phases=(PhaseSpan(0.0, 40.0, "fast"), PhaseSpan(40.0, 60.0, "degraded")),
+        cycle_period=10,
+    )
+    position = ReplayPosition(
+        t=25.0,
+        start=0.0,
+        end=100.0,
+        playing=False,
+        speed=4.0,
+        at_end=False,
+        events_applied=1,
+        events_total=2,
+    )
+    ticks, band, head, status = timeline_text(timeline, position, 11).plain.splitlines()
+    assert ticks == "·    ▼    ↺"  # the flag wins its column over the marker
+    assert band == "━" * 7 + "─" * 4
+    assert head == "   ▲       "
+    assert status.startswith(f"‖ PAUSED  {X}4  0:25.0 / 1:40.0  ▼ 1 flagged  ↺ 1 reset")
+    assert "◆ 1 marker" in status and "cycle every 10 requests" in status
+    styled = timeline_text(timeline, position, 11)
+    band_at = len(ticks) + 1  # the band's first character in the whole text
+
+    def style_at(col: int) -> str:
+        i = band_at + col
+        return " ".join(str(s.style) for s in styled.spans if s.start <= i < s.end)
+
+    assert [style_at(c) for c in (0, 3, 4, 6, 7)] == ["green", "green", "red", "red", "dim"]
+
+
+def test_snapshot_replay_screen_on_the_cycle_sample(snap_compare) -> None:
+    port, _ = _port()
+
+    async def at_the_third_flag(pilot) -> None:
+        await _started(pilot)
+        await pilot.press("space")
+        for _ in range(4):  # the status marker, then three flags
+            await pilot.press("n")
+        await pilot.pause(0.3)
+
+    assert snap_compare(
+        SpecmonApp(port, mode="replay"), terminal_size=SIZE, run_before=at_the_third_flag
+    )
+
+
+@pytest.mark.parametrize("simulated", [True, False])
+async def test_the_simulated_badge_follows_the_header(tmp_path, simulated: bool) -> None:
+    raw = gzip.decompress((RECORDINGS / "healthy.ndjson.gz").read_bytes())
+    if not simulated:
+        raw = raw.replace(b'"simulated":true', b'"simulated":false', 1)
+    path = tmp_path / "h.ndjson"
+    path.write_bytes(raw)
+    port, _ = _port(path)
+    app = SpecmonApp(port, mode="replay")
+    async with app.run_test(size=SIZE) as pilot:
+        await _started(pilot)
+        first = screen_text(app).splitlines()[0]
+        assert first.startswith("RECORDED · SIMULATED · " if simulated else "RECORDED · 2026-")
+        assert app.screen.query_one("#replay-badge").display is simulated
