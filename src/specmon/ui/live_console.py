@@ -22,6 +22,7 @@ from rich.text import Text
 from specmon.core.dispatch import event_table, ignore
 from specmon.core.events import (
     Event,
+    FleetSampled,
     GpuReading,
     GpuSampled,
     Marker,
@@ -77,6 +78,7 @@ class TextTail:
                 ServerLogLine: ignore,
                 GpuSampled: ignore,
                 Marker: ignore,
+                FleetSampled: ignore,
             },
             name="text tail",
         )
