@@ -33,10 +33,10 @@ def encode_fleet(
     e: FleetSampled,
     *,
     text: Callable[[str], str],
-    url: Callable[[str], str],
+    url: Callable[[str], str | None],
     gpu: Callable[[GpuReading], dict[str, Any]],
 ) -> dict[str, Any]:
-    data: dict[str, Any] = {"src": url(e.source), "w": e.rate_window_s, "targets": []}
+    data: dict[str, Any] = {"src": url(e.source) or e.source, "w": e.rate_window_s, "targets": []}
     for x in e.targets:
         d: dict[str, Any] = {}
         for name in _TARGET_FIELDS:
@@ -44,7 +44,7 @@ def encode_fleet(
             if value is None:
                 continue
             if name == "url":
-                value = url(value)
+                value = url(value) or value
             elif name == "last_error":
                 if not value:
                     continue

@@ -132,6 +132,8 @@ class FleetState:
         self.history_points = max(history_points, 2)
         self._targets: dict[TargetKey, _Target] = {}
         self._cache: tuple[ServerView, ...] | None = None
+        self.errors: dict[str, str | None] = {}
+        """Each Prometheus's last read error (None: its last read succeeded)."""
 
     def __len__(self) -> int:
         return len(self._targets)
@@ -141,6 +143,12 @@ class FleetState:
         self._cache = None
         changes: list[tuple[float, str]] = []
         mine = {k: v for k, v in self._targets.items() if k[0] == e.source}
+        failing_before = self.errors.get(e.source) is not None
+        self.errors[e.source] = e.error
+        if e.error is not None and not failing_before:
+            changes.append((e.t, f"Prometheus {e.source}: not answering ({e.error})"))
+        elif e.error is None and failing_before:
+            changes.append((e.t, f"Prometheus {e.source}: answering again"))
         if e.error is not None:
             for tgt in mine.values():
                 if tgt.status != "stale":
@@ -157,8 +165,8 @@ class FleetState:
             key = (e.source, target.job, target.instance)
             seen.add(key)
             status, detail = _status_of(target)
-            tgt = self._targets.get(key)
-            if tgt is None:
+            found = self._targets.get(key)
+            if found is None:
                 tgt = self._targets[key] = _Target(
                     prometheus=e.source,
                     source=target_source(target),
@@ -171,9 +179,11 @@ class FleetState:
                     recent=deque(maxlen=self.history_points),
                 )
                 changes.append((e.t, f"{tgt.source}: {status} (Prometheus)"))
-            elif tgt.status != status:
-                changes.append((e.t, f"{tgt.source}: {status}"))
-                tgt.status_t = e.t
+            else:
+                tgt = found
+                if tgt.status != status:
+                    changes.append((e.t, f"{tgt.source}: {status}"))
+                    tgt.status_t = e.t
             tgt.last, tgt.read_t, tgt.rate_window_s = target, e.t, e.rate_window_s
             tgt.status, tgt.detail = status, detail
             tgt.recent.append(_point(e.t, target))
@@ -183,9 +193,10 @@ class FleetState:
                 del self._targets[key]
                 changes.append((e.t, f"{tgt.source}: gone from the Prometheus"))
         for h in e.history:
-            tgt = self._targets.get((e.source, h.job, h.instance))
-            if tgt is None:
+            hist = self._targets.get((e.source, h.job, h.instance))
+            if hist is None:
                 continue
+            tgt = hist
             tgt.range_points = _range_points(e.t, h)
             tgt.history_step_s = h.step_s
             # The range ends at this read: instant points before it are covered by it.
