@@ -84,7 +84,8 @@ class Prometheus:
             f"  evaluation_interval: {self.scrape_interval_s:g}s",
             "scrape_configs:",
         ]
-        for job, targets in self.jobs.items():
+        jobs = {"prometheus": [f"127.0.0.1:{self.port}"], **self.jobs}  # a target that is not vLLM
+        for job, targets in jobs.items():
             lines += [f"  - job_name: {job}", "    static_configs:", "      - targets:"]
             lines += [f"          - '{t}'" for t in targets] or ["          []"]
         return "\n".join(lines) + "\n"
