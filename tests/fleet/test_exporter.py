@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import socket
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -23,6 +24,19 @@ def query(prom_url: str, q: str) -> list[dict]:
     r = httpx.get(prom_url + "/api/v1/query", params={"query": q}, timeout=10)
     r.raise_for_status()
     return r.json()["data"]["result"]
+
+
+PANELS = Path(__file__).resolve().parents[2] / "docs" / "grafana-specmon-panels.json"
+
+
+def panel_results(prom_url: str) -> dict[str, list[dict]]:
+    """Each query of the shipped Grafana panels, with Grafana's variables filled in."""
+    out = {}
+    for panel in json.loads(PANELS.read_text())["panels"]:
+        for target in panel["targets"]:
+            expr = target["expr"].replace("$__rate_interval", "1m").replace("$server", ".*")
+            out[f"{panel['title']} {target['refId']}"] = query(prom_url, expr)
+    return out
 
 
 def test_parse_listen_defaults_to_loopback_and_9464() -> None:
@@ -82,6 +96,7 @@ def test_exporter_series_are_queryable_in_the_real_prometheus(
             flagged = query(prom.url, "sum by (reason) (specmon_vanilla_speed_requests_total)")
             cycle = query(prom.url, "specmon_degradation_cycle_period_requests")
             detected = query(prom.url, "specmon_degradation_cycle_detected")
+            panels = panel_results(prom.url)
             p50 = query(
                 prom.url,
                 "histogram_quantile(0.5, sum by (le) (specmon_request_acceptance_length_bucket))",
@@ -103,6 +118,10 @@ def test_exporter_series_are_queryable_in_the_real_prometheus(
     period = float(cycle[0]["value"][1])
     assert period == view.cycle.period if view.cycle.detected else period != period  # NaN
     assert 1.0 <= float(p50[0]["value"][1]) <= 9.0
+    # The sample Grafana panels' queries run in the real Prometheus (an invalid one raises) and
+    # find the series (the cycle panel only shows a detected cycle).
+    empty = [k for k, v in panels.items() if not v and not k.startswith("Degradation")]
+    assert len(panels) == 7 and empty == []
     # Each request is counted once, however often the view is read.
     exporter.update(view)
     assert exporter.requests.labels(sim.url, "ok")._value.get() == requests

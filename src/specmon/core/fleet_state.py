@@ -167,9 +167,12 @@ class FleetState:
             status, detail = _status_of(target)
             found = self._targets.get(key)
             if found is None:
+                source = target_source(target)
+                if any(t.source == source for t in self._targets.values()):
+                    source = f"{source} ({target.job})"  # one address, several jobs
                 tgt = self._targets[key] = _Target(
                     prometheus=e.source,
-                    source=target_source(target),
+                    source=source,
                     last=target,
                     read_t=e.t,
                     rate_window_s=e.rate_window_s,
