@@ -293,3 +293,21 @@ def test_a_slow_prometheus_is_an_error_not_a_hang() -> None:
     event, state = read(scripted(handler))
     assert event.error is not None and "within the timeout" in event.error
     assert any("not answering" in m.label for m in state.view().markers)
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--attach", "http://a:8000", "--prometheus", "http://p:9090"], "not allowed with"),
+        (["--attach", "http://a:8000", "--match", '{job="x"}'], "--match goes with --prometheus"),
+        (["--prometheus", "p:9090"], "--prometheus must be an http(s) URL"),
+        (["--prometheus", "http://p:9090", "--match", "job=x"], "--match must look like"),
+        (["--prometheus", "http://p:9090", "--export", "x:y"], "--export port must be"),
+    ],
+)
+def test_watch_refuses_bad_fleet_arguments(args: list[str], said: str) -> None:
+    from tests.fleet.test_fleet_prometheus import _specmon
+
+    done = _specmon("watch", *args, "--once", timeout=60)
+    assert done.returncode == 2
+    assert said in done.stderr
