@@ -311,3 +311,28 @@ def test_watch_refuses_bad_fleet_arguments(args: list[str], said: str) -> None:
     done = _specmon("watch", *args, "--once", timeout=60)
     assert done.returncode == 2
     assert said in done.stderr
+
+
+def test_the_rich_console_names_the_prometheus_and_says_what_is_not_available() -> None:
+    from rich.console import Console
+
+    from specmon.ui.live_console import render
+
+    state = SessionState(SessionInfo())
+    gpu = GpuReading(index=0, name="NVIDIA H200", temperature_c=61.0, host="gpu-1")
+    state.apply(
+        sampled(
+            1.0,
+            target(drafts_per_s=2.0, accepted_per_s=5.0, generation_tok_s=140.0, gpus=(gpu,)),
+            target(instance="gpu-2:8000", url=None, health="down", last_error="refused\x1b[2J"),
+        )
+    )
+    console = Console(record=True, width=200, color_system=None)
+    console.print(render(state.view(), title="specmon watch"))
+    text = console.export_text()
+    assert "2 target(s) read through Prometheus http://prom:9090" in text
+    assert "PromQL rate over 60 s" in text
+    assert "per-request acceptance is not available in this mode" in text
+    assert "http://gpu-1:8000" in text and "3.50" in text  # AL = 1 + 5/2
+    assert "NVIDIA H200" in text and "61" in text
+    assert "down" in text and "\x1b" not in text  # the Prometheus's error text, shown literally
