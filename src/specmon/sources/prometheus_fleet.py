@@ -177,7 +177,8 @@ class PrometheusFleet:
                 history=tuple(h for h in history if (h.instance, h.job) in keys),
             )
             self.failures = 0
-        except (httpx.HTTPError, OSError, PromAnswerError) as exc:
+        except (httpx.HTTPError, OSError, PromAnswerError, ValueError, TypeError, KeyError) as exc:
+            # ValueError/TypeError/KeyError: an answer of an unexpected shape; the loop goes on.
             self.failures += 1
             event = FleetSampled(
                 t=self._clock(),
@@ -206,6 +207,8 @@ class PrometheusFleet:
             text = f"no answer from {self.source} within the timeout ({type(exc).__name__})"
         elif isinstance(exc, PromAnswerError):
             text = f"{self.source}: {exc}"
+        elif isinstance(exc, ValueError | TypeError | KeyError):
+            text = f"{self.source}: unreadable answer ({type(exc).__name__}: {exc})"
         else:
             text = f"{type(exc).__name__}: {exc}"
         return self._clean(" ".join(text.split()))
