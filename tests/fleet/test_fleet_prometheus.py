@@ -208,12 +208,53 @@ def _read_view(fleet: PrometheusFleet, state: SessionState) -> SessionView:
     return state.view()
 
 
-def test_a_target_shows_the_history_the_prometheus_keeps(
+_GPU = 'gpu="{i}",UUID="GPU-{i}a",device="nvidia{i}",modelName="NVIDIA H200",Hostname="127.0.0.1"'
+DCGM_PAGE = "".join(
+    f"# TYPE {name} gauge\n"
+    + "".join(f"{name}{{{_GPU.format(i=i)}}} {v}\n" for i, v in enumerate(values))
+    for name, values in (
+        ("DCGM_FI_DEV_GPU_TEMP", (63, 58)),
+        ("DCGM_FI_DEV_POWER_USAGE", (412.5,)),
+        ("DCGM_FI_DEV_FB_USED", (70000,)),
+        ("DCGM_FI_DEV_FB_FREE", (73000,)),
+    )
+)
+
+
+@contextmanager
+def dcgm_exporter() -> Iterator[str]:
+    """A stand-in dcgm-exporter on loopback serving a fixed page (names of reference §6)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Page(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = DCGM_PAGE.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_target_shows_its_history_and_its_hosts_gpus(
     start_prometheus: StartPrometheus,
 ) -> None:
-    with sims(SimConfig(speed=50.0, n_spec=4, seed=7)) as (a,):
-        prom = start_prometheus({"vllm": [host(a)]})
-        prom.wait_for_scrapes("up == 1", 2)
+    with sims(SimConfig(speed=50.0, n_spec=4, seed=7)) as (a,), dcgm_exporter() as dcgm:
+        prom = start_prometheus({"vllm": [host(a)], "dcgm": [dcgm]})
+        prom.wait_for_scrapes("up == 1", 3)
         time.sleep(1.2)
         traffic(a, requests=2)
         time.sleep(3.0)
@@ -228,6 +269,19 @@ def test_a_target_shows_the_history_the_prometheus_keeps(
     assert list(h.t) == sorted(h.t)
     assert any(al is not None and al > 1.0 for al in h.acceptance_length)
     assert any(v is not None and v > 0 for v in h.decode_tok_s)
+    # dcgm-exporter series of the same host (its Hostname label) are the target's GPUs; the
+    # exporter itself is not a vLLM target.
+    assert [s.source for s in state.view().servers] == [a.url]
+    gpu0, gpu1 = server.fleet.gpus
+    assert (gpu0.index, gpu0.name, gpu0.temperature_c, gpu0.power_w) == (
+        0,
+        "NVIDIA H200",
+        63,
+        412.5,
+    )
+    assert gpu0.memory_used_bytes == 70000 * 1024 * 1024
+    assert gpu0.memory_total_bytes == 143000 * 1024 * 1024
+    assert gpu1.temperature_c == 58 and gpu1.power_w is None  # a missing series: "—"
 
 
 def _specmon(*args: str, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:

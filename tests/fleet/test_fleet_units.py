@@ -336,3 +336,61 @@ def test_the_rich_console_names_the_prometheus_and_says_what_is_not_available() 
     assert "http://gpu-1:8000" in text and "3.50" in text  # AL = 1 + 5/2
     assert "NVIDIA H200" in text and "61" in text
     assert "down" in text and "\x1b" not in text  # the Prometheus's error text, shown literally
+
+
+def test_a_recorded_fleet_session_replays_to_the_same_rows(tmp_path: Any) -> None:
+    from specmon.runtime.fleet_run import FleetSpec, make_fleet
+    from specmon.runtime.monitor import Monitor
+    from specmon.sources.recording_player import RecordingPlayer, read_recording
+
+    answers = iter([2.0, 4.0])
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/api/v1/targets":
+            return httpx.Response(
+                200,
+                json={
+                    "status": "success",
+                    "data": {
+                        "activeTargets": [
+                            {
+                                "labels": {"instance": "gpu-1:8000", "job": "vllm"},
+                                "scrapeUrl": "http://gpu-1:8000/metrics",
+                                "health": "up",
+                            }
+                        ]
+                    },
+                },
+            )
+        if request.url.path == "/api/v1/query_range":
+            return httpx.Response(200, json=MATRIX)
+        if "DCGM" in request.url.params["query"]:
+            return httpx.Response(200, json=vector())
+        key = {"instance": "gpu-1:8000", "job": "vllm"}
+        return httpx.Response(
+            200,
+            json=vector(
+                ({**key, "specmon_q": "drafts_rate"}, 2),
+                ({**key, "specmon_q": "acc_rate"}, next(answers)),
+                ({**key, "specmon_q": "pos_rate", "position": "0"}, 1.5),
+            ),
+        )
+
+    path = tmp_path / "fleet.ndjson"
+    monitor = Monitor([], SessionState, record=path)
+    monitor.start(run_loops=False)
+    try:
+        fleet = make_fleet(monitor, FleetSpec(PROM))
+        fleet._client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+        for _ in range(2):
+            monitor.hub.submit(fleet.read_once(monitor.hub.emit)).result(10)
+        live = monitor.snapshot()
+    finally:
+        monitor.stop()
+    recording = read_recording(path)
+    assert recording.problems == []
+    replayed = SessionState(recording.info)
+    asyncio.run(RecordingPlayer(path).run(replayed.apply))
+    again = replayed.snapshot()
+    assert live["servers"]["http://gpu-1:8000"]["acceptance_length"] == 3.0
+    assert again["servers"] == live["servers"]
