@@ -303,6 +303,7 @@ def test_a_slow_prometheus_is_an_error_not_a_hang() -> None:
         (["--prometheus", "p:9090"], "--prometheus must be an http(s) URL"),
         (["--prometheus", "http://p:9090", "--match", "job=x"], "--match must look like"),
         (["--prometheus", "http://p:9090", "--export", "x:y"], "--export port must be"),
+        (["--prometheus", "http://p:9090", "--gpu", "local"], "--gpu goes with --attach"),
     ],
 )
 def test_watch_refuses_bad_fleet_arguments(args: list[str], said: str) -> None:

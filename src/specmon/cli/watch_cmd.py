@@ -247,6 +247,11 @@ def _fleet(args: argparse.Namespace, export: tuple[str, int] | None) -> int:
         return _error(f"--rate-window must be 1 s to a day, got {args.rate_window}")
     if args.metrics_url:
         return _error("--metrics-url goes with --attach")
+    if args.gpu is not None:
+        return _error(
+            "--gpu goes with --attach (with --prometheus, GPUs come from the dcgm-exporter "
+            "series in the Prometheus)"
+        )
     spec = FleetSpec(url, args.match, args.interval, args.rate_window)
     if not args.json and sys.stdout.isatty() and sys.stdin.isatty():
         return _app([], "none", args, export, extra={EXTRA_KEY: spec})
