@@ -12,6 +12,8 @@ from specmon.core import dispatch
 from specmon.core.dispatch import EVENT_TYPES, MissingHandlerError, event_table
 from specmon.core.events import (
     Event,
+    FleetSampled,
+    FleetTarget,
     GpuReading,
     GpuSampled,
     Marker,
@@ -39,6 +41,12 @@ ONE_OF_EACH: tuple[Event, ...] = (
     ServerLogLine(t=0.5, source="http://h", line="INFO hello"),
     GpuSampled(t=0.6, source="gpu", gpus=(GpuReading(index=0, temperature_c=50.0),)),
     Marker(t=0.7, label="here"),
+    FleetSampled(
+        t=0.8,
+        source="http://prom:9090",
+        rate_window_s=60.0,
+        targets=(FleetTarget(instance="h:8000", job="vllm", health="up", drafts_per_s=1.0),),
+    ),
 )
 
 

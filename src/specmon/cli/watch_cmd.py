@@ -6,10 +6,16 @@ m adds a marker, F4 lists the answers, ctrl+q quits); otherwise plain lines. Ser
 down are shown as down. For https servers whose certificate comes from a private CA, point
 SSL_CERT_FILE (or SSL_CERT_DIR) at the CA.
 
+`--prometheus URL [--match SELECTOR]` reads every vLLM target that a Prometheus scrapes, through
+its HTTP API, instead of attaching to servers (docs/fleet.md). `--export [HOST:]PORT` serves
+specmon's own /metrics (per-request AL, vanilla-speed flags by reason, the degradation cycle) on
+127.0.0.1 unless a host is given.
+
 Exit status: 0 after `--once`, or when the reader of `--json` lines goes away (a closed pipe, as
 with `| head`); 130 when interrupted (Ctrl-C / SIGINT) and 143 on SIGTERM, after the sources are
 stopped and the recording is closed (within 2 s; a second Ctrl-C exits at once); 2 for bad
-arguments.
+arguments or an --export port in use; 1 after `--once --prometheus` when the Prometheus did
+not answer.
 """
 
 from __future__ import annotations
@@ -30,11 +36,15 @@ from specmon.cli.session_setup import (
 from specmon.core.watch_json import snapshot_of
 
 if TYPE_CHECKING:  # imported in run(): `specmon --help` must not import openai/httpx
+    from specmon.runtime.fleet_run import FleetSpec
     from specmon.runtime.monitor import Monitor, Target
+    from specmon.sources.prometheus_fleet import PrometheusFleet
 
 MIN_INTERVAL_S = 0.1
 """Shortest --interval accepted: faster scraping only loads the server (vLLM's own log cadence
 is seconds)."""
+FLEET_INTERVAL_S = 5.0
+"""Default seconds between reads of a Prometheus (its own scrape interval is usually 15 s)."""
 MAX_INTERVAL_S = 3600.0
 """Longest --interval accepted (an hour): an unbounded one (inf, 1e308) overflowed the wait."""
 
@@ -46,12 +56,32 @@ def register(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument(
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument(
         "--attach",
         action="append",
-        required=True,
         metavar="URL",
         help="server base URL, e.g. http://gpu-box:8000 (repeat for several servers)",
+    )
+    where.add_argument(
+        "--prometheus",
+        metavar="URL",
+        help="read every vLLM target that this Prometheus scrapes, through its HTTP API "
+        "(docs/fleet.md), e.g. http://prometheus:9090",
+    )
+    p.add_argument(
+        "--match",
+        metavar="SELECTOR",
+        default=None,
+        help="with --prometheus: only targets whose labels match, e.g. '{job=\"vllm\"}'",
+    )
+    p.add_argument(
+        "--rate-window",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="with --prometheus: the PromQL rate() window (at least 4 scrape intervals of the "
+        "Prometheus; default 60)",
     )
     p.add_argument(
         "--metrics-url",
@@ -74,10 +104,25 @@ def register(subparsers: Any) -> None:
         "every attached server runs on this machine, else none)",
     )
     add_baseline_argument(p)
-    p.add_argument("--interval", type=float, default=1.0, help="seconds between scrapes")
+    p.add_argument(
+        "--interval",
+        type=float,
+        default=None,
+        help="seconds between scrapes (default 1; with --prometheus, between reads: default 5)",
+    )
     p.add_argument("--record", metavar="FILE", help="record the session (.gz compresses)")
     p.add_argument("--once", action="store_true", help="print one snapshot and exit")
     p.add_argument("--json", action="store_true", help="JSON output (one line per snapshot)")
+    p.add_argument(
+        "--export",
+        metavar="[HOST:]PORT",
+        nargs="?",
+        const=":9464",
+        default=None,
+        help="serve specmon's own /metrics (per-request AL and decode tok/s histograms, "
+        "vanilla-speed flags by reason, the degradation cycle) on HOST:PORT; 127.0.0.1 "
+        "unless a host is given; port 9464 when none is",
+    )
 
 
 def _error(message: str) -> int:
@@ -86,9 +131,10 @@ def _error(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from specmon.core.errors import RecordingError
     from specmon.runtime.monitor import Monitor, pair_targets
 
+    if args.interval is None:
+        args.interval = FLEET_INTERVAL_S if args.prometheus else 1.0
     if not MIN_INTERVAL_S <= args.interval <= MAX_INTERVAL_S:
         return _error(
             f"--interval must be a number of seconds from {MIN_INTERVAL_S:g} to "
@@ -96,6 +142,18 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.once and not args.json:
         args.json = True  # one snapshot is only meaningful as data
+    if args.match is not None and not args.prometheus:
+        return _error("--match goes with --prometheus")
+    export: tuple[str, int] | None = None
+    if args.export is not None:
+        from specmon.runtime.exporter import parse_listen
+
+        try:
+            export = parse_listen(args.export)
+        except ValueError as exc:
+            return _error(str(exc))
+    if args.prometheus:
+        return _fleet(args, export)
     gpu = args.gpu if args.gpu is not None else default_gpu_source(args.attach)
     if gpu not in ("local", "none") and not gpu.startswith(("http://", "https://")):
         return _error(f"--gpu must be local, none or a dcgm-exporter http(s) URL, got {gpu!r}")
@@ -104,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return _error(str(exc))
     if not args.json and sys.stdout.isatty() and sys.stdin.isatty():
-        return _app(targets, gpu, args)
+        return _app(targets, gpu, args, export)
     try:
         monitor = Monitor(
             targets,
@@ -116,26 +174,113 @@ def run(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         return _error(str(exc))
+    return _run_monitor(monitor, args, export, fleet_spec=None)
+
+
+def _run_monitor(
+    monitor: Monitor,
+    args: argparse.Namespace,
+    export: tuple[str, int] | None,
+    fleet_spec: FleetSpec | None,
+) -> int:
+    from specmon.core.errors import RecordingError
+    from specmon.runtime.exporter import Exporter, ExporterError
+
+    exporter: Exporter | None = None
     try:
+        if export is not None:
+            exporter = Exporter()
+            try:
+                exporter.serve(*export)
+            except ExporterError as exc:
+                return _error(str(exc))
+            _say_export(*export)
         try:
             monitor.start(run_loops=not args.once)
         except RecordingError as exc:
             return _error(str(exc))
+        if exporter is not None:
+            exporter.follow(monitor.view)
+        if fleet_spec is not None:
+            from specmon.runtime.fleet_run import start_fleet
+
+            fleet = start_fleet(monitor, fleet_spec, run_loops=not args.once)
+            if args.once:
+                return _fleet_once(monitor, fleet)
         if args.once:
             return _once(monitor)
         if args.json:
             return _json_lines(monitor)
-        return _live(monitor)
+        return _live(monitor, title=f"Prometheus {fleet_spec.url}" if fleet_spec else None)
     except KeyboardInterrupt:
         return 130
     finally:
         monitor.stop()
+        if exporter is not None:
+            exporter.stop()
 
 
-def _app(targets: list[Target], gpu: str, args: argparse.Namespace) -> int:
+def _say_export(host: str, port: int) -> None:
+    from specmon.runtime.exporter import is_loopback
+
+    where = "loopback only" if is_loopback(host) else "NOT loopback: reachable from the network"
+    print(
+        f"specmon watch: serving /metrics on http://{host}:{port}/metrics ({where})",
+        file=sys.stderr,
+    )
+
+
+def _fleet(args: argparse.Namespace, export: tuple[str, int] | None) -> int:
+    """`--prometheus URL`: the session's servers are the vLLM targets that Prometheus scrapes."""
+    from specmon.core.promql import MatchError, parse_match
+    from specmon.runtime.fleet_run import EXTRA_KEY, FleetSpec
+    from specmon.runtime.monitor import Monitor
+
+    url = args.prometheus.strip()
+    if not url.startswith(("http://", "https://")):
+        return _error(f"--prometheus must be an http(s) URL, got {url!r}")
+    try:
+        parse_match(args.match)
+    except MatchError as exc:
+        return _error(str(exc))
+    if not 0 < args.rate_window <= 24 * 3600:
+        return _error(f"--rate-window must be 1 s to a day, got {args.rate_window}")
+    if args.metrics_url:
+        return _error("--metrics-url goes with --attach")
+    if args.gpu is not None:
+        return _error(
+            "--gpu goes with --attach (with --prometheus, GPUs come from the dcgm-exporter "
+            "series in the Prometheus)"
+        )
+    spec = FleetSpec(url, args.match, args.interval, args.rate_window)
+    if not args.json and sys.stdout.isatty() and sys.stdin.isatty():
+        return _app([], "none", args, export, extra={EXTRA_KEY: spec})
+    monitor = Monitor([], state_factory(args.baseline), interval=args.interval, record=args.record)
+    return _run_monitor(monitor, args, export, fleet_spec=spec)
+
+
+def _fleet_once(monitor: Monitor, fleet: PrometheusFleet) -> int:
+    """One read of the Prometheus (its rates need no second read), then one snapshot. Exit 1
+    when the Prometheus did not answer (the snapshot says why in its markers)."""
+    event = monitor.hub.submit(fleet.read_once(monitor.hub.emit)).result(120)
+    print(json.dumps(snapshot_of(monitor.view(fresh=True))))
+    if event.error is not None:
+        print(f"specmon watch: {event.error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _app(
+    targets: list[Target],
+    gpu: str,
+    args: argparse.Namespace,
+    export: tuple[str, int] | None,
+    extra: dict[str, Any] | None = None,
+) -> int:
     """On a terminal: the app's dashboard screen (the chat's side panel, full-width), with the
     collector in its own process."""
     from specmon.cli.app_runner import run_app
+    from specmon.runtime.exporter import Exporter, ExporterError
     from specmon.runtime.session import CollectorProcess, SessionConfig
     from specmon.ui.app.app import SpecmonApp
     from specmon.ui.app.session_port import SessionPort
@@ -147,14 +292,28 @@ def _app(targets: list[Target], gpu: str, args: argparse.Namespace) -> int:
         interval=args.interval,
         record=args.record,
         quiet=True,
+        extra=dict(extra or {}),
     )
 
     def make_session() -> CollectorProcess:
         return CollectorProcess(config, state_factory(args.baseline))
 
+    exporter: Exporter | None = None
+    if export is not None:
+        exporter = Exporter()
+        try:
+            exporter.serve(*export)
+        except ExporterError as exc:
+            return _error(str(exc))
     port = SessionPort(make_session, api_key=args.api_key, require_model=False)
+    if exporter is not None:
+        exporter.follow(port.view)
     app = SpecmonApp(port, mode="watch")
-    return run_app(app, port)
+    try:
+        return run_app(app, port)
+    finally:
+        if exporter is not None:
+            exporter.stop()
 
 
 def _once(monitor: Monitor) -> int:
@@ -181,11 +340,11 @@ def _json_lines(monitor: Monitor) -> int:
     return 0
 
 
-def _live(monitor: Monitor) -> int:
+def _live(monitor: Monitor, title: str | None = None) -> int:
     from specmon.ui.live_console import run_live, run_plain
 
     done = threading.Event()
-    servers = ", ".join(t.base for t in monitor.targets)
+    servers = title or ", ".join(t.base for t in monitor.targets)
     if sys.stdout.isatty():
         run_live(
             monitor.view,

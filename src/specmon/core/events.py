@@ -176,6 +176,78 @@ class GpuSampled:
     error: str | None = None
 
 
+# ---------------------------------------------------------------- fleet (a Prometheus)
+
+
+@dataclass(frozen=True, slots=True)
+class FleetTarget:
+    """One vLLM target as a Prometheus sees it at one instant: its query results, unprocessed.
+
+    `instance` and `job` are the target's labels in the Prometheus. Rates are PromQL `rate()`
+    over the read's window, summed over engines (per second); the counters' absolute values are
+    the latest samples, summed over engines. A series the Prometheus does not have is None.
+    Acceptance length and the other ratios are computed from these in core (core.fleet_state).
+    """
+
+    instance: str
+    job: str
+    health: str = "unknown"
+    """The Prometheus's own scrape health of the target: "up", "down" or "unknown"."""
+    url: str | None = None
+    """Where the Prometheus scrapes it (the target's scrape URL), when known."""
+    last_error: str = ""
+    """The Prometheus's last scrape error for this target (untrusted text: display literally)."""
+    generation_tok_s: float | None = None
+    drafts_per_s: float | None = None
+    draft_tokens_per_s: float | None = None
+    accepted_per_s: float | None = None
+    accepted_per_pos_per_s: tuple[float, ...] | None = None
+    """Index i = rate of the per-position counter with `position="i"`."""
+    generation_tokens: float | None = None
+    drafts: float | None = None
+    draft_tokens: float | None = None
+    accepted_tokens: float | None = None
+    accepted_per_pos: tuple[float, ...] | None = None
+    requests_running: float | None = None
+    requests_waiting: float | None = None
+    kv_cache_usage_frac: float | None = None
+    gpus: tuple[GpuReading, ...] = ()
+    """dcgm-exporter series of the target's host, when the Prometheus has them."""
+
+
+@dataclass(frozen=True, slots=True)
+class FleetHistory:
+    """One target's history from a Prometheus range query (oldest first, parallel tuples).
+
+    `ago_s` is how long before the event's `t` each point was (non-negative), so the history sits
+    on the session's own clock; the other tuples are rates and gauges at those points.
+    """
+
+    instance: str
+    job: str
+    step_s: float
+    ago_s: tuple[float, ...]
+    generation_tok_s: tuple[float | None, ...]
+    accepted_per_s: tuple[float | None, ...]
+    drafts_per_s: tuple[float | None, ...]
+    requests_running: tuple[float | None, ...]
+    kv_cache_usage_frac: tuple[float | None, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FleetSampled:
+    """One read of a Prometheus (`source`: its URL): every vLLM target it scrapes, and the
+    history of some of them. `error` says why the read failed (then `targets` is empty and the
+    targets seen before are kept, marked stale)."""
+
+    t: float
+    source: str
+    rate_window_s: float
+    targets: tuple[FleetTarget, ...]
+    history: tuple[FleetHistory, ...] = ()
+    error: str | None = None
+
+
 # ---------------------------------------------------------------- user
 
 
@@ -196,6 +268,7 @@ Event = (
     | ServerLogLine
     | GpuSampled
     | Marker
+    | FleetSampled
 )
 
 Emit = Callable[[Event], None]

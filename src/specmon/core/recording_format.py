@@ -19,6 +19,7 @@ from specmon.core.dispatch import event_table
 from specmon.core.errors import RecordingFormatError
 from specmon.core.events import (
     Event,
+    FleetSampled,
     GpuReading,
     GpuSampled,
     Marker,
@@ -32,6 +33,7 @@ from specmon.core.events import (
     SessionInfo,
     StreamChunk,
 )
+from specmon.core.fleet_codec import decode_fleet, encode_fleet
 from specmon.core.metrics_delta import MetricsDeltaDecoder, MetricsDeltaEncoder, number
 from specmon.core.redaction import REDACTED, redact_literal, redact_text, redact_url, redact_value
 
@@ -61,6 +63,7 @@ CODE_SERVER_STATUS = "ss"
 CODE_LOG = "l"
 CODE_GPU = "g"
 CODE_MARKER = "m"
+CODE_FLEET = "fl"
 
 CODES: dict[type, str] = {
     RequestStarted: CODE_REQUEST_STARTED,
@@ -71,6 +74,7 @@ CODES: dict[type, str] = {
     ServerLogLine: CODE_LOG,
     GpuSampled: CODE_GPU,
     Marker: CODE_MARKER,
+    FleetSampled: CODE_FLEET,
 }
 """The code of each event type (every event type has one: tests/unit/test_dispatch.py)."""
 
@@ -171,6 +175,7 @@ class EventEncoder:
                 ServerStatusChanged: self._status,
                 ServerLogLine: self._log,
                 Marker: self._marker,
+                FleetSampled: self._fleet,
             },
             name="recording encoder",
         )
@@ -246,6 +251,9 @@ class EventEncoder:
     def _marker(self, event: Marker) -> dict[str, Any]:
         return {"label": self._text(event.label)}
 
+    def _fleet(self, event: FleetSampled) -> dict[str, Any]:
+        return encode_fleet(event, text=self._text, url=redact_url, gpu=_gpu_dict)
+
 
 # ---------------------------------------------------------------- values → events
 
@@ -304,6 +312,7 @@ class EventDecoder:
                 ServerStatusChanged: _status,
                 ServerLogLine: _log,
                 Marker: _marker,
+                FleetSampled: _fleet,
             },
             name="recording decoder",
         )
@@ -410,6 +419,10 @@ def _log(t: float, data: dict[str, Any]) -> ServerLogLine:
 
 def _marker(t: float, data: dict[str, Any]) -> Marker:
     return Marker(t=t, label=str(data.get("label", "")))
+
+
+def _fleet(t: float, data: dict[str, Any]) -> FleetSampled:
+    return decode_fleet(t, data, gpu=_gpu_reading)
 
 
 def _outcome(value: Any) -> RequestOutcome:

@@ -33,6 +33,7 @@ from specmon.core.detectors.speed_class import speed_class, speed_levels
 from specmon.core.dispatch import event_table
 from specmon.core.events import (
     Event,
+    FleetSampled,
     GpuSampled,
     Marker,
     MetricsScraped,
@@ -43,6 +44,7 @@ from specmon.core.events import (
     SessionInfo,
     StreamChunk,
 )
+from specmon.core.fleet_state import FleetState
 from specmon.core.log_lines import parse_log_line
 from specmon.core.percentiles import summary
 from specmon.core.publish import ViewPublisher
@@ -147,6 +149,7 @@ class SessionState:
         self.history_points = max(int(history_seconds), 2)
         self.max_requests = max_requests
         self._servers: dict[str, ServerState] = {}
+        self._fleet = FleetState(self.history_points)
         self._in_flight: dict[str, InFlight] = {}
         self._rows: deque[RequestRow] = deque(maxlen=max_requests)
         self._pending: list[_Pending] = []
@@ -175,6 +178,7 @@ class SessionState:
                 ServerStatusChanged: self._status,
                 ServerLogLine: self._log,
                 Marker: self._marker,
+                FleetSampled: self._fleet_sampled,
             },
             name="session fold",
         )
@@ -308,6 +312,10 @@ class SessionState:
             self._add_marker(e.t, "status", f"{e.source}: {e.status}")
         s.set_status(e.status, e.detail, e.t)
 
+    def _fleet_sampled(self, e: FleetSampled) -> None:
+        for t, label in self._fleet.apply(e):
+            self._add_marker(t, "status", label)
+
     def _log(self, e: ServerLogLine) -> None:
         parsed = parse_log_line(e.line, vllm_version=self.info.vllm_version)
         self._server(e.source).logged(e.line, parsed, e.t)
@@ -391,7 +399,8 @@ class SessionState:
             simulated=self.info.simulated,
             baseline_tok_s=finite(self.baseline_tok_s),
             window_seconds=self.window_seconds,
-            servers=tuple(s.view(self.window_seconds) for s in self._servers.values()),
+            servers=tuple(s.view(self.window_seconds) for s in self._servers.values())
+            + self._fleet.views(),
             rows=rows,
             in_flight=tuple(
                 build_row(request_stats(f.trace, n_spec=n_spec), None, f, n_spec)
@@ -521,4 +530,5 @@ class SessionState:
             "gpu_history": sum(len(r) for r in self._gpu_history.values()),
             "resets": sum(len(s.resets) for s in self._servers.values()),
             "log_tail": sum(len(s.log_tail) for s in self._servers.values()),
+            "fleet_history": self._fleet.retained(),
         }

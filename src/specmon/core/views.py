@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from specmon.core.events import GpuReading, ServerStatus, SessionInfo
+from specmon.core.fleet_views import FleetTargetInfo, ServerOrigin
 
 AcceptanceSource = Literal["server", "chunks", "metrics"]
 """Where a request's acceptance numbers came from:
@@ -317,6 +318,12 @@ class ServerView:
     recent_resets: tuple[ResetView, ...]
     history: ServerHistory
     log: LogView
+    origin: ServerOrigin = "metrics"
+    """"metrics": specmon scrapes the server's /metrics; "prometheus": read through a Prometheus
+    (core.fleet_state), then `fleet` says which and `per_request_note` why there is no
+    per-request acceptance."""
+    per_request_note: str | None = None
+    fleet: FleetTargetInfo | None = None
 
 
 @dataclass(frozen=True, slots=True)

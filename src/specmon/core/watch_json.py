@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from specmon.core.events import GpuReading
+from specmon.core.fleet_views import FleetTargetInfo
 from specmon.core.views import (
     Acceptance,
     CycleView,
@@ -224,6 +225,25 @@ def server_json(s: ServerView) -> dict[str, Any]:
             "spec_decoding": _spec_log_json(s.log.spec_decoding),
             "engine": _engine_log_json(s.log.engine),
         },
+        "origin": s.origin,
+        "per_request_note": s.per_request_note,
+        "fleet": _fleet_json(s.fleet),
+    }
+
+
+def _fleet_json(f: FleetTargetInfo | None) -> dict[str, Any] | None:
+    if f is None:
+        return None
+    return {
+        "prometheus": f.prometheus,
+        "job": f.job,
+        "instance": f.instance,
+        "health": f.health,
+        "last_error": f.last_error,
+        "rate_window_seconds": f.rate_window_s,
+        "last_read_t": f.last_read_t,
+        "history_step_seconds": f.history_step_s,
+        "gpus": [gpu_reading_json(g) for g in f.gpus],
     }
 
 

@@ -46,6 +46,7 @@ from typing import Any, Protocol
 
 from specmon.core.events import Event, Marker, RequestEnded, SessionInfo
 from specmon.core.views import SessionView
+from specmon.runtime.fleet_run import start_fleet_from_extra
 from specmon.runtime.hub import STOP_TIMEOUT_S, Hub, Subscriber
 from specmon.runtime.monitor import Monitor, State, StateFactory, Target
 from specmon.runtime.prompt_loop import run_request
@@ -653,6 +654,7 @@ def collector_main(config: SessionConfig, conn: Connection, parent_pid: int) -> 
     hub.subscribe(outbox.put)
     try:
         info = monitor.start()
+        start_fleet_from_extra(monitor, config.extra)  # watch --prometheus
     except Exception as exc:
         send(("error", f"{type(exc).__name__}: {exc}"))
         monitor.stop()

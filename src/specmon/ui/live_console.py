@@ -22,6 +22,7 @@ from rich.text import Text
 from specmon.core.dispatch import event_table, ignore
 from specmon.core.events import (
     Event,
+    FleetSampled,
     GpuReading,
     GpuSampled,
     Marker,
@@ -77,6 +78,7 @@ class TextTail:
                 ServerLogLine: ignore,
                 GpuSampled: ignore,
                 Marker: ignore,
+                FleetSampled: ignore,
             },
             name="text tail",
         )
@@ -179,6 +181,32 @@ def servers_table(view: SessionView) -> Table:
     return table
 
 
+def fleet_lines(view: SessionView) -> list[RenderableType]:
+    """For servers read through a Prometheus: which one, its rate window, its targets' GPUs, and
+    why there is no per-request acceptance (watch --prometheus)."""
+    fleet = [s for s in view.servers if s.fleet is not None]
+    if not fleet:
+        return []
+    proms = sorted({s.fleet.prometheus for s in fleet if s.fleet is not None})
+    windows = sorted({s.fleet.rate_window_s for s in fleet if s.fleet is not None})
+    lines: list[RenderableType] = [
+        Text(
+            clean(
+                f"{len(fleet)} target(s) read through Prometheus {', '.join(proms)}; "
+                f"{WINDOW_LABEL} = PromQL rate over {', '.join(f'{w:g}' for w in windows)} s"
+            ),
+            style="dim",
+        )
+    ]
+    for s in fleet:
+        for g in s.fleet.gpus if s.fleet is not None else ():
+            lines.append(Text(clean(s.source) + "  ").append_text(gpu_line(g)))
+    note = fleet[0].per_request_note
+    if note:
+        lines.append(Text(clean(note), style="dim"))
+    return lines
+
+
 def gpu_line(g: GpuReading) -> Text:
     """One GPU: temperature (and its slowdown threshold), power, VRAM, clocks, utilisation, and
     the clock-event reasons in force; — for every reading that is not available."""
@@ -204,6 +232,7 @@ def render(
     if view.simulated:
         parts.append(Text(SIMULATED_BANNER, style="bold white on magenta", justify="center"))
     parts.append(servers_table(view))
+    parts.extend(fleet_lines(view))
     parts.append(requests_table(view))
     summary = view.summary
     line = Text(

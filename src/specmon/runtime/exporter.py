@@ -1,0 +1,197 @@
+"""specmon's own Prometheus exporter: a `/metrics` page of what only specmon derives.
+
+vLLM's counters give server-wide acceptance; specmon knows each request. The page has, labelled
+with the `server` each request went to:
+
+- `specmon_request_acceptance_length` (histogram): each finished ok request's acceptance length
+  (the chosen source: the server's per-request object, else chunk sizes, else /metrics deltas);
+- `specmon_request_decode_tokens_per_second` (histogram): each finished ok request's decode tok/s;
+- `specmon_vanilla_speed_requests_total{reason}` (counter): requests flagged as running at
+  vanilla speed, once per reason code (docs/definitions.md);
+- `specmon_requests_total{outcome}` (counter): finished requests;
+- `specmon_degradation_cycle_detected` (gauge, 0/1) and `specmon_degradation_cycle_period_requests`
+  (gauge; NaN when no cycle) with `specmon_degradation_cycle_share_degraded`: the cycle
+  detector's report over the session's recent requests (`server` = the session's server).
+
+It follows the session's published views (`update(view)`, called every half second by
+`follow`), so every number is the one the screens show: a view's rows not seen before are
+observed once. The HTTP server (prometheus_client's) binds 127.0.0.1 unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+from specmon.core.errors import SpecmonError
+from specmon.core.views import SessionView
+
+DEFAULT_PORT = 9464
+DEFAULT_HOST = "127.0.0.1"
+
+AL_BUCKETS = (1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0, 12.0, 16.0)
+"""Acceptance length buckets: fine near 1 (vanilla) and up to n_spec 15."""
+TOK_S_BUCKETS = (5.0, 10.0, 20.0, 30.0, 50.0, 75.0, 100.0, 150.0, 200.0, 300.0, 500.0, 1000.0)
+
+
+class ExporterError(SpecmonError):
+    """The exporter cannot serve (its port is in use, or the address is not valid)."""
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """`[HOST:]PORT` (`:9464`, `9464`, `0.0.0.0:9464`, `[::1]:9464`) → (host, port); the host is
+    127.0.0.1 when left out. ValueError with a one-line message when it is not valid."""
+    value = text.strip()
+    host, port_text = DEFAULT_HOST, value
+    if value.startswith("["):
+        end = value.find("]")
+        if end < 0 or value[end + 1 : end + 2] != ":":
+            raise ValueError(f"--export must be [HOST:]PORT, got {text!r}")
+        host, port_text = value[1:end], value[end + 2 :]
+    elif ":" in value:
+        host, _, port_text = value.rpartition(":")
+        host = host or DEFAULT_HOST
+    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise ValueError(f"--export port must be 1..65535, got {port_text!r}")
+    return host, int(port_text)
+
+
+def is_loopback(host: str) -> bool:
+    return host in ("127.0.0.1", "::1", "localhost") or host.startswith("127.")
+
+
+class Exporter:
+    """The metrics of one session, and (after `serve`) the HTTP server that exposes them."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.acceptance = Histogram(
+            "specmon_request_acceptance_length",
+            "Acceptance length of each finished request (tokens per speculative step, bonus "
+            "token included), from vLLM's per-request object, chunk sizes or /metrics deltas.",
+            ["server"],
+            buckets=AL_BUCKETS,
+            registry=r,
+        )
+        self.decode = Histogram(
+            "specmon_request_decode_tokens_per_second",
+            "Decode speed of each finished request: (completion tokens - 1) / (t_last - t_first).",
+            ["server"],
+            buckets=TOK_S_BUCKETS,
+            registry=r,
+        )
+        self.flagged = Counter(
+            "specmon_vanilla_speed_requests",
+            "Requests flagged as running at vanilla (no-speculation) speed, by reason.",
+            ["server", "reason"],
+            registry=r,
+        )
+        self.requests = Counter(
+            "specmon_requests",
+            "Finished requests seen by specmon, by outcome.",
+            ["server", "outcome"],
+            registry=r,
+        )
+        self.cycle = Gauge(
+            "specmon_degradation_cycle_detected",
+            "1 when the cycle detector sees periodic degradation in the recent requests.",
+            ["server"],
+            registry=r,
+        )
+        self.cycle_period = Gauge(
+            "specmon_degradation_cycle_period_requests",
+            "Period of the detected degradation cycle, in requests (NaN: no cycle).",
+            ["server"],
+            registry=r,
+        )
+        self.cycle_share = Gauge(
+            "specmon_degradation_cycle_share_degraded",
+            "Share of a cycle's requests that are degraded (NaN: no cycle).",
+            ["server"],
+            registry=r,
+        )
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
+        self._http: object | None = None
+        self._stop = threading.Event()
+        self._follower: threading.Thread | None = None
+        self.host: str | None = None
+        self.port: int | None = None
+
+    # ------------------------------------------------------------ numbers
+
+    def update(self, view: SessionView | None) -> int:
+        """Observe the view's finished rows not seen before; set the cycle gauges. Returns how
+        many rows were new."""
+        if view is None:
+            return 0
+        with self._lock:
+            new = 0
+            current: set[str] = set()
+            for row in view.rows:
+                current.add(row.request_id)
+                if row.request_id in self._seen:
+                    continue
+                new += 1
+                server = row.source
+                self.requests.labels(server, row.outcome).inc()
+                if row.outcome != "ok":
+                    continue
+                al = row.acceptance.acceptance_length if row.acceptance else None
+                if al is not None and math.isfinite(al):
+                    self.acceptance.labels(server).observe(al)
+                if row.decode_tok_s is not None and math.isfinite(row.decode_tok_s):
+                    self.decode.labels(server).observe(row.decode_tok_s)
+                if row.vanilla is not None and row.vanilla.flagged:
+                    for code in row.vanilla.codes or ("flagged",):
+                        self.flagged.labels(server, code).inc()
+            # Rows leave the view oldest first and never come back: keeping only the ids still
+            # shown bounds the set by the view's row cap.
+            self._seen = current
+            cycle = view.cycle
+            if cycle is not None:
+                server = view.info.server or "session"
+                self.cycle.labels(server).set(1.0 if cycle.detected else 0.0)
+                self.cycle_period.labels(server).set(
+                    float(cycle.period) if cycle.period is not None else math.nan
+                )
+                self.cycle_share.labels(server).set(
+                    cycle.share_degraded if cycle.share_degraded is not None else math.nan
+                )
+            return new
+
+    # ------------------------------------------------------------ serving
+
+    def serve(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
+        """Start the HTTP server; ExporterError (one line) when the port is in use."""
+        try:
+            server, _thread = start_http_server(port, addr=host, registry=self.registry)
+        except OSError as exc:
+            reason = "in use" if getattr(exc, "errno", None) == 98 else exc.strerror or str(exc)
+            raise ExporterError(f"cannot serve /metrics on {host}:{port}: {reason}") from None
+        self._http = server
+        self.host, self.port = host, int(server.server_address[1])
+
+    def follow(self, read_view: Callable[[], SessionView | None], interval: float = 0.5) -> None:
+        """Call `update(read_view())` every `interval` seconds on a daemon thread until stop()."""
+
+        def loop() -> None:
+            while not self._stop.wait(interval):
+                self.update(read_view())
+
+        self._follower = threading.Thread(target=loop, name="specmon-exporter", daemon=True)
+        self._follower.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        server = self._http
+        self._http = None
+        if server is not None:
+            server.shutdown()  # type: ignore[attr-defined]
+            server.server_close()  # type: ignore[attr-defined]
+        if self._follower is not None:
+            self._follower.join(1.0)

@@ -1,0 +1,342 @@
+"""The fleet read through a real Prometheus (the Debian package) scraping simulated servers.
+
+Scrape interval 1 s. The AL comparison covers a span that holds all the traffic (the rate
+window starts before the first request, when every counter was 0), so `rate()`'s extrapolation
+cancels in the ratio and the fleet's AL equals `watch --attach`'s exactly (1e-9). With traffic
+running across a window's edges the two windows differ by up to one scrape interval at each end
+(docs/fleet.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+from tests.fleet.conftest import StartPrometheus
+
+from specmon.core.events import FleetSampled, SessionInfo
+from specmon.core.session_state import SessionState
+from specmon.core.views import ServerView, SessionView
+from specmon.runtime.monitor import Monitor, Target
+from specmon.sim.server import RunningSim, SimConfig, start_in_thread
+from specmon.sources.prometheus_fleet import PrometheusFleet
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+@contextmanager
+def sims(*configs: SimConfig) -> Iterator[list[RunningSim]]:
+    with ExitStack() as stack:
+        yield [stack.enter_context(start_in_thread(c, log_sink=lambda _l: None)) for c in configs]
+
+
+def host(sim: RunningSim) -> str:
+    return sim.url.split("//", 1)[1]
+
+
+def traffic(sim: RunningSim, requests: int = 3, max_tokens: int = 64) -> None:
+    model = httpx.get(sim.url + "/v1/models", timeout=10).json()["data"][0]["id"]
+    for i in range(requests):
+        r = httpx.post(
+            sim.url + "/v1/chat/completions",
+            json={
+                "model": model,
+                "messages": [{"role": "user", "content": f"question {i}"}],
+                "max_tokens": max_tokens,
+            },
+            timeout=60,
+        )
+        r.raise_for_status()
+
+
+_LOOP = asyncio.new_event_loop()
+"""One loop for every read: a fleet's HTTP connections belong to the loop that opened them."""
+
+
+def read(fleet: PrometheusFleet, state: SessionState) -> FleetSampled:
+    return _LOOP.run_until_complete(fleet.read_once(state.apply))
+
+
+def fleet_for(url: str, **kwargs: object) -> PrometheusFleet:
+    kwargs.setdefault("rate_window_s", 120.0)
+    kwargs.setdefault("history_s", 60.0)
+    kwargs.setdefault("history_step_s", 1.0)
+    return PrometheusFleet(url, **kwargs)  # type: ignore[arg-type]
+
+
+def by_source(view: SessionView) -> dict[str, ServerView]:
+    return {s.source: s for s in view.servers}
+
+
+def wait_until(predicate, timeout: float = 30.0, every: float = 0.5):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(every)
+
+
+def test_fleet_lists_vllm_targets_with_the_same_al_as_attach(
+    start_prometheus: StartPrometheus,
+) -> None:
+    with sims(SimConfig(speed=50.0, n_spec=4, seed=1), SimConfig(speed=50.0, n_spec=6, seed=2)) as (
+        a,
+        b,
+    ):
+        attach = Monitor(
+            [Target(a.url), Target(b.url)],
+            lambda info: SessionState(info, window_seconds=120.0),
+            interval=0.5,
+        )
+        attach.start()
+        try:
+            prom = start_prometheus({"vllm": [host(a), host(b)]})
+            prom.wait_for_scrapes("up == 1", 3)  # the two servers and the Prometheus itself
+            time.sleep(1.5)  # every series has a sample from before the traffic
+            traffic(a)
+            traffic(b)
+            time.sleep(2.5)  # two scrape intervals: the last values are in the Prometheus
+            attach.scrape_all_once()
+            direct = by_source(attach.view(fresh=True))
+            state = SessionState(SessionInfo())
+            event = read(fleet_for(prom.url), state)
+        finally:
+            attach.stop()
+    assert event.error is None
+    fleet = by_source(state.view())
+    # Only the vLLM targets: the Prometheus scrapes itself too, and that is not vLLM.
+    assert set(fleet) == {a.url, b.url} == set(direct)
+    for url, n_spec in ((a.url, 4), (b.url, 6)):
+        f, d = fleet[url], direct[url]
+        assert f.origin == "prometheus" and d.origin == "metrics"
+        assert f.status == "up" and f.fleet is not None and f.fleet.job == "vllm"
+        assert f.per_request_note and "not available" in f.per_request_note
+        assert f.n_spec == n_spec and f.spec_configured is True
+        assert d.window.acceptance_length is not None and d.window.acceptance_length > 1.0
+        assert f.window.acceptance_length == pytest.approx(d.window.acceptance_length, abs=1e-9)
+        assert f.window.draft_acceptance_rate == pytest.approx(
+            d.window.draft_acceptance_rate, abs=1e-9
+        )
+        assert f.window.per_position_rates == pytest.approx(d.window.per_position_rates, abs=1e-9)
+        assert d.lifetime is not None and f.lifetime is not None
+        assert f.lifetime.acceptance_length == pytest.approx(
+            d.lifetime.acceptance_length, abs=1e-12
+        )
+        assert f.lifetime.generation_tokens == d.lifetime.generation_tokens
+        assert f.requests_running == 0.0 and f.kv_cache_usage_frac is not None
+        assert f.window.decode_tok_s is not None and f.window.decode_tok_s > 0
+    # The two servers differ (n_spec 4 and 6): the rows are not one number copied.
+    assert fleet[a.url].window.acceptance_length != fleet[b.url].window.acceptance_length
+
+
+def test_fleet_survives_the_prometheus_restarting(start_prometheus: StartPrometheus) -> None:
+    with sims(SimConfig(speed=50.0, n_spec=4, seed=3)) as (a,):
+        prom = start_prometheus({"vllm": [host(a)]})
+        prom.wait_for_scrapes("up == 1", 2)
+        time.sleep(1.5)
+        traffic(a, requests=2)
+        time.sleep(2.5)
+        fleet = fleet_for(prom.url, timeout=2.0)
+        state = SessionState(SessionInfo())
+        assert read(fleet, state).error is None
+        before = state.view().servers[0]
+        assert before.status == "up" and before.lifetime is not None
+        al = before.lifetime.acceptance_length
+        assert al is not None and al > 1.0
+
+        prom.stop()
+        failed = read(fleet, state)
+        assert failed.error is not None and "cannot connect" in failed.error
+        stale = state.view().servers[0]
+        assert stale.status == "stale" and "Prometheus not answering" in stale.status_detail
+        assert stale.lifetime is not None and stale.lifetime.acceptance_length == al  # kept
+        labels = [m.label for m in state.view().markers]
+        assert any("not answering" in label for label in labels)
+
+        prom.start()  # same port, same storage
+        prom.wait_for_scrapes("up == 1", 2)
+        again = wait_until(lambda: read(fleet, state).targets)
+        assert again
+        fresh = state.view().servers[0]
+        assert fresh.status == "up" and fresh.status_detail == ""
+        assert fresh.lifetime is not None and fresh.lifetime.acceptance_length == al
+        assert any("answering again" in m.label for m in state.view().markers)
+
+
+def test_targets_appear_and_disappear_and_match_selects(
+    start_prometheus: StartPrometheus,
+) -> None:
+    with sims(
+        SimConfig(speed=50.0, n_spec=4, seed=4),
+        SimConfig(speed=50.0, n_spec=4, seed=5),
+        SimConfig(speed=50.0, n_spec=0, seed=6),
+    ) as (a, b, c):
+        prom = start_prometheus({"vllm": [host(a)], "other": [host(b)]})
+        prom.wait_for_scrapes("up == 1", 3)
+        time.sleep(1.2)
+        state = SessionState(SessionInfo())
+        read(fleet_for(prom.url, match='{job="vllm"}'), state)
+        assert [s.source for s in state.view().servers] == [a.url]
+        state = SessionState(SessionInfo())
+        fleet = fleet_for(prom.url)
+        read(fleet, state)
+        assert {s.source for s in state.view().servers} == {a.url, b.url}
+
+        prom.reload({"vllm": [host(a), host(c)], "other": [host(b)]})
+        assert wait_until(lambda: c.url in by_source(_read_view(fleet, state)))
+        plain = by_source(state.view())[c.url]
+        assert plain.spec_configured is False  # no spec_decode series: speculation is off
+        assert plain.window.acceptance_length is None  # "—", never 1.0
+
+        prom.reload({"vllm": [host(c)], "other": [host(b)]})
+        assert wait_until(lambda: a.url not in by_source(_read_view(fleet, state)))
+        assert {s.source for s in state.view().servers} == {b.url, c.url}
+        assert any("gone from the Prometheus" in m.label for m in state.view().markers)
+
+
+def _read_view(fleet: PrometheusFleet, state: SessionState) -> SessionView:
+    read(fleet, state)
+    return state.view()
+
+
+_GPU = 'gpu="{i}",UUID="GPU-{i}a",device="nvidia{i}",modelName="NVIDIA H200",Hostname="127.0.0.1"'
+DCGM_PAGE = "".join(
+    f"# TYPE {name} gauge\n"
+    + "".join(f"{name}{{{_GPU.format(i=i)}}} {v}\n" for i, v in enumerate(values))
+    for name, values in (
+        ("DCGM_FI_DEV_GPU_TEMP", (63, 58)),
+        ("DCGM_FI_DEV_POWER_USAGE", (412.5,)),
+        ("DCGM_FI_DEV_FB_USED", (70000,)),
+        ("DCGM_FI_DEV_FB_FREE", (73000,)),
+    )
+)
+
+
+@contextmanager
+def dcgm_exporter() -> Iterator[str]:
+    """A stand-in dcgm-exporter on loopback serving a fixed page (names of reference §6)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Page(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = DCGM_PAGE.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_target_shows_its_history_and_its_hosts_gpus(
+    start_prometheus: StartPrometheus,
+) -> None:
+    with sims(SimConfig(speed=50.0, n_spec=4, seed=7)) as (a,), dcgm_exporter() as dcgm:
+        prom = start_prometheus({"vllm": [host(a)], "dcgm": [dcgm]})
+        prom.wait_for_scrapes("up == 1", 3)
+        time.sleep(1.2)
+        traffic(a, requests=2)
+        time.sleep(3.0)
+        state = SessionState(SessionInfo())
+        event = read(fleet_for(prom.url, rate_window_s=5.0), state)
+    assert len(event.history) == 1
+    server = state.view().servers[0]
+    assert server.fleet is not None and server.fleet.history_step_s == 1.0
+    h = server.history
+    # Points from before this session began: the range read reaches back into the past.
+    assert len(h.t) >= 5 and h.t[0] < event.t - 4.0
+    assert list(h.t) == sorted(h.t)
+    assert any(al is not None and al > 1.0 for al in h.acceptance_length)
+    assert any(v is not None and v > 0 for v in h.decode_tok_s)
+    # dcgm-exporter series of the same host (its Hostname label) are the target's GPUs; the
+    # exporter itself is not a vLLM target.
+    assert [s.source for s in state.view().servers] == [a.url]
+    gpu0, gpu1 = server.fleet.gpus
+    assert (gpu0.index, gpu0.name, gpu0.temperature_c, gpu0.power_w) == (
+        0,
+        "NVIDIA H200",
+        63,
+        412.5,
+    )
+    assert gpu0.memory_used_bytes == 70000 * 1024 * 1024
+    assert gpu0.memory_total_bytes == 143000 * 1024 * 1024
+    assert gpu1.temperature_c == 58 and gpu1.power_w is None  # a missing series: "—"
+
+
+def _specmon(*args: str, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    return subprocess.run(
+        [sys.executable, "-m", "specmon", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_watch_prometheus_once_json(start_prometheus: StartPrometheus) -> None:
+    with sims(SimConfig(speed=50.0, n_spec=4, seed=8)) as (a,):
+        prom = start_prometheus({"vllm": [host(a)]})
+        prom.wait_for_scrapes("up == 1", 2)
+        time.sleep(1.2)
+        traffic(a, requests=1)
+        time.sleep(2.5)
+        done = _specmon("watch", "--prometheus", prom.url, "--once", "--rate-window", "30")
+        url = prom.url
+        prom.stop()
+        down = _specmon("watch", "--prometheus", url, "--once")
+    assert done.returncode == 0, done.stderr
+    snap = json.loads(done.stdout)
+    server = snap["servers"][a.url]
+    assert server["origin"] == "prometheus" and server["status"] == "up"
+    assert server["acceptance_length"] > 1.0
+    assert server["fleet"]["job"] == "vllm" and server["fleet"]["rate_window_seconds"] == 30
+    assert "not available" in server["per_request_note"]
+    assert down.returncode == 1
+    assert down.stderr.strip().count("\n") == 0 and "cannot connect" in down.stderr
+    assert json.loads(down.stdout)["servers"] == {}
+
+
+def test_the_apps_collector_process_reads_the_fleet(start_prometheus: StartPrometheus) -> None:
+    """On a terminal `watch --prometheus` runs the collector in its own process (the Textual
+    app's path): the fleet source goes there in SessionConfig.extra and its rows come back."""
+    from specmon.runtime.fleet_run import EXTRA_KEY, FleetSpec
+    from specmon.runtime.session import CollectorProcess, SessionConfig
+
+    with sims(SimConfig(speed=50.0, n_spec=4, seed=9)) as (a,):
+        prom = start_prometheus({"vllm": [host(a)]})
+        prom.wait_for_scrapes("up == 1", 2)
+        spec = FleetSpec(prom.url, '{job="vllm"}', interval=0.5, rate_window_s=30.0)
+        session = CollectorProcess(SessionConfig((), extra={EXTRA_KEY: spec}), SessionState)
+        session.start()
+        try:
+            view = wait_until(
+                lambda: (v := session.view(fresh=True)) is not None and v.servers and v, 60
+            )
+        finally:
+            session.stop()
+    assert view, "no fleet row came back from the collector process"
+    (server,) = view.servers
+    assert server.source == a.url and server.origin == "prometheus"
