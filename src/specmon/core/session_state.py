@@ -399,8 +399,7 @@ class SessionState:
             simulated=self.info.simulated,
             baseline_tok_s=finite(self.baseline_tok_s),
             window_seconds=self.window_seconds,
-            servers=tuple(s.view(self.window_seconds) for s in self._servers.values())
-            + self._fleet.views(),
+            servers=self.server_views(),
             rows=rows,
             in_flight=tuple(
                 build_row(request_stats(f.trace, n_spec=n_spec), None, f, n_spec)
@@ -431,7 +430,9 @@ class SessionState:
     def server_views(self) -> tuple[ServerView, ...]:
         """The servers' views alone, as in `view()` but without building the rest (the replay
         takes one a recorded second for its graphs)."""
-        return tuple(s.view(self.window_seconds) for s in self._servers.values())
+        return (
+            tuple(s.view(self.window_seconds) for s in self._servers.values()) + self._fleet.views()
+        )
 
     def _classed_rows(self) -> tuple[RequestRow, ...]:
         """The kept rows, each ok row with its speed class against the recent speed levels."""
