@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from specmon.cli.session_setup import (
     add_baseline_argument,
+    add_theme_argument,
     default_gpu_source,
     gpu_sampler,
     state_factory,
@@ -74,6 +75,7 @@ def register(subparsers: Any) -> None:
         "every attached server runs on this machine, else none)",
     )
     add_baseline_argument(p)
+    add_theme_argument(p)
     p.add_argument("--interval", type=float, default=1.0, help="seconds between scrapes")
     p.add_argument("--record", metavar="FILE", help="record the session (.gz compresses)")
     p.add_argument("--once", action="store_true", help="print one snapshot and exit")
@@ -153,7 +155,7 @@ def _app(targets: list[Target], gpu: str, args: argparse.Namespace) -> int:
         return CollectorProcess(config, state_factory(args.baseline))
 
     port = SessionPort(make_session, api_key=args.api_key, require_model=False)
-    app = SpecmonApp(port, mode="watch")
+    app = SpecmonApp(port, mode="watch", theme=args.theme)
     return run_app(app, port)
 
 

@@ -24,11 +24,12 @@ import concurrent.futures
 import contextlib
 import gc
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -37,6 +38,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Static
 
+from specmon.core.step_heat import AnswerHeat, HeatClass, coalesce, many_bar
 from specmon.ui.app.blocks import BlockSplitter, skip_blank_lines, top_level_starts
 from specmon.ui.app.safe_text import visible
 
@@ -88,6 +90,80 @@ class Piece:
                 text += "\n"
             text += self.ends_in_fence + "\n"
         return text
+
+
+HEAT_DEFAULTS: dict[HeatClass, str] = {
+    "many": "#1F6F43",
+    "some": "#2D4F6B",
+    "single": "#7A2E2E",
+    "unknown": "#3A3F47",
+    "prefill": "#262B33",
+}
+"""The heat shades when the theme has no `heat-*` variables (specmon-dark's)."""
+
+HEAT_TEXT_STYLE: dict[HeatClass, str] = {
+    "many": "",
+    "some": "",
+    "single": "underline",
+    "unknown": "italic",
+    "prefill": "",
+}
+"""Besides the shade: single-token steps underlined, unknown ones italic (readable without
+colour, e.g. under NO_COLOR)."""
+
+
+def heat_colors(variables: Mapping[str, str]) -> dict[HeatClass, str]:
+    """The heat shades from a theme's CSS variables (`heat-many` …), else HEAT_DEFAULTS."""
+    return {c: variables.get(f"heat-{c}", d) for c, d in HEAT_DEFAULTS.items()}
+
+
+def heat_styles(colors: Mapping[HeatClass, str]) -> dict[HeatClass, Style]:
+    """A Rich style per heat class: the shade as background, plus HEAT_TEXT_STYLE."""
+    out: dict[HeatClass, Style] = {}
+    for c, color in colors.items():
+        extra = Style.parse(HEAT_TEXT_STYLE[c]) if HEAT_TEXT_STYLE[c] else Style()
+        out[c] = Style(bgcolor=color) + extra
+    return out
+
+
+def heat_text(text: str, heat: AnswerHeat, styles: Mapping[HeatClass, Style]) -> Text:
+    """The answer's plain text (control characters made visible, not parsed as Markdown) with
+    each run of steps of one class styled: one span per run, no per-token objects. Text no
+    span covers is left unstyled."""
+    out = Text()
+    at = 0
+    for start, end, cls in coalesce(heat.spans):
+        if start < at:
+            start = at
+        if end <= start:
+            continue
+        if start > at:
+            out.append(visible(text[at:start]))
+        out.append(visible(text[start:end]), style=styles[cls])
+        at = end
+    if at < len(text):
+        out.append(visible(text[at:]))
+    return out
+
+
+def heat_legend(styles: Mapping[HeatClass, Style], n_spec: int | None) -> Text:
+    """One line saying what the shades mean (the bar for "many" from K)."""
+    bar = many_bar(n_spec)
+    k = f"of K={n_spec}" if n_spec else "(K unknown)"
+    words: tuple[tuple[HeatClass, str], ...] = (
+        ("many", f"step accepted {bar}+ drafts {k}"),
+        ("some", "accepted fewer"),
+        ("single", "1 token/step (vanilla-like)"),
+        ("unknown", "unknown (merged chunks)"),
+        ("prefill", "prefill"),
+    )
+    out = Text("heat (h): ", style="bold")
+    for i, (cls, word) in enumerate(words):
+        if i:
+            out.append("  ")
+        out.append("  ", style=styles[cls])
+        out.append(f" {word}")
+    return out
 
 
 def _empty(line: list[Segment]) -> bool:
@@ -284,11 +360,36 @@ class AnswerView(Vertical):
         self.background_renders = 0
         """Pieces whose lines were rendered in the worker thread."""
         self._holding_gc = False
+        self.heat: AnswerHeat | None = None
+        """The acceptance heat shown (None: the answer is shown as Markdown)."""
+        self._heat_view = Static("", classes="heat", markup=False)
+        self._heat_view.display = False
 
     def compose(self) -> ComposeResult:
         yield self.settled
         yield self._tail
+        yield self._heat_view
         yield self._status
+
+    def show_heat(self, heat: AnswerHeat | None, styles: Mapping[HeatClass, Style]) -> None:
+        """Colour the answer by engine step (its plain text, one span per run of a class), or
+        with None go back to the Markdown rendering."""
+        self.heat = heat
+        on = heat is not None
+        if heat is not None:
+            self._heat_view.update(heat_text(self.text, heat, styles))
+        else:
+            self._heat_view.update("")
+        self._heat_view.display = on
+        self.settled.display = not on
+
+    @property
+    def heat_shown(self) -> Text | None:
+        """The heat-coloured text on screen (None when heat is off)."""
+        if self.heat is None:
+            return None
+        content = self._heat_view.content
+        return content if isinstance(content, Text) else None
 
     def on_mount(self) -> None:
         if self._final_pending:

@@ -9,10 +9,14 @@ from typing import ClassVar, Literal
 
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.command import Provider
 
 from specmon.ui.app.conversation import ChatSettings
+from specmon.ui.app.help_screen import HelpScreen
+from specmon.ui.app.palette import ActionsProvider, binding_commands
 from specmon.ui.app.screens import ChatScreen, DashboardScreen
 from specmon.ui.app.session_port import SessionPort
+from specmon.ui.themes import load_themes, resolve_theme
 
 FrameHook = Callable[[tuple[float, ...], bool], None]
 Mode = Literal["chat", "demo", "watch"]
@@ -23,14 +27,24 @@ class SpecmonApp(App[None]):
     simulator, sending `auto_prompts` one after another, SIMULATED from the first frame) and
     `specmon watch` (the dashboard screen, no chat). `port` talks to the runtime; `frame_hook`
     (benchmarks, tests) is told the arrival times of the text drawn in each frame, after the
-    frame is on screen; `clock` paces the demo's prompts (injectable for tests)."""
+    frame is on screen; `clock` paces the demo's prompts (injectable for tests).
+
+    `theme`: a theme name or theme file (`--theme`); one that cannot be used gives the default
+    theme and a one-line notice naming the file and line. None keeps Textual's own default (the
+    tests' snapshots); the commands pass specmon-dark by default. specmon's themes (shipped and
+    the user's) are registered either way, so the palette can switch to them. App-wide keys:
+    F1 or ? the help screen, ctrl+p the command palette (every action of the screen, and the
+    themes)."""
 
     CSS_PATH = "app.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+c", "quit", "quit", show=False, priority=True),
+        Binding("f1", "help", "help"),
+        Binding("question_mark", "help", "help", show=False),
     ]
     TITLE = "specmon"
-    ENABLE_COMMAND_PALETTE = False
+    ENABLE_COMMAND_PALETTE = True
+    COMMANDS: ClassVar[set[type[Provider] | Callable[[], type[Provider]]]] = {ActionsProvider}
 
     def __init__(
         self,
@@ -43,6 +57,7 @@ class SpecmonApp(App[None]):
         auto_prompts: Sequence[str] = (),
         clock: Callable[[], float] = time.monotonic,
         max_answers: int | None = None,
+        theme: str | None = None,
     ) -> None:
         super().__init__()
         self.port = port
@@ -54,6 +69,16 @@ class SpecmonApp(App[None]):
         self.clock = clock
         self.max_answers = max_answers
         """The demo's `--requests N`: quit once N answers have finished (None: never)."""
+        self.theme_messages: tuple[str, ...] = ()
+        """Why the requested theme could not be used (one line each; shown on start)."""
+        loaded = load_themes()
+        for t in loaded.themes.values():
+            self.register_theme(t)
+        if theme is not None:
+            choice = resolve_theme(theme, loaded)
+            self.register_theme(choice.theme)
+            self.theme = choice.theme.name
+            self.theme_messages = choice.messages
 
     def on_unmount(self) -> None:
         # Textual's exit waits for its worker threads; a connection still being made (the
@@ -61,6 +86,7 @@ class SpecmonApp(App[None]):
         threading.Thread(target=self.port.abort, name="specmon-abort", daemon=True).start()
 
     def on_mount(self) -> None:
+        self.call_after_refresh(self._theme_notices)  # on the first screen, once it is shown
         if self.mode == "watch":
             self.push_screen(DashboardScreen(self.port))
             return
@@ -73,6 +99,18 @@ class SpecmonApp(App[None]):
                 command=self.mode,
             )
         )
+
+    def _theme_notices(self) -> None:
+        for message in self.theme_messages:
+            self.notify(message, title="theme", severity="warning", timeout=15, markup=False)
+
+    def action_help(self) -> None:
+        """The help screen: the keys of the current screen and what every number means (F1 or
+        ? again, or Esc, closes it)."""
+        if isinstance(self.screen, HelpScreen):
+            self.screen.dismiss(None)
+            return
+        self.push_screen(HelpScreen(binding_commands(self.screen, self)))
 
     def frame_drawn(self, arrivals: tuple[float, ...], ended: bool = False) -> None:
         """Called by the chat after each text frame; passes arrivals on once it is painted."""
