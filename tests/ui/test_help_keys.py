@@ -19,7 +19,7 @@ from specmon.core.definitions import DEFINITIONS
 from specmon.core.events import StreamChunk
 from specmon.core.step_heat import coalesce
 from specmon.core.views import SessionView, SpecSteps
-from specmon.ui.app.answer_text import HEAT_DEFAULTS, AnswerView, heat_colors
+from specmon.ui.app.answer_text import HEAT_DEFAULTS, AnswerView, TextLines, heat_colors
 from specmon.ui.app.app import SpecmonApp
 from specmon.ui.app.help_screen import SECTIONS, HelpScreen, help_sections, help_text
 from specmon.ui.app.palette import binding_commands, key_name, palette_entries
@@ -68,7 +68,7 @@ async def test_f1_opens_the_help_with_every_definition_and_escape_closes_it() ->
         await _connected(pilot)
         await pilot.press("f1")
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
-        body = str(app.screen.query_one("#help-body", Static).content)
+        body = app.screen.query_one("#help-body", TextLines).text.plain
         for d in DEFINITIONS:
             assert d.short in body, d.key
         # The keys of the screen it was opened on come first.
@@ -261,10 +261,10 @@ async def test_heat_from_chunks_marks_a_merged_chunk_unknown() -> None:
             (" end.", shades["some"]),
         ]
         legend = str(app.screen.query_one("#heat-legend", Static).content)
-        assert "step accepted 4+ drafts of K=8" in legend
+        assert "step accepted 4+ drafts of 8" in legend
         assert "1 token/step (vanilla-like)" in legend and "unknown (merged chunks)" in legend
         text = screen_text(app)
-        assert "Hi there friend, merged text end." in text and "heat (h):" in text
+        assert "Hi there friend, merged text end." in text and "heat:" in text
         # The key again: back to the Markdown rendering, legend gone.
         await pilot.press("f7")
         await pilot.pause()

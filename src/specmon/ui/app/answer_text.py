@@ -149,15 +149,15 @@ def heat_text(text: str, heat: AnswerHeat, styles: Mapping[HeatClass, Style]) ->
 def heat_legend(styles: Mapping[HeatClass, Style], n_spec: int | None) -> Text:
     """One line saying what the shades mean (the bar for "many" from K)."""
     bar = many_bar(n_spec)
-    k = f"of K={n_spec}" if n_spec else "(K unknown)"
+    k = f"of {n_spec}" if n_spec else "(K unknown)"
     words: tuple[tuple[HeatClass, str], ...] = (
         ("many", f"step accepted {bar}+ drafts {k}"),
-        ("some", "accepted fewer"),
+        ("some", "fewer"),
         ("single", "1 token/step (vanilla-like)"),
         ("unknown", "unknown (merged chunks)"),
         ("prefill", "prefill"),
     )
-    out = Text("heat (h): ", style="bold")
+    out = Text("heat: ", style="bold")
     for i, (cls, word) in enumerate(words):
         if i:
             out.append("  ")
@@ -315,6 +315,65 @@ class SettledLines(Widget):
         return self._lines[y].apply_style(self.rich_style)
 
 
+def render_text_lines(text: Text, width: int) -> list[Strip]:
+    """A Rich Text wrapped at `width` cells (whitespace kept: code stays indented). Thread-safe:
+    a private Console per call."""
+    from rich.console import Console
+
+    width = max(1, width)
+    console = Console(
+        width=width,
+        file=io.StringIO(),
+        force_terminal=True,
+        color_system="truecolor",
+        no_color=False,
+        legacy_windows=False,
+        emoji=False,
+        highlight=False,
+    )
+    lines = console.render_lines(text, console.options.update_width(width), pad=True)
+    return [Strip(line, width) for line in lines]
+
+
+class TextLines(Widget):
+    """A Rich Text shown through the line API: wrapped once per width and kept, so a repaint
+    or a scroll renders nothing again (the heat view, the help)."""
+
+    DEFAULT_CSS = """
+    TextLines { height: auto; }
+    """
+
+    def __init__(self, text: Text | None = None, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.text = text if text is not None else Text()
+        self._width = 0
+        self._lines: list[Strip] = []
+        self.renders = 0
+        """Times the text was wrapped (once per text and width)."""
+
+    def update(self, text: Text) -> None:
+        self.text = text
+        self._width = 0
+        self.refresh(layout=True)
+
+    def _wrap(self, width: int) -> None:
+        if width != self._width:
+            self._width = width
+            self._lines = render_text_lines(self.text, width) if self.text.plain else []
+            self.renders += 1
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        self._wrap(width)
+        return len(self._lines)
+
+    def render_line(self, y: int) -> Strip:
+        width = self.content_size.width
+        self._wrap(width)
+        if y >= len(self._lines):
+            return Strip.blank(width, self.rich_style)
+        return self._lines[y].apply_style(self.rich_style)
+
+
 class AnswerView(Vertical):
     """A streamed answer: settled text laid out once, the growing tail redrawn, a final full
     render at the end. `append()` is called at the UI's frame rate, never per token.
@@ -362,7 +421,7 @@ class AnswerView(Vertical):
         self._holding_gc = False
         self.heat: AnswerHeat | None = None
         """The acceptance heat shown (None: the answer is shown as Markdown)."""
-        self._heat_view = Static("", classes="heat", markup=False)
+        self._heat_view = TextLines(classes="heat")
         self._heat_view.display = False
 
     def compose(self) -> ComposeResult:
@@ -376,20 +435,14 @@ class AnswerView(Vertical):
         with None go back to the Markdown rendering."""
         self.heat = heat
         on = heat is not None
-        if heat is not None:
-            self._heat_view.update(heat_text(self.text, heat, styles))
-        else:
-            self._heat_view.update("")
+        self._heat_view.update(heat_text(self.text, heat, styles) if heat is not None else Text())
         self._heat_view.display = on
         self.settled.display = not on
 
     @property
     def heat_shown(self) -> Text | None:
         """The heat-coloured text on screen (None when heat is off)."""
-        if self.heat is None:
-            return None
-        content = self._heat_view.content
-        return content if isinstance(content, Text) else None
+        return self._heat_view.text if self.heat is not None else None
 
     def on_mount(self) -> None:
         if self._final_pending:

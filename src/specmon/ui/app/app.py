@@ -16,6 +16,7 @@ from specmon.ui.app.help_screen import HelpScreen
 from specmon.ui.app.palette import ActionsProvider, binding_commands
 from specmon.ui.app.screens import ChatScreen, DashboardScreen
 from specmon.ui.app.session_port import SessionPort
+from specmon.ui.app.worth_screen import WorthScreen
 from specmon.ui.themes import load_themes, resolve_theme
 
 FrameHook = Callable[[tuple[float, ...], bool], None]
@@ -33,14 +34,16 @@ class SpecmonApp(App[None]):
     theme and a one-line notice naming the file and line. None keeps Textual's own default (the
     tests' snapshots); the commands pass specmon-dark by default. specmon's themes (shipped and
     the user's) are registered either way, so the palette can switch to them. App-wide keys:
-    F1 or ? the help screen, ctrl+p the command palette (every action of the screen, and the
-    themes)."""
+    F1 or ? the help screen, F8 or w what each draft position is worth, ctrl+p the command
+    palette (every action of the screen, and the themes)."""
 
     CSS_PATH = "app.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+c", "quit", "quit", show=False, priority=True),
         Binding("f1", "help", "help"),
         Binding("question_mark", "help", "help", show=False),
+        Binding("f8", "worth", "worth"),
+        Binding("w", "worth", "worth", show=False),
     ]
     TITLE = "specmon"
     ENABLE_COMMAND_PALETTE = True
@@ -111,6 +114,14 @@ class SpecmonApp(App[None]):
             self.screen.dismiss(None)
             return
         self.push_screen(HelpScreen(binding_commands(self.screen, self)))
+
+    def action_worth(self) -> None:
+        """What each draft position is worth, for the first server (a modal; w, F8 or Esc
+        closes it)."""
+        if isinstance(self.screen, WorthScreen):
+            self.screen.dismiss(None)
+            return
+        self.push_screen(WorthScreen(self.port.view))
 
     def frame_drawn(self, arrivals: tuple[float, ...], ended: bool = False) -> None:
         """Called by the chat after each text frame; passes arrivals on once it is painted."""

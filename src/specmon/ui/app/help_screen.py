@@ -19,6 +19,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
 from specmon.core.definitions import DEFINITIONS, Definition, definition
+from specmon.ui.app.answer_text import TextLines
 from specmon.ui.app.palette import ActionCommand
 
 SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -173,7 +174,7 @@ class HelpScreen(ModalScreen[None]):
             yield Input(placeholder="search, e.g. acceptance", id="help-search")
             yield Static("", id="help-count", markup=False)
             with VerticalScroll(id="help-scroll"):
-                yield Static("", id="help-body", markup=False)
+                yield TextLines(id="help-body")
 
     def on_mount(self) -> None:
         self._show("")
@@ -186,7 +187,7 @@ class HelpScreen(ModalScreen[None]):
     def _show(self, query: str) -> None:
         text, count = help_text(query, self.keys)
         self.shown = count
-        self.query_one("#help-body", Static).update(text)
+        self.query_one("#help-body", TextLines).update(text)
         total = len(DEFINITIONS)
         self.query_one("#help-count", Static).update(
             f"{count} of {total} definitions" + (f" match {query!r}" if query.strip() else "")

@@ -35,7 +35,6 @@ from specmon.ui.app.widgets import (
     format_numbers,
     literal,
 )
-from specmon.ui.app.worth_screen import WorthScreen
 
 if TYPE_CHECKING:
     from specmon.ui.app.app import SpecmonApp
@@ -273,6 +272,7 @@ class ChatScreen(RecordingMixin, Screen[None]):
     them one after another; prompts the user types meanwhile go next."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("f1", "app.help", "help"),  # first in the footer (also the app's, every screen)
         Binding("escape", "cancel", "cancel answer"),
         Binding("f2", "settings", "settings"),
         Binding("f3", "why", "why (badge)"),
@@ -280,11 +280,10 @@ class ChatScreen(RecordingMixin, Screen[None]):
         Binding("f5", "record", "record"),
         Binding("f6", "marker", "marker"),
         Binding("f7", "heat", "heat"),
-        Binding("f8", "worth", "worth"),
+        Binding("f8", "app.worth", "worth"),
         Binding("r", "record", "record", show=False),
         Binding("m", "marker", "marker", show=False),
         Binding("h", "heat", "heat", show=False),
-        Binding("w", "worth", "worth", show=False),
         Binding("ctrl+r", "retry", "retry connect"),
         Binding("pageup", "scroll_up", "scroll up", show=False),
         Binding("pagedown", "scroll_down", "scroll down", show=False),
@@ -695,10 +694,6 @@ class ChatScreen(RecordingMixin, Screen[None]):
     def _theme_changed(self, _theme: object) -> None:
         if self.heat_on:
             self._show_heat()
-
-    def action_worth(self) -> None:
-        """What each draft position is worth (a modal over the chat)."""
-        self.specmon_app.push_screen(WorthScreen(self.port.view))
 
     # ------------------------------------------------------------ settings and scrolling
 
