@@ -243,7 +243,7 @@ async def test_heat_from_chunks_marks_a_merged_chunk_unknown() -> None:
         assert answer.heat is None
         assert not app.screen.query_one("#heat-legend").display
         await pilot.press("f7")
-        await wait_for(pilot, lambda: answer.heat is not None)
+        await wait_for(pilot, lambda: answer.heat_shown is not None)
         assert answer.heat.source == "chunks"
         assert coalesce(answer.heat.spans) == (
             (0, 2, "prefill"),
@@ -298,12 +298,13 @@ async def test_heat_from_the_servers_step_array_is_exact_inside_a_chunk() -> Non
         await wait_for(pilot, lambda: _answers(app) and _answers(app)[0].finished)
         answer = _answers(app)[0]
         await pilot.press("f7")
-        await wait_for(pilot, lambda: answer.heat is not None)
+        await wait_for(pilot, lambda: answer.heat_shown is not None)
         assert answer.heat.source == "chunks"  # no row yet: from the chunks
         assert coalesce(answer.heat.spans)[-1] == (2, 10, "many")
         port.fake_view = _view_with_steps("r1", bytes([0, 5, 1]), 10)
         await pilot.press("f7", "f7")  # off and on: read again
         await wait_for(pilot, lambda: answer.heat is not None and answer.heat.source == "server")
+        await wait_for(pilot, lambda: answer.heat_shown is not None)
         assert coalesce(answer.heat.spans) == (
             (0, 1, "prefill"),
             (1, 2, "single"),
@@ -317,6 +318,35 @@ async def test_heat_from_the_servers_step_array_is_exact_inside_a_chunk() -> Non
             ("CCCCCC", shades["many"]),
             ("DD", shades["some"]),
         ]
+
+
+async def test_a_long_answer_is_coloured_off_the_ui_thread_with_the_same_text() -> None:
+    # Each chunk one step of 5 tokens (4 accepted: "many"), 40 of them, about 520 characters.
+    port = FakePort(hold=True)
+    app = SpecmonApp(port, theme="specmon-dark")
+    async with app.run_test(size=SIZE) as pilot:
+        await _connected(pilot)
+        app.screen.send("q")
+        await wait_for(pilot, lambda: len(port.feeds) == 1)
+        feed = port.feeds[0]
+        _chunk(feed, 0.1, "Start.", 1)
+        for i in range(40):
+            text = " LASTSTEPXX" if i == 39 else f" step {i:02d} text"
+            _chunk(feed, 0.12 + i * 0.02, text, 1 + 5 * (i + 1))
+        feed.tokens = 201
+        feed.end()
+        await wait_for(pilot, lambda: _answers(app) and _answers(app)[0].finished)
+        answer = _answers(app)[0]
+        before = answer.background_renders
+        await pilot.press("f7")
+        await wait_for(pilot, lambda: answer.heat_shown is not None)
+        assert answer.background_renders == before + 1
+        assert answer.heat_shown.plain == answer.text and len(answer.text) >= 512
+        assert coalesce(answer.heat.spans) == (
+            (0, 6, "prefill"),
+            (6, len(answer.text), "many"),
+        )
+        await wait_for(pilot, lambda: "LASTSTEPXX" in screen_text(app))
 
 
 def test_heat_colours_come_from_the_theme_else_the_defaults() -> None:

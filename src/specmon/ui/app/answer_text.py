@@ -351,9 +351,10 @@ class TextLines(Widget):
         self.renders = 0
         """Times the text was wrapped (once per text and width)."""
 
-    def update(self, text: Text) -> None:
+    def update(self, text: Text, lines: tuple[int, list[Strip]] | None = None) -> None:
+        """Show `text`; `lines` (width, lines) is its wrapping made in the worker thread."""
         self.text = text
-        self._width = 0
+        self._width, self._lines = lines if lines is not None else (0, [])
         self.refresh(layout=True)
 
     def _wrap(self, width: int) -> None:
@@ -420,7 +421,8 @@ class AnswerView(Vertical):
         """Pieces whose lines were rendered in the worker thread."""
         self._holding_gc = False
         self.heat: AnswerHeat | None = None
-        """The acceptance heat shown (None: the answer is shown as Markdown)."""
+        """The acceptance heat shown, or being laid out (None: the answer is Markdown)."""
+        self._heat_generation = 0
         self._heat_view = TextLines(classes="heat")
         self._heat_view.display = False
 
@@ -432,17 +434,43 @@ class AnswerView(Vertical):
 
     def show_heat(self, heat: AnswerHeat | None, styles: Mapping[HeatClass, Style]) -> None:
         """Colour the answer by engine step (its plain text, one span per run of a class), or
-        with None go back to the Markdown rendering."""
+        with None go back to the Markdown rendering. A long text (as long as Markdown that is
+        rendered off the UI thread) is wrapped in the worker thread; the Markdown stays on screen
+        until its lines are ready."""
         self.heat = heat
-        on = heat is not None
-        self._heat_view.update(heat_text(self.text, heat, styles) if heat is not None else Text())
+        self._heat_generation += 1
+        if heat is None:
+            self._heat_view.update(Text())
+            self._heat_on(False)
+            return
+        text = heat_text(self.text, heat, styles)
+        width = self.settled.content_size.width or self._heat_view.content_size.width
+        if width > 0 and len(text) >= BACKGROUND_MIN_CHARS:
+            generation = self._heat_generation
+            self.background_renders += 1
+            _in_background(text, width, lambda lines: self._heat_rendered(generation, text, lines))
+            return
+        self._heat_view.update(text)
+        self._heat_on(True)
+
+    def _heat_rendered(
+        self, generation: int, text: Text, lines: tuple[int, list[Strip]] | None
+    ) -> None:
+        if generation != self._heat_generation or not self.is_attached:
+            return  # turned off (or recoloured) meanwhile
+        self._heat_view.update(text, lines)
+        self._heat_on(True)
+
+    def _heat_on(self, on: bool) -> None:
         self._heat_view.display = on
         self.settled.display = not on
 
     @property
     def heat_shown(self) -> Text | None:
         """The heat-coloured text on screen (None when heat is off)."""
-        return self._heat_view.text if self.heat is not None else None
+        if self.heat is None or not self._heat_view.display:
+            return None
+        return self._heat_view.text
 
     def on_mount(self) -> None:
         if self._final_pending:
@@ -640,10 +668,13 @@ def _shown(piece: Piece) -> Piece:
 
 
 def _in_background(
-    piece: Piece, width: int, then: Callable[[tuple[int, list[Strip]] | None], None]
+    piece: Piece | Text,
+    width: int,
+    then: Callable[[tuple[int, list[Strip]] | None], None],
 ) -> None:
-    """Render `piece` at `width` in the worker thread; `then(lines)` runs on this event loop
-    (lines None if the rendering failed: the piece is then rendered in the UI thread)."""
+    """Render `piece` (Markdown; or a Text, wrapped as it is) at `width` in the worker thread;
+    `then(lines)` runs on this event loop (lines None if the rendering failed: the piece is then
+    rendered in the UI thread)."""
     loop = asyncio.get_running_loop()
 
     def done(future: concurrent.futures.Future[list[Strip]]) -> None:
@@ -654,4 +685,8 @@ def _in_background(
         with contextlib.suppress(RuntimeError):  # the app ended meanwhile: nothing to show
             loop.call_soon_threadsafe(then, result)
 
-    _executor().submit(render_lines, piece, width).add_done_callback(done)
+    if isinstance(piece, Text):
+        future = _executor().submit(render_text_lines, piece, width)
+    else:
+        future = _executor().submit(render_lines, piece, width)
+    future.add_done_callback(done)

@@ -672,9 +672,12 @@ class ChatScreen(RecordingMixin, Screen[None]):
         return answer_heat(pieces_from_chunks(feed.chunks()), n_spec=self._n_spec(), row=row)
 
     def _paint_heat(self, answer: AnswerView) -> None:
+        """Colour a finished answer (again only when its heat changed: the row with the
+        server's step array arrived)."""
         if answer.finished:
-            styles = heat_styles(heat_colors(self.app.theme_variables))
-            answer.show_heat(self.heat_of(answer), styles)
+            heat = self.heat_of(answer)
+            if heat != answer.heat:
+                answer.show_heat(heat, heat_styles(heat_colors(self.app.theme_variables)))
 
     def action_heat(self) -> None:
         """Toggle colouring the finished answers by engine step (a streaming answer is
