@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from tests.ui.conftest import FakePort, screen_text, wait_for
 from tests.ui.fake_views import session_view
+from textual.binding import Binding
 from textual.command import CommandPalette
 from textual.filter import Monochrome
 from textual.widgets import Input, Static
@@ -23,7 +24,7 @@ from specmon.ui.app.answer_text import HEAT_DEFAULTS, AnswerView, TextLines, hea
 from specmon.ui.app.app import SpecmonApp
 from specmon.ui.app.help_screen import SECTIONS, HelpScreen, help_sections, help_text
 from specmon.ui.app.palette import binding_commands, key_name, palette_entries
-from specmon.ui.app.screens import ChatScreen
+from specmon.ui.app.screens import AnswersScreen, ChatScreen, DashboardScreen
 from specmon.ui.app.worth_screen import WorthScreen
 from specmon.ui.themes import bundled_theme_dir, load_themes
 
@@ -120,6 +121,23 @@ def test_palette_entries_cover_every_bound_action_and_every_theme() -> None:
     titles = [t for t, _, _ in palette_entries(screen, app)]
     for name in ("specmon-dark", "specmon-light", "specmon-high-contrast"):
         assert f"theme: {name}" in titles
+
+
+def test_every_screens_bindings_are_palette_entries() -> None:
+    app = SpecmonApp(FakePort())
+    screens = (
+        DashboardScreen(app.port),
+        HelpScreen(),
+        WorthScreen(lambda: None),
+        AnswersScreen(app.port),
+    )
+    for screen in screens:
+        listed = {(c.owner, c.action) for c in binding_commands(screen, app)}
+        for binding in Binding.make_bindings(type(screen).BINDINGS):
+            action = binding.action
+            owner = "app" if action.startswith("app.") else "screen"
+            assert (owner, action.removeprefix("app.")) in listed, (type(screen), action)
+        assert ("app", "help") in listed and ("app", "worth") in listed
 
 
 async def test_ctrl_p_lists_the_actions_and_a_theme_entry_switches_the_theme() -> None:

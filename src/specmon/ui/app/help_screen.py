@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Input, Label, Static
+from textual.widgets import Footer, Input, Label, Static
 
 from specmon.core.definitions import DEFINITIONS, Definition, definition
 from specmon.ui.app.answer_text import TextLines
@@ -175,6 +175,7 @@ class HelpScreen(ModalScreen[None]):
             yield Static("", id="help-count", markup=False)
             with VerticalScroll(id="help-scroll"):
                 yield TextLines(id="help-body")
+        yield Footer()
 
     def on_mount(self) -> None:
         self._show("")

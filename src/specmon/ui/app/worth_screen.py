@@ -18,7 +18,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Label, Static
+from textual.widgets import Footer, Label, Static
 
 from specmon.core.position_worth import (
     PositionWorth,
@@ -176,6 +176,7 @@ class WorthScreen(ModalScreen[None]):
             yield Label("What each draft position is worth (Esc closes)")
             with VerticalScroll(id="worth-scroll"):
                 yield Static("", id="worth-body", markup=False)
+        yield Footer()
 
     def on_mount(self) -> None:
         self.refresh_numbers()
