@@ -355,6 +355,8 @@ async def test_a_long_answer_is_coloured_off_the_ui_thread_with_the_same_text() 
         feed.end()
         await wait_for(pilot, lambda: _answers(app) and _answers(app)[0].finished)
         answer = _answers(app)[0]
+        # The final Markdown render (in the worker too, at this length) is done: the tail goes.
+        await wait_for(pilot, lambda: not answer.query_one(".tail").display)
         before = answer.background_renders
         await pilot.press("f7")
         await wait_for(pilot, lambda: answer.heat_shown is not None)

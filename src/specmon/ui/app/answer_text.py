@@ -464,6 +464,9 @@ class AnswerView(Vertical):
     def _heat_on(self, on: bool) -> None:
         self._heat_view.display = on
         self.settled.display = not on
+        # The tail holds text until the final render takes it over: hidden under the heat (which
+        # shows the whole text), back when the heat goes off before the final render is done.
+        self._tail.display = not on and bool(self._tail_text)
 
     @property
     def heat_shown(self) -> Text | None:
