@@ -369,6 +369,30 @@ async def test_a_long_answer_is_coloured_off_the_ui_thread_with_the_same_text() 
         await wait_for(pilot, lambda: "LASTSTEPXX" in screen_text(app))
 
 
+async def test_with_heat_on_an_answer_is_coloured_as_it_ends_and_again_when_its_row_arrives():
+    port = FakePort(hold=True)
+    app = SpecmonApp(port, theme="specmon-dark")
+    async with app.run_test(size=SIZE) as pilot:
+        await _connected(pilot)
+        app.screen.query_one("#conversation").focus()
+        await pilot.press("h")  # on before any answer: the legend shows, nothing to colour yet
+        await wait_for(pilot, lambda: app.screen.query_one("#heat-legend").display)
+        app.screen.send("q")
+        await wait_for(pilot, lambda: len(port.feeds) == 1)
+        feed = port.feeds[0]
+        for i, (text, cum) in enumerate([("A", 1), ("B", 2), ("CCCCCCDD", 10)]):
+            _chunk(feed, 0.1 + i * 0.02, text, cum)
+        feed.tokens = 10
+        feed.end()
+        await wait_for(pilot, lambda: _answers(app) and _answers(app)[0].heat_shown is not None)
+        answer = _answers(app)[0]
+        assert answer.heat.source == "chunks"
+        # The session's row with vLLM's step array arrives while the numbers settle.
+        port.fake_view = _view_with_steps("r1", bytes([0, 5, 1]), 10)
+        await wait_for(pilot, lambda: answer.heat is not None and answer.heat.source == "server")
+        assert coalesce(answer.heat.spans)[-2:] == ((2, 8, "many"), (8, 10, "some"))
+
+
 def test_heat_colours_come_from_the_theme_else_the_defaults() -> None:
     assert heat_colors({}) == HEAT_DEFAULTS
     dark = load_themes((bundled_theme_dir(),)).themes["specmon-light"].variables
