@@ -16,6 +16,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from specmon.cli.session_setup import add_theme_argument
+
 if TYPE_CHECKING:
     from specmon.runtime.session import LiveSession
 
@@ -79,6 +81,7 @@ def register(subparsers: Any) -> None:
         help="GPU numbers from local NVML, a dcgm-exporter URL, or none (default: local for a "
         "server on this machine, else none)",
     )
+    add_theme_argument(p)
 
 
 def _error(message: str) -> int:
@@ -133,5 +136,5 @@ def run(args: argparse.Namespace) -> int:
 
     port = SessionPort(make_session, api_key=args.api_key, model=args.model)
     settings = ChatSettings(args.temperature, args.top_p, args.max_tokens)
-    app = SpecmonApp(port, settings=settings, system=args.system)
+    app = SpecmonApp(port, settings=settings, system=args.system, theme=args.theme)
     return run_app(app, port)

@@ -19,7 +19,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
-from specmon.cli.session_setup import add_baseline_argument, state_factory
+from specmon.cli.session_setup import add_baseline_argument, add_theme_argument, state_factory
 
 if TYPE_CHECKING:  # imported in run(): `specmon --help` must not import openai/httpx/rich
     from specmon.runtime.monitor import Monitor
@@ -58,6 +58,7 @@ def register(subparsers: Any) -> None:
         "--schedule", default=DEMO_SCHEDULE, help=f"sim schedule (default {DEMO_SCHEDULE})"
     )
     add_baseline_argument(p)
+    add_theme_argument(p)
 
 
 def _error(message: str) -> int:
@@ -144,6 +145,7 @@ def _app(url: str, args: argparse.Namespace) -> int:
         mode="demo",
         auto_prompts=DEMO_PROMPTS,
         max_answers=args.requests,
+        theme=args.theme,
     )
     return run_app(app, port)
 

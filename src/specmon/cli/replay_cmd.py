@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from specmon.cli.session_setup import add_baseline_argument, positive_float
+from specmon.cli.session_setup import add_baseline_argument, add_theme_argument, positive_float
 
 if TYPE_CHECKING:
     from specmon.core.clock import Clock
@@ -51,6 +51,7 @@ def register(subparsers: Any) -> None:
         "as possible",
     )
     p.add_argument("--json", action="store_true", help="print the final snapshot as JSON")
+    add_theme_argument(p)
     add_baseline_argument(p)
 
 
@@ -122,7 +123,8 @@ def run(args: argparse.Namespace) -> int:
     state = state_factory(args.baseline)(player.info)
     if not args.json and sys.stdout.isatty() and sys.stdin.isatty():
         player.close()
-        return _app(path, state.baseline_tok_s, args.speed, recorded_label(player.info, started_at))
+        label = recorded_label(player.info, started_at)
+        return _app(path, state.baseline_tok_s, args.speed, label, args.theme)
     try:
         if args.json:
             status = _json(player, state)
@@ -201,7 +203,9 @@ def replay_port(
     return ReplayPort(session, label=label, notices=notices)
 
 
-def _app(path: str, baseline_tok_s: float | None, speed: float, label: str) -> int:
+def _app(
+    path: str, baseline_tok_s: float | None, speed: float, label: str, theme: str | None
+) -> int:
     """On a terminal: the Textual replay screen (ui/app/replay_screen.py). The whole recording
     is read here, before the app starts; a torn or skipped line is named on the screen and, after
     the app, on stderr."""
@@ -212,7 +216,7 @@ def _app(path: str, baseline_tok_s: float | None, speed: float, label: str) -> i
         port = replay_port(path, baseline_tok_s=baseline_tok_s, speed=speed, label=label)
     except RecordingError as exc:
         return _error(str(exc))
-    SpecmonApp(port, mode="replay").run()  # nothing runs behind it: no session to stop
+    SpecmonApp(port, mode="replay", theme=theme).run()  # nothing runs behind it: no session to stop
     for notice in port.notices:
         print(f"specmon replay: {notice}", file=sys.stderr)
     return 0

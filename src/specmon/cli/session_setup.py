@@ -1,5 +1,5 @@
-"""Choices that `watch` and `demo` make the same way: the vanilla baseline the flag compares
-against, and where GPU numbers come from by default."""
+"""Choices that `watch`, `demo` and `chat` make the same way: the vanilla baseline the flag
+compares against, where GPU numbers come from by default, and the colour theme."""
 
 from __future__ import annotations
 
@@ -37,6 +37,24 @@ def add_baseline_argument(parser: argparse.ArgumentParser) -> None:
         help="vanilla (n_spec 0) decode tok/s of this model on this GPU, for the vanilla-speed "
         "flag (default: the stored n_spec 0 bench for the same model + GPU + vLLM version, if "
         "any; without one only acceptance-based reasons apply)",
+    )
+
+
+DEFAULT_THEME = "specmon-dark"
+"""The app's theme without --theme (ui/themes.py's DEFAULT_THEME; kept here as text so that
+registering the commands imports no textual)."""
+
+
+def add_theme_argument(parser: argparse.ArgumentParser) -> None:
+    """`--theme NAME|FILE` for the commands that open the app (the app resolves it; a theme that
+    cannot be used gives the default theme and a one-line notice naming the file and line)."""
+    parser.add_argument(
+        "--theme",
+        default=DEFAULT_THEME,
+        metavar="NAME|FILE",
+        help="colour theme: specmon-dark (default), specmon-light, specmon-high-contrast, a "
+        "theme of $XDG_CONFIG_HOME/specmon/themes, one of Textual's, or a .toml theme file; "
+        "NO_COLOR=1 makes the app monochrome",
     )
 
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from specmon.cli.session_setup import (
     add_baseline_argument,
+    add_theme_argument,
     default_gpu_source,
     gpu_sampler,
     state_factory,
@@ -110,6 +111,7 @@ def register(subparsers: Any) -> None:
         default=None,
         help="seconds between scrapes (default 1; with --prometheus, between reads: default 5)",
     )
+    add_theme_argument(p)
     p.add_argument("--record", metavar="FILE", help="record the session (.gz compresses)")
     p.add_argument("--once", action="store_true", help="print one snapshot and exit")
     p.add_argument("--json", action="store_true", help="JSON output (one line per snapshot)")
@@ -308,7 +310,7 @@ def _app(
     port = SessionPort(make_session, api_key=args.api_key, require_model=False)
     if exporter is not None:
         exporter.follow(port.view)
-    app = SpecmonApp(port, mode="watch")
+    app = SpecmonApp(port, mode="watch", theme=args.theme)
     try:
         return run_app(app, port)
     finally:

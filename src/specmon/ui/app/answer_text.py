@@ -24,11 +24,12 @@ import concurrent.futures
 import contextlib
 import gc
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -37,6 +38,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Static
 
+from specmon.core.step_heat import AnswerHeat, HeatClass, coalesce, many_bar
 from specmon.ui.app.blocks import BlockSplitter, skip_blank_lines, top_level_starts
 from specmon.ui.app.safe_text import visible
 
@@ -88,6 +90,80 @@ class Piece:
                 text += "\n"
             text += self.ends_in_fence + "\n"
         return text
+
+
+HEAT_DEFAULTS: dict[HeatClass, str] = {
+    "many": "#1F6F43",
+    "some": "#2D4F6B",
+    "single": "#7A2E2E",
+    "unknown": "#3A3F47",
+    "prefill": "#262B33",
+}
+"""The heat shades when the theme has no `heat-*` variables (specmon-dark's)."""
+
+HEAT_TEXT_STYLE: dict[HeatClass, str] = {
+    "many": "",
+    "some": "",
+    "single": "underline",
+    "unknown": "italic",
+    "prefill": "",
+}
+"""Besides the shade: single-token steps underlined, unknown ones italic (readable without
+colour, e.g. under NO_COLOR)."""
+
+
+def heat_colors(variables: Mapping[str, str]) -> dict[HeatClass, str]:
+    """The heat shades from a theme's CSS variables (`heat-many` …), else HEAT_DEFAULTS."""
+    return {c: variables.get(f"heat-{c}", d) for c, d in HEAT_DEFAULTS.items()}
+
+
+def heat_styles(colors: Mapping[HeatClass, str]) -> dict[HeatClass, Style]:
+    """A Rich style per heat class: the shade as background, plus HEAT_TEXT_STYLE."""
+    out: dict[HeatClass, Style] = {}
+    for c, color in colors.items():
+        extra = Style.parse(HEAT_TEXT_STYLE[c]) if HEAT_TEXT_STYLE[c] else Style()
+        out[c] = Style(bgcolor=color) + extra
+    return out
+
+
+def heat_text(text: str, heat: AnswerHeat, styles: Mapping[HeatClass, Style]) -> Text:
+    """The answer's plain text (control characters made visible, not parsed as Markdown) with
+    each run of steps of one class styled: one span per run, no per-token objects. Text no
+    span covers is left unstyled."""
+    out = Text()
+    at = 0
+    for start, end, cls in coalesce(heat.spans):
+        if start < at:
+            start = at
+        if end <= start:
+            continue
+        if start > at:
+            out.append(visible(text[at:start]))
+        out.append(visible(text[start:end]), style=styles[cls])
+        at = end
+    if at < len(text):
+        out.append(visible(text[at:]))
+    return out
+
+
+def heat_legend(styles: Mapping[HeatClass, Style], n_spec: int | None) -> Text:
+    """One line saying what the shades mean (the bar for "many" from K)."""
+    bar = many_bar(n_spec)
+    k = f"of {n_spec}" if n_spec else "(K unknown)"
+    words: tuple[tuple[HeatClass, str], ...] = (
+        ("many", f"step accepted {bar}+ drafts {k}"),
+        ("some", "fewer"),
+        ("single", "1 token/step (vanilla-like)"),
+        ("unknown", "unknown (merged chunks)"),
+        ("prefill", "prefill"),
+    )
+    out = Text("heat: ", style="bold")
+    for i, (cls, word) in enumerate(words):
+        if i:
+            out.append("  ")
+        out.append("  ", style=styles[cls])
+        out.append(f" {word}")
+    return out
 
 
 def _empty(line: list[Segment]) -> bool:
@@ -239,6 +315,66 @@ class SettledLines(Widget):
         return self._lines[y].apply_style(self.rich_style)
 
 
+def render_text_lines(text: Text, width: int) -> list[Strip]:
+    """A Rich Text wrapped at `width` cells (whitespace kept: code stays indented). Thread-safe:
+    a private Console per call."""
+    from rich.console import Console
+
+    width = max(1, width)
+    console = Console(
+        width=width,
+        file=io.StringIO(),
+        force_terminal=True,
+        color_system="truecolor",
+        no_color=False,
+        legacy_windows=False,
+        emoji=False,
+        highlight=False,
+    )
+    lines = console.render_lines(text, console.options.update_width(width), pad=True)
+    return [Strip(line, width) for line in lines]
+
+
+class TextLines(Widget):
+    """A Rich Text shown through the line API: wrapped once per width and kept, so a repaint
+    or a scroll renders nothing again (the heat view, the help)."""
+
+    DEFAULT_CSS = """
+    TextLines { height: auto; }
+    """
+
+    def __init__(self, text: Text | None = None, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.text = text if text is not None else Text()
+        self._width = 0
+        self._lines: list[Strip] = []
+        self.renders = 0
+        """Times the text was wrapped (once per text and width)."""
+
+    def update(self, text: Text, lines: tuple[int, list[Strip]] | None = None) -> None:
+        """Show `text`; `lines` (width, lines) is its wrapping made in the worker thread."""
+        self.text = text
+        self._width, self._lines = lines if lines is not None else (0, [])
+        self.refresh(layout=True)
+
+    def _wrap(self, width: int) -> None:
+        if width != self._width:
+            self._width = width
+            self._lines = render_text_lines(self.text, width) if self.text.plain else []
+            self.renders += 1
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        self._wrap(width)
+        return len(self._lines)
+
+    def render_line(self, y: int) -> Strip:
+        width = self.content_size.width
+        self._wrap(width)
+        if y >= len(self._lines):
+            return Strip.blank(width, self.rich_style)
+        return self._lines[y].apply_style(self.rich_style)
+
+
 class AnswerView(Vertical):
     """A streamed answer: settled text laid out once, the growing tail redrawn, a final full
     render at the end. `append()` is called at the UI's frame rate, never per token.
@@ -284,11 +420,60 @@ class AnswerView(Vertical):
         self.background_renders = 0
         """Pieces whose lines were rendered in the worker thread."""
         self._holding_gc = False
+        self.heat: AnswerHeat | None = None
+        """The acceptance heat shown, or being laid out (None: the answer is Markdown)."""
+        self._heat_generation = 0
+        self._heat_view = TextLines(classes="heat")
+        self._heat_view.display = False
 
     def compose(self) -> ComposeResult:
         yield self.settled
         yield self._tail
+        yield self._heat_view
         yield self._status
+
+    def show_heat(self, heat: AnswerHeat | None, styles: Mapping[HeatClass, Style]) -> None:
+        """Colour the answer by engine step (its plain text, one span per run of a class), or
+        with None go back to the Markdown rendering. A long text (as long as Markdown that is
+        rendered off the UI thread) is wrapped in the worker thread; the Markdown stays on screen
+        until its lines are ready."""
+        self.heat = heat
+        self._heat_generation += 1
+        if heat is None:
+            self._heat_view.update(Text())
+            self._heat_on(False)
+            return
+        text = heat_text(self.text, heat, styles)
+        width = self.settled.content_size.width or self._heat_view.content_size.width
+        if width > 0 and len(text) >= BACKGROUND_MIN_CHARS:
+            generation = self._heat_generation
+            self.background_renders += 1
+            _in_background(text, width, lambda lines: self._heat_rendered(generation, text, lines))
+            return
+        self._heat_view.update(text)
+        self._heat_on(True)
+
+    def _heat_rendered(
+        self, generation: int, text: Text, lines: tuple[int, list[Strip]] | None
+    ) -> None:
+        if generation != self._heat_generation or not self.is_attached:
+            return  # turned off (or recoloured) meanwhile
+        self._heat_view.update(text, lines)
+        self._heat_on(True)
+
+    def _heat_on(self, on: bool) -> None:
+        self._heat_view.display = on
+        self.settled.display = not on
+        # The tail holds text until the final render takes it over: hidden under the heat (which
+        # shows the whole text), back when the heat goes off before the final render is done.
+        self._tail.display = not on and bool(self._tail_text)
+
+    @property
+    def heat_shown(self) -> Text | None:
+        """The heat-coloured text on screen (None when heat is off)."""
+        if self.heat is None or not self._heat_view.display:
+            return None
+        return self._heat_view.text
 
     def on_mount(self) -> None:
         if self._final_pending:
@@ -486,10 +671,13 @@ def _shown(piece: Piece) -> Piece:
 
 
 def _in_background(
-    piece: Piece, width: int, then: Callable[[tuple[int, list[Strip]] | None], None]
+    piece: Piece | Text,
+    width: int,
+    then: Callable[[tuple[int, list[Strip]] | None], None],
 ) -> None:
-    """Render `piece` at `width` in the worker thread; `then(lines)` runs on this event loop
-    (lines None if the rendering failed: the piece is then rendered in the UI thread)."""
+    """Render `piece` (Markdown; or a Text, wrapped as it is) at `width` in the worker thread;
+    `then(lines)` runs on this event loop (lines None if the rendering failed: the piece is then
+    rendered in the UI thread)."""
     loop = asyncio.get_running_loop()
 
     def done(future: concurrent.futures.Future[list[Strip]]) -> None:
@@ -500,4 +688,8 @@ def _in_background(
         with contextlib.suppress(RuntimeError):  # the app ended meanwhile: nothing to show
             loop.call_soon_threadsafe(then, result)
 
-    _executor().submit(render_lines, piece, width).add_done_callback(done)
+    if isinstance(piece, Text):
+        future = _executor().submit(render_text_lines, piece, width)
+    else:
+        future = _executor().submit(render_lines, piece, width)
+    future.add_done_callback(done)

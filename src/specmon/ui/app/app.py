@@ -9,10 +9,15 @@ from typing import ClassVar, Literal
 
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.command import Provider
 
 from specmon.ui.app.conversation import ChatSettings
+from specmon.ui.app.help_screen import HelpScreen
+from specmon.ui.app.palette import ActionsProvider, binding_commands
 from specmon.ui.app.screens import ChatScreen, DashboardScreen
 from specmon.ui.app.session_port import ReplayPort, SessionPort
+from specmon.ui.app.worth_screen import WorthScreen
+from specmon.ui.themes import load_themes, resolve_theme
 
 FrameHook = Callable[[tuple[float, ...], bool], None]
 Mode = Literal["chat", "demo", "watch", "replay"]
@@ -24,14 +29,26 @@ class SpecmonApp(App[None]):
     `specmon watch` (the dashboard screen, no chat); with a ReplayPort, `specmon replay` (mode
     "replay": a recording played back, ui/app/replay_screen.py). `port` talks to the runtime;
     `frame_hook` (benchmarks, tests) is told the arrival times of the text drawn in each frame,
-    after the frame is on screen; `clock` paces the demo's prompts (injectable for tests)."""
+    after the frame is on screen; `clock` paces the demo's prompts (injectable for tests).
+
+    `theme`: a theme name or theme file (`--theme`); one that cannot be used gives the default
+    theme and a one-line notice naming the file and line. None keeps Textual's own default (the
+    tests' snapshots); the commands pass specmon-dark by default. specmon's themes (shipped and
+    the user's) are registered either way, so the palette can switch to them. App-wide keys:
+    F1 or ? the help screen, F8 or w what each draft position is worth, ctrl+p the command
+    palette (every action of the screen, and the themes)."""
 
     CSS_PATH = "app.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+c", "quit", "quit", show=False, priority=True),
+        Binding("f1", "help", "help"),
+        Binding("question_mark", "help", "help", show=False),
+        Binding("f8", "worth", "worth"),
+        Binding("w", "worth", "worth", show=False),
     ]
     TITLE = "specmon"
-    ENABLE_COMMAND_PALETTE = False
+    ENABLE_COMMAND_PALETTE = True
+    COMMANDS: ClassVar[set[type[Provider] | Callable[[], type[Provider]]]] = {ActionsProvider}
 
     def __init__(
         self,
@@ -44,6 +61,7 @@ class SpecmonApp(App[None]):
         auto_prompts: Sequence[str] = (),
         clock: Callable[[], float] = time.monotonic,
         max_answers: int | None = None,
+        theme: str | None = None,
     ) -> None:
         super().__init__()
         self.port = port
@@ -55,6 +73,16 @@ class SpecmonApp(App[None]):
         self.clock = clock
         self.max_answers = max_answers
         """The demo's `--requests N`: quit once N answers have finished (None: never)."""
+        self.theme_messages: tuple[str, ...] = ()
+        """Why the requested theme could not be used (one line each; shown on start)."""
+        loaded = load_themes()
+        for t in loaded.themes.values():
+            self.register_theme(t)
+        if theme is not None:
+            choice = resolve_theme(theme, loaded)
+            self.register_theme(choice.theme)
+            self.theme = choice.theme.name
+            self.theme_messages = choice.messages
 
     def on_unmount(self) -> None:
         # Textual's exit waits for its worker threads; a connection still being made (the
@@ -62,6 +90,7 @@ class SpecmonApp(App[None]):
         threading.Thread(target=self.port.abort, name="specmon-abort", daemon=True).start()
 
     def on_mount(self) -> None:
+        self.call_after_refresh(self._theme_notices)  # on the first screen, once it is shown
         if isinstance(self.port, ReplayPort):
             from specmon.ui.app.replay_screen import ReplayScreen
 
@@ -79,6 +108,26 @@ class SpecmonApp(App[None]):
                 command=self.mode,
             )
         )
+
+    def _theme_notices(self) -> None:
+        for message in self.theme_messages:
+            self.notify(message, title="theme", severity="warning", timeout=15, markup=False)
+
+    def action_help(self) -> None:
+        """The help screen: the keys of the current screen and what every number means (F1 or
+        ? again, or Esc, closes it)."""
+        if isinstance(self.screen, HelpScreen):
+            self.screen.dismiss(None)
+            return
+        self.push_screen(HelpScreen(binding_commands(self.screen, self)))
+
+    def action_worth(self) -> None:
+        """What each draft position is worth, for the first server (a modal; w, F8 or Esc
+        closes it)."""
+        if isinstance(self.screen, WorthScreen):
+            self.screen.dismiss(None)
+            return
+        self.push_screen(WorthScreen(self.port.view))
 
     def frame_drawn(self, arrivals: tuple[float, ...], ended: bool = False) -> None:
         """Called by the chat after each text frame; passes arrivals on once it is painted."""

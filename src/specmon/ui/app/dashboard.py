@@ -23,6 +23,7 @@ from specmon.core.events import GpuReading
 from specmon.core.views import ServerView, SessionView
 from specmon.ui.app.safe_text import visible
 from specmon.ui.app.session_port import AnswerNumbers
+from specmon.ui.app.worth_screen import hint_line
 from specmon.ui.formatting import DASH, GIB, cycle_text
 
 GRAPH_SECONDS = 60
@@ -198,7 +199,7 @@ def positions_section(server: ServerView | None, n_spec: int | None) -> Text:
             out.append(f"{i + 1:>2} ")
             out.append(bar(r), style="green")
             out.append(f" {num(r, '.2f', 4)}   ")
-    return out
+    return out + hint_line(server)
 
 
 def load_section(view: SessionView, server: ServerView | None) -> Text:

@@ -21,7 +21,9 @@ from textual.timer import Timer
 from textual.widgets import Button, DataTable, Footer, Input, Label, Static
 from textual.worker import Worker, WorkerState
 
+from specmon.core.step_heat import AnswerHeat, answer_heat, pieces_from_chunks
 from specmon.core.views import RequestRow
+from specmon.ui.app.answer_text import AnswerView, heat_colors, heat_legend, heat_styles
 from specmon.ui.app.conversation import ChatSettings, Conversation, Turn, parse_settings
 from specmon.ui.app.dashboard import SidePanel
 from specmon.ui.app.session_port import AnswerFeed, AnswerNumbers, Ask, Connection, SessionPort
@@ -270,14 +272,18 @@ class ChatScreen(RecordingMixin, Screen[None]):
     them one after another; prompts the user types meanwhile go next."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("f1", "app.help", "help"),  # first in the footer (also the app's, every screen)
         Binding("escape", "cancel", "cancel answer"),
         Binding("f2", "settings", "settings"),
         Binding("f3", "why", "why (badge)"),
         Binding("f4", "answers", "answers"),
         Binding("f5", "record", "record"),
         Binding("f6", "marker", "marker"),
+        Binding("f7", "heat", "heat"),
+        Binding("f8", "app.worth", "worth"),
         Binding("r", "record", "record", show=False),
         Binding("m", "marker", "marker", show=False),
+        Binding("h", "heat", "heat", show=False),
         Binding("ctrl+r", "retry", "retry connect"),
         Binding("pageup", "scroll_up", "scroll up", show=False),
         Binding("pagedown", "scroll_down", "scroll down", show=False),
@@ -315,6 +321,10 @@ class ChatScreen(RecordingMixin, Screen[None]):
         """The last finished answer, whose numbers still change (the settle scrape, the view's
         next publish): refreshed at the numbers rate for SETTLE_FRAMES text frames."""
         self.last_numbers: AnswerNumbers | None = None
+        self.heat_on = False
+        """Answers coloured by engine step (the h / F7 key)."""
+        self.answer_feeds: dict[AnswerView, AnswerFeed] = {}
+        """Each answer's feed (its chunks and token counts, for the acceptance heat)."""
 
     @property
     def specmon_app(self) -> SpecmonApp:
@@ -331,6 +341,7 @@ class ChatScreen(RecordingMixin, Screen[None]):
                     yield Static("connecting…", id="connect-status", markup=False)
                     yield Button("Retry", id="retry")
                 yield VerticalScroll(id="conversation")
+                yield Static("", id="heat-legend", markup=False)
                 yield PromptInput(
                     placeholder="Ask something (Enter sends, ↑/↓ history)", id="prompt"
                 )
@@ -341,6 +352,8 @@ class ChatScreen(RecordingMixin, Screen[None]):
     def on_mount(self) -> None:
         self.query_one("#conversation", VerticalScroll).anchor()
         self.query_one("#retry", Button).display = False
+        self.query_one("#heat-legend", Static).display = False
+        self.app.theme_changed_signal.subscribe(self, self._theme_changed)
         self._timer = self.set_interval(1 / TEXT_HZ, self._frame, pause=True)
         self.set_interval(1 / PANEL_HZ, self.refresh_panel)
         self.set_interval(GRAPH_SAMPLE_S, self.sample_graphs)
@@ -513,6 +526,7 @@ class ChatScreen(RecordingMixin, Screen[None]):
         self._settling = None
         self._pending = (prompt, extra_drop)
         self.feed = self.port.ask(request)
+        self.answer_feeds[view.answer] = self.feed
         turn.request_id = self.feed.request_id
         self._frames = 0
         if self._timer is not None:
@@ -580,6 +594,8 @@ class ChatScreen(RecordingMixin, Screen[None]):
                 f"✗ failed — {hint}{error}" + (" · partial answer kept" if turn.answer else ""),
                 failed=True,
             )
+        if self.heat_on:
+            self._paint_heat(answer)
         self.specmon_app.frame_drawn(drained.arrivals, ended=True)
         limit = self.specmon_app.max_answers
         finished = sum(t.status != "streaming" for t in self.conversation.turns)
@@ -600,6 +616,8 @@ class ChatScreen(RecordingMixin, Screen[None]):
                 view.answer.numbers = numbers
                 view.answer.set_status(format_numbers(numbers))
                 self.last_numbers = numbers
+                if self.heat_on:  # the server's step array may have arrived with the row
+                    self._paint_heat(view.answer)
         self._settling = (feed, view, left - 1) if left > 1 else None
 
     @on(StatusLine.Clicked)
@@ -628,6 +646,57 @@ class ChatScreen(RecordingMixin, Screen[None]):
     def action_cancel(self) -> None:
         if self.feed is not None:
             self.feed.cancel()
+
+    # ------------------------------------------------------------ acceptance heat, position worth
+
+    def _n_spec(self) -> int | None:
+        view = self.port.view()
+        if view is not None and view.servers and view.servers[0].n_spec is not None:
+            return view.servers[0].n_spec
+        server = self.port.server
+        return server.n_spec if server is not None else None
+
+    def heat_of(self, answer: AnswerView) -> AnswerHeat | None:
+        """The acceptance heat of an answer: from the server's per-step array on its row when
+        the view has one (exact), else from its chunks' token counts."""
+        feed = self.answer_feeds.get(answer)
+        if feed is None:
+            return None
+        view = self.port.view()
+        row = None
+        if view is not None:
+            for r in reversed(view.rows):
+                if r.request_id == feed.request_id:
+                    row = r
+                    break
+        return answer_heat(pieces_from_chunks(feed.chunks()), n_spec=self._n_spec(), row=row)
+
+    def _paint_heat(self, answer: AnswerView) -> None:
+        """Colour a finished answer (again only when its heat changed: the row with the
+        server's step array arrived)."""
+        if answer.finished:
+            heat = self.heat_of(answer)
+            if heat != answer.heat:
+                answer.show_heat(heat, heat_styles(heat_colors(self.app.theme_variables)))
+
+    def action_heat(self) -> None:
+        """Toggle colouring the finished answers by engine step (a streaming answer is
+        coloured when it ends); a legend line says what the shades mean."""
+        self.heat_on = not self.heat_on
+        self._show_heat()
+
+    def _show_heat(self) -> None:
+        styles = heat_styles(heat_colors(self.app.theme_variables))
+        for answer in self.answer_feeds:
+            if answer.finished:
+                answer.show_heat(self.heat_of(answer) if self.heat_on else None, styles)
+        legend = self.query_one("#heat-legend", Static)
+        legend.update(heat_legend(styles, self._n_spec()) if self.heat_on else "")
+        legend.display = self.heat_on
+
+    def _theme_changed(self, _theme: object) -> None:
+        if self.heat_on:
+            self._show_heat()
 
     # ------------------------------------------------------------ settings and scrolling
 

@@ -208,12 +208,14 @@ class AnswerFeed:
         """Whether the session that streams this answer still runs (set by the port)."""
         self.all_text: list[str] = []
         """Every text fragment in arrival order (kept for checks; the answer's full text)."""
+        self._chunks: list[StreamChunk] = []
 
     def on_event(self, event: RequestStarted | StreamChunk | RequestEnded) -> None:
         """Hub thread: fold one event of this request."""
         with self._lock:
             self._trace.add(event)
             if isinstance(event, StreamChunk):
+                self._chunks.append(event)
                 if event.text:
                     self._parts.append(event.text)
                     self._arrivals.append(event.t)
@@ -262,6 +264,11 @@ class AnswerFeed:
             if self._ended is not None and not self._ended_seen:
                 ended, self._ended_seen = self._ended, True
         return Drained(text, arrivals, ended)
+
+    def chunks(self) -> tuple[StreamChunk, ...]:
+        """Every chunk so far, in arrival order (the acceptance heat reads their token counts)."""
+        with self._lock:
+            return tuple(self._chunks)
 
     @property
     def ended(self) -> bool:
