@@ -11,8 +11,9 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 
 from specmon.ui.app.conversation import ChatSettings
-from specmon.ui.app.screens import ChatScreen, DashboardScreen
+from specmon.ui.app.screens import ChatScreen
 from specmon.ui.app.session_port import SessionPort
+from specmon.ui.app.watch_screen import DashboardScreen
 
 FrameHook = Callable[[tuple[float, ...], bool], None]
 Mode = Literal["chat", "demo", "watch"]
