@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 
 import pytest
+from tests.loopback import SilentServer
 
 from specmon.core.session_state import SessionState
 from specmon.core.views import SessionView
@@ -75,14 +76,19 @@ def test_add_and_remove_a_server_while_watching(tmp_path, kind) -> None:
     assert scraped_two[-1] is removed[0]  # the removal is the last event of that server
 
 
-def test_a_server_that_never_answers_is_added_and_shown_down(tmp_path) -> None:
+def test_a_refused_server_is_shown_down_from_the_start_and_when_added() -> None:
+    dead = "http://127.0.0.1:9"  # the discard port: nothing listens, connection refused
     with start_in_thread(SimConfig(speed=50.0), log_sink=lambda _l: None) as one:
         session = InProcessSession(
-            SessionConfig(targets=(Target(one.url),), interval=0.2), SessionState
+            SessionConfig(targets=(Target(one.url), Target(dead)), interval=0.2), SessionState
         )
         session.start()
         try:
-            dead = "http://127.0.0.1:9"  # discard port: connection refused
+            # Shown down with its error in the first views, not absent until the scraper gives up.
+            view = _wait_view(session, lambda v: v.server(dead) is not None)
+            assert view.server(dead).status == "down"
+            assert view.server(dead).status_detail
+            session.remove_target(dead)
             assert session.add_target(Target(dead)).base_url == dead
             view = _wait_view(
                 session, lambda v: (s := v.server(dead)) is not None and s.status == "down"
@@ -91,3 +97,28 @@ def test_a_server_that_never_answers_is_added_and_shown_down(tmp_path) -> None:
             assert view.server(one.url).status == "up"
         finally:
             session.stop()
+
+
+def test_a_server_that_never_answers_is_down_at_once_and_the_other_keeps_updating() -> None:
+    silent = SilentServer()
+    try:
+        with start_in_thread(SimConfig(speed=50.0), log_sink=lambda _l: None) as one:
+            session = InProcessSession(
+                SessionConfig(targets=(Target(one.url),), interval=0.2), SessionState
+            )
+            session.start()
+            try:
+                _wait_view(session, lambda v: v.server(one.url) is not None)
+                session.add_target(Target(silent.url))  # identified within a short bound
+                view = _wait_view(session, lambda v: v.server(silent.url) is not None)
+                hung = view.server(silent.url)
+                assert hung.status == "down"
+                assert "not identified" in hung.status_detail
+                assert "no answer within" in hung.status_detail
+                before = view.server(one.url).last_scrape_t
+                _wait_view(session, lambda v: v.server(one.url).last_scrape_t != before)
+                assert session.view(fresh=True).server(silent.url).status == "down"
+            finally:
+                session.stop()
+    finally:
+        silent.stop()

@@ -126,6 +126,17 @@ def session_info_from(identities: Sequence[ServerIdentity], gpu: str | None) -> 
     )
 
 
+def _unanswered(identity: ServerIdentity, t: float) -> ServerStatusChanged | None:
+    """A server that could not be identified at all (no model listed, and an error) is shown
+    down with that error from the start, rather than absent until its scraper gives up on it
+    (several timeouts later); its first good scrape makes it up."""
+    if identity.models or not identity.error:
+        return None
+    return ServerStatusChanged(
+        t=t, source=identity.base_url, status="down", detail=f"not identified: {identity.error}"
+    )
+
+
 class Monitor:
     """Wires hub, state, recorder and sources for a set of attached servers."""
 
@@ -205,6 +216,10 @@ class Monitor:
             hub.add_closer(self.recorder.close)
         if first_gpu is not None:
             hub.post(first_gpu)  # the reading that named the GPU is the session's first sample
+        for identity in self.identities:
+            unanswered = _unanswered(identity, hub.clock())
+            if unanswered is not None:
+                hub.post(unanswered)
         for target in self.targets:
             self.scrapers.append(self._new_scraper(target))
         self._run_loops = run_loops
@@ -265,6 +280,9 @@ class Monitor:
             self.clients.append(client)
             self.scrapers.append(scraper)
             self.identities.append(identity)
+            unanswered = _unanswered(identity, self.hub.clock())
+            if unanswered is not None:
+                self.hub.emit(unanswered)
             if self._run_loops:
                 self._start_scraper(base, scraper)
             return identity
