@@ -14,7 +14,7 @@ from textual.widgets import Input
 
 from specmon.core.events import GpuReading
 from specmon.ui.app.app import SpecmonApp
-from specmon.ui.app.dashboard import SidePanel
+from specmon.ui.app.dashboard import GraphSeries, SidePanel, panel_sections
 from specmon.ui.app.servers_table import (
     EMPTY_TEXT,
     ServersTable,
@@ -234,3 +234,17 @@ async def test_x_and_delete_remove_the_selected_server_until_none_is_left():
         await wait_for(pilot, lambda: "no server to remove" in screen_text(app))
         assert port.removed == [B, C, A]
         assert app.screen.query_one(SidePanel) is not None
+
+
+def test_the_detail_of_a_down_server_shows_dashes_and_keeps_since_start() -> None:
+    view = watch_view()
+    index = [s.source for s in view.servers].index(B)
+    sections = {
+        name: text.plain
+        for name, text in panel_sections(view, None, GraphSeries.empty(), server_index=index)
+    }
+    assert "● down" in sections["server"] and "Connection refused" in sections["server"]
+    assert "server       —" in sections["speed"]
+    assert "running   —  waiting   —  KV   —%" in sections["load"]
+    acceptance = sections["acceptance"].splitlines()[1].split()
+    assert acceptance == ["AL", "—", "3.00"]  # window —, since start kept

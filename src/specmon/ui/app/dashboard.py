@@ -109,6 +109,33 @@ class GraphSeries:
         self.rate_lifetime.append(life.draft_acceptance_rate if life else None)
 
 
+NOT_READING = ("down", "unreadable")
+"""States in which a server's live numbers are not being read: they are shown — (its last error
+says why), not the last values it had. Since-start numbers (the counters' absolute values at the
+last scrape) stay."""
+
+
+def live_numbers(server: ServerView) -> ServerView:
+    """The server as shown: its window numbers and gauges blanked while it is not being read."""
+    if server.status not in NOT_READING:
+        return server
+    w = server.window
+    return replace(
+        server,
+        window=replace(
+            w,
+            decode_tok_s=None,
+            acceptance_length=None,
+            draft_acceptance_rate=None,
+            per_position_rates=None,
+        ),
+        requests_running=None,
+        requests_waiting=None,
+        kv_cache_usage_frac=None,
+        engine_numbers=(),
+    )
+
+
 def _t(text: str, style: str = "") -> Text:
     return Text(text, style=style)
 
@@ -308,6 +335,8 @@ def panel_sections(
         waiting_text = [("server", _t(waiting, "dim"))]
         return waiting_text + [(name, _t(DASH, "dim")) for name in SidePanel.SECTIONS[1:]]
     server = view.servers[server_index] if 0 <= server_index < len(view.servers) else None
+    if server is not None:
+        server = live_numbers(server)
     n_spec = server.n_spec if server and server.n_spec is not None else view.info.n_spec
     return [
         ("server", server_section(view, server)),
@@ -347,7 +376,7 @@ class SidePanel(VerticalScroll):
             self.series.sample(None)
             return
         for server in servers:
-            self._series_of(server.source).sample(server)
+            self._series_of(server.source).sample(live_numbers(server))
         for gone in set(self._series) - {s.source for s in servers}:
             del self._series[gone]
 

@@ -16,7 +16,6 @@ fixed-width fields and a missing one is "—"; nothing jumps. The text is built 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from urllib.parse import urlsplit
 
 from rich.text import Text
@@ -24,6 +23,7 @@ from textual.widgets import Static
 
 from specmon.core.events import GpuReading
 from specmon.core.views import EngineView, ServerView, SessionView
+from specmon.ui.app.dashboard import NOT_READING, live_numbers
 from specmon.ui.app.safe_text import visible
 from specmon.ui.formatting import DASH
 
@@ -110,20 +110,11 @@ def header_line() -> str:
     return f"  {'server':<{NAME_WIDTH}} {'state':<10}{cells}"
 
 
-NOT_READING = ("down", "unreadable")
-"""States in which a server's numbers are not being read: its row shows — (its last error says
-why), not the last numbers it had."""
-
-
 def server_cells(view: SessionView, server: ServerView) -> str:
     """The number cells of a server row (fixed width); — for the server's own numbers while it
     is down or unreadable."""
+    server = live_numbers(server)
     w = server.window
-    if server.status in NOT_READING:
-        w = replace(w, decode_tok_s=None, acceptance_length=None, draft_acceptance_rate=None)
-        server = replace(
-            server, requests_running=None, requests_waiting=None, kv_cache_usage_frac=None
-        )
     temp, power = gpu_numbers(server_gpus(view, server))
     return "".join(
         " " + cell
