@@ -53,7 +53,7 @@ FIRST_GPU_SAMPLE_TIMEOUT_S = 10.0
 
 ADD_IDENTIFY_TIMEOUT_S = 3.0
 """Bound on each identifying request (/version, /v1/models) of a server added while the session
-runs: a server that does not answer is still added, and shown down by its scraper."""
+runs: a server that does not answer is still added, and shown down with that error."""
 
 TARGET_CALL_TIMEOUT_S = 8.0
 """Bound on add_target / remove_target as seen by the caller."""
@@ -170,8 +170,9 @@ class Monitor:
         self._scraper_runs: dict[str, concurrent.futures.Future[Any]] = {}
         """The running scraper of each watched server, by base URL."""
         self._run_loops = True
-        self._live: set[str] = set()
-        """Base URLs whose scrapers' events pass (a removed server's late events are dropped)."""
+        self._live: dict[str, object] = {}
+        """The token of each watched server's current scraper: only its events pass (a removed
+        server's late events, or those of a scraper replaced by a later add, are dropped)."""
 
     # ------------------------------------------------------------ lifecycle
 
@@ -245,10 +246,10 @@ class Monitor:
 
     def _start_scraper(self, base: str, scraper: MetricsScraper) -> None:
         hub = self.hub
-        self._live.add(base)
+        token = self._live[base] = object()
 
         def gated(event: Event) -> None:  # hub thread
-            if base in self._live:
+            if self._live.get(base) is token:
                 hub.emit(event)
 
         future = hub.submit(scraper.run(gated))
@@ -260,18 +261,19 @@ class Monitor:
     def add_target(self, target: Target) -> ServerIdentity:
         """Watch one more server while the session runs (blocking; call from any thread but
         the hub's). Identified with a short bound; a server that does not answer is added all
-        the same and shown down by its scraper. Raises ValueError for a bad URL or a server
-        already watched."""
+        the same and shown down with that error. Raises ValueError for a bad URL or a server
+        already watched (raised here, not on the hub, whose task errors are the session's)."""
         base = target.base  # validates
         if self.info is None:
             raise RuntimeError("the monitor is not started")
+        already = f"already watching {base}"
 
-        async def add() -> ServerIdentity:
+        async def add() -> ServerIdentity | str:
             if any(t.base == base for t in self.targets):
-                raise ValueError(f"already watching {base}")
+                return already
             identity = await identify(base, api_key=self._api_key, timeout=ADD_IDENTIFY_TIMEOUT_S)
             if any(t.base == base for t in self.targets):  # added meanwhile
-                raise ValueError(f"already watching {base}")
+                return already
             client = StreamClient(base, api_key=self._api_key, clock=self.hub.clock)
             client.simulated = identity.simulated
             self.hub.add_closer(client.aclose)
@@ -287,7 +289,10 @@ class Monitor:
                 self._start_scraper(base, scraper)
             return identity
 
-        return self.hub.submit(add()).result(TARGET_CALL_TIMEOUT_S)
+        result = self.hub.submit(add()).result(TARGET_CALL_TIMEOUT_S)
+        if isinstance(result, str):
+            raise ValueError(result)
+        return result
 
     def remove_target(self, url: str) -> str:
         """Stop watching a server (blocking; call from any thread but the hub's): its scraper
@@ -299,12 +304,12 @@ class Monitor:
             raise RuntimeError("the monitor is not started")
         hub = self.hub
 
-        async def remove() -> str:
+        async def remove() -> bool:
             found = [n for n, t in enumerate(self.targets) if t.base == base]
             if not found:
-                raise ValueError(f"not watching {base}")
+                return False
             i = found[0]
-            self._live.discard(base)  # from now on its scraper's events are dropped
+            self._live.pop(base, None)  # from now on its scraper's events are dropped
             run = self._scraper_runs.pop(base, None)
             if run is not None:
                 run.cancel()
@@ -312,9 +317,11 @@ class Monitor:
             if i < len(self.identities):
                 del self.identities[i]
             hub.emit(ServerStatusChanged(t=hub.clock(), source=base, status="removed"))
-            return base
+            return True
 
-        return hub.submit(remove()).result(TARGET_CALL_TIMEOUT_S)
+        if not hub.submit(remove()).result(TARGET_CALL_TIMEOUT_S):
+            raise ValueError(f"not watching {base}")
+        return base
 
     def _metrics_headers(self, target: Target) -> dict[str, str]:
         # The key goes only to the server it belongs to, not to a separate metrics address.
