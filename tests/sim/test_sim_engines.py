@@ -5,6 +5,9 @@ add up to the server's."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 
 import httpx
@@ -77,3 +80,15 @@ def test_the_read_model_shows_each_engine_and_they_sum_to_the_server() -> None:
             assert e0.acceptance_length is not None and e1.acceptance_length is not None
         finally:
             session.stop()
+
+
+def test_the_command_refuses_a_bad_engine_count_in_one_line() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "specmon", "sim", "--engines", "0", "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip() == "specmon sim: engines must be 1..16, got 0"
