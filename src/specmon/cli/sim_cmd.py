@@ -56,6 +56,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="per-request metrics.speculative_decoding in responses, as vLLM's flag (default none)",
     )
     parser.add_argument(
+        "--engines",
+        type=int,
+        default=1,
+        metavar="N",
+        help="data-parallel engines: one `engine` label each on /metrics, requests round-robin "
+        "(1..16, default 1)",
+    )
+    parser.add_argument(
         "--log-interval",
         type=float,
         default=None,
@@ -87,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
         port=args.port,
         log_interval=_log_interval(args),
         per_request_spec_decode_metrics=args.per_request_spec_decode_metrics,
+        engines=args.engines,
     )
     try:
         resolved = resolve(config)

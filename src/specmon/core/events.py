@@ -119,7 +119,8 @@ class MetricsScraped:
     samples: tuple[MetricSample, ...]
 
 
-ServerStatus = Literal["up", "stale", "down", "unreadable"]
+ServerStatus = Literal["up", "stale", "down", "unreadable", "removed"]
+"""A server's state; "removed": the user stopped watching it (its numbers leave the view)."""
 
 
 @dataclass(frozen=True, slots=True)

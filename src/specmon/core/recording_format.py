@@ -432,6 +432,6 @@ def _outcome(value: Any) -> RequestOutcome:
 
 
 def _server_status(value: Any) -> ServerStatus:
-    if value == "up" or value == "stale" or value == "down" or value == "unreadable":
+    if value in ("up", "stale", "down", "unreadable", "removed"):
         return value  # type: ignore[no-any-return]
     raise RecordingFormatError(f"unknown server status {value!r}")

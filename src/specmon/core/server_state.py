@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from specmon.core import families
-from specmon.core.counters import CounterBank, CounterReset, sum_by_name
+from specmon.core.counters import CounterBank, CounterReset, CounterWindow, sum_by_name
 from specmon.core.events import MetricSample, MetricsScraped, ServerStatus
 from specmon.core.log_lines import EngineLog, SpecDecodingLog
 from specmon.core.request_rows import finite
@@ -31,6 +31,7 @@ from specmon.core.specdecode import (
 )
 from specmon.core.views import (
     EngineLogView,
+    EngineView,
     LifetimeNumbers,
     LogView,
     ResetView,
@@ -102,6 +103,46 @@ def lifetime_numbers(
         per_position_rates=rates,
         note="; ".join(notes) or None,
     )
+
+
+def _engine_label(labels: Iterable[tuple[str, str]]) -> str | None:
+    for key, value in labels:
+        if key == "engine":
+            return value
+    return None
+
+
+def engine_numbers(
+    window: CounterWindow | None, gauges: Iterable[MetricSample], engines: Iterable[str]
+) -> tuple[EngineView, ...]:
+    """Each engine's window numbers: the window's counter deltas and the page's gauges filtered
+    to the series whose `engine` label is that engine, through the same formulas as the server's
+    (decode tok/s = Δgeneration/Δt, AL = 1 + Δaccepted/Δdrafts, rate = Δaccepted/Δdraft tokens).
+    Summed over engines, tok/s and the counts equal the server's; AL and rates are the server's
+    pooled over the engines' deltas."""
+    gauges = tuple(gauges)
+    out: list[EngineView] = []
+    for engine in engines:
+        tok_s = al = rate = None
+        if window is not None:
+            deltas = {k: v for k, v in window.deltas.items() if _engine_label(k[1]) == engine}
+            sub = CounterWindow(window.t0, window.t1, deltas)
+            tok_s = decode_tokens_per_second(sub)
+            stats = spec_decode_stats(deltas)
+            al, rate = stats.acceptance_length, stats.draft_acceptance_rate
+        mine = [g for g in gauges if _engine_label(g.labels) == engine]
+        out.append(
+            EngineView(
+                engine=engine,
+                decode_tok_s=finite(tok_s),
+                acceptance_length=finite(al),
+                draft_acceptance_rate=finite(rate),
+                requests_running=finite(gauge_sum(mine, families.REQUESTS_RUNNING)),
+                requests_waiting=finite(gauge_sum(mine, families.REQUESTS_WAITING)),
+                kv_cache_usage_frac=finite(gauge_max(mine, families.KV_CACHE_USAGE)),
+            )
+        )
+    return tuple(out)
 
 
 @dataclass(slots=True)
@@ -228,6 +269,7 @@ class ServerState:
                 spec_decoding=_spec_log_view(self.spec_log, self.spec_log_t),
                 engine=_engine_log_view(self.engine_log, self.engine_log_t),
             ),
+            engine_numbers=engine_numbers(window, self.gauges, self.engines),
         )
 
 

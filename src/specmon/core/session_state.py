@@ -307,6 +307,10 @@ class SessionState:
                         f.throttle.append(r)
 
     def _status(self, e: ServerStatusChanged) -> None:
+        if e.status == "removed":  # no longer watched: its row leaves the view
+            if self._servers.pop(e.source, None) is not None:
+                self._add_marker(e.t, "status", f"{e.source}: removed")
+            return
         s = self._server(e.source)
         if s.status != e.status:
             self._add_marker(e.t, "status", f"{e.source}: {e.status}")

@@ -295,6 +295,22 @@ class LogView:
 
 
 @dataclass(frozen=True, slots=True)
+class EngineView:
+    """One engine (data-parallel rank, the `engine` label of vLLM's metrics) of a server: its
+    share of the server's window numbers, from the same counter deltas filtered to its series,
+    and its own gauges. The server's numbers are these summed (tok/s, running, waiting) or
+    pooled (AL and rates: the engines' deltas added before dividing)."""
+
+    engine: str
+    decode_tok_s: float | None
+    acceptance_length: float | None
+    draft_acceptance_rate: float | None
+    requests_running: float | None
+    requests_waiting: float | None
+    kv_cache_usage_frac: float | None
+
+
+@dataclass(frozen=True, slots=True)
 class ServerView:
     """One attached server."""
 
@@ -324,6 +340,9 @@ class ServerView:
     per-request acceptance."""
     per_request_note: str | None = None
     fleet: FleetTargetInfo | None = None
+    engine_numbers: tuple[EngineView, ...] = ()
+    """One entry per engine label seen on the latest scrape (sorted), window numbers; empty
+    before the first scrape or when the page carries no `engine` label."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from specmon.core.events import Event, GpuSampled, RequestEnded, SessionInfo
+from specmon.core.events import Event, GpuSampled, RequestEnded, ServerStatusChanged, SessionInfo
 from specmon.core.views import SessionView
 from specmon.runtime.hub import Hub, SourceRun
 from specmon.runtime.prompt_loop import prompt_loop
@@ -50,6 +50,13 @@ VIEW_PUBLISH_INTERVAL_S = 0.05
 
 FIRST_GPU_SAMPLE_TIMEOUT_S = 10.0
 """Bound on the first GPU sample at start (NVML init, or one dcgm-exporter fetch)."""
+
+ADD_IDENTIFY_TIMEOUT_S = 3.0
+"""Bound on each identifying request (/version, /v1/models) of a server added while the session
+runs: a server that does not answer is still added, and shown down with that error."""
+
+TARGET_CALL_TIMEOUT_S = 8.0
+"""Bound on add_target / remove_target as seen by the caller."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +126,17 @@ def session_info_from(identities: Sequence[ServerIdentity], gpu: str | None) -> 
     )
 
 
+def _unanswered(identity: ServerIdentity, t: float) -> ServerStatusChanged | None:
+    """A server that could not be identified at all (no model listed, and an error) is shown
+    down with that error from the start, rather than absent until its scraper gives up on it
+    (several timeouts later); its first good scrape makes it up."""
+    if identity.models or not identity.error:
+        return None
+    return ServerStatusChanged(
+        t=t, source=identity.base_url, status="down", detail=f"not identified: {identity.error}"
+    )
+
+
 class Monitor:
     """Wires hub, state, recorder and sources for a set of attached servers."""
 
@@ -149,6 +167,12 @@ class Monitor:
         self.scrapers: list[MetricsScraper] = []
         self.clients: list[StreamClient] = []
         self._futures: list[concurrent.futures.Future[Any]] = []
+        self._scraper_runs: dict[str, concurrent.futures.Future[Any]] = {}
+        """The running scraper of each watched server, by base URL."""
+        self._run_loops = True
+        self._live: dict[str, object] = {}
+        """The token of each watched server's current scraper: only its events pass (a removed
+        server's late events, or those of a scraper replaced by a later add, are dropped)."""
 
     # ------------------------------------------------------------ lifecycle
 
@@ -193,23 +217,111 @@ class Monitor:
             hub.add_closer(self.recorder.close)
         if first_gpu is not None:
             hub.post(first_gpu)  # the reading that named the GPU is the session's first sample
+        for identity in self.identities:
+            unanswered = _unanswered(identity, hub.clock())
+            if unanswered is not None:
+                hub.post(unanswered)
         for target in self.targets:
-            scraper = MetricsScraper(
-                target.metrics,
-                source=target.base,
-                clock=hub.clock,
-                interval=self.interval,
-                headers=self._metrics_headers(target),
-            )
-            self.scrapers.append(scraper)
-            hub.add_closer(scraper.aclose)
+            self.scrapers.append(self._new_scraper(target))
+        self._run_loops = run_loops
         if run_loops:
-            for scraper in self.scrapers:
-                self._futures.append(hub.run_source(scraper.run))
+            for target, scraper in zip(self.targets, self.scrapers, strict=True):
+                self._start_scraper(target.base, scraper)
             gpu_run = self._gpu_source()
             if gpu_run is not None:
                 self._futures.append(hub.run_source(gpu_run))
         return self.info
+
+    def _new_scraper(self, target: Target) -> MetricsScraper:
+        hub = self.hub
+        scraper = MetricsScraper(
+            target.metrics,
+            source=target.base,
+            clock=hub.clock,
+            interval=self.interval,
+            headers=self._metrics_headers(target),
+        )
+        hub.add_closer(scraper.aclose)
+        return scraper
+
+    def _start_scraper(self, base: str, scraper: MetricsScraper) -> None:
+        hub = self.hub
+        token = self._live[base] = object()
+
+        def gated(event: Event) -> None:  # hub thread
+            if self._live.get(base) is token:
+                hub.emit(event)
+
+        future = hub.submit(scraper.run(gated))
+        self._scraper_runs[base] = future
+        self._futures.append(future)
+
+    # ------------------------------------------------------------ targets while running
+
+    def add_target(self, target: Target) -> ServerIdentity:
+        """Watch one more server while the session runs (blocking; call from any thread but
+        the hub's). Identified with a short bound; a server that does not answer is added all
+        the same and shown down with that error. Raises ValueError for a bad URL or a server
+        already watched (raised here, not on the hub, whose task errors are the session's)."""
+        base = target.base  # validates
+        if self.info is None:
+            raise RuntimeError("the monitor is not started")
+        already = f"already watching {base}"
+
+        async def add() -> ServerIdentity | str:
+            if any(t.base == base for t in self.targets):
+                return already
+            identity = await identify(base, api_key=self._api_key, timeout=ADD_IDENTIFY_TIMEOUT_S)
+            if any(t.base == base for t in self.targets):  # added meanwhile
+                return already
+            client = StreamClient(base, api_key=self._api_key, clock=self.hub.clock)
+            client.simulated = identity.simulated
+            self.hub.add_closer(client.aclose)
+            scraper = self._new_scraper(target)
+            self.targets.append(target)
+            self.clients.append(client)
+            self.scrapers.append(scraper)
+            self.identities.append(identity)
+            unanswered = _unanswered(identity, self.hub.clock())
+            if unanswered is not None:
+                self.hub.emit(unanswered)
+            if self._run_loops:
+                self._start_scraper(base, scraper)
+            return identity
+
+        result = self.hub.submit(add()).result(TARGET_CALL_TIMEOUT_S)
+        if isinstance(result, str):
+            raise ValueError(result)
+        return result
+
+    def remove_target(self, url: str) -> str:
+        """Stop watching a server (blocking; call from any thread but the hub's): its scraper
+        stops, no later event of it passes, and a ServerStatusChanged "removed" is emitted (the
+        state drops its row; a recording keeps the event). Returns its base URL; raises
+        ValueError when it is not watched."""
+        base = server_base(url)
+        if self.info is None:
+            raise RuntimeError("the monitor is not started")
+        hub = self.hub
+
+        async def remove() -> bool:
+            found = [n for n, t in enumerate(self.targets) if t.base == base]
+            if not found:
+                return False
+            i = found[0]
+            self._live.pop(base, None)  # from now on its scraper's events are dropped
+            run = self._scraper_runs.pop(base, None)
+            if run is not None:
+                run.cancel()
+            del self.targets[i], self.scrapers[i], self.clients[i]
+            if i < len(self.identities):
+                del self.identities[i]
+            hub.emit(ServerStatusChanged(t=hub.clock(), source=base, status="removed"))
+            return True
+
+        if not hub.submit(remove()).result(TARGET_CALL_TIMEOUT_S):
+            raise ValueError(f"not watching {base}")
+        return base
 
     def _metrics_headers(self, target: Target) -> dict[str, str]:
         # The key goes only to the server it belongs to, not to a separate metrics address.

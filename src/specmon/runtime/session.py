@@ -9,6 +9,8 @@
     session.view()                                      # the published SessionView, no lock
     session.start_recording("s.ndjson"); session.stop_recording()
     session.cancel(rid); session.mark("slow here"); session.stop()
+    session.add_target(Target("http://other:8000"))     # watch one more server (blocking)
+    session.remove_target("http://other:8000")          # and stop watching it
 
 The collector is the hub with its sources (stream clients, /metrics scrapers, GPU sampler) and
 the recorder. Either way events are folded into the session state by the same `apply`, in
@@ -52,6 +54,7 @@ from specmon.runtime.monitor import Monitor, State, StateFactory, Target
 from specmon.runtime.prompt_loop import run_request
 from specmon.runtime.recorder import Recorder
 from specmon.sources.gpu import make_sampler
+from specmon.sources.server_identity import ServerIdentity
 from specmon.sources.stream_client import ChatRequest, new_request_id, resolve_api_key
 
 BATCH_INTERVAL_S = 0.02
@@ -150,6 +153,18 @@ async def _call(action: Callable[[], Any]) -> Any:
     return action()
 
 
+def _seen_one(identity: ServerIdentity) -> ServerSeen:
+    return ServerSeen(identity.base_url, tuple(identity.models), identity.error)
+
+
+def _add_seen(monitor: Monitor, target: Target) -> ServerSeen:
+    return _seen_one(monitor.add_target(target))
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
 @dataclass(frozen=True, slots=True)
 class SessionConfig:
     """What a session attaches to (picklable: it is sent to the collector process)."""
@@ -202,6 +217,16 @@ class LiveSession(Protocol):
     def start_recording(self, path: str) -> str: ...
 
     def stop_recording(self) -> str | None: ...
+
+    def add_target(self, target: Target) -> ServerSeen:
+        """Watch one more server (blocking, bounded); raises with a one-line reason (a bad URL,
+        a server already watched)."""
+        ...
+
+    def remove_target(self, url: str) -> str:
+        """Stop watching a server (blocking, bounded); returns its base URL; raises with a
+        one-line reason when it is not watched."""
+        ...
 
     def stop(self) -> None: ...
 
@@ -279,6 +304,12 @@ class InProcessSession:
             return None
         result: str | None = self.monitor.hub.submit(_call(switch.stop)).result(CALL_TIMEOUT_S)
         return result
+
+    def add_target(self, target: Target) -> ServerSeen:
+        return _seen_one(self.monitor.add_target(target))
+
+    def remove_target(self, url: str) -> str:
+        return self.monitor.remove_target(url)
 
     def snapshot(self) -> dict[str, Any]:
         return self.monitor.snapshot()
@@ -516,6 +547,18 @@ class CollectorProcess:
         self._recording = None
         return None if result is None else str(result)
 
+    def add_target(self, target: Target) -> ServerSeen:
+        seen: ServerSeen = self._request("add_target", target)
+        with self._lock:
+            self._servers = (*self._servers, seen)
+        return seen
+
+    def remove_target(self, url: str) -> str:
+        base = str(self._request("remove_target", url))
+        with self._lock:
+            self._servers = tuple(s for s in self._servers if s.base_url != base)
+        return base
+
     def submit_chat(
         self, request: ChatRequest, *, server: int = 0, request_id: str | None = None
     ) -> str:
@@ -671,6 +714,20 @@ def collector_main(config: SessionConfig, conn: Connection, parent_pid: int) -> 
         else:
             send(("reply", token, True, value))
 
+    def answer_off_hub(token: int, action: Callable[[], Any]) -> None:
+        """Run a blocking action that waits on the hub itself (adding or removing a target) on
+        a thread of its own, so this loop keeps reading commands; the reply goes back alone."""
+
+        def work() -> None:
+            try:
+                value = action()
+            except Exception as exc:
+                send(("reply", token, False, _one_line(exc)))
+            else:
+                send(("reply", token, True, value))
+
+        threading.Thread(target=work, name="specmon-collector-target", daemon=True).start()
+
     running: dict[str, concurrent.futures.Future[RequestEnded]] = {}
 
     def forget(rid: str) -> Callable[[object], None]:
@@ -712,6 +769,10 @@ def collector_main(config: SessionConfig, conn: Connection, parent_pid: int) -> 
                 answer(message[1], functools.partial(switch.start, path))
             elif kind == "stop_recording":
                 answer(message[1], switch.stop)
+            elif kind == "add_target":
+                answer_off_hub(message[1], functools.partial(_add_seen, monitor, message[2]))
+            elif kind == "remove_target":
+                answer_off_hub(message[1], functools.partial(monitor.remove_target, message[2]))
     finally:
         monitor.stop()
         outbox.put(None)

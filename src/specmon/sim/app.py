@@ -47,12 +47,15 @@ class SimApp:
         sleep: Sleeper,
         log_sink: LogSink = stderr_sink,
         spec_metrics: SpecMetricsLevel = "none",
+        engines: int = 1,
     ) -> None:
         self.profile = profile
         self.n_spec = n_spec
         self.seed = seed
         self.log_sink = log_sink
-        self.engine = Engine(profile, n_spec, schedule, speed, seed, clock, sleep, spec_metrics)
+        self.engine = Engine(
+            profile, n_spec, schedule, speed, seed, clock, sleep, spec_metrics, engines
+        )
         self.created = int(time.time())
         self.pid = os.getpid()
 

@@ -70,6 +70,8 @@ class _Generation:
     reason: str = "abort"
     """The finish reason recorded when it leaves: stays "abort" unless it ran to the end."""
     kv_held: int = 0
+    engine: int = 0
+    """The engine (data-parallel rank) serving it: requests go round-robin over the engines."""
 
 
 class Engine:
@@ -85,6 +87,7 @@ class Engine:
         clock: Clock,
         sleep: Sleeper,
         spec_metrics: SpecMetricsLevel = "none",
+        engines: int = 1,
     ) -> None:
         self.profile = profile
         self.n_spec = n_spec
@@ -108,9 +111,11 @@ class Engine:
                 "num_cpu_blocks": None,
                 "sliding_window": None,
             },
+            engines=engines,
         )
         self.requests_started = 0
         self.running = 0
+        self.running_by_engine = [0] * engines
         self.kv_tokens = 0
         self.metrics_fault_next: str | None = None
         self.interval = logs.IntervalStats(accepted_per_pos=[0] * n_spec)
@@ -123,9 +128,10 @@ class Engine:
         self.fingerprint = responses.fingerprint(profile.vllm_version, seed)
 
     def update_gauges(self) -> None:
-        self.metrics.running.set(self.running)
-        self.metrics.waiting.set(0)
-        self.metrics.kv_usage.set(self.kv_usage())
+        for engine, running in zip(self.metrics.engines, self.running_by_engine, strict=True):
+            engine.running.set(running)
+            engine.waiting.set(0)
+            engine.kv_usage.set(self.kv_usage())
 
     def kv_usage(self) -> float:
         """Share of the KV cache the running requests hold (0..1)."""
@@ -204,6 +210,7 @@ class Engine:
         )
         arrival = self.clock()
         return _Generation(
+            engine=(number - 1) % len(self.running_by_engine),
             req=req,
             out=out,
             phase=phase,
@@ -235,13 +242,15 @@ class Engine:
     def _open(self, gen: _Generation) -> None:
         """The prompt enters the engine: prompt counters, prefix cache, running, KV cache."""
         prompt_len = len(gen.req.prompt_ids)
-        self.metrics.prompt_tokens.inc(prompt_len)
-        self.metrics.prefix_queries.inc(prompt_len)
+        metrics = self.metrics.engines[gen.engine]
+        metrics.prompt_tokens.inc(prompt_len)
+        metrics.prefix_queries.inc(prompt_len)
         hits = self._prefix_cache(gen.req.prompt_ids)
         if hits:
-            self.metrics.prefix_hits.inc(hits)
+            metrics.prefix_hits.inc(hits)
         self.interval.prompt_tokens += prompt_len
         self.running += 1
+        self.running_by_engine[gen.engine] += 1
         self.kv_tokens += prompt_len
         gen.kv_held = prompt_len
 
@@ -293,7 +302,8 @@ class Engine:
         TTFT/ITL, and the request's own speculative-decoding object (from the same numbers, so
         the two reconcile exactly)."""
         now = self.clock()
-        self.metrics.record_step(step.tokens, step.drafts, step.draft_tokens, step.accepted)
+        metrics = self.metrics.engines[gen.engine]
+        metrics.record_step(step.tokens, step.drafts, step.draft_tokens, step.accepted)
         self.interval.add_step(step.tokens, step.drafts, step.draft_tokens, step.accepted)
         if step.drafts and gen.spec is not None:
             gen.spec.observe(step.draft_tokens, step.accepted)
@@ -301,9 +311,9 @@ class Engine:
         gen.kv_held += step.tokens
         if step.prefill:
             gen.first_token_t = now
-            self.metrics.h_ttft.observe(now - gen.arrival)
+            metrics.h_ttft.observe(now - gen.arrival)
         else:
-            self.metrics.h_itl.observe(now - gen.last_token_t)
+            metrics.h_itl.observe(now - gen.last_token_t)
         gen.last_token_t = now
 
     async def _send(self, gen: _Generation, step: step_model.Step) -> bool:
@@ -360,8 +370,9 @@ class Engine:
         per-request histograms with its finish reason."""
         end = self.clock()
         self.running -= 1
+        self.running_by_engine[gen.engine] -= 1
         self.kv_tokens -= gen.kv_held
-        self.metrics.record_finished(
+        self.metrics.engines[gen.engine].record_finished(
             FinishedRequest(
                 reason=gen.reason,
                 prompt_tokens=len(gen.req.prompt_ids),

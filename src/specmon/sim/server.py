@@ -40,6 +40,9 @@ class SimConfig:
     per_request_spec_decode_metrics: str = "none"
     """vLLM's `--per-request-spec-decode-metrics`: none (vLLM's default), summary or detailed
     (docs/simulator.md); anything but none needs speculation (n_spec > 0), as in vLLM."""
+    engines: int = 1
+    """Engines (data-parallel ranks): one `engine` label per rank on /metrics, requests served
+    round-robin (1..16)."""
 
 
 class SimConfigError(ValueError):
@@ -77,6 +80,8 @@ def resolve(config: SimConfig) -> Resolved:
         spec_metrics = check_level(config.per_request_spec_decode_metrics)
     except ValueError as err:
         raise SimConfigError(str(err)) from None
+    if not 1 <= config.engines <= 16:
+        raise SimConfigError(f"engines must be 1..16, got {config.engines}")
     if spec_metrics != "none" and n_spec == 0:
         raise SimConfigError(
             "--per-request-spec-decode-metrics requires speculative decoding (n_spec > 0), "
@@ -107,6 +112,7 @@ class SimServer:
             sleep,
             log_sink,
             resolved.spec_metrics,
+            config.engines,
         )
         self.http = HttpServer(self.app.handle, config.host, config.port)
         self._log_task: asyncio.Task[None] | None = None

@@ -14,8 +14,9 @@ from textual.command import Provider
 from specmon.ui.app.conversation import ChatSettings
 from specmon.ui.app.help_screen import HelpScreen
 from specmon.ui.app.palette import ActionsProvider, binding_commands
-from specmon.ui.app.screens import ChatScreen, DashboardScreen
+from specmon.ui.app.screens import ChatScreen
 from specmon.ui.app.session_port import ReplayPort, SessionPort
+from specmon.ui.app.watch_screen import DashboardScreen
 from specmon.ui.app.worth_screen import WorthScreen
 from specmon.ui.themes import load_themes, resolve_theme
 

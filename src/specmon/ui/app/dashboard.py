@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -110,6 +110,33 @@ class GraphSeries:
         self.rate_lifetime.append(life.draft_acceptance_rate if life else None)
 
 
+NOT_READING = ("down", "unreadable")
+"""States in which a server's live numbers are not being read: they are shown — (its last error
+says why), not the last values it had. Since-start numbers (the counters' absolute values at the
+last scrape) stay."""
+
+
+def live_numbers(server: ServerView) -> ServerView:
+    """The server as shown: its window numbers and gauges blanked while it is not being read."""
+    if server.status not in NOT_READING:
+        return server
+    w = server.window
+    return replace(
+        server,
+        window=replace(
+            w,
+            decode_tok_s=None,
+            acceptance_length=None,
+            draft_acceptance_rate=None,
+            per_position_rates=None,
+        ),
+        requests_running=None,
+        requests_waiting=None,
+        kv_cache_usage_frac=None,
+        engine_numbers=(),
+    )
+
+
 def _t(text: str, style: str = "") -> Text:
     return Text(text, style=style)
 
@@ -121,6 +148,10 @@ def _lit(text: str | None) -> str:
 
 def server_section(view: SessionView, server: ServerView | None) -> Text:
     info = view.info
+    if server is not None and len(view.servers) > 1 and info.server not in (None, server.source):
+        # The session's identity (model, draft, version) is its first server's: another server
+        # shows its own address and what its /metrics says (n_spec), not someone else's model.
+        info = replace(info, model=None, draft_model=None, method=None, vllm_version=None)
     status = server.status if server and server.status else "connecting"
     out = Text()
     out.append("● ", style=STATUS_STYLE.get(status, ""))
@@ -131,6 +162,8 @@ def server_section(view: SessionView, server: ServerView | None) -> Text:
     if server and server.status in ("stale", "down", "unreadable") and server.status_detail:
         out.append("\n  " + _lit(server.status_detail)[:80], style="red")
     n_spec = server.n_spec if server and server.n_spec is not None else info.n_spec
+    if len(view.servers) > 1 and server is not None:
+        out.append(f"\nurl    {_lit(server.source)}")
     out.append(f"\nmodel  {_lit(info.model)}")
     out.append(f"\ndraft  {_lit(info.draft_model)}")
     out.append(f"\nmethod {_lit(info.method)} · n_spec {num(n_spec, 'd')}")
@@ -294,13 +327,17 @@ def panel_sections(
     series: GraphSeries,
     *,
     waiting: str = "connecting…",
+    server_index: int = 0,
 ) -> list[tuple[str, Text]]:
     """(title, text) of each section of the panel, for one view (`waiting`: what the server
-    section says before there is one)."""
+    section says before there is one), about `view.servers[server_index]` (the first by
+    default; the watch screen passes its selected row)."""
     if view is None:
         waiting_text = [("server", _t(waiting, "dim"))]
         return waiting_text + [(name, _t(DASH, "dim")) for name in SidePanel.SECTIONS[1:]]
-    server = view.servers[0] if view.servers else None
+    server = view.servers[server_index] if 0 <= server_index < len(view.servers) else None
+    if server is not None:
+        server = live_numbers(server)
     n_spec = server.n_spec if server and server.n_spec is not None else view.info.n_spec
     return [
         ("server", server_section(view, server)),
@@ -321,6 +358,9 @@ class SidePanel(VerticalScroll):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.series = GraphSeries.empty()
+        """The graphs of the server shown (the first, or the one `show` was last asked for)."""
+        self._series: dict[str, GraphSeries] = {}
+        """Every server's graphs by its address, so a newly selected one shows its last minute."""
         self._shown: dict[str, str] = {}
 
     def compose(self) -> ComposeResult:
@@ -331,8 +371,23 @@ class SidePanel(VerticalScroll):
             yield box
 
     def sample(self, view: SessionView | None) -> None:
-        """One graph sample (call once a second)."""
-        self.series.sample(view.servers[0] if view and view.servers else None)
+        """One graph sample of every server (call once a second)."""
+        servers = view.servers if view is not None else ()
+        if not servers:
+            self.series.sample(None)
+            return
+        for server in servers:
+            self._series_of(server.source).sample(live_numbers(server))
+        for gone in set(self._series) - {s.source for s in servers}:
+            del self._series[gone]
+
+    def _series_of(self, source: str) -> GraphSeries:
+        series = self._series.get(source)
+        if series is None:
+            # The first server seen takes the graphs drawn so far (before any server was known).
+            series = self.series if not self._series else GraphSeries.empty()
+            self._series[source] = series
+        return series
 
     def show(
         self,
@@ -340,9 +395,15 @@ class SidePanel(VerticalScroll):
         answer: AnswerNumbers | None = None,
         *,
         waiting: str = "connecting…",
+        server_index: int = 0,
     ) -> None:
-        """Redraw the sections whose text changed."""
-        for name, text in panel_sections(view, answer, self.series, waiting=waiting):
+        """Redraw the sections whose text changed (about `view.servers[server_index]`)."""
+        if view is not None and 0 <= server_index < len(view.servers):
+            self.series = self._series_of(view.servers[server_index].source)
+        sections = panel_sections(
+            view, answer, self.series, waiting=waiting, server_index=server_index
+        )
+        for name, text in sections:
             key = text.plain + repr(text.spans)
             if self._shown.get(name) == key:
                 continue

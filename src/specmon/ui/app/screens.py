@@ -1,5 +1,6 @@
-"""The chat screen (with the dashboard's side panel), the dashboard screen of `specmon watch`,
-and their dialogs: settings, marker label, the table of all answers."""
+"""The chat screen (with the dashboard's side panel) and the dialogs it shares with the dashboard
+screen of `specmon watch` (ui/app/watch_screen.py): settings, marker label, the table of all
+answers."""
 
 from __future__ import annotations
 
@@ -742,96 +743,3 @@ class ChatScreen(RecordingMixin, Screen[None]):
                     f"{MIN_WIDTH}x{MIN_HEIGHT}."
                 )
             )
-
-
-class DashboardScreen(RecordingMixin, Screen[None]):
-    """`specmon watch` on a terminal: the side panel's content full-width, no chat."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("f4", "answers", "answers"),
-        Binding("r", "record", "record"),
-        Binding("m", "marker", "marker"),
-        Binding("ctrl+r", "retry", "retry connect"),
-        Binding("q", "app.quit", "quit", show=False),
-        Binding("ctrl+q", "app.quit", "quit"),
-    ]
-
-    def __init__(self, port: SessionPort) -> None:
-        super().__init__()
-        self.port = port
-        self.connection: Connection | None = None
-
-    @property
-    def specmon_app(self) -> SpecmonApp:
-        from specmon.ui.app.app import SpecmonApp
-
-        assert isinstance(self.app, SpecmonApp)
-        return self.app
-
-    def compose(self) -> ComposeResult:
-        yield HeaderBar(id="header", command="watch")
-        with Horizontal(id="connect-box"):
-            yield Static("connecting…", id="connect-status", markup=False)
-            yield Button("Retry", id="retry")
-        yield SidePanel(id="dashboard")
-        yield Footer()
-
-    def on_mount(self) -> None:
-        self.query_one("#retry", Button).display = False
-        self.set_interval(1 / PANEL_HZ, self.refresh_panel)
-        self.set_interval(GRAPH_SAMPLE_S, self.sample_graphs)
-        self.refresh_panel()
-        self.connect()
-
-    def connect(self) -> None:
-        self.query_one("#connect-box").display = True
-        self.query_one("#retry", Button).display = False
-        self.query_one("#connect-status", Static).update("connecting…")
-        self.run_worker(self.port.connect, thread=True, group="connect", exclusive=True)
-
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if self._record_worker_done(event) or event.worker.group != "connect":
-            return
-        if event.state == WorkerState.SUCCESS:
-            result = event.worker.result
-            assert isinstance(result, Connection)
-            self._connected(result)
-        elif event.state == WorkerState.ERROR:
-            self._connected(Connection(None, f"{type(event.worker.error).__name__}"))
-
-    def _connected(self, connection: Connection) -> None:
-        self.connection = connection
-        header = self.query_one(HeaderBar)
-        if connection.server is None:
-            message = connection.error or "cannot connect"
-            if connection.unauthorized:
-                message = "401 Unauthorized: the server refused the API key. " + message
-            self.query_one("#connect-status", Static).update(literal(message + "  (Retry: ctrl+r)"))
-            self.query_one("#retry", Button).display = True
-            header.show(None, state="not connected")
-            return
-        self.query_one("#connect-box").display = False
-        header.show(connection.server)
-
-    def action_retry(self) -> None:
-        if not self.port.connected:
-            self.connect()
-
-    @on(Button.Pressed, "#retry")
-    def _retry_pressed(self) -> None:
-        self.action_retry()
-
-    def refresh_panel(self) -> None:
-        c = self.connection
-        waiting = "not connected" if c is not None and c.server is None else "connecting…"
-        self.query_one(SidePanel).show(self.port.view(), None, waiting=waiting)
-
-    def sample_graphs(self) -> None:
-        self.query_one(SidePanel).sample(self.port.view())
-
-    def _say(self, text: str, *, failed: bool = False) -> None:
-        self.specmon_app.notify(text, markup=False, severity="error" if failed else "information")
-        self.query_one(SidePanel).note(text)
-
-    def action_answers(self) -> None:
-        self.specmon_app.push_screen(AnswersScreen(self.port))

@@ -519,6 +519,28 @@ class SessionPort:
             raise RuntimeError("not connected")
         session.mark(label)
 
+    # ------------------------------------------------------------ watched servers
+
+    def add_target(self, url: str) -> str:
+        """Watch one more server (blocking, bounded: run it off the UI thread); returns its base
+        URL. Raises ValueError with a one-line reason for a URL that is not an http(s) server
+        address or a server already watched, RuntimeError when not connected."""
+        from specmon.runtime.monitor import Target
+
+        session = self._session
+        if session is None:
+            raise RuntimeError("not connected")
+        target = Target(url.strip())
+        _ = target.base  # raises ValueError for a bad URL before anything is sent
+        return session.add_target(target).base_url
+
+    def remove_target(self, url: str) -> str:
+        """Stop watching a server (blocking, bounded); returns its base URL."""
+        session = self._session
+        if session is None:
+            raise RuntimeError("not connected")
+        return session.remove_target(url)
+
 
 class ReplayPort:
     """The replay's door to the runtime: a `runtime.replay_session.ReplaySession` made by the

@@ -1,0 +1,272 @@
+"""The dashboard screen of `specmon watch`: the servers table, the selected server in detail, and
+the dialog that adds a server.
+
+Keys: ↑/↓ (or k/j) select a server, whose numbers the dashboard's panel shows below the table;
+a adds a server (an http(s) address, checked before anything is sent), x or delete stops watching
+the selected one; r records, m adds a marker, F4 lists the answers, ctrl+r retries the connection,
+q or ctrl+q quits. Adding and removing run off the UI thread (they wait on the collector).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Button, Footer, Input, Label, Static
+from textual.worker import Worker, WorkerState
+
+from specmon.core.views import SessionView
+from specmon.sources.server_identity import server_base
+from specmon.ui.app.dashboard import SidePanel
+from specmon.ui.app.safe_text import visible
+from specmon.ui.app.screens import AnswersScreen, RecordingMixin
+from specmon.ui.app.servers_table import ServersTable
+from specmon.ui.app.session_port import Connection, SessionPort
+from specmon.ui.app.widgets import HeaderBar, literal
+
+if TYPE_CHECKING:
+    from specmon.ui.app.app import SpecmonApp
+
+PANEL_HZ = 4.0
+"""The table's and the panel's numbers are redrawn this often."""
+GRAPH_SAMPLE_S = 1.0
+"""The panel's graphs take one sample this often."""
+
+
+def check_server_url(text: str) -> str:
+    """The base URL of a server address typed by the user; ValueError with a one-line reason when
+    it is empty or not an http(s) server address (host:port alone means http://host:port)."""
+    if not text.strip():
+        raise ValueError("type a server address, e.g. http://gpu-box:8000")
+    return server_base(text)
+
+
+class AddServerScreen(ModalScreen[str | None]):
+    """Asks for a server address; dismisses with its base URL, or None (escape). A bad address
+    is said in the dialog, which stays open."""
+
+    DEFAULT_CSS = """
+    AddServerScreen {
+        align: center middle;
+    }
+    #add-box {
+        width: 70;
+        height: auto;
+        border: round $primary;
+        padding: 0 1;
+        background: $surface;
+    }
+    #add-error {
+        color: $error;
+        height: auto;
+    }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss_none", "cancel")]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="add-box"):
+            yield Label("Watch one more server (http(s) address, Enter adds, Escape cancels):")
+            yield Input(placeholder="http://gpu-box:8000", id="add-url")
+            yield Static("", id="add-error", markup=False)
+
+    def action_dismiss_none(self) -> None:
+        self.dismiss(None)
+
+    @on(Input.Submitted, "#add-url")
+    def _add(self, event: Input.Submitted) -> None:
+        try:
+            url = check_server_url(event.value)
+        except ValueError as exc:
+            self.query_one("#add-error", Static).update(Text(visible(str(exc))))
+            return
+        self.dismiss(url)
+
+
+class DashboardScreen(RecordingMixin, Screen[None]):
+    """`specmon watch` on a terminal: the servers table and the selected server in detail."""
+
+    AUTO_FOCUS = None  # the arrows select servers; nothing else on the screen takes them
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "select(-1)", "select server", key_display="↑↓", priority=True),
+        Binding("down", "select(1)", "select next", show=False, priority=True),
+        Binding("k", "select(-1)", "select previous", show=False),
+        Binding("j", "select(1)", "select next", show=False),
+        Binding("a", "add_server", "add server"),
+        Binding("x", "remove_server", "remove server"),
+        Binding("delete", "remove_server", "remove server", show=False),
+        Binding("f4", "answers", "answers"),
+        Binding("r", "record", "record"),
+        Binding("m", "marker", "marker"),
+        Binding("ctrl+r", "retry", "retry connect"),
+        # The app's hidden priority ctrl+q shadows a screen's ctrl+q in the footer: q is shown.
+        Binding("q", "app.quit", "quit"),
+        Binding("ctrl+q", "app.quit", "quit", show=False),
+    ]
+
+    def __init__(self, port: SessionPort) -> None:
+        super().__init__()
+        self.port = port
+        self.connection: Connection | None = None
+        self.selected_source: str | None = None
+        """The selected server's address (kept across views: rows may come and go)."""
+        self.selected = 0
+        """Its row in the latest view."""
+
+    @property
+    def specmon_app(self) -> SpecmonApp:
+        from specmon.ui.app.app import SpecmonApp
+
+        assert isinstance(self.app, SpecmonApp)
+        return self.app
+
+    def compose(self) -> ComposeResult:
+        yield HeaderBar(id="header", command="watch")
+        with Horizontal(id="connect-box"):
+            yield Static("connecting…", id="connect-status", markup=False)
+            yield Button("Retry", id="retry")
+        yield ServersTable(id="servers")
+        yield SidePanel(id="dashboard")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#retry", Button).display = False
+        self.set_interval(1 / PANEL_HZ, self.refresh_panel)
+        self.set_interval(GRAPH_SAMPLE_S, self.sample_graphs)
+        self.refresh_panel()
+        self.connect()
+
+    # ------------------------------------------------------------ connecting
+
+    def connect(self) -> None:
+        self.query_one("#connect-box").display = True
+        self.query_one("#retry", Button).display = False
+        self.query_one("#connect-status", Static).update("connecting…")
+        self.run_worker(self.port.connect, thread=True, group="connect", exclusive=True)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if self._record_worker_done(event) or self._target_worker_done(event):
+            return
+        if event.worker.group != "connect":
+            return
+        if event.state == WorkerState.SUCCESS:
+            result = event.worker.result
+            assert isinstance(result, Connection)
+            self._connected(result)
+        elif event.state == WorkerState.ERROR:
+            self._connected(Connection(None, f"{type(event.worker.error).__name__}"))
+
+    def _connected(self, connection: Connection) -> None:
+        self.connection = connection
+        header = self.query_one(HeaderBar)
+        if connection.server is None:
+            message = connection.error or "cannot connect"
+            if connection.unauthorized:
+                message = "401 Unauthorized: the server refused the API key. " + message
+            self.query_one("#connect-status", Static).update(literal(message + "  (Retry: ctrl+r)"))
+            self.query_one("#retry", Button).display = True
+            header.show(None, state="not connected")
+            return
+        self.query_one("#connect-box").display = False
+        header.show(connection.server)
+
+    def action_retry(self) -> None:
+        if not self.port.connected:
+            self.connect()
+
+    @on(Button.Pressed, "#retry")
+    def _retry_pressed(self) -> None:
+        self.action_retry()
+
+    # ------------------------------------------------------------ drawing
+
+    def _follow_selection(self, view: SessionView | None) -> None:
+        """Keep the same server selected when rows come and go; clamp when it left."""
+        servers = view.servers if view is not None else ()
+        if not servers:
+            self.selected = 0
+            return
+        sources = [s.source for s in servers]
+        if self.selected_source in sources:
+            self.selected = sources.index(self.selected_source)
+        else:
+            self.selected = min(self.selected, len(servers) - 1)
+            self.selected_source = sources[self.selected]
+
+    def refresh_panel(self) -> None:
+        c = self.connection
+        waiting = "not connected" if c is not None and c.server is None else "connecting…"
+        view = self.port.view()
+        self._follow_selection(view)
+        self.query_one(ServersTable).show(view, self.selected, waiting=waiting)
+        self.query_one(SidePanel).show(view, None, waiting=waiting, server_index=self.selected)
+
+    def sample_graphs(self) -> None:
+        self.query_one(SidePanel).sample(self.port.view())
+
+    def _say(self, text: str, *, failed: bool = False) -> None:
+        self.specmon_app.notify(text, markup=False, severity="error" if failed else "information")
+        self.query_one(SidePanel).note(text)
+
+    # ------------------------------------------------------------ keys
+
+    def action_select(self, step: int) -> None:
+        view = self.port.view()
+        servers = view.servers if view is not None else ()
+        if not servers:
+            return
+        self._follow_selection(view)
+        self.selected = max(0, min(len(servers) - 1, self.selected + step))
+        self.selected_source = servers[self.selected].source
+        self.refresh_panel()
+
+    def action_answers(self) -> None:
+        self.specmon_app.push_screen(AnswersScreen(self.port))
+
+    def action_add_server(self) -> None:
+        if not self.port.connected:
+            self._say("not connected: no server added", failed=True)
+            return
+
+        def add(url: str | None) -> None:
+            if url is None:
+                return
+            self._say(f"adding {url}…")
+            self.run_worker(
+                lambda: self.port.add_target(url), thread=True, group="target", exclusive=False
+            )
+
+        self.specmon_app.push_screen(AddServerScreen(), add)
+
+    def action_remove_server(self) -> None:
+        view = self.port.view()
+        if not self.port.connected or view is None or not view.servers:
+            self._say("no server to remove", failed=True)
+            return
+        self._follow_selection(view)
+        source = view.servers[self.selected].source
+
+        def remove() -> str:
+            return f"removed {self.port.remove_target(source)}"
+
+        self.run_worker(remove, thread=True, group="target", exclusive=False)
+
+    def _target_worker_done(self, event: Worker.StateChanged) -> bool:
+        """Say what adding or removing a server did; True when the event was such a worker's."""
+        if event.worker.group != "target":
+            return False
+        if event.state == WorkerState.SUCCESS:
+            result = str(event.worker.result)
+            self._say(result if result.startswith("removed") else f"watching {result}")
+            self.refresh_panel()
+        elif event.state == WorkerState.ERROR:
+            error = event.worker.error
+            reason = " ".join(str(error).split()) or type(error).__name__
+            self._say(f"server not changed: {reason}", failed=True)
+        return True
