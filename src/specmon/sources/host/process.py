@@ -298,6 +298,14 @@ class HostedServer:
                 with contextlib.suppress(Exception):  # a sink never stops the log
                     sink(line)
 
+    def lines_after(self, seen: int) -> tuple[int, list[str]]:
+        """The lines after the first `seen` ones (only the kept tail when more came) and the
+        count of lines so far: a reader passes the count back in to get only new lines."""
+        with self._lock:
+            total = self.lines_seen
+            new = max(0, min(total - seen, len(self._tail)))
+            return total, list(self._tail)[len(self._tail) - new :] if new else []
+
     def tail(self, lines: int = LOG_TAIL_LINES) -> list[str]:
         with self._lock:
             return list(self._tail)[-lines:]

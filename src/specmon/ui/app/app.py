@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from textual.app import App
 from textual.binding import Binding, BindingType
@@ -13,6 +13,9 @@ from textual.binding import Binding, BindingType
 from specmon.ui.app.conversation import ChatSettings
 from specmon.ui.app.screens import ChatScreen, DashboardScreen
 from specmon.ui.app.session_port import SessionPort
+
+if TYPE_CHECKING:
+    from specmon.ui.app.startup_view import HostWatch, StartupFailed
 
 FrameHook = Callable[[tuple[float, ...], bool], None]
 Mode = Literal["chat", "demo", "watch"]
@@ -28,6 +31,8 @@ class SpecmonApp(App[None]):
     CSS_PATH = "app.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+c", "quit", "quit", show=False, priority=True),
+        Binding("ctrl+l", "toggle_log", "vLLM log", show=False),
+        Binding("l", "toggle_log", "vLLM log", show=False),
     ]
     TITLE = "specmon"
     ENABLE_COMMAND_PALETTE = False
@@ -43,6 +48,7 @@ class SpecmonApp(App[None]):
         auto_prompts: Sequence[str] = (),
         clock: Callable[[], float] = time.monotonic,
         max_answers: int | None = None,
+        host: HostWatch | None = None,
     ) -> None:
         super().__init__()
         self.port = port
@@ -54,6 +60,11 @@ class SpecmonApp(App[None]):
         self.clock = clock
         self.max_answers = max_answers
         """The demo's `--requests N`: quit once N answers have finished (None: never)."""
+        self.host = host
+        """Host mode: the vLLM server specmon started (startup view first, then the chat or
+        the dashboard; its log toggled with l / ctrl+l)."""
+        self.host_failure: StartupFailed | None = None
+        """Why the hosted server did not start or stopped (the command then exits 1)."""
 
     def on_unmount(self) -> None:
         # Textual's exit waits for its worker threads; a connection still being made (the
@@ -61,10 +72,49 @@ class SpecmonApp(App[None]):
         threading.Thread(target=self.port.abort, name="specmon-abort", daemon=True).start()
 
     def on_mount(self) -> None:
-        if self.mode == "watch":
-            self.push_screen(DashboardScreen(self.port))
+        if self.host is not None:
+            from specmon.ui.app.startup_view import StartupScreen
+
+            self.push_screen(StartupScreen(self.host))
             return
-        self.push_screen(
+        self._push_main()
+
+    def host_ready(self) -> None:
+        """The hosted server answered /health 200: its chat or dashboard replaces the startup
+        view, and the server is watched from then on."""
+        self._push_main(replace=True)
+        self.set_interval(1.0, self._watch_host)
+
+    def host_failed(self, failure: StartupFailed) -> None:
+        self.host_failure = failure
+
+    def _watch_host(self) -> None:
+        if self.host is None or self.host_failure is not None:
+            return
+        failure = self.host.exit_failure()
+        if failure is not None:
+            from specmon.ui.app.startup_view import StartupScreen
+
+            self.host_failure = failure
+            self.push_screen(StartupScreen(self.host, failure=failure))
+
+    def action_toggle_log(self) -> None:
+        from specmon.ui.app.log_pane import LogScreen
+        from specmon.ui.app.startup_view import StartupScreen
+
+        if self.host is None:
+            self.notify("no log: specmon did not start this server", timeout=3)
+        elif isinstance(self.screen, LogScreen):
+            self.screen.dismiss(None)
+        elif not isinstance(self.screen, StartupScreen):  # the startup view shows it already
+            self.push_screen(LogScreen(self.host))
+
+    def _push_main(self, *, replace: bool = False) -> None:
+        push = self.switch_screen if replace else self.push_screen
+        if self.mode == "watch":
+            push(DashboardScreen(self.port))
+            return
+        push(
             ChatScreen(
                 self.port,
                 self.settings,
