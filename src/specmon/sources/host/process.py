@@ -51,6 +51,9 @@ DEFAULT_READY_TIMEOUT_S = 1800.0
 DEFAULT_GRACE_S = 10.0
 """Seconds between SIGTERM and SIGKILL when stopping the group."""
 HEALTH_POLL_S = 0.5
+LEFT_BEHIND_S = 2.0
+"""After the API server exited on SIGTERM, how long the rest of its group may take to follow
+before the group itself is signalled."""
 
 LineSink = Callable[[str], None]
 
@@ -400,8 +403,12 @@ class HostedServer:
                 with contextlib.suppress(ProcessLookupError):
                     self.process.send_signal(signal.SIGTERM)
                     sent.append("TERM")
-            # A dead API server shuts nothing down any more: signal its group at once.
-            if not self._wait_gone(grace if leader_alive else 0.0):
+            if leader_alive:  # vLLM's API server shuts its engine down in order, then exits
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.process.wait(timeout=grace)
+            # What an exited API server left behind gets a moment to follow it, not the whole
+            # grace period; a dead one shuts nothing down any more: its group is signalled.
+            if not self._wait_gone(min(grace, LEFT_BEHIND_S) if leader_alive else 0.0):
                 for sig, wait_s in ((signal.SIGTERM, min(grace, 5.0)), (signal.SIGKILL, grace)):
                     with contextlib.suppress(ProcessLookupError, PermissionError):
                         os.killpg(self.pgid, sig)
