@@ -174,6 +174,7 @@ async def test_a_failed_start_shows_the_cause_and_exactly_the_last_50_lines():
         assert list(pane.lines) == list(host.outcome.tail)
         await pilot.pause(0.5)  # a later pull does not bring the earlier lines back
         assert list(pane.lines) == list(host.outcome.tail)
+        assert pane.max_scroll_y > 0 and pane.scroll_y == pane.max_scroll_y  # ends on the cause
         assert isinstance(app.screen, StartupScreen)  # stays until the user quits
         assert app.host_failure == host.outcome
 

@@ -226,3 +226,18 @@ def test_a_signal_to_specmon_stops_the_whole_group(fake_vllm, tmp_path, how):
     finally:
         term.close()
     assert not any(alive(pid) for pid in recorded_pids(tmp_path))
+
+
+@needs_tmux
+def test_quitting_during_the_start_stops_the_group_and_exits_0(fake_vllm, tmp_path):
+    term = open_chat(tmp_path, fake_vllm, "never")
+    try:
+        term.wait_for(lambda: "KV cache sized" in term.screen(), "the startup progress")
+        pgid = recorded_pids(tmp_path)[0]
+        term.key("C-c")  # the app's quit key, as ctrl+q
+        term.wait_for(lambda: term.exit_code() is not None, "specmon to exit")
+        assert term.exit_code() == 0
+        assert f"vLLM stopped (process group {pgid} gone)" in term.screen()
+    finally:
+        term.close()
+    assert not any(alive(pid) for pid in recorded_pids(tmp_path))

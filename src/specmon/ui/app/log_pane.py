@@ -47,6 +47,7 @@ class LogPane(Log):
     DEFAULT_CSS = """
     LogPane {
         height: 1fr;
+        overflow: auto auto;
         border: round $secondary;
         border-title-color: $text-muted;
     }
@@ -80,6 +81,8 @@ class LogPane(Log):
         self._seen = 1 << 62
         self.clear()
         self.write_lines([shown_line(line) for line in lines])
+        # The pane may shrink once the failure is shown above it: end on the last line after.
+        self.call_after_refresh(self.scroll_end, animate=False)
 
 
 class LogScreen(ModalScreen[None]):

@@ -20,7 +20,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from specmon.core.startup_log import PHASE_WORDS, StartupPhase, StartupProgress
 from specmon.ui.app.log_pane import LogPane, LogSource
@@ -135,7 +135,7 @@ def failure_text(f: StartupFailed) -> Text:
             text.append("  seen in: " + visible(f.seen_in) + "\n")
     else:
         text.append("likely cause: not recognised (see the log lines below)\n")
-    text.append(f"last {len(f.tail)} lines of {visible(f.log_path)} below; ctrl+q quits")
+    text.append(f"last {len(f.tail)} lines of {visible(f.log_path)} below")
     return text
 
 
@@ -182,7 +182,6 @@ class StartupScreen(Screen[None]):
             yield Static("", id="startup-where")
         yield Static("", id="startup-failure")
         yield LogPane(self.host, id="startup-log")
-        yield Footer()
 
     def on_mount(self) -> None:
         self.redraw()
@@ -222,6 +221,7 @@ class StartupScreen(Screen[None]):
         if not failed:
             where.append(f"elapsed {elapsed_words(self.host.elapsed_s())}   ")
         where.append(f"server {visible(self.host.base_url)}   log {visible(self.host.log_path)}")
+        where.append("   ctrl+q quits (stops vLLM)", "dim")
         self.query_one("#startup-where", Static).update(where)
 
     def show_failure(self, failure: StartupFailed) -> None:
