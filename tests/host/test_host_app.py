@@ -40,6 +40,7 @@ class FakeHost:
         self.go = threading.Event()
         self.outcome: StartupFailed | None = None
         self.died: StartupFailed | None = None
+        self.exit_on_failure = False
 
     def lines_after(self, seen: int) -> tuple[int, list[str]]:
         return len(self.lines), self.lines[seen:]
@@ -275,3 +276,15 @@ def test_app_host_adapts_the_server_and_reports_a_failure(fake_vllm, tmp_path, m
         assert host.exit_failure() is not None and host.exit_failure().after_ready
     finally:
         server.stop()
+
+
+async def test_off_a_terminal_a_death_while_serving_ends_the_app_at_once():
+    host = FakeHost()
+    host.exit_on_failure = True
+    host.go.set()
+    app = SpecmonApp(FakePort(), host=host)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, ChatScreen))
+        host.died = StartupFailed("the server exited with code 1 while serving", (), "x.log")
+        await wait_for(pilot, lambda: not app.is_running)
+    assert app.host_failure == host.died

@@ -216,6 +216,7 @@ def _chat_hosted(args: argparse.Namespace, plan: Any, gpu: str) -> int:
             if ready is None:
                 return 1
             host.mark_ready(ready)
+            host.exit_on_failure = True  # a death while serving ends the app at once
         base_url = server.base_url
 
         def make_session() -> LiveSession:  # called once the server answered /health 200

@@ -205,6 +205,8 @@ class AppHost:
         self.server = server
         self.plan = plan
         self.timeout_s = timeout_s
+        self.exit_on_failure = False
+        """Set when not on a terminal: the app ends at once on a failure."""
         self._clock = clock
         self._started = clock()
         self._ready: StartupProgress | None = None

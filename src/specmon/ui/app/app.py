@@ -87,6 +87,8 @@ class SpecmonApp(App[None]):
 
     def host_failed(self, failure: StartupFailed) -> None:
         self.host_failure = failure
+        if self.host is not None and self.host.exit_on_failure:
+            self.exit()
 
     def _watch_host(self) -> None:
         if self.host is None or self.host_failure is not None:
@@ -95,8 +97,9 @@ class SpecmonApp(App[None]):
         if failure is not None:
             from specmon.ui.app.startup_view import StartupScreen
 
-            self.host_failure = failure
-            self.push_screen(StartupScreen(self.host, failure=failure))
+            if not self.host.exit_on_failure:
+                self.push_screen(StartupScreen(self.host, failure=failure))
+            self.host_failed(failure)
 
     def action_toggle_log(self) -> None:
         from specmon.ui.app.log_pane import LogScreen

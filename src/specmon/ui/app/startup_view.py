@@ -58,6 +58,12 @@ class HostWatch(LogSource, Protocol):
         """What is being started, e.g. the model and the method, for the heading."""
         ...
 
+    @property
+    def exit_on_failure(self) -> bool:
+        """True when no one can read the failure view (not on a terminal): the app ends at once
+        on a failure instead of waiting for the user to quit."""
+        ...
+
     def progress(self) -> StartupProgress: ...
 
     def elapsed_s(self) -> float:
