@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 from specmon.cli.host_args import add_host_arguments
 
 if TYPE_CHECKING:
+    from specmon.cli.host_args import HostPlan
     from specmon.runtime.session import LiveSession
 
 
@@ -186,7 +187,7 @@ def _run_hosted(args: argparse.Namespace) -> int:
         return _chat_hosted(args, plan, gpu)
 
 
-def _chat_hosted(args: argparse.Namespace, plan: Any, gpu: str) -> int:
+def _chat_hosted(args: argparse.Namespace, plan: HostPlan, gpu: str) -> int:
     from specmon.cli.app_runner import run_app
     from specmon.cli.host_launch import (
         AppHost,
