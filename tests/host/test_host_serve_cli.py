@@ -230,13 +230,15 @@ needs_tmux = pytest.mark.skipif(
 
 @needs_tmux
 def test_on_a_terminal_serve_opens_the_apps_dashboard_with_the_log_pane(fake_vllm, tmp_path):
-    term = open_serve(tmp_path, fake_vllm, "ok")
+    recording = tmp_path / "serve.ndjson"
+    term = open_serve(tmp_path, fake_vllm, "ok", "--record", str(recording))
     try:
         term.wait_for(lambda: "method ngram · n_spec 4" in term.screen(), "the dashboard")
         pgid = recorded_pids(tmp_path)[0]
         assert "─acceptance─" in term.screen()
         term.key("l")
-        term.wait_for(lambda: "vLLM log:" in term.screen(), "the log pane")
+        term.wait_for(lambda: "Application startup complete." in term.screen(), "the log pane")
+        assert "vLLM log:" in term.screen()
         assert "␛]0;pwned-title␇␛[31m[bold red]markup[/bold red]␛[0m" in term.screen()
         assert "pwned-title" not in term.title()
         term.key("l")
@@ -248,15 +250,27 @@ def test_on_a_terminal_serve_opens_the_apps_dashboard_with_the_log_pane(fake_vll
     finally:
         term.close()
     assert not any(alive(pid) for pid in recorded_pids(tmp_path))
+    lines = recording.read_text().splitlines()
+    header = json.loads(lines[0])
+    assert header["method"] == "ngram" and header["extra"]["host"]["argv"][1:3] == ["serve", "tiny"]
+    logged = [json.loads(line)[2]["line"] for line in lines[1:] if json.loads(line)[1] == CODE_LOG]
+    assert any("Application startup complete" in line for line in logged)
+    assert any("crafted: " in line for line in logged)
 
 
 @needs_tmux
 def test_on_a_terminal_a_failed_start_shows_the_cause_and_exits_1_after_quit(fake_vllm, tmp_path):
     term = open_serve(tmp_path, fake_vllm, "nonc")
     try:
-        term.wait_for(lambda: "likely cause:" in term.screen(), "the failure in the app")
+        # The cause and the tail in the pane (the Log widget may draw its lines a frame later).
+        term.wait_for(
+            lambda: (
+                "non-causal attention not supported" in term.screen()
+                and "likely cause:" in term.screen()
+            ),
+            "the failure in the app",
+        )
         assert "likely cause: no attention backend" in term.screen()
-        assert "non-causal attention not supported" in term.screen()
         term.key("q")
         term.wait_for(lambda: term.exit_code() is not None, "specmon to exit")
         assert term.exit_code() == 1

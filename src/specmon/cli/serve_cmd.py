@@ -187,7 +187,6 @@ def _app(
     early: collections.deque[Any],
 ) -> int:
     """On a terminal: the Textual app, its startup view first, then the dashboard."""
-    from specmon.cli.app_runner import run_app
     from specmon.cli.host_launch import failure_report
     from specmon.runtime import shutdown
     from specmon.ui.app.app import SpecmonApp
@@ -199,9 +198,16 @@ def _app(
     port = SessionPort(make_session, require_model=False)
     app = SpecmonApp(port, mode="watch", host=host)
     process_shutdown = shutdown.current()
-    if process_shutdown is not None:
+    if process_shutdown is not None:  # as run_app does, and the startup wait abandoned too
+        process_shutdown.add_stop_hook(port.abort)
         process_shutdown.add_stop_hook(host.abort)
-    run_app(app, port)
+    try:
+        app.run()
+    finally:
+        # The server first: its last lines still reach the hub (and the recording) before the
+        # session stops the hub. The caller says what was left of its group.
+        server.stop()
+        port.close()
     if app.host_failure is not None:
         print(failure_report(app.host_failure), file=sys.stderr)
         return 1
