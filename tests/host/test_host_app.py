@@ -288,3 +288,19 @@ async def test_off_a_terminal_a_death_while_serving_ends_the_app_at_once():
         host.died = StartupFailed("the server exited with code 1 while serving", (), "x.log")
         await wait_for(pilot, lambda: not app.is_running)
     assert app.host_failure == host.died
+
+
+def test_what_host_mode_knows_completes_what_the_server_says():
+    from specmon.core.events import SessionInfo
+    from specmon.runtime.monitor import complete_info
+
+    said = SessionInfo(server="http://h:1", model="tiny", vllm_version="0.32.0", extra={"a": 1})
+    known = SessionInfo(
+        server="http://h:1", model="/models/target", draft_model="/models/d", method="draft_model",
+        n_spec=4, vllm_version="0.31", gpu="H100", extra={"host": {"preset": None}},
+    )  # fmt: skip
+    merged = complete_info(said, known)
+    assert merged.model == "tiny" and merged.vllm_version == "0.32.0"  # the server's own words
+    assert (merged.draft_model, merged.method, merged.n_spec) == ("/models/d", "draft_model", 4)
+    assert merged.gpu == "H100" and merged.extra == {"a": 1, "host": {"preset": None}}
+    assert complete_info(said, None) is said
