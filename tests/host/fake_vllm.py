@@ -2,7 +2,8 @@
 
 FAKE_VLLM_MODE picks the behaviour:
 - "ok": prints vLLM-like startup lines, then serves /health (200), /version, /v1/models, /metrics
-  on --host:--port; starts one child process (like vLLM's engine core) in the same group.
+  and a streamed /v1/chat/completions ("echo-<last prompt word> from the fake.") on
+  --host:--port; starts one child process (like vLLM's engine core) in the same group.
 - "oom": prints startup lines and a CUDA out-of-memory traceback, exits 1 at once.
 - "never": prints startup lines and never binds the port (never ready).
 - "ignore-term": like "ok", but it and its child ignore SIGTERM (only SIGKILL stops them).
@@ -65,6 +66,9 @@ def main() -> int:
     host, port = arg(argv, "--host", "127.0.0.1"), int(arg(argv, "--port", "8000"))
     say("vLLM server version 0.0.1-fake, serving model " + model)
     say(f"NO_COLOR={os.environ.get('NO_COLOR', '')}")
+    # Untrusted text a log may carry: a title-setting OSC, a colour escape and Rich markup,
+    # which specmon must show literally.
+    sys.stdout.write("crafted: \x1b]0;pwned-title\x07\x1b[31m[bold red]markup[/bold red]\x1b[0m\n")
     say(f"non-default args: {{'model': '{model}', 'api_key': {arg(argv, '--api-key', '')!r}}}")
     say("Initializing a V1 LLM engine (v0.0.1-fake) with config: model='" + model + "'")
     say("Starting to load model " + model + "...")
@@ -120,6 +124,38 @@ def main() -> int:
                 self._send(200, b"", "text/plain; version=0.0.4")
             else:
                 self._send(404, b"{}")
+
+        def do_POST(self) -> None:
+            # /v1/chat/completions, streamed like vLLM: a role chunk, the answer word by word
+            # (the last word of the prompt echoed first, so a test can tell answers apart), a
+            # usage chunk, [DONE].
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            if not self.path.startswith("/v1/chat/completions"):
+                self._send(404, b"{}")
+                return
+            prompt = str((body.get("messages") or [{}])[-1].get("content", ""))
+            words = [f"echo-{(prompt.split() or ['nothing'])[-1]}", " from", " the", " fake."]
+            base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0,
+                    "model": model}  # fmt: skip
+            chunks = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant",
+                                                                   "content": ""}}]}]  # fmt: skip
+            chunks += [{**base, "choices": [{"index": 0, "delta": {"content": w}}]} for w in words]
+            chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+            chunks.append(
+                {
+                    **base,
+                    "choices": [],
+                    "usage": {
+                        "prompt_tokens": 3,
+                        "completion_tokens": len(words),
+                        "total_tokens": 3 + len(words),
+                    },
+                }
+            )
+            sse = b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in chunks)
+            sse += b"data: [DONE]\n\n"
+            self._send(200, sse, "text/event-stream")
 
     server = ThreadingHTTPServer((host, port), Handler)
     if mode == "dies":  # ready, then the engine dies a moment later

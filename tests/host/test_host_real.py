@@ -4,7 +4,9 @@
   `--per-request-spec-decode-metrics detailed`);
 - `specmon serve` starts the tiny target with ngram and with draft_model, a chat request goes
   through (with the server's own per-request acceptance), and no process of the group survives
-  a quit (SIGINT) or a SIGKILL of specmon itself.
+  a quit (SIGINT) or a SIGKILL of specmon itself;
+- `specmon chat --model <tiny> --method ngram` in a terminal (tmux): the startup view, one
+  prompt answered in the chat, ctrl+q, no process of the group left, the recording's header.
 
 Skipped locally with SPECMON_SKIP_REAL_VLLM=1, mandatory in CI (tests/real_vllm/fixtures.py).
 """
@@ -139,3 +141,61 @@ def test_host_mode_with_a_draft_model_survives_no_sigkill_of_specmon(
     assert result["gone"], f"group {result['pgid']} survived specmon's SIGKILL"
     spec = result["body"]["metrics"]["speculative_decoding"]
     assert spec["num_spec_tokens"] == 4 and spec["num_draft_tokens"] > 0
+
+
+def test_chat_host_mode_in_a_terminal_answers_and_quits_leaving_no_process(
+    vllm_python: Path, tiny_models: TinyModels, tmp_path: Path
+):
+    """`specmon chat --model <tiny> --method ngram` in tmux: the startup view, then the chat;
+    one prompt gets an answer with its numbers; ctrl+q stops the whole group."""
+    import re
+    import shlex
+
+    from host_helpers import TMUX, Terminal
+
+    assert TMUX is not None, "tmux is needed (it is in the base image)"
+    recording = tmp_path / "chat.ndjson"
+    argv = [
+        sys.executable, "-m", "specmon", "chat", "--vllm", str(vllm_python.parent / "vllm"),
+        "--model", str(tiny_models.target), "--method", "ngram", "--n-spec", "4",
+        "--port", "0", "--gpu", "none", "--ready-timeout", str(READY_S),
+        "--record", str(recording), "--max-tokens", "24", "--temperature", "0",
+        "--", "--served-model-name", "tiny", "--dtype", "bfloat16", "--max-model-len", "1024",
+        "--max-num-seqs", "8",
+    ]  # fmt: skip
+    env = {k: v for k, v in server_env().items() if k.startswith(("VLLM", "HF"))}
+    env["PYTHONPATH"] = specmon_env()["PYTHONPATH"]
+    env["XDG_STATE_HOME"] = str(tmp_path / "state")
+    started = time.monotonic()
+    term = Terminal(shlex.join(argv), tmp_path / "exit", env)
+    try:
+        term.wait_for(lambda: "Starting vLLM:" in term.screen(), "the startup view")
+        deadline = time.monotonic() + READY_S
+        while "model tiny · n_spec 4" not in term.screen():
+            assert time.monotonic() < deadline, term.screen()
+            assert term.exit_code() is None, term.screen()
+            time.sleep(1)
+        ready_s = time.monotonic() - started
+        log_files = list((tmp_path / "state").rglob("vllm-*.log"))
+        assert len(log_files) == 1
+        term.type("Tell me about the sea and the sea.")
+        term.key("Enter")
+        term.wait_for(lambda: re.search(r"answers\s+1\b", term.screen()) is not None, "answer")
+        term.wait_for(lambda: re.search(r"\b\d+ tokens\b", term.screen()) is not None, "numbers")
+        screen = term.screen()
+        term.key("C-q")
+        term.wait_for(lambda: term.exit_code() is not None, "specmon to exit")
+        stopped_s = time.monotonic() - started - ready_s
+        final = term.screen()
+        assert term.exit_code() == 0, final
+    finally:
+        term.close()
+    pgid = int(re.search(r"process group (\d+)\)", final).group(1))
+    assert f"vLLM stopped (process group {pgid} gone)" in final
+    assert wait_gone(pgid, timeout_s=5)
+    print(f"chat host mode (ngram): ready in {ready_s:.0f} s, stop after ctrl+q {stopped_s:.1f} s")
+    print(screen)
+    header = json.loads(recording.read_text().splitlines()[0])
+    assert header["method"] == "ngram" and header["n_spec"] == 4 and header["model"] == "tiny"
+    assert header["vllm_version"].startswith("0.32.0")
+    assert "--per-request-spec-decode-metrics detailed" in header["extra"]["host"]["command"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -198,3 +199,82 @@ def test_a_port_in_use_is_refused_before_launch(fake_vllm, capsys):
         code = main(["serve", "--vllm", str(fake_vllm), "--model", "m", "--port", str(port)])
     assert code == 2
     assert f"port {port} on 127.0.0.1 is in use" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ on a terminal: the app
+
+
+def open_serve(tmp_path: Path, fake: Path, mode: str, *extra: str):
+    import shlex
+
+    from host_helpers import Terminal
+
+    argv = [
+        sys.executable, "-m", "specmon", "serve", "--vllm", str(fake), "--model", "tiny",
+        "--method", "ngram", "--port", "0", "--skip-arg-check", "--gpu", "none", *extra,
+    ]  # fmt: skip
+    env = {
+        "PYTHONPATH": specmon_env()["PYTHONPATH"],
+        "FAKE_VLLM_MODE": mode,
+        "FAKE_VLLM_PIDS": str(tmp_path / "pids"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+    }
+    return Terminal(shlex.join(argv), tmp_path / "exit", env)
+
+
+needs_tmux = pytest.mark.skipif(
+    shutil.which("tmux") is None and not os.environ.get("CI"),
+    reason="needs tmux (in the base image)",
+)
+
+
+@needs_tmux
+def test_on_a_terminal_serve_opens_the_apps_dashboard_with_the_log_pane(fake_vllm, tmp_path):
+    recording = tmp_path / "serve.ndjson"
+    term = open_serve(tmp_path, fake_vllm, "ok", "--record", str(recording))
+    try:
+        term.wait_for(lambda: "method ngram · n_spec 4" in term.screen(), "the dashboard")
+        pgid = recorded_pids(tmp_path)[0]
+        assert "─acceptance─" in term.screen()
+        term.key("l")
+        term.wait_for(lambda: "Application startup complete." in term.screen(), "the log pane")
+        assert "vLLM log:" in term.screen()
+        assert "␛]0;pwned-title␇␛[31m[bold red]markup[/bold red]␛[0m" in term.screen()
+        assert "pwned-title" not in term.title()
+        term.key("l")
+        term.wait_for(lambda: "vLLM log:" not in term.screen(), "the log pane closed")
+        term.key("q")
+        term.wait_for(lambda: term.exit_code() is not None, "specmon to exit")
+        assert term.exit_code() == 0
+        assert f"vLLM stopped (process group {pgid} gone)" in term.screen()
+    finally:
+        term.close()
+    assert not any(alive(pid) for pid in recorded_pids(tmp_path))
+    lines = recording.read_text().splitlines()
+    header = json.loads(lines[0])
+    assert header["method"] == "ngram" and header["extra"]["host"]["argv"][1:3] == ["serve", "tiny"]
+    logged = [json.loads(line)[2]["line"] for line in lines[1:] if json.loads(line)[1] == CODE_LOG]
+    assert any("Application startup complete" in line for line in logged)
+    assert any("crafted: " in line for line in logged)
+
+
+@needs_tmux
+def test_on_a_terminal_a_failed_start_shows_the_cause_and_exits_1_after_quit(fake_vllm, tmp_path):
+    term = open_serve(tmp_path, fake_vllm, "nonc")
+    try:
+        # The cause and the tail in the pane (the Log widget may draw its lines a frame later).
+        term.wait_for(
+            lambda: (
+                "non-causal attention not supported" in term.screen()
+                and "likely cause:" in term.screen()
+            ),
+            "the failure in the app",
+        )
+        assert "likely cause: no attention backend" in term.screen()
+        term.key("q")
+        term.wait_for(lambda: term.exit_code() is not None, "specmon to exit")
+        assert term.exit_code() == 1
+        assert "vLLM did not start: the server exited with code 1" in term.screen()  # stderr
+    finally:
+        term.close()
+    assert not any(alive(pid) for pid in recorded_pids(tmp_path))

@@ -1,11 +1,21 @@
-"""`specmon chat --attach URL`: chat with a running vLLM server and watch its speculation live.
+"""`specmon chat`: chat with a vLLM server and watch its speculation live.
+
+    specmon chat --attach URL [--model NAME]             a running server
+    specmon chat --model M [--draft D] [--method ...] [--n-spec K] [--preset NAME] [--dry-run]
+                 [-- extra vllm serve args]              host mode: specmon starts `vllm serve`
 
 Opens the Textual app: a multi-turn conversation streamed from the server's OpenAI-compatible API,
 with each answer's numbers under it. Keys: Enter sends, up/down walk the prompt history, Esc
 cancels an answer (the partial text is kept), F2 changes temperature / top-p / max tokens, ctrl+r
 retries the connection, ctrl+q quits. A simulated server is labelled SIMULATED on screen.
 
-Exit status: 0 on quit; 2 for bad arguments.
+Host mode (no --attach) starts vLLM exactly as `specmon serve` does (same checks, same command,
+same --dry-run), shows its startup progress and log until /health answers 200, then the chat;
+ctrl+l shows the server's log. Quitting, Ctrl-C, SIGTERM or SIGHUP stop its whole process group.
+
+Exit status: 0 on quit (0 after --dry-run); 1 when the hosted server failed to start or died
+(its last 50 log lines and the likely cause are shown); 2 for bad arguments or a failed
+pre-launch check; 130/143 after SIGINT/SIGTERM.
 """
 
 from __future__ import annotations
@@ -16,9 +26,11 @@ import sys
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from specmon.cli.host_args import add_host_arguments
 from specmon.cli.session_setup import add_theme_argument
 
 if TYPE_CHECKING:
+    from specmon.cli.host_args import HostPlan
     from specmon.runtime.session import LiveSession
 
 
@@ -59,7 +71,12 @@ def register(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--attach", required=True, metavar="URL", help="server base URL")
+    p.add_argument(
+        "--attach",
+        default=None,
+        metavar="URL",
+        help="base URL of a running server (without it, --model starts one: host mode)",
+    )
     p.add_argument(
         "--metrics-url", default=None, metavar="URL", help="/metrics page when not at URL/metrics"
     )
@@ -68,7 +85,12 @@ def register(subparsers: Any) -> None:
         default=None,
         help="API key (default: $OPENAI_API_KEY or $VLLM_API_KEY); never shown or recorded",
     )
-    p.add_argument("--model", default=None, help="model to chat with (default: the first listed)")
+    p.add_argument(
+        "--model",
+        default=None,
+        help="with --attach: the model to chat with (default: the first listed); without it: "
+        "the model vLLM is started with (host mode)",
+    )
     p.add_argument("--record", metavar="FILE", help="record the session (.gz compresses)")
     p.add_argument("--temperature", type=_temperature, default=None, metavar="T")
     p.add_argument("--top-p", type=_top_p, default=None, metavar="P")
@@ -82,6 +104,7 @@ def register(subparsers: Any) -> None:
         "server on this machine, else none)",
     )
     add_theme_argument(p)
+    add_host_arguments(p, model=False)
 
 
 def _error(message: str) -> int:
@@ -104,7 +127,136 @@ def _check_url(url: str, flag: str) -> str | None:
     return None
 
 
+HOST_ONLY = (
+    ("draft", "--draft"),
+    ("method", "--method"),
+    ("n_spec", "--n-spec"),
+    ("n_spec_per_batch", "--n-spec-per-batch"),
+    ("spec_option", "--spec-option"),
+    ("preset", "--preset"),
+    ("host", "--host"),
+    ("port", "--port"),
+    ("vllm", "--vllm"),
+    ("env", "--env"),
+    ("dry_run", "--dry-run"),
+    ("ready_timeout", "--ready-timeout"),
+    ("log_file", "--log-file"),
+    ("skip_arg_check", "--skip-arg-check"),
+    ("vllm_args", "-- VLLM_ARGS"),
+)
+"""Flags that only host mode reads: given with --attach they are an error, not ignored."""
+
+
+def _host_flags_given(args: argparse.Namespace) -> list[str]:
+    return [flag for dest, flag in HOST_ONLY if getattr(args, dest, None)]
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.attach is None:
+        if not (args.model or args.preset):
+            return _error(
+                "give --attach URL (a running server) or --model MODEL (specmon starts vLLM; "
+                "`specmon chat --help`)"
+            )
+        return _run_hosted(args)
+    given = _host_flags_given(args)
+    if given:
+        return _error(
+            f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for host mode (specmon "
+            "starts vLLM) and cannot be used with --attach"
+        )
+    return _run_attached(args)
+
+
+def _run_hosted(args: argparse.Namespace) -> int:
+    """Host mode: plan and check as serve does, start vLLM, then the app (startup view, chat)."""
+    from specmon.cli.host_launch import plan_or_exit, raise_stop_grace, stop_signals
+
+    if args.metrics_url:
+        return _error("--metrics-url is for --attach; a hosted server's /metrics is known")
+    gpu = args.gpu if args.gpu is not None else "local"
+    if gpu not in ("local", "none") and not gpu.startswith(("http://", "https://")):
+        return _error(f"--gpu must be local, none or a dcgm-exporter http(s) URL, got {gpu!r}")
+    plan = plan_or_exit(args, "chat")
+    if isinstance(plan, int):
+        return plan
+    raise_stop_grace()
+    # SIGTERM keeps the bounded shutdown's handler (KeyboardInterrupt, exit 143); SIGHUP (the
+    # terminal closed) must stop the server too.
+    import signal
+
+    with stop_signals((signal.SIGHUP,)):
+        return _chat_hosted(args, plan, gpu)
+
+
+def _chat_hosted(args: argparse.Namespace, plan: HostPlan, gpu: str) -> int:
+    from specmon.cli.app_runner import run_app
+    from specmon.cli.host_launch import (
+        AppHost,
+        Terminated,
+        failure_report,
+        launch_or_exit,
+        ready_timeout,
+        stop_server,
+        wait_in_text,
+    )
+    from specmon.runtime import shutdown
+    from specmon.ui.app.app import SpecmonApp
+    from specmon.ui.app.conversation import ChatSettings
+    from specmon.ui.app.session_port import SessionPort
+
+    server = None
+    try:
+        launched = launch_or_exit(plan, "chat")
+        if isinstance(launched, int):
+            return launched
+        server = launched
+        host = AppHost(server, plan, ready_timeout(args))
+        if not (sys.stdout.isatty() and sys.stdin.isatty()):
+            # No terminal to show the startup view on: progress lines, and a failed start
+            # reported at once.
+            ready = wait_in_text(server, args)
+            if ready is None:
+                return 1
+            host.mark_ready(ready)
+            host.exit_on_failure = True  # a death while serving ends the app at once
+        base_url = server.base_url
+
+        def make_session() -> LiveSession:  # called once the server answered /health 200
+            from specmon.cli.session_setup import state_factory
+            from specmon.runtime.monitor import pair_targets
+            from specmon.runtime.session import CollectorProcess, SessionConfig
+
+            config = SessionConfig(
+                tuple(pair_targets([base_url], [])),
+                api_key=args.api_key,
+                gpu=gpu,
+                record=args.record,
+                quiet=True,
+                known=host.session_info(),
+            )
+            return CollectorProcess(config, state_factory(None))
+
+        port = SessionPort(make_session, api_key=args.api_key)
+        settings = ChatSettings(args.temperature, args.top_p, args.max_tokens)
+        app = SpecmonApp(port, settings=settings, system=args.system, host=host, theme=args.theme)
+        process_shutdown = shutdown.current()
+        if process_shutdown is not None:
+            process_shutdown.add_stop_hook(host.abort)
+        run_app(app, port)
+        if app.host_failure is not None:
+            print(failure_report(app.host_failure), file=sys.stderr)
+            return 1
+        return 0
+    except KeyboardInterrupt:
+        return 130
+    except Terminated as exc:
+        return 128 + exc.signum
+    finally:
+        stop_server(server, "chat")
+
+
+def _run_attached(args: argparse.Namespace) -> int:
     # Only Textual is imported before the first paint; the runtime and the OpenAI client load in
     # the app's connect worker (make_monitor below), so the screen shows at once.
     from specmon.cli.app_runner import run_app

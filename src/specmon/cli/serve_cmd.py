@@ -3,7 +3,9 @@
 Builds `vllm serve` with a valid --speculative-config (dflash by default when --draft is given),
 checks before launch (vLLM present, port free, GPU memory against the preset, the arguments
 through vLLM's own parser), starts it in its own process group with its log in a file, shows the
-startup progress until /health answers 200, then the live dashboard until Ctrl-C. On Ctrl-C,
+startup progress until /health answers 200, then the live dashboard until Ctrl-C. On a terminal
+both are the Textual app (its startup view with the server's log, then the dashboard; `l` shows the
+log); otherwise progress lines on stderr and the plain dashboard on stdout. On Ctrl-C,
 SIGTERM, SIGHUP or a crash the whole group is stopped (TERM, then KILL after a grace period); if
 specmon itself is killed, a watchdog process stops it.
 
@@ -16,19 +18,19 @@ from __future__ import annotations
 
 import argparse
 import collections
-import signal
 import sys
 import threading
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from specmon.cli.host_args import add_host_arguments
-from specmon.cli.session_setup import add_baseline_argument
+from specmon.cli.session_setup import add_baseline_argument, add_theme_argument
 
 if TYPE_CHECKING:
     from specmon.cli.host_args import HostPlan
+    from specmon.cli.host_launch import AppHost
     from specmon.core.events import SessionInfo
     from specmon.runtime.hub import Hub
+    from specmon.runtime.monitor import Monitor
     from specmon.sources.host.process import HostedServer
 
 
@@ -41,6 +43,7 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_host_arguments(p)
+    add_theme_argument(p)
     p.add_argument("--record", metavar="FILE", help="record the session (.gz compresses)")
     p.add_argument(
         "--gpu",
@@ -52,65 +55,41 @@ def register(subparsers: Any) -> None:
     add_baseline_argument(p)
 
 
-class _Terminated(Exception):
-    """SIGTERM or SIGHUP arrived: stop everything like Ctrl-C does."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-def _on_signal(signum: int, _frame: FrameType | None) -> None:
-    raise _Terminated(signum)
-
-
 def _error(message: str) -> int:
     print(f"specmon serve: {message}", file=sys.stderr)
     return 2
 
 
 def run(args: argparse.Namespace) -> int:
-    from specmon.cli.host_args import dry_run_text, launch_host, plan_host
-    from specmon.core.errors import SpecmonError
+    from specmon.cli.host_launch import plan_or_exit, raise_stop_grace, stop_signals
 
     if not 0.1 <= args.interval <= 3600:
         return _error(
             f"--interval must be a number of seconds from 0.1 to 3600, got {args.interval}"
         )
-    try:
-        plan = plan_host(args, launching=not args.dry_run)
-    except SpecmonError as exc:
-        return _error(str(exc))
-    for warning in plan.warnings:
-        print(warning, file=sys.stderr)
-    if args.dry_run:
-        print(dry_run_text(plan))
-        return 0
-    from specmon.runtime import shutdown
-    from specmon.sources.host.process import DEFAULT_GRACE_S
-
-    process_shutdown = shutdown.current()
-    if process_shutdown is not None:  # stopping vLLM's group may take its whole grace period
-        process_shutdown.grace_s = max(process_shutdown.grace_s, DEFAULT_GRACE_S + 5.0)
-    previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        return _host(args, plan, launch_host)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    plan = plan_or_exit(args, "serve")
+    if isinstance(plan, int):
+        return plan
+    raise_stop_grace()
+    with stop_signals():
+        return _host(args, plan)
 
 
-def _host(args: argparse.Namespace, plan: HostPlan, launch_host: Any) -> int:
+def _host(args: argparse.Namespace, plan: HostPlan) -> int:
+    from specmon.cli.host_launch import (
+        AppHost,
+        Terminated,
+        launch_or_exit,
+        ready_timeout,
+        stop_server,
+        wait_in_text,
+    )
     from specmon.core.errors import RecordingError
     from specmon.core.events import ServerLogLine
     from specmon.core.server_state import MAX_LOG_TAIL
     from specmon.runtime.hub import Hub
     from specmon.runtime.recorder import Recorder
-    from specmon.sources.host.process import (
-        DEFAULT_READY_TIMEOUT_S,
-        HostStartError,
-        default_log_path,
-    )
+    from specmon.sources.host.process import default_log_path
 
     hub = Hub().start()
     source = plan.command.base_url
@@ -143,52 +122,97 @@ def _host(args: argparse.Namespace, plan: HostPlan, launch_host: Any) -> int:
             hub.subscribe(recorder)
             hub.every(0.5, recorder.flush_if_due)
             hub.add_closer(recorder.close)
-        try:
-            server = launch_host(plan, on_line=post)
-        except OSError as exc:
-            print(f"specmon serve: cannot start {plan.command.argv[0]}: {exc}", file=sys.stderr)
-            return 2
-        print(f"vLLM log: {server.log_path}", file=sys.stderr)
-        print(
-            f"vLLM pid {server.pid} (process group {server.pgid}) at {server.base_url}",
-            file=sys.stderr,
-            flush=True,
-        )
-        shown: list[str] = []
-
-        def progress(p: Any) -> None:
-            if not shown or shown[-1] != p.words:
-                shown.append(p.words)
-                print(f"[startup] {p.words}", file=sys.stderr, flush=True)
-
-        try:
-            ready = server.wait_ready(
-                args.ready_timeout or DEFAULT_READY_TIMEOUT_S, on_progress=progress
-            )
-        except HostStartError as exc:
-            print(exc.report(), file=sys.stderr)
+        launched = launch_or_exit(plan, "serve", on_line=post)
+        if isinstance(launched, int):
+            return launched
+        server = launched
+        if _interactive():
+            host = AppHost(server, plan, ready_timeout(args))
+            return _app(args, hub, server, host, early)
+        ready = wait_in_text(server, args)
+        if ready is None:
             return 1
         info = plan.session_info(ready)
         server.session_info = info
         return _dashboard(args, hub, server, info, early)
     except KeyboardInterrupt:
         return 130
-    except _Terminated as exc:
+    except Terminated as exc:
         return 128 + exc.signum
     finally:
         # Stop the server first (its last lines still reach the hub), then the hub: the
         # recorder's closer fsyncs the file.
-        if server is not None:
-            report = server.stop()
-            if report.survivors:
-                print(
-                    f"specmon serve: processes of group {server.pgid} survived SIGKILL: "
-                    f"{list(report.survivors)}",
-                    file=sys.stderr,
-                )
-            else:
-                print(f"vLLM stopped (process group {server.pgid} gone)", file=sys.stderr)
+        stop_server(server, "serve")
         hub.stop()
+
+
+def _interactive() -> bool:
+    return sys.stdout.isatty() and sys.stdin.isatty()
+
+
+def _monitor(
+    args: argparse.Namespace,
+    hub: Hub,
+    server: HostedServer,
+    info: SessionInfo,
+    early: collections.deque[Any],
+) -> Monitor:
+    from specmon.cli.session_setup import gpu_sampler, state_factory
+    from specmon.runtime.monitor import Monitor, Target
+
+    make_state = state_factory(args.baseline)
+
+    def factory(merged: SessionInfo) -> Any:
+        # What host mode knows (draft, method, K, command, preset) completes what the server
+        # says about itself (`known` below); the startup lines fill the log.
+        state = make_state(merged)
+        for event in hub.read(lambda: list(early)):
+            state.apply(event)
+        return state
+
+    return Monitor(
+        [Target(server.base_url)],
+        factory,
+        gpu=gpu_sampler(args.gpu),
+        interval=args.interval,
+        hub=hub,
+        known=info,
+    )
+
+
+def _app(
+    args: argparse.Namespace,
+    hub: Hub,
+    server: HostedServer,
+    host: AppHost,
+    early: collections.deque[Any],
+) -> int:
+    """On a terminal: the Textual app, its startup view first, then the dashboard."""
+    from specmon.cli.host_launch import failure_report
+    from specmon.runtime import shutdown
+    from specmon.ui.app.app import SpecmonApp
+    from specmon.ui.app.session_port import SessionPort
+
+    def make_session() -> Monitor:  # called once the server answered /health 200
+        return _monitor(args, hub, server, host.session_info(), early)
+
+    port = SessionPort(make_session, require_model=False)
+    app = SpecmonApp(port, mode="watch", host=host, theme=args.theme)
+    process_shutdown = shutdown.current()
+    if process_shutdown is not None:  # as run_app does, and the startup wait abandoned too
+        process_shutdown.add_stop_hook(port.abort)
+        process_shutdown.add_stop_hook(host.abort)
+    try:
+        app.run()
+    finally:
+        # The server first: its last lines still reach the hub (and the recording) before the
+        # session stops the hub. The caller says what was left of its group.
+        server.stop()
+        port.close()
+    if app.host_failure is not None:
+        print(failure_report(app.host_failure), file=sys.stderr)
+        return 1
+    return 0
 
 
 def _dashboard(
@@ -198,39 +222,9 @@ def _dashboard(
     info: SessionInfo,
     early: collections.deque[Any],
 ) -> int:
-    from dataclasses import replace
-
-    from specmon.cli.session_setup import gpu_sampler, state_factory
-    from specmon.runtime.monitor import Monitor, Target
     from specmon.ui.live_console import run_live, run_plain
 
-    make_state = state_factory(args.baseline)
-
-    def factory(identified: Any) -> Any:
-        # What host mode knows (draft, method, K, command, preset) completes what the server
-        # says about itself (/version, /v1/models); the startup lines fill the log.
-        merged = replace(
-            identified,
-            model=identified.model or info.model,
-            draft_model=info.draft_model,
-            method=info.method,
-            n_spec=info.n_spec,
-            vllm_version=identified.vllm_version or info.vllm_version,
-            gpu=identified.gpu or info.gpu,
-            extra={**identified.extra, **info.extra},
-        )
-        state = make_state(merged)
-        for event in hub.read(lambda: list(early)):
-            state.apply(event)
-        return state
-
-    monitor = Monitor(
-        [Target(server.base_url)],
-        factory,
-        gpu=gpu_sampler(args.gpu),
-        interval=args.interval,
-        hub=hub,
-    )
+    monitor = _monitor(args, hub, server, info, early)
     monitor.start()
     done = threading.Event()
 

@@ -137,6 +137,24 @@ def _unanswered(identity: ServerIdentity, t: float) -> ServerStatusChanged | Non
     )
 
 
+def complete_info(identified: SessionInfo, known: SessionInfo | None) -> SessionInfo:
+    """What the server says of itself (`identified`), completed by what the command knows of
+    it (`known`: host mode's draft, method, K, command and preset); the command's draft, method
+    and K win (a server does not announce them), the server's model, version and GPU win."""
+    if known is None:
+        return identified
+    return replace(
+        identified,
+        model=identified.model or known.model,
+        draft_model=known.draft_model,
+        method=known.method,
+        n_spec=known.n_spec,
+        vllm_version=identified.vllm_version or known.vllm_version,
+        gpu=identified.gpu or known.gpu,
+        extra={**identified.extra, **known.extra},
+    )
+
+
 class Monitor:
     """Wires hub, state, recorder and sources for a set of attached servers."""
 
@@ -150,6 +168,7 @@ class Monitor:
         interval: float = 1.0,
         record: str | os.PathLike[str] | None = None,
         hub: Hub | None = None,
+        known: SessionInfo | None = None,
     ) -> None:
         if interval <= 0:
             raise ValueError(f"--interval must be positive, got {interval}")
@@ -159,6 +178,7 @@ class Monitor:
         self._sampler = gpu
         self.interval = interval
         self._record = record
+        self._known = known
         self.hub = hub or Hub()
         self.state: State | None = None
         self.recorder: Recorder | None = None
@@ -200,7 +220,9 @@ class Monitor:
         if self._sampler is not None:
             hub.add_closer(self._sampler.close)
         first_gpu = self._first_gpu_sample()
-        self.info = session_info_from(self.identities, gpu_name(first_gpu))
+        self.info = complete_info(
+            session_info_from(self.identities, gpu_name(first_gpu)), self._known
+        )
         if self._state_factory is not None:  # None: a collector process, whose parent folds
             state = self.state = self._state_factory(self.info)
             hub.subscribe(state.apply)

@@ -180,6 +180,9 @@ class SessionConfig:
     extra: dict[str, Any] = field(default_factory=dict)
     quiet: bool = False
     """The collector process writes nothing to the terminal (a full-screen app owns it)."""
+    known: SessionInfo | None = None
+    """What the command knows of the server beyond what it says (host mode: draft, method, K,
+    the command line): completes the session's info and the recording's header."""
 
 
 class LiveSession(Protocol):
@@ -247,6 +250,7 @@ class InProcessSession:
             interval=config.interval,
             record=config.record,
             hub=hub,
+            known=config.known,
         )
         self._running: dict[str, Any] = {}
         self._secrets = tuple(k for k in (resolve_api_key(config.api_key),) if k)
@@ -691,6 +695,7 @@ def collector_main(config: SessionConfig, conn: Connection, parent_pid: int) -> 
         interval=config.interval,
         record=config.record,
         hub=hub,
+        known=config.known,
     )
     sending = threading.Thread(target=sender, name="specmon-collector-sender", daemon=True)
     sending.start()

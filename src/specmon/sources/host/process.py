@@ -51,6 +51,9 @@ DEFAULT_READY_TIMEOUT_S = 1800.0
 DEFAULT_GRACE_S = 10.0
 """Seconds between SIGTERM and SIGKILL when stopping the group."""
 HEALTH_POLL_S = 0.5
+LEFT_BEHIND_S = 2.0
+"""After the API server exited on SIGTERM, how long the rest of its group may take to follow
+before the group itself is signalled."""
 
 LineSink = Callable[[str], None]
 
@@ -298,6 +301,14 @@ class HostedServer:
                 with contextlib.suppress(Exception):  # a sink never stops the log
                     sink(line)
 
+    def lines_after(self, seen: int) -> tuple[int, list[str]]:
+        """The lines after the first `seen` ones (only the kept tail when more came) and the
+        count of lines so far: a reader passes the count back in to get only new lines."""
+        with self._lock:
+            total = self.lines_seen
+            new = max(0, min(total - seen, len(self._tail)))
+            return total, list(self._tail)[len(self._tail) - new :] if new else []
+
     def tail(self, lines: int = LOG_TAIL_LINES) -> list[str]:
         with self._lock:
             return list(self._tail)[-lines:]
@@ -392,8 +403,12 @@ class HostedServer:
                 with contextlib.suppress(ProcessLookupError):
                     self.process.send_signal(signal.SIGTERM)
                     sent.append("TERM")
-            # A dead API server shuts nothing down any more: signal its group at once.
-            if not self._wait_gone(grace if leader_alive else 0.0):
+            if leader_alive:  # vLLM's API server shuts its engine down in order, then exits
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.process.wait(timeout=grace)
+            # What an exited API server left behind gets a moment to follow it, not the whole
+            # grace period; a dead one shuts nothing down any more: its group is signalled.
+            if not self._wait_gone(min(grace, LEFT_BEHIND_S) if leader_alive else 0.0):
                 for sig, wait_s in ((signal.SIGTERM, min(grace, 5.0)), (signal.SIGKILL, grace)):
                     with contextlib.suppress(ProcessLookupError, PermissionError):
                         os.killpg(self.pgid, sig)

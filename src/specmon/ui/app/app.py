@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from textual.app import App
 from textual.binding import Binding, BindingType
@@ -19,6 +19,9 @@ from specmon.ui.app.session_port import ReplayPort, SessionPort
 from specmon.ui.app.watch_screen import DashboardScreen
 from specmon.ui.app.worth_screen import WorthScreen
 from specmon.ui.themes import load_themes, resolve_theme
+
+if TYPE_CHECKING:
+    from specmon.ui.app.startup_view import HostWatch, StartupFailed
 
 FrameHook = Callable[[tuple[float, ...], bool], None]
 Mode = Literal["chat", "demo", "watch", "replay"]
@@ -46,6 +49,8 @@ class SpecmonApp(App[None]):
         Binding("question_mark", "help", "help", show=False),
         Binding("f8", "worth", "worth"),
         Binding("w", "worth", "worth", show=False),
+        Binding("ctrl+l", "toggle_log", "vLLM log", show=False),
+        Binding("l", "toggle_log", "vLLM log", show=False),
     ]
     TITLE = "specmon"
     ENABLE_COMMAND_PALETTE = True
@@ -63,6 +68,7 @@ class SpecmonApp(App[None]):
         clock: Callable[[], float] = time.monotonic,
         max_answers: int | None = None,
         theme: str | None = None,
+        host: HostWatch | None = None,
     ) -> None:
         super().__init__()
         self.port = port
@@ -84,6 +90,11 @@ class SpecmonApp(App[None]):
             self.register_theme(choice.theme)
             self.theme = choice.theme.name
             self.theme_messages = choice.messages
+        self.host = host
+        """Host mode: the vLLM server specmon started (startup view first, then the chat or
+        the dashboard; its log toggled with l / ctrl+l)."""
+        self.host_failure: StartupFailed | None = None
+        """Why the hosted server did not start or stopped (the command then exits 1)."""
 
     def on_unmount(self) -> None:
         # Textual's exit waits for its worker threads; a connection still being made (the
@@ -97,10 +108,53 @@ class SpecmonApp(App[None]):
 
             self.push_screen(ReplayScreen(self.port))
             return
-        if self.mode == "watch":
-            self.push_screen(DashboardScreen(self.port))
+        if self.host is not None:
+            from specmon.ui.app.startup_view import StartupScreen
+
+            self.push_screen(StartupScreen(self.host))
             return
-        self.push_screen(
+        self._push_main()
+
+    def host_ready(self) -> None:
+        """The hosted server answered /health 200: its chat or dashboard replaces the startup
+        view, and the server is watched from then on."""
+        self._push_main(replace=True)
+        self.set_interval(1.0, self._watch_host)
+
+    def host_failed(self, failure: StartupFailed) -> None:
+        self.host_failure = failure
+        if self.host is not None and self.host.exit_on_failure:
+            self.exit()
+
+    def _watch_host(self) -> None:
+        if self.host is None or self.host_failure is not None:
+            return
+        failure = self.host.exit_failure()
+        if failure is not None:
+            from specmon.ui.app.startup_view import StartupScreen
+
+            if not self.host.exit_on_failure:
+                self.push_screen(StartupScreen(self.host, failure=failure))
+            self.host_failed(failure)
+
+    def action_toggle_log(self) -> None:
+        from specmon.ui.app.log_pane import LogScreen
+        from specmon.ui.app.startup_view import StartupScreen
+
+        if self.host is None:
+            self.notify("no log: specmon did not start this server", timeout=3)
+        elif isinstance(self.screen, LogScreen):
+            self.screen.dismiss(None)
+        elif not isinstance(self.screen, StartupScreen):  # the startup view shows it already
+            self.push_screen(LogScreen(self.host))
+
+    def _push_main(self, *, replace: bool = False) -> None:
+        push = self.switch_screen if replace else self.push_screen
+        assert isinstance(self.port, SessionPort)  # a ReplayPort has its own screen
+        if self.mode == "watch":
+            push(DashboardScreen(self.port))
+            return
+        push(
             ChatScreen(
                 self.port,
                 self.settings,
