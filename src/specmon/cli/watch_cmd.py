@@ -103,7 +103,9 @@ def run(args: argparse.Namespace) -> int:
         targets = pair_targets(args.attach, args.metrics_url)
     except ValueError as exc:
         return _error(str(exc))
-    if not args.json and sys.stdout.isatty() and sys.stdin.isatty():
+    from specmon.cli.app_runner import wants_app  # a terminal, or a browser (specmon web)
+
+    if not args.json and wants_app():
         return _app(targets, gpu, args)
     try:
         monitor = Monitor(

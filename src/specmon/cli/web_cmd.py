@@ -1,0 +1,566 @@
+"""`specmon web`: the same Textual app, in a browser, served by textual-serve.
+
+  specmon web [demo|watch|replay] [ARGS...] [--host 127.0.0.1] [--port 8000]
+
+Open the printed address in a browser: every page load (every tab) starts its own
+`python -m specmon <demo|watch|replay> ARGS...` process, the app a terminal would show, drawn by
+xterm.js in the page. Without a command it serves `demo`. The command's own options follow it
+(`specmon web watch --attach http://gpu-box:8000`); `--host`, `--port` and `--public-url` are
+specmon web's wherever they stand (after `--`, everything goes to the command).
+
+It listens on 127.0.0.1 unless `--host` says otherwise, and warns when that address is not
+loopback: the page has no password, and whoever reaches it runs the app. `--port 0` takes a free
+port. A port in use is a one-line error (exit status 2).
+
+Closing a tab ends its app. Ctrl-C (or SIGTERM) ends every app process (each runs in a process
+group of its own: asked to quit, then SIGTERM, then SIGKILL) and the server, within 2 s; the app
+processes also get SIGTERM if this process dies without that clean stop.
+
+Exit status: 130 after Ctrl-C (SIGINT), 143 after SIGTERM; 2 for bad arguments or a port that
+cannot be bound.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import functools
+import ipaddress
+import os
+import shlex
+import signal
+import socket
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # imported in run(): `specmon --help` must not import aiohttp or textual
+    import asyncio
+
+APPS: tuple[str, ...] = ("demo", "watch", "replay")
+DEFAULT_APP = "demo"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+
+WEB_OPTIONS: tuple[str, ...] = ("--host", "--port", "--public-url")
+"""specmon web's own options, taken from anywhere in the command line before a `--`."""
+
+REFUSED_OPTIONS: dict[str, str] = {
+    "json": "--json prints data instead of opening the app",
+    "once": "--once prints one snapshot instead of opening the app",
+    "record": "--record: every browser tab runs its own app, and all would write the same file "
+    "(record from a terminal, then serve `specmon web replay FILE`)",
+}
+"""Options of the served commands that make no sense behind a browser page, and why."""
+
+QUIT_GRACE_S = 0.5
+"""Server stop: how long the apps may take to quit on request before SIGTERM (the whole stop must
+end within runtime.shutdown's 1.5 s bound)."""
+TERM_GRACE_S = 0.3
+"""Server stop: after SIGTERM, how long before SIGKILL."""
+TAB_QUIT_GRACE_S = 5.0
+"""A closed tab: how long its app may take to quit on request before SIGTERM."""
+TAB_TERM_GRACE_S = 2.0
+"""A closed tab: after SIGTERM, how long before SIGKILL."""
+GROUP_DRAIN_S = 0.3
+"""After the app process itself has ended: how long the rest of its group (the collector
+process, multiprocessing's resource tracker) may take to follow before SIGKILL."""
+
+
+class WebArgsError(ValueError):
+    """A command line `specmon web` cannot serve (the message is one line)."""
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "web",
+        help="serve the app to a browser (textual-serve; 127.0.0.1 unless --host)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--host",
+        default=DEFAULT_HOST,
+        help=f"address to listen on (default {DEFAULT_HOST}; anything else is reachable by "
+        "others, and the page has no password)",
+    )
+    p.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0: any free)"
+    )
+    p.add_argument(
+        "--public-url",
+        default=None,
+        help="the address browsers use to reach this server, when it is not http://HOST:PORT "
+        "(behind a proxy, or listening on 0.0.0.0)",
+    )
+    p.add_argument(
+        "app", nargs="?", default=DEFAULT_APP, help=f"{' | '.join(APPS)} (default {DEFAULT_APP})"
+    )
+    p.add_argument("app_args", nargs=argparse.REMAINDER, help="the command's own arguments")
+
+
+# ------------------------------------------------------------------ command line (pure)
+
+
+@dataclass(frozen=True)
+class WebPlan:
+    """What to serve, where: the result of reading `specmon web`'s command line."""
+
+    app: str
+    app_args: tuple[str, ...]
+    host: str
+    port: int
+    public_url: str | None = None
+
+    def app_argv(self, python: str) -> list[str]:
+        """The argv of one app process."""
+        return [python, "-m", "specmon", self.app, *self.app_args]
+
+    def command(self, python: str) -> str:
+        """The shell command textual-serve runs per browser session (`exec`: the shell becomes
+        the app, so the process textual-serve holds is the app and its group's leader)."""
+        return "exec " + shlex.join(self.app_argv(python))
+
+    @property
+    def title(self) -> str:
+        return shlex.join(["specmon", self.app, *self.app_args])
+
+
+def split_web_options(
+    words: Sequence[str],
+) -> tuple[dict[str, str], list[str]]:
+    """Take `--host`, `--port` and `--public-url` (as `--opt VALUE` or `--opt=VALUE`) out of the
+    served command's words, up to a `--`; the rest, in order, is the command's."""
+    found: dict[str, str] = {}
+    rest: list[str] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word == "--":
+            rest.extend(words[i + 1 :])
+            break
+        name, eq, value = word.partition("=")
+        if name in WEB_OPTIONS:
+            if not eq:
+                if i + 1 >= len(words):
+                    raise WebArgsError(f"{name} needs a value")
+                value = words[i + 1]
+                i += 1
+            found[name[2:].replace("-", "_")] = value
+        else:
+            rest.append(word)
+        i += 1
+    return found, rest
+
+
+def plan_from_args(args: argparse.Namespace) -> WebPlan:
+    """Read the parsed command line into a WebPlan (options after the command included)."""
+    app = args.app
+    words = list(args.app_args)
+    if app is not None and app.startswith("-"):  # `specmon web -- --speed 2`: no command named
+        words.insert(0, app)
+        app = DEFAULT_APP
+    if app not in APPS:
+        raise WebArgsError(f"serves {', '.join(APPS)}; got {app!r}")
+    found, rest = split_web_options(words)
+    host = found.get("host", args.host)
+    port_text = found.get("port", str(args.port))
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise WebArgsError(f"--port must be a number, got {port_text!r}") from None
+    if not 0 <= port <= 65535:
+        raise WebArgsError(f"--port must be from 0 to 65535, got {port}")
+    public_url = found.get("public_url", args.public_url)
+    return WebPlan(app=app, app_args=tuple(rest), host=host, port=port, public_url=public_url)
+
+
+def check_served_args(plan: WebPlan, parse: Any) -> None:
+    """Parse the served command's arguments with its own parser now (`parse(argv)` returns the
+    namespace; argparse itself reports a bad one and exits 2), so a mistake shows here, once, not
+    in every browser tab; refuse the options that would not open the app."""
+    ns = parse([plan.app, *plan.app_args])
+    for name, why in REFUSED_OPTIONS.items():
+        if getattr(ns, name, None):
+            raise WebArgsError(f"cannot serve {plan.app} with {why}")
+    if plan.app == "replay":
+        file = Path(ns.file)
+        if not file.is_file():
+            raise WebArgsError(f"{ns.file}: no such recording")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether every address `host` names is a loopback address (127.0.0.0/8, ::1)."""
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        pass
+    if host == "":
+        return False  # every interface
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except OSError:
+        return False
+    addresses = {str(info[4][0]) for info in infos}
+    return bool(addresses) and all(ipaddress.ip_address(a).is_loopback for a in addresses)
+
+
+def not_loopback_warning(host: str) -> str:
+    return (
+        f"specmon web: warning: --host {host} is not a loopback address: anyone who can reach "
+        "this port can open the app (there is no password), and every page load starts a "
+        "process here"
+    )
+
+
+def public_url_for(host: str, port: int) -> str:
+    """The address printed and given to the page for its websocket: the listening address,
+    with this machine's name for a wildcard (0.0.0.0, ::)."""
+    name = host.strip("[]")
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        return f"http://{name}:{port}"
+    if address.is_unspecified:
+        return f"http://{socket.gethostname()}:{port}"
+    if address.version == 6:
+        return f"http://[{address}]:{port}"
+    return f"http://{address}:{port}"
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on host:port (non-blocking), or WebArgsError with one line."""
+    bind_host = host.strip("[]")
+    try:
+        infos = socket.getaddrinfo(
+            bind_host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except OSError as exc:
+        raise WebArgsError(f"cannot listen on {host!r}: {exc.strerror or exc}") from None
+    family, kind, proto, _name, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # not over a live listener
+        sock.bind(address)
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise WebArgsError(f"port {port} on {host} is in use") from None
+        raise WebArgsError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.setblocking(False)
+    return sock
+
+
+# ------------------------------------------------------------------ process groups
+
+
+def group_members(pgid: int) -> list[int]:
+    """Pids of the live (not zombie) processes of process group `pgid`, from /proc (Linux);
+    elsewhere [pgid] while a signal can reach the group."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return []
+        return [pgid]
+    found: list[int] = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) >= 3 and fields[0] != "Z" and int(fields[2]) == pgid:
+            found.append(int(entry.name))
+    return found
+
+
+def signal_group(pgid: int, signum: int) -> None:
+    try:
+        os.killpg(pgid, signum)
+    except (ProcessLookupError, PermissionError):
+        return
+
+
+def parent_death_signal() -> Any:
+    """A function for `preexec_fn` (Linux; None elsewhere) that, in the forked app process
+    before exec, asks for SIGTERM when this server dies without its clean stop (SIGKILL, a
+    second Ctrl-C), so no app outlives it. libc is loaded here, in the parent: the forked child
+    only calls it."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    term = int(signal.SIGTERM)
+
+    def ask() -> None:
+        prctl(pr_set_pdeathsig, term, 0, 0, 0)
+
+    return ask
+
+
+# ------------------------------------------------------------------ the server
+
+
+def run(args: argparse.Namespace) -> int:
+    from specmon.cli.main import build_parser
+
+    try:
+        plan = plan_from_args(args)
+        check_served_args(plan, build_parser().parse_args)
+        if not is_loopback(plan.host):
+            print(not_loopback_warning(plan.host), file=sys.stderr, flush=True)
+        sock = bind(plan.host, plan.port)
+    except WebArgsError as exc:
+        print(f"specmon web: {exc}", file=sys.stderr)
+        return 2
+    return serve(plan, sock)
+
+
+def serve(plan: WebPlan, sock: socket.socket) -> int:
+    """Serve until Ctrl-C or SIGTERM; stop every app process and the server; 130 (or 143)."""
+    import asyncio
+    import logging
+
+    from specmon.runtime import shutdown
+
+    port = sock.getsockname()[1]
+    url = plan.public_url or public_url_for(plan.host, port)
+    logging.basicConfig(level=logging.WARNING, format="specmon web: %(message)s")
+
+    loop = asyncio.new_event_loop()
+    stop = asyncio.Event()
+    process_shutdown = shutdown.current()
+
+    def request_stop() -> None:  # in the signal handler: only hand the stop to the loop
+        loop.call_soon_threadsafe(stop.set)
+
+    if process_shutdown is not None:  # the `specmon` process: stop from the loop, not by raising
+        process_shutdown.on_signal(request_stop)
+    web = _WebServer(plan, url, sock, stop)
+    try:
+        loop.run_until_complete(web.run())
+    except KeyboardInterrupt:  # library use (no shutdown installed): Ctrl-C raises here
+        loop.run_until_complete(web.close())
+    finally:
+        if process_shutdown is not None:
+            process_shutdown.on_signal(None)
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+        sock.close()
+    return 130
+
+
+@dataclass(eq=False)
+class _Session:
+    """One browser tab: its websocket and the app process serving it."""
+
+    websocket: Any
+    service: Any
+    stopping: asyncio.Task[None] | None = field(default=None)
+
+
+class _WebServer:
+    """textual-serve's Server, with each app process in a process group of its own and a
+    bounded stop of all of them."""
+
+    def __init__(self, plan: WebPlan, url: str, sock: socket.socket, stop: asyncio.Event) -> None:
+        self.plan = plan
+        self.url = url
+        self.sock = sock
+        self.stop = stop
+        self.sessions: set[_Session] = set()
+        self.closing = False
+        self._runner: Any = None
+        self._server = _make_textual_server(self, plan, url)
+
+    async def run(self) -> None:
+        from aiohttp import web
+
+        app = await self._server._make_app()
+        self._runner = web.AppRunner(app, handle_signals=False, access_log=None)
+        await self._runner.setup()
+        await web.SockSite(self._runner, self.sock, shutdown_timeout=0.2).start()
+        print(
+            f"specmon web: serving `{self.plan.title}` at {self.url} (every tab runs its own "
+            "app; Ctrl-C stops)",
+            flush=True,
+        )
+        try:
+            await self.stop.wait()
+        finally:
+            await self.close()
+
+    async def close(self) -> None:
+        """Refuse new tabs, end every app process (quit, SIGTERM, SIGKILL: bounded), close the
+        pages' websockets, stop the server."""
+        import asyncio
+
+        self.closing = True
+        sessions = list(self.sessions)
+        await asyncio.gather(
+            *(self.end(s, QUIT_GRACE_S, TERM_GRACE_S) for s in sessions), return_exceptions=True
+        )
+        for session in sessions:
+            await session.websocket.close()
+        if self._runner is not None:
+            runner, self._runner = self._runner, None
+            await runner.cleanup()
+
+    def end(self, session: _Session, quit_s: float, term_s: float) -> asyncio.Task[None]:
+        """Stop `session`'s app process group (once: later calls share the first stop)."""
+        import asyncio
+
+        if session.stopping is None:
+            session.stopping = asyncio.ensure_future(_stop_app(session.service, quit_s, term_s))
+        return session.stopping
+
+    async def handle_websocket(self, request: Any) -> Any:
+        """A tab connected: start its app, relay until either side ends, then stop the app."""
+        import asyncio
+
+        from aiohttp import web
+        from textual_serve.server import to_int
+
+        websocket = web.WebSocketResponse(heartbeat=15)
+        width = to_int(request.query.get("width", "80"), 80)
+        height = to_int(request.query.get("height", "24"), 24)
+        await websocket.prepare(request)
+        if self.closing:
+            await websocket.close()
+            return websocket
+        service = app_service_class()(
+            self._server.command,
+            write_bytes=websocket.send_bytes,
+            write_str=websocket.send_str,
+            close=websocket.close,
+            download_manager=self._server.download_manager,
+        )
+        session = _Session(websocket, service)
+        self.sessions.add(session)
+        try:
+            await service.start(width, height)
+            await self._server._process_messages(websocket, service)
+        except asyncio.CancelledError:
+            pass
+        except Exception as exc:  # a broken app start or relay: this tab's problem only
+            logging_error(f"a browser session failed: {exc!r}")
+        finally:
+            await asyncio.shield(self.end(session, TAB_QUIT_GRACE_S, TAB_TERM_GRACE_S))
+            self.sessions.discard(session)
+            await websocket.close()
+        return websocket
+
+
+def logging_error(message: str) -> None:
+    import logging
+
+    logging.getLogger("specmon.web").error(message)
+
+
+async def _stop_app(service: Any, quit_s: float, term_s: float) -> None:
+    """Ask the app to quit (Textual's web driver's "quit"), then SIGTERM its process group, then
+    SIGKILL it; wait for the rest of the group (collector, resource tracker) likewise; end the
+    relay task. Bounded by quit_s + term_s + 2 * GROUP_DRAIN_S + a little."""
+    import asyncio
+
+    process = service.process
+    if process is None:
+        return
+    pgid = process.pid  # the app leads its own group (start_new_session)
+    if process.returncode is None:
+        await service.send_meta({"type": "quit"})
+        if not await _wait(process, quit_s):
+            signal_group(pgid, signal.SIGTERM)
+            if not await _wait(process, term_s):
+                signal_group(pgid, signal.SIGKILL)
+                await _wait(process, GROUP_DRAIN_S)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + GROUP_DRAIN_S
+    while group_members(pgid) and loop.time() < deadline:
+        await asyncio.sleep(0.02)
+    if group_members(pgid):
+        signal_group(pgid, signal.SIGKILL)
+    await service.finish(GROUP_DRAIN_S)
+
+
+async def _wait(process: Any, seconds: float) -> bool:
+    import asyncio
+
+    try:
+        await asyncio.wait_for(process.wait(), seconds)
+    except TimeoutError:
+        return False
+    return True
+
+
+def _make_textual_server(owner: _WebServer, plan: WebPlan, url: str) -> Any:
+    """A textual-serve Server whose websocket handler is `owner`'s; nothing printed at start."""
+    from textual_serve.server import Server
+
+    class _Server(Server):
+        async def on_startup(self, app: Any) -> None:
+            return None
+
+        async def handle_websocket(self, request: Any) -> Any:
+            return await owner.handle_websocket(request)
+
+    port = owner.sock.getsockname()[1]
+    return _Server(
+        plan.command(sys.executable), host=plan.host, port=port, title=plan.title, public_url=url
+    )
+
+
+@functools.cache
+def app_service_class() -> Any:
+    """textual-serve's AppService, starting the app in a new session (its own process group,
+    out of reach of the terminal's Ctrl-C, which this server handles) with a parent-death
+    signal. Built on first use: textual-serve is imported only when serving."""
+    from textual_serve.app_service import AppService
+
+    preexec = parent_death_signal()
+
+    class GroupedAppService(AppService):
+        @property
+        def process(self) -> Any:
+            return self._process
+
+        async def _open_app_process(self, width: int = 80, height: int = 24) -> Any:
+            import asyncio
+
+            environment = self._build_environment(width=width, height=height)
+            self._process = process = await asyncio.create_subprocess_shell(
+                self.command,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=environment,
+                start_new_session=True,
+                preexec_fn=preexec,
+            )
+            self._stdin = process.stdin
+            return process
+
+        async def finish(self, seconds: float) -> None:
+            """End the relay task (it ends by itself when the app's output closes)."""
+            import asyncio
+
+            task = self._task
+            self._task = None
+            if task is None:
+                return
+            try:
+                await asyncio.wait_for(task, seconds)
+            except (TimeoutError, asyncio.CancelledError):
+                task.cancel()
+
+    return GroupedAppService
