@@ -11,6 +11,7 @@ import re
 import signal
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 
 import aiohttp
 import pytest
@@ -39,11 +40,13 @@ def web_demo() -> Iterator[WebRun]:
             run.kill()
 
 
-async def read_screen_until(ws: aiohttp.ClientWebSocketResponse, pattern: bytes) -> bytes:
+async def read_screen_until(
+    ws: aiohttp.ClientWebSocketResponse, pattern: bytes, limit_s: float = WAIT_LIMIT_S
+) -> bytes:
     """The app's terminal output, until `pattern` (a regex) shows in it."""
     seen = b""
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + WAIT_LIMIT_S
+    deadline = loop.time() + limit_s
     while loop.time() < deadline:
         try:
             message = await ws.receive(timeout=1.0)
@@ -192,3 +195,24 @@ def test_loopback_is_not_warned_about(web_demo):
     assert web_demo.stop() == 130
     assert not any("warning" in line for line in web_demo.lines), web_demo.lines
     assert web_demo.url.startswith("http://127.0.0.1:")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="replay opens its Textual screen only on a terminal until replay_cmd asks "
+    "cli.app_runner.wants_app() (the replay screen lands on another branch); strict: this "
+    "fails once it works, so the marker is removed then",
+)
+def test_replay_is_served():
+    recording = Path(__file__).resolve().parents[2] / "recordings" / "demo-cycle.ndjson.gz"
+    run = start_web("replay", str(recording))
+    try:
+
+        async def scenario() -> None:
+            async with aiohttp.ClientSession() as http:
+                ws = await open_page(http, run)
+                await read_screen_until(ws, rb"SIMULATED", limit_s=30)
+
+        asyncio.run(scenario())
+    finally:
+        run.kill()

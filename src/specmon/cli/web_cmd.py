@@ -449,7 +449,14 @@ class _WebServer:
         self.sessions.add(session)
         try:
             await service.start(width, height)
-            await self._server._process_messages(websocket, service)
+            # Until the page goes (its messages end) or the app does (its output ends: the
+            # page is then closed, not left showing a screen that no longer changes).
+            relay = asyncio.ensure_future(self._server._process_messages(websocket, service))
+            try:
+                await asyncio.wait({relay, service.output_done}, return_when="FIRST_COMPLETED")
+            finally:
+                relay.cancel()
+                await asyncio.gather(relay, return_exceptions=True)
         except asyncio.CancelledError:
             pass
         except Exception as exc:  # a broken app start or relay: this tab's problem only
@@ -533,6 +540,12 @@ def app_service_class() -> Any:
         @property
         def process(self) -> Any:
             return self._process
+
+        @property
+        def output_done(self) -> Any:
+            """The task relaying the app's output to the page: done when the app's stdout
+            closes (started by `start`)."""
+            return self._task
 
         async def _open_app_process(self, width: int = 80, height: int = 24) -> Any:
             import asyncio
