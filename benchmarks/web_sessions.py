@@ -76,6 +76,7 @@ async def round_(pages: int) -> dict[str, object]:
         code = run.stop()
         stop_s = time.perf_counter() - t0
     left = [pid for app in apps for pid in group_alive(app)]
+    run.kill()
     return {
         "first_frame_s": starts,
         "page_pss_mib": [kib / 1024 for kib in page_pss],

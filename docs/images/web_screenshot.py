@@ -48,6 +48,7 @@ async def shoot(out: Path) -> None:
     finally:
         browser.close()
         run.stop()
+        run.kill()
     print(f"wrote {out}")
 
 

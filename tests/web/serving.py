@@ -84,22 +84,26 @@ class WebRun:
     def ws_url(self) -> str:
         return "ws" + self.url.removeprefix("http") + "/ws"
 
+    seen_apps: set[int] = field(default_factory=set)
+
     def apps(self) -> list[int]:
         """The app processes serving pages right now (the server's children)."""
-        return children(self.proc.pid)
+        found = children(self.proc.pid)
+        self.seen_apps.update(found)
+        return found
 
     def stop(self, signum: int = signal.SIGINT) -> int:
+        """Signal the server and return its exit status. Its apps are left as they are, for
+        the test to check; `kill` cleans up after."""
         self.proc.send_signal(signum)
-        try:
-            return self.proc.wait(timeout=WAIT_LIMIT_S)
-        finally:
-            self.kill()
+        return self.proc.wait(timeout=WAIT_LIMIT_S)
 
     def kill(self) -> None:
         """Clean-up after a failed test: the server's group, and every app group it started."""
-        for pid in self.apps():
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, signal.SIGKILL)
+        for pid in {*self.apps(), *self.seen_apps}:  # also those a dead server left behind
+            if group_alive(pid):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pid, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait(timeout=WAIT_LIMIT_S)

@@ -45,15 +45,15 @@ def test_the_demo_in_headless_chromium_shows_simulated_numbers(chromium, tmp_pat
                 shot = await tools.screenshot(tmp_path / "web.png")
                 return lines, shot
 
-        lines, shot = asyncio.run(scenario())
-        (app,) = run.apps()
+        try:
+            lines, shot = asyncio.run(scenario())
+            (app,) = run.apps()
+        finally:
+            browser.close()
+        code = run.stop()
+        left = group_alive(app)
     finally:
-        browser.close()
-        if run.proc.poll() is None:
-            code = run.stop()
-        else:
-            run.kill()
-            code = run.proc.returncode
+        run.kill()
 
     text = "\n".join(lines)
     assert lines[0].rstrip().endswith("SIMULATED")  # the header's badge, on top
@@ -64,4 +64,4 @@ def test_the_demo_in_headless_chromium_shows_simulated_numbers(chromium, tmp_pat
     assert width >= 1000 and height >= 600
     assert len(shot) > 50_000  # a drawn screen, not an empty page
     assert code == 130
-    assert not group_alive(app), "the page's app outlived `specmon web`"
+    assert not left, "the page's app outlived `specmon web`"

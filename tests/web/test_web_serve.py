@@ -36,8 +36,7 @@ def web_demo() -> Iterator[WebRun]:
     try:
         yield run
     finally:
-        if run.proc.poll() is None:
-            run.kill()
+        run.kill()
 
 
 async def read_screen_until(
@@ -90,6 +89,24 @@ def test_each_page_runs_its_own_app_and_a_signal_stops_them_all(web_demo, signum
     apps = asyncio.run(scenario())
     for pid in apps:
         assert not group_alive(pid), f"app group {pid} outlived the server: {group_alive(pid)}"
+
+
+def test_apps_do_not_outlive_a_server_killed_without_its_clean_stop(web_demo):
+    """SIGKILL leaves no clean stop: the kernel's parent-death signal (SIGTERM) ends each app,
+    and the app's own stop ends the rest of its group."""
+
+    async def scenario() -> int:
+        async with aiohttp.ClientSession() as http:
+            ws = await open_page(http, web_demo)
+            await read_screen_until(ws, rb"SIMULATED")
+            (app,) = app_groups(web_demo, 1)
+            assert len(group_alive(app)) >= 2  # the app and its collector
+            web_demo.proc.kill()
+            web_demo.proc.wait(timeout=WAIT_LIMIT_S)
+            return app
+
+    app = asyncio.run(scenario())
+    wait_for(lambda: not group_alive(app), "the orphaned app group to end by itself")
 
 
 def test_each_app_leads_a_process_group_of_its_own(web_demo):
@@ -161,8 +178,7 @@ def test_watch_is_served_against_a_running_server():
             asyncio.run(scenario())
             assert run.stop() == 130
         finally:
-            if run.proc.poll() is None:
-                run.kill()
+            run.kill()
 
 
 def test_a_port_in_use_is_one_line_and_exit_status_2():
