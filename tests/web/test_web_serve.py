@@ -20,6 +20,7 @@ from tests.web.serving import (
     WebRun,
     cmdline,
     group_alive,
+    live_pids,
     run_web,
     start_web,
     wait_for,
@@ -91,6 +92,32 @@ def test_each_page_runs_its_own_app_and_a_signal_stops_them_all(web_demo, signum
         assert not group_alive(pid), f"app group {pid} outlived the server: {group_alive(pid)}"
 
 
+def test_a_stop_while_apps_are_starting_leaves_none_of_them():
+    """Ctrl-C right after pages connect, while their apps are being started (before any first
+    frame): every app that was started is stopped too."""
+    marker = ("--speed", "20", "--max-tokens", "97")  # only this test serves these arguments
+
+    def started_here() -> list[int]:
+        return [
+            pid
+            for pid in live_pids()
+            if "-m specmon demo --speed 20 --max-tokens 97" in cmdline(pid)
+        ]
+
+    run = start_web("demo", *marker)
+    try:
+
+        async def scenario() -> int:
+            async with aiohttp.ClientSession() as http:
+                await asyncio.gather(*(open_page(http, run) for _ in range(3)))
+                return run.stop()
+
+        assert asyncio.run(scenario()) == 130
+        assert started_here() == []
+    finally:
+        run.kill()
+
+
 def test_apps_do_not_outlive_a_server_killed_without_its_clean_stop(web_demo):
     """SIGKILL leaves no clean stop: the kernel's parent-death signal (SIGTERM) ends each app,
     and the app's own stop ends the rest of its group."""
@@ -100,7 +127,7 @@ def test_apps_do_not_outlive_a_server_killed_without_its_clean_stop(web_demo):
             ws = await open_page(http, web_demo)
             await read_screen_until(ws, rb"SIMULATED")
             (app,) = app_groups(web_demo, 1)
-            assert len(group_alive(app)) >= 2  # the app and its collector
+            wait_for(lambda: len(group_alive(app)) >= 2, "the app's collector process")
             web_demo.proc.kill()
             web_demo.proc.wait(timeout=WAIT_LIMIT_S)
             return app
@@ -116,10 +143,11 @@ def test_each_app_leads_a_process_group_of_its_own(web_demo):
             await read_screen_until(ws, rb"SIMULATED")
             (app,) = app_groups(web_demo, 1)
             assert "-m specmon demo --speed 20" in cmdline(app)
+            assert app in group_alive(app)  # it leads its group: pgid == its pid
+            # the collector process (started by the app) runs in the app's group too
+            wait_for(lambda: len(group_alive(app)) >= 2, "the app's collector process")
             members = group_alive(app)
-            assert app in members  # it leads its group: pgid == its pid
-            # the collector process runs in the app's group, not in the server's
-            assert len(members) >= 2, [cmdline(p) for p in members]
+            assert any("multiprocessing" in cmdline(p) for p in members), members
             assert web_demo.proc.pid not in members
 
     asyncio.run(scenario())

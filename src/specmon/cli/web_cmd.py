@@ -12,9 +12,9 @@ It listens on 127.0.0.1 unless `--host` says otherwise, and warns when that addr
 loopback: the page has no password, and whoever reaches it runs the app. `--port 0` takes a free
 port. A port in use is a one-line error (exit status 2).
 
-Closing a tab ends its app. Ctrl-C (or SIGTERM) ends every app process (each runs in a process
-group of its own: asked to quit, then SIGTERM, then SIGKILL) and the server, within 2 s; the app
-processes also get SIGTERM if this process dies without that clean stop.
+Closing a tab ends its app. Ctrl-C (or SIGTERM) ends every app (each runs in a process group of
+its own: SIGTERM, then SIGKILL to the group) and the server, within 2 s; the apps also get SIGTERM
+if this process dies without that clean stop.
 
 Exit status: 130 after Ctrl-C (SIGINT), 143 after SIGTERM; 2 for bad arguments or a port that
 cannot be bound.
@@ -31,7 +31,8 @@ import shlex
 import signal
 import socket
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,18 +56,22 @@ REFUSED_OPTIONS: dict[str, str] = {
 }
 """Options of the served commands that make no sense behind a browser page, and why."""
 
-QUIT_GRACE_S = 0.5
-"""Server stop: how long the apps may take to quit on request before SIGTERM (the whole stop must
-end within runtime.shutdown's 1.5 s bound)."""
-TERM_GRACE_S = 0.3
-"""Server stop: after SIGTERM, how long before SIGKILL."""
-TAB_QUIT_GRACE_S = 5.0
+STOP_BUDGET_S = 1.0
+"""Server stop: from the signal to SIGKILL of every app group still there. The whole stop must end
+within runtime.shutdown's 1.5 s bound, and the time counts from the signal: starting an app
+blocks this loop (fork and exec), so under load the stop may begin late."""
+STOP_KILL_MARGIN_S = 0.5
+"""Server stop: the apps get SIGTERM at once; SIGKILL comes this long later, or at the budget's
+end if that is sooner."""
+TAB_TERM_AFTER_S = 5.0
 """A closed tab: how long its app may take to quit on request before SIGTERM."""
-TAB_TERM_GRACE_S = 2.0
-"""A closed tab: after SIGTERM, how long before SIGKILL."""
-GROUP_DRAIN_S = 0.3
-"""After the app process itself has ended: how long the rest of its group (the collector
-process, multiprocessing's resource tracker) may take to follow before SIGKILL."""
+TAB_KILL_AFTER_S = 7.0
+"""A closed tab: when its app's group gets SIGKILL if still there."""
+CLOSE_S = 0.1
+"""Server stop, after the apps: the most it waits for the pages to answer the websocket's close,
+and for aiohttp's own shutdown."""
+REAP_S = 0.2
+"""After SIGKILL: how long to wait for the app process to be reaped."""
 
 
 class WebArgsError(ValueError):
@@ -282,6 +287,13 @@ def group_members(pgid: int) -> list[int]:
     return found
 
 
+def signal_process(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        return
+
+
 def signal_group(pgid: int, signum: int) -> None:
     try:
         os.killpg(pgid, signum)
@@ -340,8 +352,11 @@ def serve(plan: WebPlan, sock: socket.socket) -> int:
     loop = asyncio.new_event_loop()
     stop = asyncio.Event()
     process_shutdown = shutdown.current()
+    web: _WebServer | None = None
 
-    def request_stop() -> None:  # in the signal handler: only hand the stop to the loop
+    def request_stop() -> None:  # in the signal handler: note the time, hand the stop over
+        if web is not None:
+            web.stop_requested_at = time.monotonic()
         loop.call_soon_threadsafe(stop.set)
 
     if process_shutdown is not None:  # the `specmon` process: stop from the loop, not by raising
@@ -366,7 +381,9 @@ class _Session:
 
     websocket: Any
     service: Any
+    started: asyncio.Event
     stopping: asyncio.Task[None] | None = field(default=None)
+    found_nothing: bool = False
 
 
 class _WebServer:
@@ -380,6 +397,10 @@ class _WebServer:
         self.stop = stop
         self.sessions: set[_Session] = set()
         self.closing = False
+        self.stop_requested_at: float | None = None
+        """time.monotonic() of the signal (the stop's budget counts from it)."""
+        self.kill_at = 0.0
+        """Once closing: when every app group still there gets SIGKILL."""
         self._runner: Any = None
         self._server = _make_textual_server(self, plan, url)
 
@@ -387,9 +408,11 @@ class _WebServer:
         from aiohttp import web
 
         app = await self._server._make_app()
-        self._runner = web.AppRunner(app, handle_signals=False, access_log=None)
+        self._runner = web.AppRunner(
+            app, handle_signals=False, access_log=None, shutdown_timeout=CLOSE_S
+        )
         await self._runner.setup()
-        await web.SockSite(self._runner, self.sock, shutdown_timeout=0.2).start()
+        await web.SockSite(self._runner, self.sock).start()
         print(
             f"specmon web: serving `{self.plan.title}` at {self.url} (every tab runs its own "
             "app; Ctrl-C stops)",
@@ -401,28 +424,49 @@ class _WebServer:
             await self.close()
 
     async def close(self) -> None:
-        """Refuse new tabs, end every app process (quit, SIGTERM, SIGKILL: bounded), close the
-        pages' websockets, stop the server."""
+        """Refuse new tabs, end every app process (SIGTERM, then SIGKILL to its group: within
+        STOP_BUDGET_S of the signal), close the pages' websockets, stop the server."""
         import asyncio
+        import logging
 
         self.closing = True
+        # An app stopped before its first frame is not news while everything stops.
+        logging.getLogger("textual-serve").setLevel(logging.CRITICAL)
+        begun = self.stop_requested_at or time.monotonic()
+        kill_at = begun + min(STOP_BUDGET_S, (time.monotonic() - begun) + STOP_KILL_MARGIN_S)
         sessions = list(self.sessions)
-        await asyncio.gather(
-            *(self.end(s, QUIT_GRACE_S, TERM_GRACE_S) for s in sessions), return_exceptions=True
-        )
+        # A tab whose app is being started right now: its process is there once the start
+        # returns (the start runs in this loop: it ends before this goes on, or soon after).
+        self.kill_at = kill_at
+        await _bounded([s.started.wait() for s in sessions], kill_at - time.monotonic())
+        stops = [self.end(s, term_at=None, kill_at=kill_at) for s in sessions]
+        # A stop already under way for a closed tab may have a longer grace: the deadline holds
+        # for every app all the same.
+        await _bounded([asyncio.shield(t) for t in stops], kill_at + REAP_S - time.monotonic())
         for session in sessions:
-            await session.websocket.close()
+            process = session.service.process
+            if process is not None and group_members(process.pid):
+                signal_group(process.pid, signal.SIGKILL)
+        await _bounded([asyncio.shield(t) for t in stops], REAP_S)
+        # Closing waits for each page's answer: bounded (the apps are already gone).
+        await _bounded([s.websocket.close() for s in sessions], CLOSE_S)
         if self._runner is not None:
             runner, self._runner = self._runner, None
             await runner.cleanup()
 
-    def end(self, session: _Session, quit_s: float, term_s: float) -> asyncio.Task[None]:
-        """Stop `session`'s app process group (once: later calls share the first stop)."""
+    def end(
+        self, session: _Session, *, term_at: float | None, kill_at: float
+    ) -> asyncio.Task[None]:
+        """Stop `session`'s app process group (see `_stop_app`). Once: later calls share the
+        first stop, unless that one found no process yet (the app was still being started)."""
         import asyncio
 
-        if session.stopping is None:
-            session.stopping = asyncio.ensure_future(_stop_app(session.service, quit_s, term_s))
-        return session.stopping
+        stopping = session.stopping
+        if stopping is None or (stopping.done() and session.found_nothing):
+            session.found_nothing = session.service.process is None
+            stopping = asyncio.ensure_future(_stop_app(session.service, term_at, kill_at))
+            session.stopping = stopping
+        return stopping
 
     async def handle_websocket(self, request: Any) -> Any:
         """A tab connected: start its app, relay until either side ends, then stop the app."""
@@ -445,10 +489,15 @@ class _WebServer:
             close=websocket.close,
             download_manager=self._server.download_manager,
         )
-        session = _Session(websocket, service)
+        session = _Session(websocket, service, asyncio.Event())
         self.sessions.add(session)
         try:
-            await service.start(width, height)
+            try:
+                await service.start(width, height)
+            finally:
+                session.started.set()
+            if self.closing:  # the server began to stop while this app started
+                return websocket
             # Until the page goes (its messages end) or the app does (its output ends: the
             # page is then closed, not left showing a screen that no longer changes).
             relay = asyncio.ensure_future(self._server._process_messages(websocket, service))
@@ -462,7 +511,14 @@ class _WebServer:
         except Exception as exc:  # a broken app start or relay: this tab's problem only
             logging_error(f"a browser session failed: {exc!r}")
         finally:
-            await asyncio.shield(self.end(session, TAB_QUIT_GRACE_S, TAB_TERM_GRACE_S))
+            now = time.monotonic()
+            if self.closing:  # the server's stop, with its deadline
+                stopping = self.end(session, term_at=None, kill_at=self.kill_at)
+            else:
+                stopping = self.end(
+                    session, term_at=now + TAB_TERM_AFTER_S, kill_at=now + TAB_KILL_AFTER_S
+                )
+            await asyncio.shield(stopping)
             self.sessions.discard(session)
             await websocket.close()
         return websocket
@@ -474,10 +530,13 @@ def logging_error(message: str) -> None:
     logging.getLogger("specmon.web").error(message)
 
 
-async def _stop_app(service: Any, quit_s: float, term_s: float) -> None:
-    """Ask the app to quit (Textual's web driver's "quit"), then SIGTERM its process group, then
-    SIGKILL it; wait for the rest of the group (collector, resource tracker) likewise; end the
-    relay task. Bounded by quit_s + term_s + 2 * GROUP_DRAIN_S + a little."""
+async def _stop_app(service: Any, term_at: float | None, kill_at: float) -> None:
+    """Stop one app and its process group. With `term_at` (a time.monotonic() value): ask the app
+    to quit (Textual's web driver's "quit"), and send it SIGTERM at `term_at` if it has not;
+    without: SIGTERM at once (Textual's web driver quits on it; an app still starting gets
+    specmon's own clean stop). At `kill_at`, SIGKILL to whatever is left of its group (the app,
+    its collector process, multiprocessing's resource tracker: the rest of the group follows
+    the app out by itself until then). Then end the relay of the app's output."""
     import asyncio
 
     process = service.process
@@ -485,24 +544,43 @@ async def _stop_app(service: Any, quit_s: float, term_s: float) -> None:
         return
     pgid = process.pid  # the app leads its own group (start_new_session)
     if process.returncode is None:
-        await service.send_meta({"type": "quit"})
-        if not await _wait(process, quit_s):
-            signal_group(pgid, signal.SIGTERM)
-            if not await _wait(process, term_s):
-                signal_group(pgid, signal.SIGKILL)
-                await _wait(process, GROUP_DRAIN_S)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + GROUP_DRAIN_S
-    while group_members(pgid) and loop.time() < deadline:
+        if term_at is None:
+            signal_process(pgid, signal.SIGTERM)
+        else:
+            await service.send_meta({"type": "quit"})
+            if not await _wait(process, term_at - time.monotonic()):
+                signal_process(pgid, signal.SIGTERM)
+        if not await _wait(process, kill_at - time.monotonic()):
+            signal_group(pgid, signal.SIGKILL)
+            await _wait(process, REAP_S)
+    while group_members(pgid) and time.monotonic() < kill_at:
         await asyncio.sleep(0.02)
     if group_members(pgid):
         signal_group(pgid, signal.SIGKILL)
-    await service.finish(GROUP_DRAIN_S)
+    await service.finish(REAP_S)
+
+
+async def _bounded(awaitables: list[Awaitable[object]], seconds: float) -> None:
+    """Run `awaitables` together for at most `seconds`; cancel what is left."""
+    import asyncio
+
+    if not awaitables:
+        return
+    seconds = max(0.0, seconds)
+    tasks = [asyncio.ensure_future(a) for a in awaitables]
+    _done, pending = await asyncio.wait(tasks, timeout=seconds)
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
 
 
 async def _wait(process: Any, seconds: float) -> bool:
     import asyncio
 
+    if process.returncode is not None:
+        return True
+    if seconds <= 0:
+        return False
     try:
         await asyncio.wait_for(process.wait(), seconds)
     except TimeoutError:
