@@ -69,7 +69,7 @@ def test_what_cannot_be_served_is_a_one_line_error(words, message):
 def test_the_app_command_survives_the_shell_literally():
     """textual-serve runs the command through /bin/sh: arguments with spaces, quotes or shell
     syntax must reach the app unchanged (and never run as shell code)."""
-    p = plan("watch", "--attach", "http://h:1/?a=b c", "--api-key", "x'; touch /nonexistent #")
+    p = plan("watch", "--attach", "http://h:1/?a=b c", "--gpu", "x'; touch /nonexistent #")
     words = shlex.split(p.command("/usr/bin/python3"))
     assert words[0] == "exec"  # the shell becomes the app: its pid leads the app's group
     assert words[1:] == [
@@ -79,9 +79,24 @@ def test_the_app_command_survives_the_shell_literally():
         "watch",
         "--attach",
         "http://h:1/?a=b c",
-        "--api-key",
+        "--gpu",
         "x'; touch /nonexistent #",
     ]
+
+
+@pytest.mark.parametrize("form", [("--api-key", "sk-secret-1"), ("--api-key=sk-secret-1",)])
+def test_an_api_key_goes_to_the_apps_environment_never_to_a_command_line(form):
+    p = plan("watch", "--attach", "http://h:1", *form, "--interval", "2")
+    assert p.api_key == "sk-secret-1"
+    assert p.app_args == ("--attach", "http://h:1", "--interval", "2")
+    assert "sk-secret-1" not in p.command("/usr/bin/python3")
+    assert "sk-secret-1" not in p.title
+    assert "sk-secret-1" not in repr(p)
+
+
+def test_a_secret_in_another_option_is_scrubbed_from_the_title():
+    p = plan("watch", "--attach", "http://h:1", "--", "--token", "tok-secret-2")
+    assert "tok-secret-2" not in p.title and "REDACTED" in p.title
 
 
 @pytest.mark.parametrize(

@@ -191,20 +191,33 @@ def test_quitting_the_app_in_the_page_ends_its_process(web_demo):
     assert web_demo.stop() == 130
 
 
-def test_watch_is_served_against_a_running_server():
+def test_watch_is_served_against_a_running_server_and_its_api_key_stays_secret():
+    """`--api-key` reaches the app through its environment: not in the app's command line
+    (`ps` shows it), not in the page, not in what the server prints."""
+    secret = "sk-web-test-0123456789"
     config = SimConfig(speed=50.0, n_spec=8, seed=1)
     with start_in_thread(config, log_sink=lambda _line: None) as sim:
-        run = start_web("watch", "--attach", sim.url)
+        run = start_web("watch", "--attach", sim.url, "--api-key", secret)
         try:
 
             async def scenario() -> None:
                 async with aiohttp.ClientSession() as http:
+                    async with http.get(run.url + "/") as page:
+                        html = await page.text()
+                    assert "specmon watch --attach" in html  # the page's title
+                    assert secret not in html
                     ws = await open_page(http, run)
                     await read_screen_until(ws, rb"SIMULATED")
                     await read_screen_until(ws, rb"per-position acceptance")
+                    (app,) = app_groups(run, 1)
+                    assert f"-m specmon watch --attach {sim.url}" in cmdline(app)
+                    assert secret not in cmdline(app)
+                    environ = Path(f"/proc/{app}/environ").read_bytes().split(b"\0")
+                    assert f"OPENAI_API_KEY={secret}".encode() in environ
 
             asyncio.run(scenario())
             assert run.stop() == 130
+            assert not any(secret in line for line in run.lines), run.lines
         finally:
             run.kill()
 

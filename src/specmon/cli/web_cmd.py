@@ -118,6 +118,8 @@ class WebPlan:
     host: str
     port: int
     public_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    """Given to the app processes as $OPENAI_API_KEY (see `take_api_key`)."""
 
     def app_argv(self, python: str) -> list[str]:
         """The argv of one app process."""
@@ -130,7 +132,10 @@ class WebPlan:
 
     @property
     def title(self) -> str:
-        return shlex.join(["specmon", self.app, *self.app_args])
+        """The command as the page and the terminal show it (secrets scrubbed all the same)."""
+        from specmon.core.redaction import redact_text
+
+        return redact_text(shlex.join(["specmon", self.app, *self.app_args]))
 
 
 def split_web_options(
@@ -179,7 +184,37 @@ def plan_from_args(args: argparse.Namespace) -> WebPlan:
     if not 0 <= port <= 65535:
         raise WebArgsError(f"--port must be from 0 to 65535, got {port}")
     public_url = found.get("public_url", args.public_url)
-    return WebPlan(app=app, app_args=tuple(rest), host=host, port=port, public_url=public_url)
+    rest, api_key = take_api_key(rest)
+    return WebPlan(
+        app=app,
+        app_args=tuple(rest),
+        host=host,
+        port=port,
+        public_url=public_url,
+        api_key=api_key,
+    )
+
+
+def take_api_key(words: Sequence[str]) -> tuple[list[str], str | None]:
+    """Take `--api-key KEY` (or `--api-key=KEY`) out of the served command's words: the key goes
+    to the app processes through their environment ($OPENAI_API_KEY, which the app reads when no
+    --api-key is given), never through their command line, which `ps` shows and the page's title
+    would."""
+    rest: list[str] = []
+    key: str | None = None
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word == "--api-key" and i + 1 < len(words):
+            key = words[i + 1]
+            i += 2
+            continue
+        if word.startswith("--api-key="):
+            key = word.partition("=")[2]
+        else:
+            rest.append(word)
+        i += 1
+    return rest, key
 
 
 def check_served_args(plan: WebPlan, parse: Any) -> None:
@@ -347,6 +382,8 @@ def serve(plan: WebPlan, sock: socket.socket) -> int:
 
     port = sock.getsockname()[1]
     url = plan.public_url or public_url_for(plan.host, port)
+    if plan.api_key is not None:  # textual-serve gives each app a copy of this environment
+        os.environ["OPENAI_API_KEY"] = plan.api_key
     logging.basicConfig(level=logging.WARNING, format="specmon web: %(message)s")
 
     loop = asyncio.new_event_loop()
