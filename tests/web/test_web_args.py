@@ -38,6 +38,8 @@ def test_web_options_are_its_own_wherever_they_stand():
     assert p.app == "watch"
     assert p.app_args == ("--attach", "http://a:8000", "--interval", "2")
     assert (p.host, p.port) == ("::1", 9001)
+    assert plan().max_tabs == 8
+    assert plan("demo", "--max-tabs=2").max_tabs == 2
     before = plan("--port", "9002", "demo", "--speed", "3")
     assert (before.app, before.app_args, before.port) == ("demo", ("--speed", "3"), 9002)
 
@@ -59,6 +61,8 @@ def test_a_web_option_without_its_value_is_refused():
         (("chat",), "serves demo, watch, replay"),
         (("demo", "--port", "http"), "--port must be a number"),
         (("demo", "--port", "70000"), "--port must be from 0 to 65535"),
+        (("demo", "--max-tabs", "0"), "--max-tabs must be at least 1"),
+        (("demo", "--max-tabs", "many"), "--max-tabs must be a number"),
     ],
 )
 def test_what_cannot_be_served_is_a_one_line_error(words, message):

@@ -222,6 +222,32 @@ def test_watch_is_served_against_a_running_server_and_its_api_key_stays_secret()
             run.kill()
 
 
+def test_pages_beyond_max_tabs_are_told_so_and_start_no_app():
+    run = start_web("demo", "--speed", "20", "--max-tabs", "1")
+    try:
+
+        async def scenario() -> None:
+            async with aiohttp.ClientSession() as http:
+                first = await open_page(http, run)
+                await read_screen_until(first, rb"SIMULATED")
+                second = await open_page(http, run)
+                said = await read_screen_until(second, rb"1 tab\(s\) are open already")
+                assert b"--max-tabs" in said
+                message = await second.receive(timeout=WAIT_LIMIT_S)
+                assert message.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED)
+                assert len(run.apps()) == 1  # the second page started nothing
+                await first.send_json(["ping", "still there?"])  # the first page lives on
+                answer = await first.receive(timeout=WAIT_LIMIT_S)
+                while answer.type == aiohttp.WSMsgType.BINARY:
+                    answer = await first.receive(timeout=WAIT_LIMIT_S)
+                assert answer.json() == ["pong", "still there?"]
+
+        asyncio.run(scenario())
+        assert run.stop() == 130
+    finally:
+        run.kill()
+
+
 def test_a_port_in_use_is_one_line_and_exit_status_2():
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

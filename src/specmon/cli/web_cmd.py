@@ -1,12 +1,13 @@
 """`specmon web`: the same Textual app, in a browser, served by textual-serve.
 
-  specmon web [demo|watch|replay] [ARGS...] [--host 127.0.0.1] [--port 8000]
+  specmon web [demo|watch|replay] [ARGS...] [--host 127.0.0.1] [--port 8000] [--max-tabs 8]
 
 Open the printed address in a browser: every page load (every tab) starts its own
 `python -m specmon <demo|watch|replay> ARGS...` process, the app a terminal would show, drawn by
 xterm.js in the page. Without a command it serves `demo`. The command's own options follow it
-(`specmon web watch --attach http://gpu-box:8000`); `--host`, `--port` and `--public-url` are
-specmon web's wherever they stand (after `--`, everything goes to the command).
+(`specmon web watch --attach http://gpu-box:8000`); `--host`, `--port`, `--max-tabs` and
+`--public-url` are specmon web's wherever they stand (after `--`, everything goes to the
+command). At most --max-tabs pages are served at once; another is told so and closed.
 
 It listens on 127.0.0.1 unless `--host` says otherwise, and warns when that address is not
 loopback: the page has no password, and whoever reaches it runs the app. `--port 0` takes a free
@@ -44,8 +45,10 @@ APPS: tuple[str, ...] = ("demo", "watch", "replay")
 DEFAULT_APP = "demo"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
+DEFAULT_MAX_TABS = 8
+"""Pages served at once (each runs an app process of ~150 MiB, docs/web.md); more are told so."""
 
-WEB_OPTIONS: tuple[str, ...] = ("--host", "--port", "--public-url")
+WEB_OPTIONS: tuple[str, ...] = ("--host", "--port", "--public-url", "--max-tabs")
 """specmon web's own options, taken from anywhere in the command line before a `--`."""
 
 REFUSED_OPTIONS: dict[str, str] = {
@@ -101,6 +104,12 @@ def register(subparsers: Any) -> None:
         "(behind a proxy, or listening on 0.0.0.0)",
     )
     p.add_argument(
+        "--max-tabs",
+        type=int,
+        default=DEFAULT_MAX_TABS,
+        help=f"pages served at once, each with its own app process (default {DEFAULT_MAX_TABS})",
+    )
+    p.add_argument(
         "app", nargs="?", default=DEFAULT_APP, help=f"{' | '.join(APPS)} (default {DEFAULT_APP})"
     )
     p.add_argument("app_args", nargs=argparse.REMAINDER, help="the command's own arguments")
@@ -118,6 +127,7 @@ class WebPlan:
     host: str
     port: int
     public_url: str | None = None
+    max_tabs: int = DEFAULT_MAX_TABS
     api_key: str | None = field(default=None, repr=False)
     """Given to the app processes as $OPENAI_API_KEY (see `take_api_key`)."""
 
@@ -184,6 +194,13 @@ def plan_from_args(args: argparse.Namespace) -> WebPlan:
     if not 0 <= port <= 65535:
         raise WebArgsError(f"--port must be from 0 to 65535, got {port}")
     public_url = found.get("public_url", args.public_url)
+    tabs_text = found.get("max_tabs", str(args.max_tabs))
+    try:
+        max_tabs = int(tabs_text)
+    except ValueError:
+        raise WebArgsError(f"--max-tabs must be a number, got {tabs_text!r}") from None
+    if max_tabs < 1:
+        raise WebArgsError(f"--max-tabs must be at least 1, got {max_tabs}")
     rest, api_key = take_api_key(rest)
     return WebPlan(
         app=app,
@@ -191,6 +208,7 @@ def plan_from_args(args: argparse.Namespace) -> WebPlan:
         host=host,
         port=port,
         public_url=public_url,
+        max_tabs=max_tabs,
         api_key=api_key,
     )
 
@@ -229,6 +247,13 @@ def check_served_args(plan: WebPlan, parse: Any) -> None:
         file = Path(ns.file)
         if not file.is_file():
             raise WebArgsError(f"{ns.file}: no such recording")
+
+
+def tabs_full_message(max_tabs: int) -> str:
+    return (
+        f"\r\n  specmon web: {max_tabs} tab(s) are open already, each with its own app "
+        "(--max-tabs). Close one, then reload this page.\r\n"
+    )
 
 
 def is_loopback(host: str) -> bool:
@@ -517,6 +542,11 @@ class _WebServer:
         height = to_int(request.query.get("height", "24"), 24)
         await websocket.prepare(request)
         if self.closing:
+            await websocket.close()
+            return websocket
+        if len(self.sessions) >= self.plan.max_tabs:
+            # Said in the page's terminal, then the page shows "Session ended".
+            await websocket.send_bytes(tabs_full_message(self.plan.max_tabs).encode())
             await websocket.close()
             return websocket
         service = app_service_class()(
