@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -49,6 +50,7 @@ async def shoot(out: Path) -> None:
         browser.close()
         run.stop()
         run.kill()
+        shutil.rmtree(scratch, ignore_errors=True)
     print(f"wrote {out}")
 
 
