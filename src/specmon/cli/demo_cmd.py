@@ -96,7 +96,9 @@ def run(args: argparse.Namespace) -> int:
     except (SimConfigError, ValueError) as exc:
         return _error(str(exc))
     logs.source = sim.url
-    if sys.stdout.isatty() and sys.stdin.isatty() and not args.json:
+    from specmon.cli.app_runner import wants_app  # a terminal, or a browser (specmon web)
+
+    if wants_app() and not args.json:
         try:
             return _app(sim.url, args)
         finally:

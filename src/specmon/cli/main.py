@@ -28,6 +28,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "compare",
     "presets",
     "sim",
+    "web",
 )
 
 

@@ -121,7 +121,9 @@ def run(args: argparse.Namespace) -> int:
     except RecordingError as exc:
         return _error(str(exc))
     state = state_factory(args.baseline)(player.info)
-    if not args.json and sys.stdout.isatty() and sys.stdin.isatty():
+    from specmon.cli.app_runner import wants_app  # a terminal, or a browser (specmon web)
+
+    if not args.json and wants_app():
         player.close()
         label = recorded_label(player.info, started_at)
         return _app(path, state.baseline_tok_s, args.speed, label, args.theme)

@@ -165,7 +165,9 @@ def run(args: argparse.Namespace) -> int:
         targets = pair_targets(args.attach, args.metrics_url)
     except ValueError as exc:
         return _error(str(exc))
-    if not args.json and sys.stdout.isatty() and sys.stdin.isatty():
+    from specmon.cli.app_runner import wants_app  # a terminal, or a browser (specmon web)
+
+    if not args.json and wants_app():
         return _app(targets, gpu, args, export)
     try:
         monitor = Monitor(
@@ -257,7 +259,9 @@ def _fleet(args: argparse.Namespace, export: tuple[str, int] | None) -> int:
             "series in the Prometheus)"
         )
     spec = FleetSpec(url, args.match, args.interval, args.rate_window)
-    if not args.json and sys.stdout.isatty() and sys.stdin.isatty():
+    from specmon.cli.app_runner import wants_app  # a terminal, or a browser (specmon web)
+
+    if not args.json and wants_app():
         return _app([], "none", args, export, extra={EXTRA_KEY: spec})
     monitor = Monitor([], state_factory(args.baseline), interval=args.interval, record=args.record)
     return _run_monitor(monitor, args, export, fleet_spec=spec)

@@ -1,0 +1,163 @@
+"""Start `specmon web` as a real process for the tests, find the app processes it starts, and
+check that none is left after it stops. Process groups are read from /proc here, independently
+of specmon's own helper."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+
+WAIT_LIMIT_S = 90.0
+"""Upper bound on waiting for something to appear: a failure bound, not a speed target."""
+
+
+def _stat(pid: int) -> tuple[str, int, int] | None:
+    """(state, ppid, pgrp) of a process, or None when it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    state, ppid, pgrp = text[text.rfind(")") + 2 :].split()[:3]
+    return state, int(ppid), int(pgrp)
+
+
+def live_pids() -> list[int]:
+    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for child in live_pids():
+        stat = _stat(child)
+        if stat is not None and stat[1] == pid and stat[0] != "Z":
+            found.append(child)
+    return found
+
+
+def group_alive(pgid: int) -> list[int]:
+    """Live (not zombie) processes of the group."""
+    found = []
+    for pid in live_pids():
+        stat = _stat(pid)
+        if stat is not None and stat[2] == pgid and stat[0] != "Z":
+            found.append(pid)
+    return found
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def wait_for(predicate: Callable[[], bool], what: str, limit_s: float = WAIT_LIMIT_S) -> None:
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"gave up waiting for {what}")
+
+
+@dataclass
+class WebRun:
+    """A `specmon web` process (in a process group of its own) and its output lines."""
+
+    proc: subprocess.Popen[str]
+    url: str
+    lines: list[str] = field(default_factory=list)
+
+    @property
+    def ws_url(self) -> str:
+        return "ws" + self.url.removeprefix("http") + "/ws"
+
+    seen_apps: set[int] = field(default_factory=set)
+
+    def apps(self) -> list[int]:
+        """The app processes serving pages right now (the server's children)."""
+        found = children(self.proc.pid)
+        self.seen_apps.update(found)
+        return found
+
+    def stop(self, signum: int = signal.SIGINT) -> int:
+        """Signal the server and return its exit status. Its apps are left as they are, for
+        the test to check; `kill` cleans up after."""
+        self.proc.send_signal(signum)
+        return self.proc.wait(timeout=WAIT_LIMIT_S)
+
+    def kill(self) -> None:
+        """Clean-up after a failed test: the server's group, and every app group it started."""
+        for pid in {*self.apps(), *self.seen_apps}:  # also those a dead server left behind
+            if group_alive(pid):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=WAIT_LIMIT_S)
+
+
+def env() -> dict[str, str]:
+    """This checkout's sources first on the path (the app processes inherit it)."""
+    path = os.environ.get("PYTHONPATH", "")
+    return {**os.environ, "PYTHONPATH": SRC + (os.pathsep + path if path else "")}
+
+
+def run_web(*args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+    """`specmon web ARGS` to its end (for the commands that fail at once)."""
+    return subprocess.run(
+        [sys.executable, "-m", "specmon", "web", *args],
+        capture_output=True,
+        text=True,
+        env=env(),
+        timeout=timeout,
+    )
+
+
+def start_web(*args: str) -> WebRun:
+    """`specmon web ARGS --port 0`, once it prints the address it serves."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "specmon", "web", *args, "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=env(),
+        start_new_session=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    seen: list[str] = []
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            seen.append(line)
+            lines.put(line)
+
+    threading.Thread(target=read, daemon=True).start()
+    deadline = time.monotonic() + WAIT_LIMIT_S
+    while time.monotonic() < deadline:
+        try:
+            line = lines.get(timeout=0.5)
+        except queue.Empty:
+            if proc.poll() is not None:
+                break
+            continue
+        found = re.search(r" at (http://\S+) ", line)
+        if found:
+            return WebRun(proc, found.group(1), seen)
+    proc.kill()
+    proc.wait()
+    raise AssertionError("specmon web did not say where it serves:\n" + "".join(seen))
