@@ -14,13 +14,14 @@ from tests.ui.conftest import FakePort, screen_text, wait_for
 from specmon.core.startup_log import StartupPhase, StartupProgress
 from specmon.ui.app.app import SpecmonApp
 from specmon.ui.app.log_pane import LogPane, LogScreen
-from specmon.ui.app.screens import ChatScreen, DashboardScreen
+from specmon.ui.app.screens import ChatScreen
 from specmon.ui.app.startup_view import (
     StartupFailed,
     StartupScreen,
     elapsed_words,
     progress_lines,
 )
+from specmon.ui.app.watch_screen import DashboardScreen
 
 SIZE = (140, 45)
 CRAFTED = "\x1b]0;pwned\x07\x1b[31mred\x1b[0m [bold]not bold[/bold] [@click=app.quit]q[/]"

@@ -24,7 +24,8 @@ from specmon.ui.app.answer_text import HEAT_DEFAULTS, AnswerView, TextLines, hea
 from specmon.ui.app.app import SpecmonApp
 from specmon.ui.app.help_screen import SECTIONS, HelpScreen, help_sections, help_text
 from specmon.ui.app.palette import binding_commands, key_name, palette_entries
-from specmon.ui.app.screens import AnswersScreen, ChatScreen, DashboardScreen
+from specmon.ui.app.screens import AnswersScreen, ChatScreen
+from specmon.ui.app.watch_screen import DashboardScreen
 from specmon.ui.app.worth_screen import WorthScreen
 from specmon.ui.themes import bundled_theme_dir, load_themes
 
