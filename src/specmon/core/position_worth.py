@@ -167,13 +167,14 @@ def position_worth(
     clean = _clean_rates(rates)
     if clean is None:
         return None
-    expected = [1.0]
+    accepted = [0.0]  # expected accepted drafts per step for n_spec 0, 1, …, K
     for r in clean:
-        expected.append(expected[-1] + r)
-    total = expected[-1] - 1.0
+        accepted.append(accepted[-1] + r)
+    expected = [1.0 + a for a in accepted]
+    total = accepted[-1]  # summed apart from the 1.0: tiny rates keep their precision
     if total > 0:
         shares: tuple[float, ...] | None = tuple(r / total for r in clean)
-        kept: tuple[float, ...] | None = tuple((e - 1.0) / total for e in expected)
+        kept: tuple[float, ...] | None = tuple(a / total for a in accepted)
     else:
         shares = kept = None
     expected_t = tuple(expected)
