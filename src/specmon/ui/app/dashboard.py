@@ -381,6 +381,13 @@ class SidePanel(VerticalScroll):
         for gone in set(self._series) - {s.source for s in servers}:
             del self._series[gone]
 
+    def set_series(self, source: str | None, series: GraphSeries) -> None:
+        """Graphs made elsewhere (the replay rebuilds them at each seek) for the server
+        `source` (None: before any server is known)."""
+        self.series = series
+        if source is not None:
+            self._series[source] = series
+
     def _series_of(self, source: str) -> GraphSeries:
         series = self._series.get(source)
         if series is None:

@@ -148,7 +148,7 @@ class ReplayScreen(Screen[None]):
             series = GraphSeries.empty()
             for sample in port.graph_samples():
                 series.sample(sample)
-            side.series = series
+            side.set_series(view.servers[0].source if view.servers else None, series)
             side.show(view, last_answer(view))
 
     def _show_rows(self, view: SessionView, start: float) -> None:
