@@ -26,12 +26,31 @@ def wants_app() -> bool:
     return served_to_browser() or (sys.stdout.isatty() and sys.stdin.isatty())
 
 
-def run_app(app: SpecmonApp, port: SessionPort) -> int:
+def run_app(
+    app: SpecmonApp,
+    port: SessionPort,
+    *,
+    export: tuple[str, int] | None = None,
+    command: str = "",
+) -> int:
     """Run `app` until it exits, then stop its session (recording closed). On Ctrl-C or SIGTERM
     a connection still being made is abandoned at once: Textual's exit waits for the worker
-    thread that makes it, and the clean stop must finish within the shutdown's bound."""
-    from specmon.runtime import shutdown
+    thread that makes it, and the clean stop must finish within the shutdown's bound.
 
+    `export` (`--export`): specmon's /metrics served from the session's view while the app runs;
+    a port in use is a one-line error (exit 2) before the app starts."""
+    from specmon.runtime import shutdown
+    from specmon.runtime.exporter import Exporter, ExporterError
+
+    exporter: Exporter | None = None
+    if export is not None:
+        from specmon.cli.export_args import start_exporter
+
+        try:
+            exporter = start_exporter(export, port.view, command)
+        except ExporterError as exc:
+            print(f"specmon {command}: {exc}", file=sys.stderr)
+            return 2
     process_shutdown = shutdown.current()
     if process_shutdown is not None:
         process_shutdown.add_stop_hook(port.abort)
@@ -39,4 +58,6 @@ def run_app(app: SpecmonApp, port: SessionPort) -> int:
         app.run()
     finally:
         port.close()
+        if exporter is not None:
+            exporter.stop()
     return 0

@@ -26,6 +26,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from specmon.cli.export_args import add_export_argument, parse_export
 from specmon.cli.host_args import add_host_arguments
 from specmon.cli.session_setup import add_theme_argument
 
@@ -104,6 +105,7 @@ def register(subparsers: Any) -> None:
         "server on this machine, else none)",
     )
     add_theme_argument(p)
+    add_export_argument(p)
     add_host_arguments(p, model=False)
 
 
@@ -152,6 +154,10 @@ def _host_flags_given(args: argparse.Namespace) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        parse_export(args.export)
+    except ValueError as exc:
+        return _error(str(exc))
     if args.attach is None:
         if not (args.model or args.preset):
             return _error(
@@ -243,7 +249,9 @@ def _chat_hosted(args: argparse.Namespace, plan: HostPlan, gpu: str) -> int:
         process_shutdown = shutdown.current()
         if process_shutdown is not None:
             process_shutdown.add_stop_hook(host.abort)
-        run_app(app, port)
+        code = run_app(app, port, export=parse_export(args.export), command="chat")
+        if code != 0:
+            return code
         if app.host_failure is not None:
             print(failure_report(app.host_failure), file=sys.stderr)
             return 1
@@ -289,4 +297,4 @@ def _run_attached(args: argparse.Namespace) -> int:
     port = SessionPort(make_session, api_key=args.api_key, model=args.model)
     settings = ChatSettings(args.temperature, args.top_p, args.max_tokens)
     app = SpecmonApp(port, settings=settings, system=args.system, theme=args.theme)
-    return run_app(app, port)
+    return run_app(app, port, export=parse_export(args.export), command="chat")

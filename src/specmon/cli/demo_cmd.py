@@ -19,6 +19,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
+from specmon.cli.export_args import add_export_argument, parse_export
 from specmon.cli.session_setup import add_baseline_argument, add_theme_argument, state_factory
 
 if TYPE_CHECKING:  # imported in run(): `specmon --help` must not import openai/httpx/rich
@@ -59,6 +60,7 @@ def register(subparsers: Any) -> None:
     )
     add_baseline_argument(p)
     add_theme_argument(p)
+    add_export_argument(p)
 
 
 def _error(message: str) -> int:
@@ -67,7 +69,9 @@ def _error(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from specmon.cli.export_args import start_exporter
     from specmon.core.errors import RecordingError
+    from specmon.runtime.exporter import Exporter, ExporterError
     from specmon.runtime.hub import Hub, SessionClock
     from specmon.runtime.monitor import Monitor, Target
     from specmon.sim.server import SimConfig, SimConfigError, start_in_thread
@@ -79,6 +83,10 @@ def run(args: argparse.Namespace) -> int:
         return _error(f"--speed must be positive, got {args.speed}")
     if args.max_tokens < 1:
         return _error(f"--max-tokens must be at least 1, got {args.max_tokens}")
+    try:
+        parse_export(args.export)
+    except ValueError as exc:
+        return _error(str(exc))
     kwargs: dict[str, Any] = {"speed": args.speed, "schedule": args.schedule, "port": 0}
     if args.profile is not None:
         kwargs["profile"] = args.profile
@@ -104,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
         finally:
             sim.stop()
     monitor: Monitor | None = None
+    exporter: Exporter | None = None
     try:
         monitor = Monitor(
             [Target(sim.url)],
@@ -112,6 +121,12 @@ def run(args: argparse.Namespace) -> int:
             record=args.record,
             hub=Hub(clock=clock),
         )
+        export = parse_export(args.export)
+        if export is not None:
+            try:
+                exporter = start_exporter(export, monitor.view, "demo")
+            except ExporterError as exc:
+                return _error(str(exc))
         try:
             monitor.start()
         except RecordingError as exc:
@@ -121,6 +136,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if monitor is not None:
             monitor.stop()
+        if exporter is not None:
+            exporter.stop()
         sim.stop()
 
 
@@ -149,7 +166,7 @@ def _app(url: str, args: argparse.Namespace) -> int:
         max_answers=args.requests,
         theme=args.theme,
     )
-    return run_app(app, port)
+    return run_app(app, port, export=parse_export(args.export), command="demo")
 
 
 def _drive(monitor: Monitor, args: argparse.Namespace) -> int:

@@ -22,6 +22,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
+from specmon.cli.export_args import add_export_argument, parse_export
 from specmon.cli.host_args import add_host_arguments
 from specmon.cli.session_setup import add_baseline_argument, add_theme_argument
 
@@ -44,6 +45,7 @@ def register(subparsers: Any) -> None:
     )
     add_host_arguments(p)
     add_theme_argument(p)
+    add_export_argument(p)
     p.add_argument("--record", metavar="FILE", help="record the session (.gz compresses)")
     p.add_argument(
         "--gpu",
@@ -61,6 +63,10 @@ def _error(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        parse_export(args.export)
+    except ValueError as exc:
+        return _error(str(exc))
     from specmon.cli.host_launch import plan_or_exit, raise_stop_grace, stop_signals
 
     if not 0.1 <= args.interval <= 3600:
@@ -198,6 +204,17 @@ def _app(
 
     port = SessionPort(make_session, require_model=False)
     app = SpecmonApp(port, mode="watch", host=host, theme=args.theme)
+    exporter = None
+    export = parse_export(args.export)
+    if export is not None:
+        from specmon.cli.export_args import start_exporter
+        from specmon.runtime.exporter import ExporterError
+
+        try:
+            exporter = start_exporter(export, port.view, "serve")
+        except ExporterError as exc:
+            server.stop()
+            return _error(str(exc))
     process_shutdown = shutdown.current()
     if process_shutdown is not None:  # as run_app does, and the startup wait abandoned too
         process_shutdown.add_stop_hook(port.abort)
@@ -209,6 +226,8 @@ def _app(
         # session stops the hub. The caller says what was left of its group.
         server.stop()
         port.close()
+        if exporter is not None:
+            exporter.stop()
     if app.host_failure is not None:
         print(failure_report(app.host_failure), file=sys.stderr)
         return 1

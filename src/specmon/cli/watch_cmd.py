@@ -29,6 +29,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
+from specmon.cli.export_args import add_export_argument, parse_export, start_exporter
 from specmon.cli.session_setup import (
     add_baseline_argument,
     add_theme_argument,
@@ -117,16 +118,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--record", metavar="FILE", help="record the session (.gz compresses)")
     p.add_argument("--once", action="store_true", help="print one snapshot and exit")
     p.add_argument("--json", action="store_true", help="JSON output (one line per snapshot)")
-    p.add_argument(
-        "--export",
-        metavar="[HOST:]PORT",
-        nargs="?",
-        const=":9464",
-        default=None,
-        help="serve specmon's own /metrics (per-request AL and decode tok/s histograms, "
-        "vanilla-speed flags by reason, the degradation cycle) on HOST:PORT; 127.0.0.1 "
-        "unless a host is given; port 9464 when none is",
-    )
+    add_export_argument(p)
 
 
 def _error(message: str) -> int:
@@ -148,14 +140,10 @@ def run(args: argparse.Namespace) -> int:
         args.json = True  # one snapshot is only meaningful as data
     if args.match is not None and not args.prometheus:
         return _error("--match goes with --prometheus")
-    export: tuple[str, int] | None = None
-    if args.export is not None:
-        from specmon.runtime.exporter import parse_listen
-
-        try:
-            export = parse_listen(args.export)
-        except ValueError as exc:
-            return _error(str(exc))
+    try:
+        export = parse_export(args.export)
+    except ValueError as exc:
+        return _error(str(exc))
     if args.prometheus:
         return _fleet(args, export)
     gpu = args.gpu if args.gpu is not None else default_gpu_source(args.attach)
@@ -195,18 +183,14 @@ def _run_monitor(
     exporter: Exporter | None = None
     try:
         if export is not None:
-            exporter = Exporter()
             try:
-                exporter.serve(*export)
+                exporter = start_exporter(export, monitor.view, "watch")
             except ExporterError as exc:
                 return _error(str(exc))
-            _say_export(*export)
         try:
             monitor.start(run_loops=not args.once)
         except RecordingError as exc:
             return _error(str(exc))
-        if exporter is not None:
-            exporter.follow(monitor.view)
         if fleet_spec is not None:
             from specmon.runtime.fleet_run import start_fleet
 
@@ -224,16 +208,6 @@ def _run_monitor(
         monitor.stop()
         if exporter is not None:
             exporter.stop()
-
-
-def _say_export(host: str, port: int) -> None:
-    from specmon.runtime.exporter import is_loopback
-
-    where = "loopback only" if is_loopback(host) else "NOT loopback: reachable from the network"
-    print(
-        f"specmon watch: serving /metrics on http://{host}:{port}/metrics ({where})",
-        file=sys.stderr,
-    )
 
 
 def _fleet(args: argparse.Namespace, export: tuple[str, int] | None) -> int:
@@ -288,7 +262,6 @@ def _app(
     """On a terminal: the app's dashboard screen (the chat's side panel, full-width), with the
     collector in its own process."""
     from specmon.cli.app_runner import run_app
-    from specmon.runtime.exporter import Exporter, ExporterError
     from specmon.runtime.session import CollectorProcess, SessionConfig
     from specmon.ui.app.app import SpecmonApp
     from specmon.ui.app.session_port import SessionPort
@@ -306,22 +279,9 @@ def _app(
     def make_session() -> CollectorProcess:
         return CollectorProcess(config, state_factory(args.baseline))
 
-    exporter: Exporter | None = None
-    if export is not None:
-        exporter = Exporter()
-        try:
-            exporter.serve(*export)
-        except ExporterError as exc:
-            return _error(str(exc))
     port = SessionPort(make_session, api_key=args.api_key, require_model=False)
-    if exporter is not None:
-        exporter.follow(port.view)
     app = SpecmonApp(port, mode="watch", theme=args.theme)
-    try:
-        return run_app(app, port)
-    finally:
-        if exporter is not None:
-            exporter.stop()
+    return run_app(app, port, export=export, command="watch")
 
 
 def _once(monitor: Monitor) -> int:

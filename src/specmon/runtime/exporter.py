@@ -181,7 +181,10 @@ class Exporter:
 
         def loop() -> None:
             while not self._stop.wait(interval):
-                self.update(read_view())
+                try:
+                    self.update(read_view())
+                except Exception:  # a session not started yet, or stopping: the next tick
+                    continue
 
         self._follower = threading.Thread(target=loop, name="specmon-exporter", daemon=True)
         self._follower.start()

@@ -1,0 +1,54 @@
+"""`--export [HOST:]PORT`: specmon's own /metrics page (runtime/exporter.py), the same flag and
+the same start for every command that has a live session (watch, demo, chat, serve)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported when a session starts, not when `specmon --help` registers
+    from specmon.core.views import SessionView
+    from specmon.runtime.exporter import Exporter
+
+
+def add_export_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--export",
+        metavar="[HOST:]PORT",
+        nargs="?",
+        const=":9464",
+        default=None,
+        help="serve specmon's own /metrics (per-request AL and decode tok/s histograms, "
+        "vanilla-speed flags by reason, the degradation cycle) on HOST:PORT; 127.0.0.1 "
+        "unless a host is given; port 9464 when none is",
+    )
+
+
+def parse_export(text: str | None) -> tuple[str, int] | None:
+    """The `--export` value as (host, port), None when not given; ValueError with one line."""
+    if text is None:
+        return None
+    from specmon.runtime.exporter import parse_listen
+
+    return parse_listen(text)
+
+
+def start_exporter(
+    listen: tuple[str, int], read_view: Callable[[], SessionView | None], command: str
+) -> Exporter:
+    """Serve /metrics on `listen`, fed from `read_view`, and say where on stderr (and when it is
+    not loopback). Raises ExporterError (a port in use: one line) before anything is served."""
+    from specmon.runtime.exporter import Exporter, is_loopback
+
+    exporter = Exporter()
+    exporter.serve(*listen)
+    exporter.follow(read_view)
+    host, port = listen
+    where = "loopback only" if is_loopback(host) else "NOT loopback: reachable from the network"
+    print(
+        f"specmon {command}: serving /metrics on http://{host}:{port}/metrics ({where})",
+        file=sys.stderr,
+    )
+    return exporter
