@@ -249,6 +249,9 @@ class ServeIdentity:
     draft_model: str | None = None
     method: str | None = None
     extra: dict[str, object] = field(default_factory=dict)
+    """More speculative-config keys (ngram's prompt_lookup_min/max, options)."""
+    serve_args: tuple[str, ...] = ()
+    """Extra `vllm serve` arguments the sweep's servers ran with (host mode)."""
 
 
 def _shell_quote(text: str) -> str:
@@ -264,15 +267,18 @@ def serve_command(
     """The `vllm serve` command line of a setting (placeholders for what is not known);
     `serve_args` (the serve-grid values, `--max-num-batched-tokens 8192`) follow the model."""
     model = identity.model or "<MODEL>"
+    from specmon.sources.host.spec import merge_args
+
     model_text = (_shell_quote(model) if " " in model else model) + "".join(
-        " " + (_shell_quote(a) if not a or any(ch.isspace() or ch in "'\"$`" for ch in a) else a)
-        for a in serve_args
+        " " + (_shell_quote(a) if not a or any(ch.isspace() or ch in "'\"$`{}" for ch in a) else a)
+        for a in merge_args(identity.serve_args, serve_args)
     )
     if n_spec == 0 and not schedule:
         return f"vllm serve {model_text}"
-    spec: dict[str, object] = {
-        "method": identity.method or "<METHOD>",
-        "model": identity.draft_model or "<DRAFT_MODEL>",
+    spec: dict[str, object] = {"method": identity.method or "<METHOD>"}
+    if identity.draft_model or identity.method is None:
+        spec["model"] = identity.draft_model or "<DRAFT_MODEL>"
+    spec |= {
         "num_speculative_tokens": max([n_spec, *(k for *_, k in schedule or [])]),
     }
     if schedule:

@@ -280,7 +280,11 @@ def summarize(
         failures=dict(failures),
         missing=tuple(missing),
         identity=ServeIdentity(
-            model=model, draft_model=host.get("draft"), method=host.get("method")
+            model=model,
+            draft_model=host.get("draft"),
+            method=host.get("method"),
+            extra=dict(host.get("spec_extra") or {}),
+            serve_args=tuple(host.get("serve_args") or ()),
         ),
         interrupted=interrupted,
         simulated=simulated,
