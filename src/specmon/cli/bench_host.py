@@ -94,8 +94,8 @@ def check_points(args: argparse.Namespace, points: Sequence[Point]) -> dict[str,
     needs: {"model", "draft", "method"}. Raises ConfigError (one line)."""
     from specmon.cli.host_args import resolve_settings
     from specmon.core.errors import SpecmonError
-    from specmon.sources.host.checks import find_vllm
     from specmon.core.redaction import REDACTED
+    from specmon.sources.host.checks import find_vllm
     from specmon.sources.host.spec import build_command, resolve_method, speculative_config
     from specmon.sources.vllm_args import secret_values
 

@@ -237,7 +237,7 @@ def _resumed_host(args: argparse.Namespace, spec: Any) -> tuple[Any, argparse.Na
     from dataclasses import replace
 
     from specmon.bench.config import parse_int_list
-    from specmon.cli.bench_host import restore_host_flags, saved_host_flags
+    from specmon.cli.bench_host import host_requested, restore_host_flags, saved_host_flags
 
     if host_requested(args):
         if args.port is None:
