@@ -8,8 +8,9 @@ models), ngram and the noised draft model (draft_model), each with its tier argu
 the first. Prompts: one shared set (random word prompts of about --words words), written once as
 a ShareGPT-format file for vLLM (its prompts are sent as they are, in file order with
 --disable-shuffle; vLLM's "custom" JSONL dataset needs pandas, which the tier's environment does
-not have) and as specmon's dataset file (`{"prompt": ..., "output_len": N}`); both clients stream /v1/chat/completions with
-temperature 0, ignore_eos and --output-len tokens, concurrency 1, 2 warm-ups. Rounds alternate the
+not have) and as specmon's dataset file (`{"prompt": ..., "output_len": N}`); both clients stream
+/v1/chat/completions with temperature 0, ignore_eos and --output-len tokens, concurrency 1, 2
+warm-ups. Rounds alternate the
 order (vllm, specmon, then specmon, vllm, ...); the table gives each client's mean over rounds.
 
 Run it under the machine-wide real-vLLM lock (one real server set at a time):
