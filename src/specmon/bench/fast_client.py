@@ -49,6 +49,15 @@ from specmon.sources.stream_client import (
     token_count,
 )
 
+_loads = json.JSONDecoder().decode
+
+
+def _count(value: Any) -> int | None:
+    """token_count with the common case (a plain non-negative int) first."""
+    if type(value) is int and value >= 0:
+        return value
+    return token_count(value)
+
 
 class FastStreamClient:
     """Streams chat completions with httpx; same events as StreamClient.chat."""
@@ -196,54 +205,47 @@ class FastStreamClient:
     def _on_message(
         self, t: float, rid: str, payload: bytes, state: StreamState, emit: Emit
     ) -> None:
-        data = json.loads(payload)
-        if not isinstance(data, dict):
+        data = _loads(payload.decode("utf-8"))  # str: json skips its encoding detection
+        if type(data) is not dict:
             raise ValueError("a stream message that is not a JSON object")
         state.last_t = t
         usage = data.get("usage")
         completion = prompt = None
-        if isinstance(usage, dict):
-            completion = token_count(usage.get("completion_tokens"))
-            prompt = token_count(usage.get("prompt_tokens"))
+        if type(usage) is dict:
+            completion = _count(usage.get("completion_tokens"))
+            prompt = _count(usage.get("prompt_tokens"))
             if completion is not None:
                 state.completion_tokens = completion
             if prompt is not None:
                 state.prompt_tokens = prompt
         metrics = data.get("metrics")
-        if isinstance(metrics, dict):
+        if metrics is not None and type(metrics) is dict:
             spec = metrics.get("speculative_decoding")
             if isinstance(spec, dict):
                 state.spec_decoding = spec
         choices = data.get("choices")
-        if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
+        if not choices or type(choices) is not list or type(choices[0]) is not dict:
             return
         choice = choices[0]
         delta = choice.get("delta")
         text = reasoning = ""
         role = None
-        if isinstance(delta, dict):
+        if type(delta) is dict:
             content = delta.get("content")
-            text = content if isinstance(content, str) else ""
+            text = content if type(content) is str else ""
             r = delta.get("role")
-            role = r if isinstance(r, str) else None
+            role = r if type(r) is str else None
             thought = delta.get("reasoning") or delta.get("reasoning_content")
-            reasoning = thought if isinstance(thought, str) else ""
+            reasoning = thought if type(thought) is str else ""
         finish = choice.get("finish_reason")
-        finish = finish if isinstance(finish, str) else None
         if finish is not None:
-            state.finish_reason = finish
-        emit(
-            StreamChunk(
-                t=t,
-                request_id=rid,
-                text=text,
-                reasoning=reasoning,
-                role=role,
-                completion_tokens=completion,
-                prompt_tokens=prompt,
-                finish_reason=finish,
-            )
-        )
+            if type(finish) is str:
+                state.finish_reason = finish
+            else:
+                finish = None
+        # Positional, in field order: t, request_id, text, reasoning, role, completion_tokens,
+        # prompt_tokens, finish_reason.
+        emit(StreamChunk(t, rid, text, reasoning, role, completion, prompt, finish))
 
     def _status(self, status: int, raw: bytes) -> str:
         message = raw.decode("utf-8", errors="replace")
