@@ -264,7 +264,7 @@ def _host(args: argparse.Namespace, baseline: float | None) -> int:
     """Host mode: start the server, bench it, stop it (its whole process group)."""
     from specmon.bench.config import ConfigError
     from specmon.bench.servers import ServerUnavailable
-    from specmon.cli.bench_host import hosted
+    from specmon.cli.bench_host import hosted, served_api_key
     from specmon.cli.host_args import dry_run_text, plan_host, resolve_settings
     from specmon.core.errors import SpecmonError
     from specmon.sources.host.checks import find_vllm
@@ -289,6 +289,8 @@ def _host(args: argparse.Namespace, baseline: float | None) -> int:
             raise ConfigError(str(exc)) from None
     except ConfigError as exc:
         return error(NAME, str(exc))
+    if args.api_key is None:  # the server's own key, given after `--`
+        args.api_key = served_api_key(args)
     try:
         with hosted(args, "vllm") as endpoint:
             return _live(args, config, endpoint, gpu, baseline)

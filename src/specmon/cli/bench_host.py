@@ -61,6 +61,13 @@ def _extra_args(args: argparse.Namespace) -> list[str]:
     return extra[1:] if extra[:1] == ["--"] else extra
 
 
+def served_api_key(args: argparse.Namespace) -> str | None:
+    """The `--api-key` given to `vllm serve` after `--` (bench's requests need it too)."""
+    from specmon.sources.host.spec import option_value
+
+    return option_value(_extra_args(args), "api-key")
+
+
 def point_namespace(args: argparse.Namespace, point: Point) -> argparse.Namespace:
     """The host-mode flags of one sweep point (ConfigError for a setting that cannot be)."""
     from specmon.cli.host_args import resolve_settings

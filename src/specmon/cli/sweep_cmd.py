@@ -151,9 +151,11 @@ def run(args: argparse.Namespace) -> int:
                 spec, host_args = _resumed_host(args, spec)
             if args.dry_run:
                 return _dry_run(host_args, spec)
-            from specmon.cli.bench_host import check_points, host_point
+            from specmon.cli.bench_host import check_points, host_point, served_api_key
 
             check_points(host_args, spec.point_list())
+            if args.api_key is None:  # the servers' own key, given after `--`
+                args.api_key = served_api_key(host_args)
             provider: Any = StartingProvider(
                 spec.point_list(), lambda point: host_point(host_args, point)
             )
