@@ -112,7 +112,8 @@ def check_points(args: argparse.Namespace, points: Sequence[Point]) -> dict[str,
             "per-batch-size schedule instead"
         )
     try:
-        find_vllm(args.vllm)
+        if not getattr(args, "dry_run", False):  # a dry run prints commands without vLLM
+            find_vllm(args.vllm)
         identity: dict[str, Any] = {}
         for point in points:
             settings, _ = resolve_settings(point_namespace(args, point))
