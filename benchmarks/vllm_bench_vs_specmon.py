@@ -51,12 +51,39 @@ from tests.real_vllm.vllm_env import ensure_env  # noqa: E402
 
 from specmon.bench.prompts import random_words  # noqa: E402
 
+
+def _vllm_e2el(r: dict) -> float:
+    return statistics.fmean(r["latencies"]) * 1000
+
+
+def _burst_share(ttfts: list[float], e2els: list[float]) -> float:
+    """Requests whose whole answer arrived at once (TTFT >= 90% of E2EL), in %."""
+    pairs = [(t, e) for t, e in zip(ttfts, e2els, strict=True) if e > 0]
+    return 100.0 * sum(1 for t, e in pairs if t >= 0.9 * e) / len(pairs) if pairs else 0.0
+
+
 METRICS = (
-    ("output tok/s", "output_throughput", lambda r: r["summary"]["output_throughput"]),
-    ("mean TTFT ms", "mean_ttft_ms", lambda r: r["summary"]["ttft_ms"]["mean"]),
-    ("mean TPOT ms", "mean_tpot_ms", lambda r: r["summary"]["tpot_ms"]["mean"]),
-    ("AL", "spec_decode_acceptance_length", lambda r: r["spec_decode"]["acceptance_length"]),
+    ("output tok/s", lambda r: r["output_throughput"], lambda r: r["summary"]["output_throughput"]),
+    ("mean TTFT ms", lambda r: r["mean_ttft_ms"], lambda r: r["summary"]["ttft_ms"]["mean"]),
+    ("mean TPOT ms", lambda r: r["mean_tpot_ms"], lambda r: r["summary"]["tpot_ms"]["mean"]),
+    (
+        "AL",
+        lambda r: r["spec_decode_acceptance_length"],
+        lambda r: r["spec_decode"]["acceptance_length"],
+    ),
+    ("mean E2EL ms", _vllm_e2el, lambda r: r["summary"]["e2el_ms"]["mean"]),
+    (
+        "burst share %",
+        lambda r: _burst_share(r["ttfts"], r["latencies"]),
+        lambda r: _burst_share(
+            [x["ttft_ms"] for x in r["requests"]], [x["e2el_ms"] for x in r["requests"]]
+        ),
+    ),
 )
+"""(label, value in vllm's result JSON, value in specmon's). E2EL and the burst share (requests
+whose whole answer arrived in one burst, TTFT >= 90% of E2EL) are not among the four compared
+figures: they show how the server delivered the streams, which decides how TTFT and TPOT split a
+request's time."""
 
 
 def machine() -> str:
@@ -106,7 +133,8 @@ def run_vllm(
         "--dataset-name", "sharegpt", "--dataset-path", str(data), "--disable-shuffle",
         "--sharegpt-output-len", str(out_len), "--num-prompts", str(n), "--max-concurrency", "1",
         "--request-rate", "inf", "--temperature", "0", "--ignore-eos", "--num-warmups", "2",
-        "--disable-tqdm", "--save-result", "--result-dir", str(d), "--result-filename", name,
+        "--disable-tqdm", "--save-result", "--save-detailed", "--result-dir", str(d),
+        "--result-filename", name,
     ]  # fmt: skip
     env = {**server_env(), "PYTHONPATH": ""}
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
@@ -116,13 +144,13 @@ def run_vllm(
     return json.loads((d / name).read_text())
 
 
-def run_specmon(server: VllmServer, data: Path, n: int, d: Path) -> dict:
+def run_specmon(server: VllmServer, data: Path, n: int, d: Path, extra: list[str]) -> dict:
     out = d / f"specmon-{time.monotonic_ns()}.json"
     cmd = [
         sys.executable, "-m", "specmon", "bench", "--attach", server.url, "--model",
         server.model_name, "--dataset", str(data), "--num-prompts", str(n), "--warmups", "2",
         "--concurrency", "1", "--temperature", "0", "--ignore-eos", "--gpu", "none",
-        "--json", str(out),
+        "--json", str(out), *extra,
     ]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
@@ -139,13 +167,19 @@ def main() -> None:
     ap.add_argument("--words", type=int, default=80)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--out", default=None)
+    ap.add_argument(
+        "--specmon-args",
+        default="",
+        help="more `specmon bench` flags, e.g. '--scrape-interval 3600'",
+    )
     args = ap.parse_args()
     python = ensure_env()
     models = ensure_models(python)
     lines = [
         f"vllm_bench_vs_specmon: {args.prompts} prompts (~{args.words} words) x "
         f"{args.output_len} tokens, concurrency 1, temperature 0, ignore_eos, 2 warm-ups, "
-        f"{args.rounds} rounds in alternating order; {machine()}; "
+        f"{args.rounds} rounds in alternating order; specmon flags: "
+        f"{args.specmon_args or '(defaults)'}; {machine()}; "
         f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
         "",
         "| server | metric | vllm bench serve | specmon bench | specmon / vllm |",
@@ -170,6 +204,7 @@ def main() -> None:
             )
         )
         raw: dict[str, dict[str, list[dict]]] = {}
+        rounds: list[str] = []
         for name in args.servers.split(","):
             print(f"starting {name} ...", file=sys.stderr, flush=True)
             server = start(name, python, models, d)
@@ -186,24 +221,26 @@ def main() -> None:
                             )  # fmt: skip
                             got[kind].append(result)
                         else:
-                            got[kind].append(run_specmon(server, spec_data, args.prompts, d))
+                            got[kind].append(
+                                run_specmon(
+                                    server, spec_data, args.prompts, d, args.specmon_args.split()
+                                )
+                            )
             finally:
                 server.stop()
             raw[name] = got
-            for label, vkey, sget in METRICS:
-                v = statistics.fmean(float(x[vkey]) for x in got["vllm"] if x.get(vkey) is not None)
-                s_vals = [sget(x) for x in got["specmon"]]
-                s = statistics.fmean(float(x) for x in s_vals if x is not None)
-                lines.append(f"| {name} | {label} | {v:,.3f} | {s:,.3f} | {s / v:.3f} |")
-            per_round = [
-                f"{label} " + "/".join(
-                    f"{float(sg(s)) / float(vr[vk]):.3f}"
-                    for vr, s in zip(got["vllm"], got["specmon"], strict=True)
+            for label, vget, sget in METRICS:
+                v = statistics.fmean(float(vget(x)) for x in got["vllm"])
+                s = statistics.fmean(float(sget(x)) for x in got["specmon"])
+                ratio = f"{s / v:.3f}" if v else "—"
+                lines.append(f"| {name} | {label} | {v:,.3f} | {s:,.3f} | {ratio} |")
+            for label, vget, sget in METRICS[:4]:
+                per_round = "/".join(
+                    f"{float(sget(s)) / float(vget(v)):.3f}"
+                    for v, s in zip(got["vllm"], got["specmon"], strict=True)
                 )
-                for label, vk, sg in METRICS
-            ]  # fmt: skip
-            lines.append(f"| {name} | per-round ratios | {'; '.join(per_round)} | | |")
-    text = "\n".join(lines)
+                rounds.append(f"- {name}, {label}, specmon / vllm per round: {per_round}")
+    text = "\n".join([*lines, "", *rounds])
     print(text)
     if args.out:
         Path(args.out).write_text(text + "\n", encoding="utf-8")
