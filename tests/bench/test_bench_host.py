@@ -46,7 +46,8 @@ def test_host_sweep_with_a_grid_and_a_point_that_fails_to_start(
         [
             "sweep", "--vllm", str(sim_vllm), "--model", MODEL, "--method", "ngram",
             "--n-spec", "0,4,8", "--max-num-batched-tokens", "4096,8192", "--repeats", "1",
-            "--out", str(out), *TINY, "--", "--gpu-memory-utilization", "0.8",
+            "--out", str(out), *TINY, "--num-prompts", "4",  # n=8's 2x beyond any noise
+            "--", "--gpu-memory-utilization", "0.8",
         ]
     )  # fmt: skip
     text = capsys.readouterr().out
