@@ -123,7 +123,14 @@ def start(name: str, python: Path, models: TinyModels, log_dir: Path) -> VllmSer
 
 
 def run_vllm(
-    python: Path, server: VllmServer, models: TinyModels, data: Path, n: int, out_len: int, d: Path
+    python: Path,
+    server: VllmServer,
+    models: TinyModels,
+    data: Path,
+    n: int,
+    out_len: int,
+    d: Path,
+    extra: list[str],
 ) -> dict:
     name = f"vllm-{time.monotonic_ns()}.json"
     cmd = [
@@ -134,7 +141,7 @@ def run_vllm(
         "--sharegpt-output-len", str(out_len), "--num-prompts", str(n), "--max-concurrency", "1",
         "--request-rate", "inf", "--temperature", "0", "--ignore-eos", "--num-warmups", "2",
         "--disable-tqdm", "--save-result", "--save-detailed", "--result-dir", str(d),
-        "--result-filename", name,
+        "--result-filename", name, *extra,
     ]  # fmt: skip
     env = {**server_env(), "PYTHONPATH": ""}
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
@@ -172,14 +179,28 @@ def main() -> None:
         default="",
         help="more `specmon bench` flags, e.g. '--scrape-interval 3600'",
     )
+    ap.add_argument(
+        "--vllm-body-like-specmon",
+        action="store_true",
+        help="vllm bench serve sends specmon's stream_options too (continuous_usage_stats)",
+    )
     args = ap.parse_args()
+    vllm_extra = (
+        [
+            "--extra-body",
+            json.dumps({"stream_options": {"include_usage": True, "continuous_usage_stats": True}}),
+        ]
+        if args.vllm_body_like_specmon
+        else []
+    )
     python = ensure_env()
     models = ensure_models(python)
     lines = [
         f"vllm_bench_vs_specmon: {args.prompts} prompts (~{args.words} words) x "
         f"{args.output_len} tokens, concurrency 1, temperature 0, ignore_eos, 2 warm-ups, "
         f"{args.rounds} rounds in alternating order; specmon flags: "
-        f"{args.specmon_args or '(defaults)'}; {machine()}; "
+        f"{args.specmon_args or '(defaults)'}; vllm bench serve extra: "
+        f"{' '.join(vllm_extra) or '(none)'}; {machine()}; "
         f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
         "",
         "| server | metric | vllm bench serve | specmon bench | specmon / vllm |",
@@ -217,7 +238,7 @@ def main() -> None:
                         if kind == "vllm":
                             result = run_vllm(
                                 python, server, models, vllm_data, args.prompts,
-                                args.output_len, d,
+                                args.output_len, d, vllm_extra,
                             )  # fmt: skip
                             got[kind].append(result)
                         else:
