@@ -13,9 +13,10 @@ not have) and as specmon's dataset file (`{"prompt": ..., "output_len": N}`); bo
 warm-ups. Rounds alternate the
 order (vllm, specmon, then specmon, vllm, ...); the table gives each client's mean over rounds.
 
-Run it under the machine-wide real-vLLM lock (one real server set at a time):
+Where other jobs may start real vLLM servers too, run it under a shared lock so that only one
+set of servers runs at a time (each takes ~2.8 GiB and both cores to start):
 
-    flock /tmp/specmon-real-vllm.lock -c 'python benchmarks/vllm_bench_vs_specmon.py --out F'
+    flock LOCKFILE -c 'python benchmarks/vllm_bench_vs_specmon.py --out F'
 
 Usage: python benchmarks/vllm_bench_vs_specmon.py [--servers ngram,draft_noised] [--prompts 10]
        [--output-len 128] [--words 80] [--rounds 2] [--out FILE]
