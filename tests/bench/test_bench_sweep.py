@@ -104,11 +104,11 @@ def test_failed_point_interrupt_and_resume(tmp_path) -> None:
     assert not again.interrupted
     assert sorted(p.name for p in store.runs.iterdir()) == ["n0-c1-r1.json", "n0-c1-r2.json"]
     s = again.summary
-    assert "cannot use http://127.0.0.1:9" in s.failures[4]
+    assert "cannot use http://127.0.0.1:9" in s.failures["n_spec=4"]
     assert s.missing == ("n4-c1-r1", "n4-c1-r2")
     assert [c.n_spec for c in s.cells] == [0]
     saved = json.loads((store.folder / "failed.json").read_text())
-    assert "4" in saved
+    assert "n_spec=4" in saved
 
 
 def test_sweep_command_with_a_concurrency_schedule(tmp_path, capsys) -> None:

@@ -138,3 +138,77 @@ def parse_duration(text: str) -> float:
             f"--duration must be seconds (or 90s, 15m, 2h) in (0, {MAX_DURATION_S:g}], got {text!r}"
         )
     return value
+
+
+ServeGrid = tuple[tuple[str, tuple[str, ...]], ...]
+"""Serve-parameter grid: ((name, (value, ...)), ...), names in underscore form."""
+
+GRID_RESERVED = frozenset(
+    {"host", "port", "model", "speculative_config", "sc", "num_speculative_tokens", "n_spec"}
+)
+"""Serve options a grid may not set: specmon sets them (n_spec has its own --n-spec list)."""
+
+GRID_INTEGER_RANGES: dict[str, tuple[int, int]] = {
+    "max_num_batched_tokens": (1, MAX_TOKENS_LIMIT),
+    "max_num_seqs": (1, MAX_CONCURRENCY * 100),
+    "max_model_len": (1, MAX_TOKENS_LIMIT),
+    "tensor_parallel_size": (1, 1024),
+    "pipeline_parallel_size": (1, 1024),
+    "data_parallel_size": (1, 1024),
+}
+"""Grid options whose values are checked as integers in a range before anything starts."""
+
+
+def _grid_name(raw: str) -> str:
+    name = raw.strip().lstrip("-").replace("-", "_").lower()
+    if not name or not all(ch.isalnum() or ch == "_" for ch in name) or not name[0].isalpha():
+        raise ConfigError(
+            "--serve-grid needs NAME=V1,V2 with NAME a `vllm serve` option such as "
+            f"max_num_batched_tokens, got {raw!r}"
+        )
+    if name in GRID_RESERVED:
+        raise ConfigError(
+            f"--serve-grid cannot set {name}: specmon sets it (n_spec values go in --n-spec)"
+        )
+    return name
+
+
+def parse_serve_grid(items: list[str]) -> ServeGrid:
+    """`NAME=V1,V2` items (`max_num_batched_tokens=4096,8192`) into a grid, checked: a one-line
+    ConfigError for a bad name, an empty or repeated value, a name given twice, or an integer
+    option's value out of its range."""
+    grid: list[tuple[str, tuple[str, ...]]] = []
+    for item in items:
+        raw_name, sep, raw_values = str(item).partition("=")
+        if not sep:
+            raise ConfigError(
+                f"--serve-grid must be NAME=V1,V2 (e.g. max_num_batched_tokens=4096,8192), "
+                f"got {item!r}"
+            )
+        name = _grid_name(raw_name)
+        flag = f"--{name.replace('_', '-')}"
+        if any(name == n for n, _ in grid):
+            raise ConfigError(f"{flag} is given twice in the serve grid")
+        values = [v.strip() for v in raw_values.split(",")]
+        if not values or any(not v for v in values):
+            raise ConfigError(
+                f"{flag} must be a comma-separated list of values, got {raw_values!r}"
+            )
+        for v in values:
+            if any(ch.isspace() for ch in v):
+                raise ConfigError(f"{flag} values cannot contain spaces, got {v!r}")
+        if name in GRID_INTEGER_RANGES:
+            lo, hi = GRID_INTEGER_RANGES[name]
+            values = [str(v) for v in parse_int_list(flag, raw_values, lo, hi)]
+        elif len(set(values)) != len(values):
+            raise ConfigError(f"{flag} lists a value twice")
+        grid.append((name, tuple(values)))
+    return tuple(grid)
+
+
+def grid_combinations(grid: ServeGrid) -> list[tuple[tuple[str, str], ...]]:
+    """Every combination of the grid's values, the first option varying slowest; [()] for none."""
+    combos: list[tuple[tuple[str, str], ...]] = [()]
+    for name, values in grid:
+        combos = [(*c, (name, v)) for c in combos for v in values]
+    return combos

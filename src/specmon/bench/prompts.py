@@ -132,7 +132,8 @@ class Tokenizer:
 
     def __init__(self, base_url: str, model: str, *, api_key: str | None = None) -> None:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.AsyncClient(timeout=30.0, headers=headers)
+        plain = None if base_url.startswith("https://") else httpx.AsyncHTTPTransport(verify=False)
+        self._client = httpx.AsyncClient(timeout=30.0, headers=headers, transport=plain)
         self._url = base_url.rstrip("/") + "/tokenize"
         self._model = model
         self.calls = 0

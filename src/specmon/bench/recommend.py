@@ -45,7 +45,9 @@ class CellStats:
     """Requests flagged at vanilla speed, those of a server without speculation not counted."""
     failed_requests: int = 0
     speedup: float | None = None
-    """tok/s against the n_spec=0 cell of the same concurrency."""
+    """tok/s against the n_spec=0 cell of the same concurrency (and serve settings)."""
+    serve: tuple[tuple[str, str], ...] = ()
+    """The serve-grid values of the cell's server ((name, value), ...); () without a grid."""
 
 
 def _over_repeats(
@@ -62,7 +64,12 @@ def _over_repeats(
     return mean_estimate(values)
 
 
-def cell_stats(n_spec: int, concurrency: int, runs: Sequence[BenchResult]) -> CellStats:
+def cell_stats(
+    n_spec: int,
+    concurrency: int,
+    runs: Sequence[BenchResult],
+    serve: tuple[tuple[str, str], ...] = (),
+) -> CellStats:
     maxes = [r.summary.request_output_tok_s.max for r in runs]
     rates = [r.spec_decode.acceptance_rate for r in runs]
     rate_values = [x * 100 for x in rates if x is not None]
@@ -91,15 +98,21 @@ def cell_stats(n_spec: int, concurrency: int, runs: Sequence[BenchResult]) -> Ce
             if x.vanilla and "spec_not_configured" not in (c for c, _ in x.vanilla_reasons)
         ),
         failed_requests=sum(r.summary.failed for r in runs),
+        serve=serve,
     )
 
 
 def with_speedups(cells: Sequence[CellStats]) -> list[CellStats]:
-    """Each cell with its speedup against n_spec=0 at the same concurrency (None without one)."""
-    base = {c.concurrency: c.tok_s.value for c in cells if c.n_spec == 0 and c.tok_s is not None}
+    """Each cell with its speedup against n_spec=0 at the same concurrency and serve settings
+    (None without one)."""
+    base = {
+        (c.serve, c.concurrency): c.tok_s.value
+        for c in cells
+        if c.n_spec == 0 and c.tok_s is not None
+    }
     out = []
     for c in cells:
-        b = base.get(c.concurrency)
+        b = base.get((c.serve, c.concurrency))
         speedup = c.tok_s.value / b if b and c.tok_s is not None else None
         out.append(
             CellStats(
@@ -176,6 +189,8 @@ class Recommendation:
     concurrency: int
     by_throughput: Choice | None
     by_p95: Choice | None
+    serve: tuple[tuple[str, str], ...] = ()
+    """The serve-grid values this recommendation is for (a grid gets one per combination)."""
 
     @property
     def differ(self) -> bool:
@@ -187,17 +202,24 @@ class Recommendation:
 
 
 def recommend(cells: Sequence[CellStats]) -> list[Recommendation]:
-    """One recommendation per concurrency, in increasing concurrency."""
+    """One recommendation per serve-grid combination (in the order first seen) and concurrency
+    (increasing): n_spec is chosen among the cells that share both."""
     out = []
-    for conc in sorted({c.concurrency for c in cells}):
-        mine = [c for c in cells if c.concurrency == conc]
-        out.append(
-            Recommendation(
-                conc,
-                choose(mine, lambda c: c.tok_s, higher=True),
-                choose(mine, lambda c: c.e2el_p95_ms, higher=False),
+    combos: list[tuple[tuple[str, str], ...]] = []
+    for c in cells:
+        if c.serve not in combos:
+            combos.append(c.serve)
+    for serve in combos:
+        for conc in sorted({c.concurrency for c in cells if c.serve == serve}):
+            mine = [c for c in cells if c.concurrency == conc and c.serve == serve]
+            out.append(
+                Recommendation(
+                    conc,
+                    choose(mine, lambda c: c.tok_s, higher=True),
+                    choose(mine, lambda c: c.e2el_p95_ms, higher=False),
+                    serve,
+                )
             )
-        )
     return out
 
 
@@ -227,6 +249,9 @@ class ServeIdentity:
     draft_model: str | None = None
     method: str | None = None
     extra: dict[str, object] = field(default_factory=dict)
+    """More speculative-config keys (ngram's prompt_lookup_min/max, options)."""
+    serve_args: tuple[str, ...] = ()
+    """Extra `vllm serve` arguments the sweep's servers ran with (host mode)."""
 
 
 def _shell_quote(text: str) -> str:
@@ -234,19 +259,30 @@ def _shell_quote(text: str) -> str:
 
 
 def serve_command(
-    identity: ServeIdentity, n_spec: int, schedule: list[list[int]] | None = None
+    identity: ServeIdentity,
+    n_spec: int,
+    schedule: list[list[int]] | None = None,
+    serve_args: Sequence[str] = (),
 ) -> str:
-    """The `vllm serve` command line of a setting (placeholders for what is not known)."""
+    """The `vllm serve` command line of a setting (placeholders for what is not known);
+    `serve_args` (the serve-grid values, `--max-num-batched-tokens 8192`) follow the model."""
     model = identity.model or "<MODEL>"
+    from specmon.sources.host.spec import merge_args
+
+    model_text = (_shell_quote(model) if " " in model else model) + "".join(
+        " " + (_shell_quote(a) if not a or any(ch.isspace() or ch in "'\"$`{}" for ch in a) else a)
+        for a in merge_args(identity.serve_args, serve_args)
+    )
     if n_spec == 0 and not schedule:
-        return f"vllm serve {_shell_quote(model) if ' ' in model else model}"
-    spec: dict[str, object] = {
-        "method": identity.method or "<METHOD>",
-        "model": identity.draft_model or "<DRAFT_MODEL>",
+        return f"vllm serve {model_text}"
+    spec: dict[str, object] = {"method": identity.method or "<METHOD>"}
+    if identity.draft_model or identity.method is None:
+        spec["model"] = identity.draft_model or "<DRAFT_MODEL>"
+    spec |= {
         "num_speculative_tokens": max([n_spec, *(k for *_, k in schedule or [])]),
     }
     if schedule:
         spec["num_speculative_tokens_per_batch_size"] = schedule
     spec.update(identity.extra)
     quoted = _shell_quote(json.dumps(spec))
-    return f"vllm serve {model} --speculative-config {quoted}"
+    return f"vllm serve {model_text} --speculative-config {quoted}"

@@ -369,6 +369,9 @@ def sweep_renderable(summary: Any) -> RenderableType:
     if summary.interrupted:
         title += " — INTERRUPTED (partial; continue with --resume)"
     t = Table(title=title, title_justify="left", pad_edge=False)
+    names = [name for name, _ in summary.spec.grid]
+    for name in names:
+        t.add_column(name, justify="right")
     for col in (
         "n_spec",
         "conc",
@@ -391,7 +394,9 @@ def sweep_renderable(summary: Any) -> RenderableType:
         return text + (f" ±{e.sd:,.{digits}f}" if e.sd is not None else "")
 
     for c in summary.cells:
+        serve = dict(c.serve)
         t.add_row(
+            *(serve.get(name, DASH) for name in names),
             str(c.n_spec), str(c.concurrency), str(c.repeats), pm(c.tok_s, 1), fmt(c.max_tok_s),
             DASH if c.speedup is None else f"x{c.speedup:.2f}", pm(c.e2el_mean_ms, 0),
             pm(c.e2el_p95_ms, 0), pm(c.acceptance_length, 2), pm(c.acceptance_rate, 1),
@@ -399,8 +404,11 @@ def sweep_renderable(summary: Any) -> RenderableType:
         )  # fmt: skip
     parts += [t, Text("± = standard deviation over the repeats", style="dim")]
     for rec in summary.recommendations:
-        cells = [c for c in summary.cells if c.concurrency == rec.concurrency]
+        cells = [
+            c for c in summary.cells if c.concurrency == rec.concurrency and c.serve == rec.serve
+        ]
         best = rec.by_throughput.n_spec if rec.by_throughput else None
+        where = "".join(f", {k}={v}" for k, v in rec.serve)
         rows = [
             (
                 f"n={c.n_spec:<2}",
@@ -410,7 +418,7 @@ def sweep_renderable(summary: Any) -> RenderableType:
             for c in cells
         ]
         parts.append(Text(""))
-        parts.append(Text(f"mean output tok/s, concurrency {rec.concurrency}", style="bold"))
+        parts.append(Text(f"mean output tok/s, concurrency {rec.concurrency}{where}", style="bold"))
         parts += [Text(line) for line in bar_chart(rows)]
     parts.append(Text(""))
     parts += [Text(line) for line in recommendation_lines(summary)]

@@ -58,6 +58,7 @@ from specmon.runtime.hub import SessionClock
 from specmon.runtime.recorder import Recorder
 from specmon.sources.gpu.loop import GpuSampler
 from specmon.sources.metrics_scraper import MetricsScraper, generation_tokens
+from specmon.sources.server_identity import IDENTIFY_TIMEOUT_S, identify
 from specmon.sources.stream_client import ChatRequest, ServerIdentity, StreamClient, resolve_api_key
 
 ENGINE_DEAD_WORDS = ("EngineDeadError", "EngineCore encountered an issue", "engine is dead")
@@ -93,7 +94,7 @@ class NoProgress:
         return None
 
 
-@dataclass
+@dataclass(repr=False)
 class RunOutput:
     """What a run gathered: events in arrival order and what the server said about itself."""
 
@@ -103,6 +104,15 @@ class RunOutput:
     interrupted: bool = False
     session: SessionInfo | None = None
     prompts: list[Prompt] = field(default_factory=list)
+
+    def __repr__(self) -> str:
+        # Short on purpose: asyncio.run() formats the finished main task, result included, when
+        # it restores the SIGINT handler (Python 3.11's signal module reprs the old handler in an
+        # error message it then drops); a full repr of a run's events cost ~0.15 s of CPU.
+        return (
+            f"RunOutput({len(self.events)} events, {len(self.prompts)} prompts, "
+            f"server={self.server.url!r}, interrupted={self.interrupted})"
+        )
 
 
 def server_info(identity: ServerIdentity, endpoint: Endpoint, model: str | None) -> ServerInfo:
@@ -139,9 +149,17 @@ class _Collector:
             self._progress.request_done(event, tok_s)
 
 
+def _plain_transport(url: str) -> httpx.AsyncHTTPTransport | None:
+    """For an http:// server, a transport without a verified TLS context: loading the CA store
+    costs about 0.05-0.1 s of CPU per client, for a context a plain-HTTP server never uses."""
+    return None if url.startswith("https://") else httpx.AsyncHTTPTransport(verify=False)
+
+
 async def _health(base_url: str, headers: dict[str, str]) -> str:
     try:
-        async with httpx.AsyncClient(timeout=HEALTH_TIMEOUT_S, headers=headers) as http:
+        async with httpx.AsyncClient(
+            timeout=HEALTH_TIMEOUT_S, headers=headers, transport=_plain_transport(base_url)
+        ) as http:
             resp = await http.get(base_url + "/health")
         return "/health 200" if resp.status_code == 200 else f"/health answered {resp.status_code}"
     except httpx.HTTPError as exc:
@@ -182,24 +200,38 @@ async def run_bench(
     clock = clock or SessionClock()
     key = resolve_api_key(api_key)
     headers = {"Authorization": f"Bearer {key}"} if key else {}
-    client = StreamClient(endpoint.base_url, api_key=key, clock=clock, timeout=3600.0)
-    streamer: StreamClient | FastStreamClient = client
+    # The fast client streams; the OpenAI SDK client (and its TLS context and imports) is only
+    # made when asked for (stream_client="openai").
+    client: StreamClient | None = None
+    streamer: StreamClient | FastStreamClient
     if stream_client == "fast":
         streamer = FastStreamClient(
             endpoint.base_url, api_key=key, clock=clock, max_connections=config.concurrency + 4
         )
+    else:
+        client = StreamClient(endpoint.base_url, api_key=key, clock=clock, timeout=3600.0)
+        streamer = client
     scraper = MetricsScraper(
         endpoint.metrics_url,
         source=endpoint.base_url,
         clock=clock,
         interval=scrape_interval,
         headers={} if endpoint.metrics_url_given else headers,
+        transport=_plain_transport(endpoint.metrics_url),
     )
     sampler = _gpu_sampler(gpu)
     recorder: Recorder | None = None
     tasks: list[asyncio.Task[Any]] = []
     try:
-        identity = await client.identify()
+        if client is not None:
+            identity = await client.identify()
+        else:
+            identity = await identify(
+                endpoint.base_url,
+                api_key=key,
+                timeout=IDENTIFY_TIMEOUT_S,
+                transport=_plain_transport(endpoint.base_url),
+            )
         if not identity.models:
             raise BenchError(
                 f"cannot use {endpoint.base_url}: {identity.error or 'it lists no models'}"
@@ -314,7 +346,9 @@ async def run_bench(
         # Objects made before the run (prompts, imports, a caller's heap) are frozen out of the
         # cyclic GC: a full collection over a large heap pauses the client for tens of ms and
         # would show as a slow request (seen at 20x simulator speed in a long test session).
-        gc.collect()
+        # Young generations only: a full collection costs ~0.1 s of CPU on a large heap, and
+        # what it would free is only kept until gc.unfreeze() at the end of the run.
+        gc.collect(1)
         gc.freeze()
         before = await scraper.scrape_once(collect)
         gen_before = generation_tokens(before.samples) if before is not None else None
@@ -379,9 +413,7 @@ async def run_bench(
             await asyncio.gather(*tasks, return_exceptions=True)
         if sampler is not None:
             sampler.close()
-        await client.aclose()
-        if streamer is not client:
-            await streamer.aclose()
+        await streamer.aclose()
         await scraper.aclose()
         if recorder is not None:
             recorder.close()

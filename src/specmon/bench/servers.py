@@ -1,17 +1,18 @@
 """Where a bench or sweep point gets its server: the "server provider" seam.
 
-A provider turns a point (n_spec, and later other serve settings) into a running server for the
-time of a `with` block. This phase has one provider, `AttachProvider`: the user started every
-server and gives one URL per point. Host mode (specmon starting `vllm serve` itself, restarting it
-per point and waiting for ready) will be another provider with the same interface: its
-`acquire()` starts the server, waits for `/health`, yields the endpoint and stops the server on
-exit (Ctrl-C included); nothing else in bench or sweep changes.
+A provider turns a point (n_spec and serve settings such as max_num_batched_tokens) into a
+running server for the time of a `with` block:
+- `AttachProvider`: the user started every server and gives one URL per n_spec;
+- `StartingProvider`: host mode. Its start function (the cli builds it from the host-mode flags)
+  starts `vllm serve` for the point, waits for `/health`, yields the endpoint and stops the whole
+  process group on exit (Ctrl-C included); a server that fails to start raises
+  `ServerUnavailable` with the cause, and the sweep records the point as failed and goes on.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -47,15 +48,38 @@ def endpoint_for(url: str, metrics_url: str | None = None) -> Endpoint:
     return Endpoint(base, metrics, f"attached: {base}", metrics_url_given=bool(metrics_url))
 
 
+ServeSettings = tuple[tuple[str, str], ...]
+"""Serve-parameter values of a grid point: ((name, value), ...), names in `vllm serve`'s
+underscore form (max_num_batched_tokens), in the order the grid was given."""
+
+
+def _slug(text: str) -> str:
+    return "".join(ch if ch.isalnum() or ch == "." else "_" for ch in text)
+
+
 @dataclass(frozen=True, slots=True)
 class Point:
-    """One sweep point's server settings."""
+    """One sweep point's server settings: n_spec and the serve-grid values."""
 
     n_spec: int
+    serve: ServeSettings = ()
 
     @property
     def key(self) -> str:
-        return f"n{self.n_spec}"
+        """File-name safe and unique: `n8`, `n8_max_num_batched_tokens-4096`."""
+        return f"n{self.n_spec}" + "".join(f"_{_slug(k)}-{_slug(v)}" for k, v in self.serve)
+
+    @property
+    def label(self) -> str:
+        """For people: `n_spec=8`, `n_spec=8 max_num_batched_tokens=4096`."""
+        return " ".join([f"n_spec={self.n_spec}", *(f"{k}={v}" for k, v in self.serve)])
+
+    def serve_args(self) -> list[str]:
+        """The grid values as `vllm serve` arguments (`--max-num-batched-tokens 4096`)."""
+        out: list[str] = []
+        for name, value in self.serve:
+            out += [f"--{name.replace('_', '-')}", value]
+        return out
 
 
 class ServerProvider(Protocol):
@@ -88,9 +112,30 @@ class AttachProvider:
 
     def acquire(self, point: Point) -> contextlib.AbstractContextManager[Endpoint]:
         endpoint = self._endpoints.get(point.n_spec)
-        if endpoint is None:
-            raise ServerUnavailable(f"no server given for n_spec={point.n_spec}")
+        if endpoint is None or point.serve:
+            raise ServerUnavailable(f"no server given for {point.label}")
         return self._attached(endpoint)
+
+
+class StartingProvider:
+    """Host mode: `start(point)` is a context manager that starts the point's server, waits until
+    it is ready and stops it (its whole process group) on exit; it raises ServerUnavailable with
+    the cause when the server does not start. One server at a time: the sweep enters one point's
+    block after the previous one's has stopped its server."""
+
+    def __init__(
+        self,
+        points: Sequence[Point],
+        start: Callable[[Point], contextlib.AbstractContextManager[Endpoint]],
+    ) -> None:
+        self._points = list(points)
+        self._start = start
+
+    def points(self) -> Sequence[Point]:
+        return list(self._points)
+
+    def acquire(self, point: Point) -> contextlib.AbstractContextManager[Endpoint]:
+        return self._start(point)
 
 
 def parse_points(
@@ -132,7 +177,7 @@ def parse_points(
     if not out:
         raise ConfigError(
             "no sweep points: give --point N=URL for each setting, or --n-spec 0,8 with one "
-            "--attach URL per value (host mode, which starts the servers, is not built yet)"
+            "--attach URL per value, or host mode: --model M (or --preset NAME) --n-spec 0,8"
         )
     for n, url in out.items():
         try:

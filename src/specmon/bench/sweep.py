@@ -2,14 +2,18 @@
 it finishes, so an interrupted sweep loses at most the run in progress and `--resume` goes on.
 
 The sweep folder:
-- `sweep.json` — the settings (points and their URLs, concurrencies, repeats, bench settings);
+- `sweep.json` — the settings (points and their URLs or the host-mode flags, the serve grid,
+  concurrencies, repeats, bench settings);
 - `runs/n{N}-c{C}-r{R}.json` — each finished run (a `specmon bench --json` result; compare reads
-  it); an interrupted run is kept as `….partial.json` and measured again on resume;
-- `failed.json` — points whose server failed, with the cause;
+  it); with a serve grid `runs/n{N}_{name}-{value}-c{C}-r{R}.json`; an interrupted run is kept
+  as `….partial.json` and measured again on resume;
+- `failed.json` — points whose server failed, with the cause (keyed by the point's label);
 - `summary.json`, `summary.csv`, `summary.md` — the table and the recommendation, rewritten
   after every run.
 
-Servers come from a `ServerProvider` (servers.py): attached URLs now, host mode later.
+Servers come from a `ServerProvider` (servers.py): attached URLs, or host mode (a server
+started per point). A serve grid (max_num_batched_tokens=4096,8192, ...) is crossed with the
+n_spec values: every combination is a point, and the recommendation is made per combination.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from specmon.bench.analysis import analyze
-from specmon.bench.config import BenchConfig
+from specmon.bench.config import BenchConfig, ServeGrid, grid_combinations
 from specmon.bench.recommend import (
     CellStats,
     Recommendation,
@@ -54,6 +58,15 @@ class SweepSpec:
     repeats: int
     config: BenchConfig
     urls: dict[int, str] = field(default_factory=dict)
+    grid: ServeGrid = ()
+    """Serve-parameter grid crossed with the n_spec values (host mode only)."""
+    host: dict[str, Any] | None = None
+    """Host mode: {"argv": the host-mode flags as given (secrets never: API keys are not host
+    flags), "model", "draft", "method"}; None for attached servers."""
+
+    def point_list(self) -> list[Point]:
+        """Every point, grid combination by combination, n_spec in the given order."""
+        return [Point(n, combo) for combo in grid_combinations(self.grid) for n in self.points]
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -64,6 +77,8 @@ class SweepSpec:
             "repeats": self.repeats,
             "config": self.config.as_dict(),
             "urls": {str(k): v for k, v in self.urls.items()},
+            "grid": [[name, list(values)] for name, values in self.grid],
+            "host": self.host,
         }
 
     @staticmethod
@@ -76,11 +91,15 @@ class SweepSpec:
             repeats=int(d["repeats"]),
             config=BenchConfig.from_dict(d["config"]),
             urls={int(k): str(v) for k, v in (d.get("urls") or {}).items()},
+            grid=tuple((str(n), tuple(str(v) for v in vs)) for n, vs in d.get("grid") or ()),
+            host=d.get("host") if isinstance(d.get("host"), dict) else None,
         )
 
 
-def run_key(n_spec: int, concurrency: int, repeat: int) -> str:
-    return f"n{n_spec}-c{concurrency}-r{repeat}"
+def run_key(
+    n_spec: int, concurrency: int, repeat: int, serve: tuple[tuple[str, str], ...] = ()
+) -> str:
+    return f"{Point(n_spec, serve).key}-c{concurrency}-r{repeat}"
 
 
 class SweepStore:
@@ -138,16 +157,19 @@ class SweepStore:
                 continue  # a damaged run is measured again
         return out
 
-    def load_failures(self) -> dict[int, str]:
+    def load_failures(self) -> dict[str, str]:
         path = self.folder / "failed.json"
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError):
             return {}
-        return {int(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+        if not isinstance(data, dict):
+            return {}
+        # Folders of the first version keyed failures by n_spec alone.
+        return {(f"n_spec={k}" if str(k).isdigit() else str(k)): str(v) for k, v in data.items()}
 
-    def save_failures(self, failures: dict[int, str]) -> None:
-        self._write("failed.json", json.dumps({str(k): v for k, v in failures.items()}, indent=1))
+    def save_failures(self, failures: dict[str, str]) -> None:
+        self._write("failed.json", json.dumps(failures, indent=1))
 
     def save_summary(self, summary: SweepSummary) -> None:
         self._write("summary.json", json.dumps(summary.as_dict(), indent=1))
@@ -160,7 +182,8 @@ class SweepSummary:
     spec: SweepSpec
     cells: tuple[CellStats, ...]
     recommendations: tuple[Recommendation, ...]
-    failures: dict[int, str]
+    failures: dict[str, str]
+    """Point label (`n_spec=8`, `n_spec=8 max_num_batched_tokens=4096`) → cause."""
     missing: tuple[str, ...]
     """Runs not measured (failed points, interrupted, not reached)."""
     identity: ServeIdentity
@@ -168,15 +191,34 @@ class SweepSummary:
     simulated: bool = False
 
     @property
-    def schedule(self) -> list[list[int]] | None:
-        return batch_size_schedule(self.recommendations)
-
-    def command(self) -> str | None:
+    def best_serve(self) -> tuple[tuple[str, str], ...]:
+        """The serve-grid combination whose throughput choice at the lowest concurrency is the
+        fastest (() without a grid)."""
         recs = [r for r in self.recommendations if r.by_throughput is not None]
         if not recs:
+            return ()
+        low = min(r.concurrency for r in recs)
+        best = max(
+            (r for r in recs if r.concurrency == low),
+            key=lambda r: r.by_throughput.value if r.by_throughput else 0.0,
+        )
+        return best.serve
+
+    @property
+    def schedule(self) -> list[list[int]] | None:
+        serve = self.best_serve
+        return batch_size_schedule([r for r in self.recommendations if r.serve == serve])
+
+    def command(self) -> str | None:
+        serve = self.best_serve
+        recs = [r for r in self.recommendations if r.by_throughput is not None and r.serve == serve]
+        if not recs:
             return None
-        schedule = self.schedule
-        return serve_command(self.identity, recs[0].by_throughput.n_spec, schedule)  # type: ignore[union-attr]
+        choice = recs[0].by_throughput
+        assert choice is not None
+        return serve_command(
+            self.identity, choice.n_spec, self.schedule, Point(choice.n_spec, serve).serve_args()
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -186,6 +228,7 @@ class SweepSummary:
             "cells": [asdict(c) for c in self.cells],
             "recommendations": [
                 {
+                    "serve": dict(r.serve),
                     "concurrency": r.concurrency,
                     "by_throughput": asdict(r.by_throughput) if r.by_throughput else None,
                     "by_p95": asdict(r.by_p95) if r.by_p95 else None,
@@ -195,7 +238,7 @@ class SweepSummary:
             ],
             "num_speculative_tokens_per_batch_size": self.schedule,
             "command": self.command(),
-            "failures": {str(k): v for k, v in self.failures.items()},
+            "failures": dict(self.failures),
             "missing": list(self.missing),
             "interrupted": self.interrupted,
             "simulated": self.simulated,
@@ -205,19 +248,21 @@ class SweepSummary:
 def summarize(
     spec: SweepSpec,
     runs: dict[str, BenchResult],
-    failures: dict[int, str],
+    failures: dict[str, str],
     *,
     interrupted: bool = False,
 ) -> SweepSummary:
     cells: list[CellStats] = []
     missing: list[str] = []
-    model = None
+    host = spec.host or {}
+    model = host.get("model")
     simulated = False
-    for n in spec.points:
+    for point in spec.point_list():
+        n = point.n_spec
         for c in spec.concurrencies:
             got = []
             for r in range(1, spec.repeats + 1):
-                key = run_key(n, c, r)
+                key = run_key(n, c, r, point.serve)
                 res = runs.get(key)
                 if res is None or res.errors.engine_dead or res.summary.completed == 0:
                     missing.append(key)
@@ -226,7 +271,7 @@ def summarize(
                 model = model or res.server.model
                 simulated = simulated or res.server.simulated
             if got:
-                cells.append(cell_stats(n, c, got))
+                cells.append(cell_stats(n, c, got, point.serve))
     cells = with_speedups(cells)
     return SweepSummary(
         spec=spec,
@@ -234,7 +279,13 @@ def summarize(
         recommendations=tuple(recommend(cells)),
         failures=dict(failures),
         missing=tuple(missing),
-        identity=ServeIdentity(model=model),
+        identity=ServeIdentity(
+            model=model,
+            draft_model=host.get("draft"),
+            method=host.get("method"),
+            extra=dict(host.get("spec_extra") or {}),
+            serve_args=tuple(host.get("serve_args") or ()),
+        ),
         interrupted=interrupted,
         simulated=simulated,
     )
@@ -247,8 +298,10 @@ def _cell_of(e: Any) -> Any:
 def summary_csv(summary: SweepSummary) -> str:
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
+    names = [name for name, _ in summary.spec.grid]
     w.writerow(
         [
+            *names,
             "n_spec", "concurrency", "repeats", "tok_s_mean", "tok_s_sd", "tok_s_max", "speedup",
             "e2el_mean_ms", "e2el_mean_sd", "e2el_p95_ms", "e2el_p95_sd", "acceptance_length",
             "acceptance_length_sd", "acceptance_rate_pct", "vanilla_requests", "failed_requests",
@@ -259,8 +312,10 @@ def summary_csv(summary: SweepSummary) -> str:
         def sd(e: Any) -> Any:
             return "" if e is None or e.sd is None else e.sd
 
+        serve = dict(c.serve)
         w.writerow(
-            [
+            [serve.get(name, "") for name in names]
+            + [
                 c.n_spec, c.concurrency, c.repeats, _cell_of(c.tok_s), sd(c.tok_s), c.max_tok_s,
                 c.speedup, _cell_of(c.e2el_mean_ms), sd(c.e2el_mean_ms), _cell_of(c.e2el_p95_ms),
                 sd(c.e2el_p95_ms), _cell_of(c.acceptance_length), sd(c.acceptance_length),
@@ -282,8 +337,11 @@ def _pm(e: Any, digits: int) -> str:
 def recommendation_lines(summary: SweepSummary) -> list[str]:
     """The recommendation in sentences (also the tail of the terminal output)."""
     lines: list[str] = []
+    concs = {r.concurrency for r in summary.recommendations}
     for r in summary.recommendations:
-        where = f" at concurrency {r.concurrency}" if len(summary.recommendations) > 1 else ""
+        where = f" at concurrency {r.concurrency}" if len(concs) > 1 else ""
+        if r.serve:
+            where += " with " + " ".join(f"{k}={v}" for k, v in r.serve)
         t, p = r.by_throughput, r.by_p95
         if t is not None:
             text = f"By mean throughput{where}: n_spec={t.n_spec} ({t.value:,.1f} tok/s)"
@@ -314,6 +372,14 @@ def recommendation_lines(summary: SweepSummary) -> list[str]:
             )
         elif t is not None and p is not None:
             lines.append("The two agree.")
+    if summary.spec.grid:
+        best = summary.best_serve
+        if best:
+            lines.append(
+                "Fastest serve settings: "
+                + " ".join(f"{k}={v}" for k, v in best)
+                + " (by the throughput choice at the lowest concurrency)."
+            )
     schedule = summary.schedule
     if schedule:
         lines.append(
@@ -324,7 +390,7 @@ def recommendation_lines(summary: SweepSummary) -> list[str]:
     if summary.failures:
         lines.append(
             "Failed points: "
-            + "; ".join(f"n_spec={n}: {cause}" for n, cause in summary.failures.items())
+            + "; ".join(f"{label}: {cause}" for label, cause in summary.failures.items())
         )
     if summary.missing:
         lines.append(f"Missing runs: {', '.join(summary.missing)}")
@@ -332,16 +398,22 @@ def recommendation_lines(summary: SweepSummary) -> list[str]:
 
 
 def summary_markdown(summary: SweepSummary) -> str:
+    names = [name for name, _ in summary.spec.grid]
     lines = [
         "# specmon sweep" + (" (SIMULATED)" if summary.simulated else ""),
         "",
-        "| n_spec | conc | repeats | mean tok/s | max tok/s | speedup | mean E2EL ms | "
+        "| "
+        + "".join(f"{name} | " for name in names)
+        + "n_spec | conc | repeats | mean tok/s | max tok/s | speedup | mean E2EL ms | "
         "p95 E2EL ms | AL | acceptance % |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|" + "---:|" * (10 + len(names)),
     ]
     for c in summary.cells:
+        serve = dict(c.serve)
         lines.append(
-            f"| {c.n_spec} | {c.concurrency} | {c.repeats} | {_pm(c.tok_s, 1)} | "
+            "| "
+            + "".join(f"{serve.get(name, '—')} | " for name in names)
+            + f"{c.n_spec} | {c.concurrency} | {c.repeats} | {_pm(c.tok_s, 1)} | "
             f"{'—' if c.max_tok_s is None else f'{c.max_tok_s:,.1f}'} | "
             f"{'—' if c.speedup is None else f'x{c.speedup:.2f}'} | {_pm(c.e2el_mean_ms, 0)} | "
             f"{_pm(c.e2el_p95_ms, 0)} | {_pm(c.acceptance_length, 2)} | "
@@ -376,27 +448,33 @@ def run_sweep(
     runs = store.load_runs()
     failures = store.load_failures()
     interrupted = False
-    baselines: dict[int, float] = {}
-    for res in runs.values():
-        if res.server.n_spec == 0 and res.summary.decode_tok_s.mean is not None:
-            baselines.setdefault(res.config.concurrency, res.summary.decode_tok_s.mean)
-    for n in spec.points:
+    baselines: dict[tuple[tuple[tuple[str, str], ...], int], float] = {}
+    for point in spec.point_list():
+        if point.n_spec != 0:
+            continue
+        for c in spec.concurrencies:
+            for r in range(1, spec.repeats + 1):
+                res = runs.get(run_key(0, c, r, point.serve))
+                if res is not None and res.summary.decode_tok_s.mean is not None:
+                    baselines.setdefault((point.serve, c), res.summary.decode_tok_s.mean)
+    for point in spec.point_list():
         if interrupted:
             break
+        n = point.n_spec
         todo = [
             (c, r)
             for c in spec.concurrencies
             for r in range(1, spec.repeats + 1)
-            if run_key(n, c, r) not in runs
+            if run_key(n, c, r, point.serve) not in runs
         ]
         if not todo:
             continue
-        failures.pop(n, None)
+        failures.pop(point.label, None)
         try:
-            with provider.acquire(Point(n)) as endpoint:
+            with provider.acquire(point) as endpoint:
                 warmed = False
                 for c, r in todo:
-                    key = run_key(n, c, r)
+                    key = run_key(n, c, r, point.serve)
                     # Each repeat has its own prompts (no prefix-cache hits from the previous
                     # repeat), and the same prompts at every point (a paired comparison).
                     config = replace(
@@ -405,21 +483,25 @@ def run_sweep(
                         warmups=0 if warmed else spec.config.warmups,
                         seed=spec.config.seed + 1000 * (r - 1),
                     )
-                    on_event(f"n_spec={n} concurrency={c} repeat {r}/{spec.repeats}")
+                    on_event(f"{point.label} concurrency={c} repeat {r}/{spec.repeats}")
                     try:
                         out = run(endpoint, config, f"n={n} c={c} r{r}/{spec.repeats} ")
                     except BenchError as exc:
-                        failures[n] = str(exc)
-                        on_event(f"n_spec={n} failed: {exc}")
+                        failures[point.label] = str(exc)
+                        on_event(f"{point.label} failed: {exc}")
                         break
                     warmed = True
-                    base = baseline_tok_s if baseline_tok_s is not None else baselines.get(c)
+                    base = (
+                        baseline_tok_s
+                        if baseline_tok_s is not None
+                        else baselines.get((point.serve, c))
+                    )
                     result = analyze(
                         out.events,
                         server=out.server,
                         config=config,
                         baseline_tok_s=base if n != 0 else None,
-                        label=f"n={n} c={c} r{r}",
+                        label=f"{point.label.replace('n_spec=', 'n=')} c={c} r{r}",
                         created_at=created_at(),
                         specmon_version=specmon_version,
                     )
@@ -435,16 +517,16 @@ def run_sweep(
                     store.save_run(key, result)
                     runs[key] = result
                     if n == 0 and result.summary.decode_tok_s.mean is not None:
-                        baselines.setdefault(c, result.summary.decode_tok_s.mean)
+                        baselines.setdefault((point.serve, c), result.summary.decode_tok_s.mean)
                     if result.errors.engine_dead:
-                        failures[n] = f"engine dead: {result.errors.engine_dead_reason}"
-                        on_event(f"n_spec={n} failed: engine dead")
+                        failures[point.label] = f"engine dead: {result.errors.engine_dead_reason}"
+                        on_event(f"{point.label} failed: engine dead")
                         break
                     store.save_failures(failures)
                     store.save_summary(summarize(spec, runs, failures))
         except ServerUnavailable as exc:
-            failures[n] = str(exc)
-            on_event(f"n_spec={n} failed: {exc}")
+            failures[point.label] = str(exc)
+            on_event(f"{point.label} failed: {exc}")
         except KeyboardInterrupt:
             interrupted = True
         store.save_failures(failures)
@@ -453,5 +535,7 @@ def run_sweep(
     return SweepOutcome(summary, interrupted)
 
 
-def cells_of(summary: SweepSummary, concurrency: int) -> Sequence[CellStats]:
-    return [c for c in summary.cells if c.concurrency == concurrency]
+def cells_of(
+    summary: SweepSummary, concurrency: int, serve: tuple[tuple[str, str], ...] = ()
+) -> Sequence[CellStats]:
+    return [c for c in summary.cells if c.concurrency == concurrency and c.serve == serve]

@@ -1,4 +1,8 @@
-"""`specmon bench`: benchmark one running vLLM server the way the seeds tuned DFlash.
+"""`specmon bench`: benchmark one vLLM server the way the seeds tuned DFlash.
+
+The server is attached (--attach URL) or started by specmon (host mode: --model M [--draft D]
+[--method ...] [--n-spec K] [--preset NAME] [-- extra vllm serve args]; specmon waits for
+/health, benches, then stops the server's whole process group).
 
 Random prompts of --input-len tokens (sized with the server's own /tokenize: no tokenizer, no model
 hub, vLLM is never imported), --output-len tokens each, --warmups unmeasured requests first, then
@@ -34,7 +38,14 @@ def register(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    from specmon.cli.host_args import add_host_arguments
+
     add_server_arguments(p, single=True)
+    add_host_arguments(p, model=False)
+    for action in p._actions:
+        if action.dest == "model":
+            action.help = "host mode: the target model (a preset can give it); attached: the "
+            action.help += "model to request (default: the server's first)"
     add_workload_arguments(p)
     p.add_argument("--json", metavar="FILE", help="write the result as JSON (compare reads it)")
     p.add_argument("--csv", metavar="FILE", help="write one CSV row per measured request")
@@ -222,9 +233,18 @@ def run(args: argparse.Namespace) -> int:
         check_output_paths(args.json, args.csv, args.markdown, args.record)
         if args.replay is not None:
             return _replay(args, baseline)
+        from specmon.cli.bench_host import host_requested
+
+        if not args.attach and host_requested(args):
+            return _host(args, baseline)
         if not args.attach:
             raise ConfigError(
-                "--attach URL is required (the server to benchmark; host mode is not built yet)"
+                "--attach URL is required (the server to benchmark), or host mode: --model M "
+                "(or --preset NAME) to start one"
+            )
+        if args.vllm_args:
+            raise ConfigError(
+                "extra `vllm serve` arguments after `--` need host mode, not --attach"
             )
         config = workload_config(args)
         from specmon.bench.servers import endpoint_for
@@ -238,6 +258,48 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return error(NAME, str(exc))
     return _live(args, config, endpoint, gpu, baseline)
+
+
+def _host(args: argparse.Namespace, baseline: float | None) -> int:
+    """Host mode: start the server, bench it, stop it (its whole process group)."""
+    from specmon.bench.config import ConfigError
+    from specmon.bench.servers import ServerUnavailable
+    from specmon.cli.bench_host import hosted, served_api_key
+    from specmon.cli.host_args import dry_run_text, plan_host, resolve_settings
+    from specmon.core.errors import SpecmonError
+    from specmon.sources.host.checks import find_vllm
+    from specmon.sources.host.spec import build_command
+
+    try:
+        config = workload_config(args)
+        gpu = check_gpu(args.gpu, [f"http://{args.host or '127.0.0.1'}:1"])
+        scrape_interval(args)
+        if args.n_spec == 0:
+            raise ConfigError(
+                "--n-spec 0 in host mode: leave out --n-spec, --draft and --method for vanilla"
+            )
+        try:
+            if args.dry_run:
+                print(dry_run_text(plan_host(args, launching=False)))
+                return 0
+            settings, _ = resolve_settings(args)
+            build_command(settings, "vllm")
+            find_vllm(args.vllm)
+        except SpecmonError as exc:
+            raise ConfigError(str(exc)) from None
+    except ConfigError as exc:
+        return error(NAME, str(exc))
+    if args.api_key is None:  # the server's own key, given after `--`
+        args.api_key = served_api_key(args)
+    try:
+        with hosted(args, "vllm") as endpoint:
+            return _live(args, config, endpoint, gpu, baseline)
+    except ServerUnavailable as exc:
+        print(f"specmon bench: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("specmon bench: interrupted while the server started; stopped it", file=sys.stderr)
+        return 130
 
 
 def _live(

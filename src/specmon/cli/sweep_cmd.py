@@ -1,7 +1,15 @@
 """`specmon sweep`: find the best num_speculative_tokens, the seeds' way, in one command.
 
-Points are attached servers, one per n_spec setting (host mode, where specmon restarts
-`vllm serve` per point, is not built yet):
+Host mode: specmon starts `vllm serve` for each point, waits for /health, warms up, benches,
+stops the whole process group and goes on with the next point (n_spec 0 is vanilla: no
+speculative config):
+
+    specmon sweep --model M --draft D --n-spec 0,4,8 [--preset NAME] [-- extra vllm serve args]
+    specmon sweep --preset NAME --n-spec 0,8,13 --max-num-batched-tokens 4096,8192
+
+A serve grid (--max-num-batched-tokens 4096,8192, or generally --serve-grid NAME=V1,V2,
+repeatable) is crossed with --n-spec: one server per combination, and the table and the
+recommendation per combination. Or attached servers, one per n_spec setting:
 
     specmon sweep --point 0=http://127.0.0.1:8000 --point 8=http://127.0.0.1:8001 ...
     specmon sweep --n-spec 0,8,13 --attach URL0 --attach URL8 --attach URL13
@@ -14,8 +22,10 @@ n_spec), and the `vllm serve` command line of the recommended setting.
 
 Every finished run is saved in the sweep folder (--out, default ./specmon-sweep-DATE-TIME) as it
 finishes; Ctrl-C keeps what was measured and `--resume DIR` goes on from there (with the
-settings saved in DIR; URLs given again replace the saved ones). A point whose server fails is
-recorded as failed with its cause and the sweep goes on. See docs/bench.md.
+settings saved in DIR; URLs given again replace the saved ones; host mode starts the servers
+again with the saved flags, or with host-mode flags given again). A point whose server fails to
+start (or dies) is recorded as failed with its cause, the sweep goes on and the summary names the
+missing runs. Ctrl-C stops the server of the point in progress. See docs/bench.md.
 
 Exit status: 0 done; 1 no point could be measured; 2 bad arguments; 130 interrupted.
 """
@@ -32,12 +42,16 @@ NAME = "sweep"
 
 
 def register(subparsers: Any) -> None:
+    from specmon.cli.host_args import add_host_arguments
+
     p = subparsers.add_parser(
         NAME,
-        help="sweep num_speculative_tokens over attached servers and recommend a setting",
+        help="sweep num_speculative_tokens (host mode or attached servers) and recommend a setting",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        conflict_handler="resolve",  # the sweep's --n-spec (a list) replaces host mode's
     )
+    add_host_arguments(p, model=False)
     p.add_argument(
         "--point",
         action="append",
@@ -49,7 +63,22 @@ def register(subparsers: Any) -> None:
         "--n-spec",
         default=None,
         metavar="N,N,...",
-        help="n_spec values, paired in order with --attach URLs",
+        help="n_spec values (0 = vanilla): host mode starts one server per value; or paired in "
+        "order with --attach URLs",
+    )
+    p.add_argument(
+        "--serve-grid",
+        action="append",
+        default=[],
+        metavar="NAME=V1,V2",
+        help="host mode: a `vllm serve` option's values, crossed with --n-spec (repeatable), "
+        "e.g. max_num_batched_tokens=4096,8192",
+    )
+    p.add_argument(
+        "--max-num-batched-tokens",
+        default=None,
+        metavar="V1,V2",
+        help="host mode: shorthand for --serve-grid max_num_batched_tokens=V1,V2",
     )
     p.add_argument(
         "--attach",
@@ -73,6 +102,10 @@ def register(subparsers: Any) -> None:
         help="also draw FILE (.png or .svg; needs matplotlib: pip install 'specmon[plot]')",
     )
     add_server_arguments(p, single=False)
+    for action in p._actions:
+        if action.dest == "model":
+            action.help = "host mode: the target model (a preset can give it); attached: the "
+            action.help += "model to request (default: the server's first)"
     add_workload_arguments(p)
     # --concurrency takes a list here (1,4,16): one schedule entry per value.
     for action in p._actions:
@@ -84,49 +117,158 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from specmon.bench.config import ConfigError, parse_int, parse_int_list
     from specmon.bench.plot import PlotUnavailable, check_plot_target
-    from specmon.bench.servers import AttachProvider, parse_points
+    from specmon.bench.servers import AttachProvider, StartingProvider, parse_points
     from specmon.bench.sweep import SweepError, SweepSpec, SweepStore
     from specmon.cli.bench_cmd import check_baseline, check_gpu, scrape_interval, workload_config
+    from specmon.cli.bench_host import host_requested
 
     try:
         baseline = check_baseline(args.baseline)
         if args.plot:
             check_plot_target(args.plot)
-        given = (
-            parse_points(args.point, args.n_spec, args.attach)
-            if args.point or args.n_spec or args.attach or args.resume is None
-            else {}
-        )
+        grid = _grid(args)
+        host = not args.point and not args.attach and host_requested(args)
         if args.resume is not None:
             if args.out is not None:
                 raise ConfigError("give --out or --resume, not both")
+            if grid:
+                raise ConfigError(
+                    f"the serve grid is saved in {args.resume}: --resume takes no grid flags"
+                )
             store = SweepStore(args.resume)
             spec = store.load_spec()
-            urls = {**spec.urls, **given}
-            spec = SweepSpec(
-                spec.points + tuple(n for n in given if n not in spec.points),
-                spec.concurrencies,
-                spec.repeats,
-                spec.config,
-                urls,
+            host = spec.host is not None
+        if host:
+            if args.resume is None:
+                if args.n_spec is None:
+                    raise ConfigError(
+                        "--n-spec N,N,... is needed: the n_spec values to sweep (0 = vanilla)"
+                    )
+                spec = _host_spec(args, grid)
+                store = SweepStore(args.out or _default_folder())
+                host_args = args
+            else:
+                spec, host_args = _resumed_host(args, spec)
+            if args.dry_run:
+                return _dry_run(host_args, spec)
+            from specmon.cli.bench_host import check_points, host_point, served_api_key
+
+            check_points(host_args, spec.point_list())
+            if args.api_key is None:  # the servers' own key, given after `--`
+                args.api_key = served_api_key(host_args)
+            provider: Any = StartingProvider(
+                spec.point_list(), lambda point: host_point(host_args, point)
             )
+            gpu_urls = [f"http://{host_args.host or '127.0.0.1'}:1"]
         else:
-            concs = parse_int_list("--concurrency", args.concurrency, 1, 10_000)
-            config = workload_config(args, concurrency=concs[0])
-            repeats = parse_int("--repeats", args.repeats, 1, 1000)
-            spec = SweepSpec(tuple(given), concs, repeats, config, given)
-            store = SweepStore(args.out or _default_folder())
-        gpu = check_gpu(args.gpu, list(spec.urls.values()))
+            if grid:
+                raise ConfigError(
+                    "--serve-grid/--max-num-batched-tokens need host mode (--model M or "
+                    "--preset NAME): specmon must start a server per combination"
+                )
+            if args.vllm_args:
+                raise ConfigError(
+                    "extra `vllm serve` arguments after `--` need host mode (--model M or "
+                    "--preset NAME)"
+                )
+            given = (
+                parse_points(args.point, args.n_spec, args.attach)
+                if args.point or args.n_spec or args.attach or args.resume is None
+                else {}
+            )
+            if args.resume is not None:
+                urls = {**spec.urls, **given}
+                spec = SweepSpec(
+                    spec.points + tuple(n for n in given if n not in spec.points),
+                    spec.concurrencies,
+                    spec.repeats,
+                    spec.config,
+                    urls,
+                )
+            else:
+                concs = parse_int_list("--concurrency", args.concurrency, 1, 10_000)
+                config = workload_config(args, concurrency=concs[0])
+                repeats = parse_int("--repeats", args.repeats, 1, 1000)
+                spec = SweepSpec(tuple(given), concs, repeats, config, given)
+                store = SweepStore(args.out or _default_folder())
+            try:
+                provider = AttachProvider(spec.urls)
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
+            gpu_urls = list(spec.urls.values())
+        gpu = check_gpu(args.gpu, gpu_urls)
         interval = scrape_interval(args)
-        try:
-            provider = AttachProvider(spec.urls)
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
         if args.resume is None:
             store.create(spec)
     except (ConfigError, PlotUnavailable, SweepError) as exc:
         return error(NAME, str(exc))
     return _sweep(args, spec, store, provider, gpu, baseline, interval)
+
+
+def _grid(args: argparse.Namespace) -> Any:
+    from specmon.bench.config import parse_serve_grid
+
+    items = list(args.serve_grid)
+    if args.max_num_batched_tokens is not None:
+        items.append(f"max_num_batched_tokens={args.max_num_batched_tokens}")
+    return parse_serve_grid(items)
+
+
+def _host_spec(args: argparse.Namespace, grid: Any) -> Any:
+    """A new host-mode sweep's settings (ConfigError on a bad value)."""
+    from specmon.bench.config import parse_int, parse_int_list
+    from specmon.bench.sweep import SweepSpec
+    from specmon.cli.bench_cmd import workload_config
+    from specmon.cli.bench_host import check_points, saved_host_flags
+
+    points = parse_int_list("--n-spec", args.n_spec, 0, 64)
+    concs = parse_int_list("--concurrency", args.concurrency, 1, 10_000)
+    config = workload_config(args, concurrency=concs[0])
+    repeats = parse_int("--repeats", args.repeats, 1, 1000)
+    if args.port is None:
+        args.port = 0  # a free port per point: a stopped server's port may linger
+    spec = SweepSpec(points, concs, repeats, config, {}, grid)
+    identity = check_points(args, spec.point_list())
+    return SweepSpec(
+        points, concs, repeats, config, {}, grid, {"flags": saved_host_flags(args), **identity}
+    )
+
+
+def _resumed_host(args: argparse.Namespace, spec: Any) -> tuple[Any, argparse.Namespace]:
+    """The saved host-mode sweep, with the host flags given again (when they are) or saved."""
+    from dataclasses import replace
+
+    from specmon.bench.config import parse_int_list
+    from specmon.cli.bench_host import host_requested, restore_host_flags, saved_host_flags
+
+    if host_requested(args):
+        if args.port is None:
+            args.port = 0
+        host_args = args
+        flags = saved_host_flags(args)
+    else:
+        host_args = restore_host_flags(args, spec.host.get("flags") or {})
+        flags = spec.host.get("flags") or {}
+    if args.n_spec is not None:
+        more = parse_int_list("--n-spec", args.n_spec, 0, 64)
+        spec = replace(spec, points=spec.points + tuple(n for n in more if n not in spec.points))
+    return replace(spec, host={**spec.host, "flags": flags}), host_args
+
+
+def _dry_run(args: argparse.Namespace, spec: Any) -> int:
+    """Print each point's exact command line; start nothing."""
+    from specmon.cli.bench_host import point_namespace
+    from specmon.cli.host_args import dry_run_text, plan_host
+    from specmon.core.errors import SpecmonError
+
+    for point in spec.point_list():
+        try:
+            plan = plan_host(point_namespace(args, point), launching=False)
+        except SpecmonError as exc:
+            return error(NAME, f"{point.label}: {exc}")
+        print(f"# {point.label}")
+        print(dry_run_text(plan))
+    return 0
 
 
 def _default_folder() -> str:

