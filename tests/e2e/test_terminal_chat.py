@@ -10,98 +10,18 @@ Each test uses its own tmux server (`-L`), so the pane gets this process's envir
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
-import time
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from tests.component.conftest import CannedServer
+from tests.terminal import MISSING, SPECMON, Terminal, needs_terminal
 
 from specmon.sim.corpus import ANSWERS
 
-TMUX = shutil.which("tmux")
-SPECMON = shutil.which("specmon")
-
-MISSING = "needs tmux and the installed specmon command (pip install -e .)"
-pytestmark = pytest.mark.skipif(
-    (TMUX is None or SPECMON is None) and not os.environ.get("CI"), reason=MISSING
-)
-
-WAIT_LIMIT_S = 90.0
-"""Upper bound on waiting for the screen to show something: a failure bound, not a speed target."""
-
-
-class Terminal:
-    """One tmux server with one 140x45 pane running `command`; the command's exit code is
-    written to `exit_file` and the pane then idles (so its last screen can still be read)."""
-
-    def __init__(self, command: str, exit_file: Path) -> None:
-        assert TMUX is not None
-        self.socket = f"specmon-chat-{uuid.uuid4().hex[:8]}"
-        self.exit_file = exit_file
-        env = {**os.environ, "TERM": "xterm-256color"}
-        env.pop("NO_COLOR", None)
-        wrapped = f"{command}; echo $? > {exit_file}; sleep 600"
-        # A server of our own, no user config, and OSC 52 from the program accepted into tmux's
-        # paste buffers (the default "external" ignores it), so a clipboard write would show.
-        self.tmux(
-            "-f", "/dev/null", "start-server", ";", "set", "-g", "set-clipboard", "on", ";",
-            "new-session", "-d", "-s", "t", "-x", "220", "-y", "45", wrapped,
-            env=env,
-        )  # fmt: skip
-
-    def tmux(self, *args: str, env: dict[str, str] | None = None) -> str:
-        assert TMUX is not None
-        return subprocess.run(
-            [TMUX, "-L", self.socket, *args],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=30,
-            env=env,
-        ).stdout
-
-    def screen(self) -> str:
-        return self.tmux("capture-pane", "-p", "-t", "t")
-
-    def title(self) -> str:
-        return self.tmux("display-message", "-p", "-t", "t", "#{pane_title}").strip()
-
-    def type(self, text: str) -> None:
-        self.tmux("send-keys", "-t", "t", "-l", text)
-
-    def key(self, key: str) -> None:
-        self.tmux("send-keys", "-t", "t", key)
-
-    def buffers(self) -> str:
-        """tmux's paste buffers (where an accepted OSC 52 clipboard write lands)."""
-        return self.tmux("list-buffers")
-
-    def chat_pids(self) -> list[str]:
-        """Processes still running `specmon chat` under this pane's shell."""
-        pane_pid = self.tmux("display-message", "-p", "-t", "t", "#{pane_pid}").strip()
-        result = subprocess.run(
-            ["pgrep", "-f", "-P", pane_pid, "specmon chat"], capture_output=True, text=True
-        )
-        return result.stdout.split()
-
-    def close(self) -> None:
-        assert TMUX is not None
-        subprocess.run([TMUX, "-L", self.socket, "kill-server"], capture_output=True, timeout=30)
-
-
-def _wait_for(predicate: Callable[[], bool], what: str, term: Terminal) -> None:
-    deadline = time.monotonic() + WAIT_LIMIT_S
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"gave up waiting for {what}; the screen:\n{term.screen()}")
+pytestmark = needs_terminal
 
 
 @pytest.fixture
@@ -144,11 +64,11 @@ def terminal(tmp_path: Path) -> Iterator[Callable[[str], Terminal]]:
 
 
 def _quit(term: Terminal) -> None:
-    assert term.chat_pids(), "the chat should still be running before ctrl+q"
+    assert term.children("specmon chat"), "the chat should still be running before ctrl+q"
     term.key("C-q")
-    _wait_for(term.exit_file.exists, "the chat to exit after ctrl+q", term)
+    term.wait_for(term.exit_file.exists, "the chat to exit after ctrl+q")
     assert term.exit_file.read_text().strip() == "0"
-    assert term.chat_pids() == []
+    assert term.children("specmon chat") == []
     assert "Traceback" not in term.screen()
 
 
@@ -156,11 +76,11 @@ def test_chat_attached_to_a_simulator_streams_an_answer_with_its_numbers(
     sim_url: str, terminal
 ) -> None:
     term = terminal(f"--attach {sim_url} --max-tokens 60")
-    _wait_for(lambda: "SIMULATED" in term.screen(), "the SIMULATED badge", term)
-    _wait_for(lambda: sim_url in term.screen(), "the connected header", term)
+    term.wait_for(lambda: "SIMULATED" in term.screen(), "the SIMULATED badge")
+    term.wait_for(lambda: sim_url in term.screen(), "the connected header")
     term.type("What is speculative decoding?")
     term.key("Enter")
-    _wait_for(lambda: "60 tokens" in term.screen(), "the answer's numbers line", term)
+    term.wait_for(lambda: "60 tokens" in term.screen(), "the answer's numbers line")
     screen = term.screen()
     assert "What is speculative decoding?" in screen  # the prompt, echoed in the conversation
     # The answer's text: the simulator writes the start of one of its corpus answers.
@@ -197,11 +117,11 @@ def test_crafted_output_is_shown_literally_and_changes_nothing_in_the_terminal(t
     server = CannedServer(CRAFTED)
     try:
         term = terminal(f"--attach {server.url}")
-        _wait_for(lambda: server.url in term.screen(), "the connected header", term)
+        term.wait_for(lambda: server.url in term.screen(), "the connected header")
         title_before = term.title()
         term.type("hi")
         term.key("Enter")
-        _wait_for(lambda: "7 tokens" in term.screen(), "the crafted answer's numbers", term)
+        term.wait_for(lambda: "7 tokens" in term.screen(), "the crafted answer's numbers")
         screen = term.screen()
         assert "A␛[2J␛]0;PWNED-TITLE␇␛]52;c;cHduZWQ=␇" in screen
         assert "␛]2;PWNED-TITLE2␛\\ <U+009B>31m <U+202E>RTL<U+202C>" in screen
@@ -229,8 +149,8 @@ def test_the_terminal_checks_would_see_raw_escapes(tmp_path: Path) -> None:
     script.write_text(f"import sys; sys.stdout.write({payload!r}); sys.stdout.flush()\n")
     term = Terminal(f"{sys.executable} {script}", tmp_path / "exit")
     try:
-        _wait_for(term.exit_file.exists, "the raw print to end", term)
-        _wait_for(lambda: "PWNED" in term.title(), "the title set by the raw escapes", term)
+        term.wait_for(term.exit_file.exists, "the raw print to end")
+        term.wait_for(lambda: "PWNED" in term.title(), "the title set by the raw escapes")
         assert "pwned" in term.buffers()
     finally:
         term.close()

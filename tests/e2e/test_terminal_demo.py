@@ -10,41 +10,15 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import shutil
 import subprocess
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.terminal import MISSING, SPECMON, TMUX, needs_terminal, tmux, wait_for
 
-TMUX = shutil.which("tmux")
-SPECMON = shutil.which("specmon")
-
-MISSING = "needs tmux and the installed specmon command (pip install -e .)"
-pytestmark = pytest.mark.skipif(
-    (TMUX is None or SPECMON is None) and not os.environ.get("CI"), reason=MISSING
-)
-
-WAIT_LIMIT_S = 90.0
-"""Upper bound on waiting for the screen to show something: a failure bound, not a speed target."""
-
-
-def _tmux(*args: str) -> str:
-    assert TMUX is not None
-    return subprocess.run(
-        [TMUX, *args], capture_output=True, text=True, check=True, timeout=30
-    ).stdout
-
-
-def _wait_for(predicate: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT_LIMIT_S
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"gave up waiting for {what}")
+pytestmark = needs_terminal
 
 
 def _start(tmp_path: Path) -> tuple[str, Path]:
@@ -81,13 +55,13 @@ def session(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 
 
 def _screen(name: str) -> str:
-    return _tmux("capture-pane", "-p", "-t", name)
+    return tmux("capture-pane", "-p", "-t", name)
 
 
 def _descendants(name: str) -> list[str]:
     """Every process below the tmux pane's shell except the final `sleep` (the demo, its
     collector process, multiprocessing's resource tracker)."""
-    pane_pid = _tmux("display-message", "-p", "-t", name, "#{pane_pid}").strip()
+    pane_pid = tmux("display-message", "-p", "-t", name, "#{pane_pid}").strip()
     found: list[str] = []
     todo = [pane_pid]
     while todo:
@@ -112,10 +86,10 @@ def test_demo_in_a_real_terminal_shows_simulated_answers_and_numbers_and_quits(
     session, key: str
 ) -> None:
     name, exit_file = session
-    _wait_for(lambda: "SIMULATED" in _screen(name), "the SIMULATED badge")
+    wait_for(lambda: "SIMULATED" in _screen(name), "the SIMULATED badge")
     # The demo sends its own prompts: answers arrive with their numbers under them.
-    _wait_for(lambda: _answers_done(_screen(name)) >= 1, "a finished answer with its numbers")
-    _wait_for(lambda: "AL " in _screen(name) and "(server)" in _screen(name), "the answer's AL")
+    wait_for(lambda: _answers_done(_screen(name)) >= 1, "a finished answer with its numbers")
+    wait_for(lambda: "AL " in _screen(name) and "(server)" in _screen(name), "the answer's AL")
     screen = _screen(name)
     assert screen.splitlines()[0].rstrip().endswith("SIMULATED")  # the header, always on top
     assert "vLLM" in screen and "per-position acceptance" in screen  # the side panel
@@ -123,8 +97,8 @@ def test_demo_in_a_real_terminal_shows_simulated_answers_and_numbers_and_quits(
     assert "\x1b" not in screen  # capture-pane gives text; no raw escapes leak into it
     assert _descendants(name), "the demo should still be running before the key"
 
-    _tmux("send-keys", "-t", name, key)
-    _wait_for(exit_file.exists, "the demo to exit")
+    tmux("send-keys", "-t", name, key)
+    wait_for(exit_file.exists, "the demo to exit")
     assert exit_file.read_text().strip() == "0"
-    _wait_for(lambda: not _descendants(name), "no process of the demo left")
+    wait_for(lambda: not _descendants(name), "no process of the demo left")
     assert "Traceback" not in _screen(name)

@@ -10,42 +10,16 @@ import gzip
 import os
 import re
 import shlex
-import shutil
 import subprocess
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.terminal import MISSING, SPECMON, TMUX, needs_terminal, tmux, wait_for
 
-TMUX = shutil.which("tmux")
-SPECMON = shutil.which("specmon")
+pytestmark = needs_terminal
 SAMPLE = Path(__file__).resolve().parents[2] / "recordings" / "demo-cycle.ndjson.gz"
-
-MISSING = "needs tmux and the installed specmon command (pip install -e .)"
-pytestmark = pytest.mark.skipif(
-    (TMUX is None or SPECMON is None) and not os.environ.get("CI"), reason=MISSING
-)
-
-WAIT_LIMIT_S = 60.0
-"""Upper bound on waiting for the screen to show something: a failure bound, not a speed target."""
-
-
-def _tmux(*args: str) -> str:
-    assert TMUX is not None
-    return subprocess.run(
-        [TMUX, *args], capture_output=True, text=True, check=True, timeout=30
-    ).stdout
-
-
-def _wait_for(predicate: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT_LIMIT_S
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"gave up waiting for {what}")
 
 
 def _start(tmp_path: Path, recording: Path) -> tuple[str, Path]:
@@ -80,7 +54,7 @@ def session(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 
 
 def _screen(name: str) -> str:
-    return _tmux("capture-pane", "-p", "-t", name)
+    return tmux("capture-pane", "-p", "-t", name)
 
 
 def _elapsed(screen: str) -> float:
@@ -96,7 +70,7 @@ def _answers(screen: str) -> int:
 
 
 def _descendants(name: str) -> list[str]:
-    pane_pid = _tmux("display-message", "-p", "-t", name, "#{pane_pid}").strip()
+    pane_pid = tmux("display-message", "-p", "-t", name, "#{pane_pid}").strip()
     found: list[str] = []
     todo = [pane_pid]
     while todo:
@@ -112,43 +86,43 @@ def _descendants(name: str) -> list[str]:
 
 def test_replay_in_a_real_terminal_seeks_and_finds_the_cycle(session) -> None:
     name, exit_file = session
-    _wait_for(lambda: "RECORDED" in _screen(name), "the RECORDED header")
+    wait_for(lambda: "RECORDED" in _screen(name), "the RECORDED header")
     screen = _screen(name)
     first = screen.splitlines()[0]
     assert first.startswith("RECORDED · SIMULATED · ") and first.rstrip().endswith("SIMULATED")
     assert "PLAYING" in screen and "▼ 9 flagged" in screen and "cycle every 10 requests" in screen
-    _wait_for(lambda: _elapsed(_screen(name)) > 0.5, "the play head to move")
+    wait_for(lambda: _elapsed(_screen(name)) > 0.5, "the play head to move")
 
-    _tmux("send-keys", "-t", name, "Space")
-    _wait_for(lambda: "PAUSED" in _screen(name), "PAUSED")
+    tmux("send-keys", "-t", name, "Space")
+    wait_for(lambda: "PAUSED" in _screen(name), "PAUSED")
     # Seek forward 10 s at a time until the panel's cycle line appears: the third cycle.
     for _ in range(8):
         if "cycle: every 10 requests" in _screen(name):
             break
         before = _elapsed(_screen(name))
-        _tmux("send-keys", "-t", name, "Right")
-        _wait_for(lambda b=before: _elapsed(_screen(name)) > b, "the seek")  # type: ignore[misc]
+        tmux("send-keys", "-t", name, "Right")
+        wait_for(lambda b=before: _elapsed(_screen(name)) > b, "the seek")  # type: ignore[misc]
     screen = _screen(name)
     assert "cycle: every 10 requests, 3 degraded" in screen
     assert len(re.findall(r"\br\d+\s.*vanilla-speed", screen)) >= 6
     assert _answers(screen) >= 21
 
-    _tmux("send-keys", "-t", name, "Home")
-    _wait_for(lambda: _answers(_screen(name)) == 0, "home: no answer yet")
-    _tmux("send-keys", "-t", name, "n")
-    _tmux("send-keys", "-t", name, "n")
-    _wait_for(lambda: "vanilla speed: r7" in _screen(name), "n: the first flagged request")
+    tmux("send-keys", "-t", name, "Home")
+    wait_for(lambda: _answers(_screen(name)) == 0, "home: no answer yet")
+    tmux("send-keys", "-t", name, "n")
+    tmux("send-keys", "-t", name, "n")
+    wait_for(lambda: "vanilla speed: r7" in _screen(name), "n: the first flagged request")
     rows = [line for line in _screen(name).splitlines() if re.search(r"\br\d+\s", line)]
     assert "r7" in rows[-1] and "vanilla-speed" in rows[-1]
 
-    _tmux("send-keys", "-t", name, "+")
-    _tmux("send-keys", "-t", name, "+")
-    _wait_for(lambda: "\N{MULTIPLICATION SIGN}4" in _screen(name), "the speed x4")
+    tmux("send-keys", "-t", name, "+")
+    tmux("send-keys", "-t", name, "+")
+    wait_for(lambda: "\N{MULTIPLICATION SIGN}4" in _screen(name), "the speed x4")
 
-    _tmux("send-keys", "-t", name, "q")
-    _wait_for(exit_file.exists, "the replay to exit")
+    tmux("send-keys", "-t", name, "q")
+    wait_for(exit_file.exists, "the replay to exit")
     assert exit_file.read_text().strip() == "0"
-    _wait_for(lambda: not _descendants(name), "no process of the replay left")
+    wait_for(lambda: not _descendants(name), "no process of the replay left")
     assert "Traceback" not in _screen(name)
 
 
@@ -161,12 +135,12 @@ def test_a_torn_recording_in_a_real_terminal_replays_to_the_tear_and_says_where(
     name, exit_file = _start(tmp_path, torn)
     try:
         notice = f"torn.ndjson: line {torn_line}: torn last line"
-        _wait_for(lambda: notice in _screen(name), "the notice on the screen")
-        _tmux("send-keys", "-t", name, "End")
-        _wait_for(lambda: "END" in _screen(name), "the end of what was kept")
+        wait_for(lambda: notice in _screen(name), "the notice on the screen")
+        tmux("send-keys", "-t", name, "End")
+        wait_for(lambda: "END" in _screen(name), "the end of what was kept")
         assert 0 < _answers(_screen(name)) < 30
-        _tmux("send-keys", "-t", name, "q")
-        _wait_for(exit_file.exists, "the replay to exit")
+        tmux("send-keys", "-t", name, "q")
+        wait_for(exit_file.exists, "the replay to exit")
         assert exit_file.read_text().strip() == "0"
         after = _screen(name)  # the app is gone: the notice is repeated on stderr
         assert f"specmon replay: notice: {torn}: line {torn_line}: torn last line" in after
@@ -190,9 +164,9 @@ def test_bad_input_in_a_real_terminal_is_one_line_and_exit_2(
         path.write_bytes(content)
     name, exit_file = _start(tmp_path, path)
     try:
-        _wait_for(exit_file.exists, "the command to exit")
+        wait_for(exit_file.exists, "the command to exit")
         assert exit_file.read_text().strip() == "2"
-        joined = _tmux("capture-pane", "-p", "-J", "-t", name)  # a long path wraps: rejoin it
+        joined = tmux("capture-pane", "-p", "-J", "-t", name)  # a long path wraps: rejoin it
         lines = [line for line in joined.splitlines() if line.strip()]
         assert len(lines) == 1 and lines[0].startswith("specmon replay: ") and words in lines[0]
     finally:

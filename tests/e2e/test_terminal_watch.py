@@ -9,21 +9,17 @@ not a skip.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from tests.e2e.test_terminal_chat import MISSING, SPECMON, TMUX, WAIT_LIMIT_S, Terminal
+from tests.terminal import MISSING, SPECMON, Terminal, needs_terminal
 
-pytestmark = pytest.mark.skipif(
-    (TMUX is None or SPECMON is None) and not os.environ.get("CI"), reason=MISSING
-)
+pytestmark = needs_terminal
 
 ROW = re.compile(r"(?P<state>up|restarted|stale|down|unreadable|connecting)\s+(?P<tok_s>\S+)")
 
@@ -99,15 +95,6 @@ def _row(screen: str, url: str) -> tuple[str, str] | None:
     return None
 
 
-def _wait_for(predicate: Callable[[], bool], what: str, term: Terminal) -> None:
-    deadline = time.monotonic() + WAIT_LIMIT_S
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"gave up waiting for {what}; the screen:\n{term.screen()}")
-
-
 def _is_number(cell: str) -> bool:
     return re.fullmatch(r"\d+\.\d", cell) is not None
 
@@ -121,48 +108,44 @@ def test_watch_two_servers_one_restarted_the_other_keeps_moving(sims, tmp_path: 
     )
     try:
         for sim in (a, b):
-            _wait_for(
+            term.wait_for(
                 lambda s=sim: (
                     (r := _row(term.screen(), s.url)) is not None
                     and r[0] == "up"
                     and _is_number(r[1])
                 ),
                 f"{sim.url} up with a tok/s",
-                term,
             )
         b.stop()
-        _wait_for(
+        term.wait_for(
             lambda: (r := _row(term.screen(), b.url)) is not None and r[0] == "down",
             "the stopped server shown down",
-            term,
         )
         screen = term.screen()
         assert "last error:" in screen
         assert _row(screen, b.url) == ("down", "—")
         # The other server's numbers keep changing while B is down.
         seen = {_row(term.screen(), a.url)}
-        _wait_for(
+        term.wait_for(
             lambda: seen.add(_row(term.screen(), a.url)) or len(seen) >= 3,
             "the other server's tok/s to keep changing",
-            term,
         )
         assert all(r is not None and r[0] == "up" and _is_number(r[1]) for r in seen)
         assert _row(term.screen(), b.url)[0] == "down"
         # B comes back on the same port, its counters from 0: shown restarted, then numbers.
         sims[1] = b2 = Sim(b.port)
         assert b2.url == b.url
-        _wait_for(
+        term.wait_for(
             lambda: (
                 (r := _row(term.screen(), b.url)) is not None
                 and r[0] in ("restarted", "up")
                 and _is_number(r[1])
             ),
             "the restarted server up again with a tok/s",
-            term,
         )
         assert "Traceback" not in term.screen()
         term.key("q")
-        _wait_for(term.exit_file.exists, "watch to exit after q", term)
+        term.wait_for(term.exit_file.exists, "watch to exit after q")
         assert term.exit_file.read_text().strip() == "0"
         pane = term.tmux("display-message", "-p", "-t", "t", "#{pane_pid}").strip()
         left = subprocess.run(
@@ -181,29 +164,28 @@ def test_watch_adds_and_removes_a_server_from_inside_the_app(sims, tmp_path: Pat
     )
     b_name = b.url.split("://", 1)[1]
     try:
-        _wait_for(lambda: _row(term.screen(), a.url) is not None, "the first server's row", term)
+        term.wait_for(lambda: _row(term.screen(), a.url) is not None, "the first server's row")
         term.key("a")
-        _wait_for(lambda: "Watch one more server" in term.screen(), "the add dialog", term)
+        term.wait_for(lambda: "Watch one more server" in term.screen(), "the add dialog")
         term.type("ftp://nowhere")
         term.key("Enter")
-        _wait_for(lambda: "must be http or https" in term.screen(), "the refusal", term)
+        term.wait_for(lambda: "must be http or https" in term.screen(), "the refusal")
         term.key("C-u")  # clear the field
         term.type(b.url)
         term.key("Enter")
-        _wait_for(
+        term.wait_for(
             lambda: (r := _row(term.screen(), b.url)) is not None and r[0] == "up",
             "the added server's row, up",
-            term,
         )
         term.key("Down")
-        _wait_for(lambda: f"▶ {b_name}" in term.screen(), "the added server selected", term)
+        term.wait_for(lambda: f"▶ {b_name}" in term.screen(), "the added server selected")
         term.key("x")
-        _wait_for(lambda: _row(term.screen(), b.url) is None, "the removed server gone", term)
+        term.wait_for(lambda: _row(term.screen(), b.url) is None, "the removed server gone")
         term.key("x")
-        _wait_for(lambda: "no server: press a to add one" in term.screen(), "the empty table", term)
+        term.wait_for(lambda: "no server: press a to add one" in term.screen(), "the empty table")
         assert "Traceback" not in term.screen()
         term.key("q")
-        _wait_for(term.exit_file.exists, "watch to exit after q", term)
+        term.wait_for(term.exit_file.exists, "watch to exit after q")
         assert term.exit_file.read_text().strip() == "0"
     finally:
         term.close()

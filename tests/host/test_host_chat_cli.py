@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from host_helpers import TMUX, Terminal, alive, pane_children, recorded_pids
+from host_helpers import TMUX, Terminal, alive, recorded_pids
 from test_host_serve_cli import specmon_env, wait_gone
 
 from specmon.cli.main import main
@@ -220,7 +220,7 @@ def test_a_signal_to_specmon_stops_the_whole_group(fake_vllm, tmp_path, how):
     try:
         term.wait_for(lambda: "model tiny · n_spec 4" in term.screen(), "the connected chat")
         pgid = recorded_pids(tmp_path)[0]
-        (pid,) = pane_children(term, "specmon chat")
+        (pid,) = term.children("specmon chat")
         os.kill(pid, how)
         term.wait_for(lambda: term.exit_code() is not None, "specmon to exit")
         if how != signal.SIGKILL:

@@ -322,31 +322,6 @@ def bind(host: str, port: int) -> socket.socket:
 # ------------------------------------------------------------------ process groups
 
 
-def group_members(pgid: int) -> list[int]:
-    """Pids of the live (not zombie) processes of process group `pgid`, from /proc (Linux);
-    elsewhere [pgid] while a signal can reach the group."""
-    proc = Path("/proc")
-    if not proc.is_dir():
-        try:
-            os.killpg(pgid, 0)
-        except (ProcessLookupError, PermissionError):
-            return []
-        return [pgid]
-    found: list[int] = []
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) >= 3 and fields[0] != "Z" and int(fields[2]) == pgid:
-            found.append(int(entry.name))
-    return found
-
-
 def signal_process(pid: int, signum: int) -> None:
     try:
         os.kill(pid, signum)
@@ -491,6 +466,8 @@ class _WebServer:
         import asyncio
         import logging
 
+        from specmon.sources.host.process import group_members
+
         self.closing = True
         # An app stopped before its first frame is not news while everything stops.
         logging.getLogger("textual-serve").setLevel(logging.CRITICAL)
@@ -605,6 +582,8 @@ async def _stop_app(service: Any, term_at: float | None, kill_at: float) -> None
     its collector process, multiprocessing's resource tracker: the rest of the group follows
     the app out by itself until then). Then end the relay of the app's output."""
     import asyncio
+
+    from specmon.sources.host.process import group_members
 
     process = service.process
     if process is None:
