@@ -110,17 +110,28 @@ class Terminal:
         )
         return [int(p) for p in result.stdout.split()]
 
+    def descendants(self) -> list[str]:
+        """Every process below the pane's shell but the final `sleep` ("pid command line"): the
+        command, its collector process, multiprocessing's resource tracker."""
+        pane_pid = self.tmux("display-message", "-p", "-t", "t", "#{pane_pid}").strip()
+        found: list[str] = []
+        todo = [pane_pid]
+        while todo:
+            pid = todo.pop()
+            out = subprocess.run(["pgrep", "-P", pid], capture_output=True, text=True).stdout
+            for child in out.split():
+                try:
+                    cmd = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ")
+                except OSError:  # gone meanwhile
+                    continue
+                if not cmd.startswith(b"sleep"):
+                    found.append(f"{child} {cmd.decode(errors='replace')}")
+                todo.append(child)
+        return found
+
     def wait_for(self, predicate: Callable[[], bool], what: str) -> None:
         wait_for(predicate, what, limit=self.wait_limit_s, screen=self.screen)
 
     def close(self) -> None:
         assert TMUX is not None
         subprocess.run([TMUX, "-L", self.socket, "kill-server"], capture_output=True, timeout=30)
-
-
-def tmux(*args: str) -> str:
-    """A tmux command on the default server (tests that name their own sessions there)."""
-    assert TMUX is not None, MISSING
-    return subprocess.run(
-        [TMUX, *args], capture_output=True, text=True, check=True, timeout=30
-    ).stdout

@@ -7,54 +7,31 @@ tmux or specmon command is a failure, not a skip."""
 from __future__ import annotations
 
 import gzip
-import os
 import re
 import shlex
-import subprocess
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.terminal import MISSING, SPECMON, TMUX, needs_terminal, tmux, wait_for
+from tests.terminal import MISSING, SPECMON, Terminal, needs_terminal, wait_for
 
 pytestmark = needs_terminal
 SAMPLE = Path(__file__).resolve().parents[2] / "recordings" / "demo-cycle.ndjson.gz"
 
 
-def _start(tmp_path: Path, recording: Path) -> tuple[str, Path]:
-    assert TMUX is not None and SPECMON is not None, MISSING
-    name = f"specmon-replay-{uuid.uuid4().hex[:8]}"
-    exit_file = tmp_path / "exit-code"
-    env = {**os.environ, "TERM": "xterm-256color"}
-    env.pop("NO_COLOR", None)
-    passed = " ".join(
-        f"{k}={shlex.quote(env[k])}" for k in ("PYTHONPATH", "TERM", "HOME") if k in env
-    )
-    command = (
-        f"cd {shlex.quote(str(tmp_path))} && env {passed} {SPECMON} replay "
-        f"{shlex.quote(str(recording))}; echo $? > {exit_file}; sleep 600"
-    )
-    subprocess.run(
-        [TMUX, "new-session", "-d", "-s", name, "-x", "160", "-y", "45", command],
-        check=True,
-        env=env,
-        timeout=30,
-    )
-    return name, exit_file
+def _start(tmp_path: Path, recording: Path) -> Terminal:
+    assert SPECMON is not None, MISSING
+    command = f"cd {shlex.quote(str(tmp_path))} && {SPECMON} replay {shlex.quote(str(recording))}"
+    return Terminal(command, tmp_path / "exit-code", width=160)
 
 
 @pytest.fixture
-def session(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    name, exit_file = _start(tmp_path, SAMPLE)
+def term(tmp_path: Path) -> Iterator[Terminal]:
+    terminal = _start(tmp_path, SAMPLE)
     try:
-        yield name, exit_file
+        yield terminal
     finally:
-        subprocess.run([TMUX, "kill-session", "-t", name], capture_output=True, timeout=30)
-
-
-def _screen(name: str) -> str:
-    return tmux("capture-pane", "-p", "-t", name)
+        terminal.close()
 
 
 def _elapsed(screen: str) -> float:
@@ -69,61 +46,45 @@ def _answers(screen: str) -> int:
     return int(found.group(1))
 
 
-def _descendants(name: str) -> list[str]:
-    pane_pid = tmux("display-message", "-p", "-t", name, "#{pane_pid}").strip()
-    found: list[str] = []
-    todo = [pane_pid]
-    while todo:
-        pid = todo.pop()
-        out = subprocess.run(["pgrep", "-P", pid], capture_output=True, text=True).stdout
-        for child in out.split():
-            cmd = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-            if not cmd.startswith("sleep"):
-                found.append(f"{child} {cmd}")
-            todo.append(child)
-    return found
-
-
-def test_replay_in_a_real_terminal_seeks_and_finds_the_cycle(session) -> None:
-    name, exit_file = session
-    wait_for(lambda: "RECORDED" in _screen(name), "the RECORDED header")
-    screen = _screen(name)
+def test_replay_in_a_real_terminal_seeks_and_finds_the_cycle(term: Terminal) -> None:
+    wait_for(lambda: "RECORDED" in term.screen(), "the RECORDED header")
+    screen = term.screen()
     first = screen.splitlines()[0]
     assert first.startswith("RECORDED · SIMULATED · ") and first.rstrip().endswith("SIMULATED")
     assert "PLAYING" in screen and "▼ 9 flagged" in screen and "cycle every 10 requests" in screen
-    wait_for(lambda: _elapsed(_screen(name)) > 0.5, "the play head to move")
+    wait_for(lambda: _elapsed(term.screen()) > 0.5, "the play head to move")
 
-    tmux("send-keys", "-t", name, "Space")
-    wait_for(lambda: "PAUSED" in _screen(name), "PAUSED")
+    term.key("Space")
+    wait_for(lambda: "PAUSED" in term.screen(), "PAUSED")
     # Seek forward 10 s at a time until the panel's cycle line appears: the third cycle.
     for _ in range(8):
-        if "cycle: every 10 requests" in _screen(name):
+        if "cycle: every 10 requests" in term.screen():
             break
-        before = _elapsed(_screen(name))
-        tmux("send-keys", "-t", name, "Right")
-        wait_for(lambda b=before: _elapsed(_screen(name)) > b, "the seek")  # type: ignore[misc]
-    screen = _screen(name)
+        before = _elapsed(term.screen())
+        term.key("Right")
+        wait_for(lambda b=before: _elapsed(term.screen()) > b, "the seek")  # type: ignore[misc]
+    screen = term.screen()
     assert "cycle: every 10 requests, 3 degraded" in screen
     assert len(re.findall(r"\br\d+\s.*vanilla-speed", screen)) >= 6
     assert _answers(screen) >= 21
 
-    tmux("send-keys", "-t", name, "Home")
-    wait_for(lambda: _answers(_screen(name)) == 0, "home: no answer yet")
-    tmux("send-keys", "-t", name, "n")
-    tmux("send-keys", "-t", name, "n")
-    wait_for(lambda: "vanilla speed: r7" in _screen(name), "n: the first flagged request")
-    rows = [line for line in _screen(name).splitlines() if re.search(r"\br\d+\s", line)]
+    term.key("Home")
+    wait_for(lambda: _answers(term.screen()) == 0, "home: no answer yet")
+    term.key("n")
+    term.key("n")
+    wait_for(lambda: "vanilla speed: r7" in term.screen(), "n: the first flagged request")
+    rows = [line for line in term.screen().splitlines() if re.search(r"\br\d+\s", line)]
     assert "r7" in rows[-1] and "vanilla-speed" in rows[-1]
 
-    tmux("send-keys", "-t", name, "+")
-    tmux("send-keys", "-t", name, "+")
-    wait_for(lambda: "\N{MULTIPLICATION SIGN}4" in _screen(name), "the speed x4")
+    term.key("+")
+    term.key("+")
+    wait_for(lambda: "\N{MULTIPLICATION SIGN}4" in term.screen(), "the speed x4")
 
-    tmux("send-keys", "-t", name, "q")
-    wait_for(exit_file.exists, "the replay to exit")
-    assert exit_file.read_text().strip() == "0"
-    wait_for(lambda: not _descendants(name), "no process of the replay left")
-    assert "Traceback" not in _screen(name)
+    term.key("q")
+    wait_for(term.exit_file.exists, "the replay to exit")
+    assert term.exit_file.read_text().strip() == "0"
+    wait_for(lambda: not term.descendants(), "no process of the replay left")
+    assert "Traceback" not in term.screen()
 
 
 def test_a_torn_recording_in_a_real_terminal_replays_to_the_tear_and_says_where(tmp_path) -> None:
@@ -132,20 +93,20 @@ def test_a_torn_recording_in_a_real_terminal_replays_to_the_tear_and_says_where(
     torn_line = raw[:cut].count(b"\n") + 1
     torn = tmp_path / "torn.ndjson"
     torn.write_bytes(raw[:cut])
-    name, exit_file = _start(tmp_path, torn)
+    term = _start(tmp_path, torn)
     try:
         notice = f"torn.ndjson: line {torn_line}: torn last line"
-        wait_for(lambda: notice in _screen(name), "the notice on the screen")
-        tmux("send-keys", "-t", name, "End")
-        wait_for(lambda: "END" in _screen(name), "the end of what was kept")
-        assert 0 < _answers(_screen(name)) < 30
-        tmux("send-keys", "-t", name, "q")
-        wait_for(exit_file.exists, "the replay to exit")
-        assert exit_file.read_text().strip() == "0"
-        after = _screen(name)  # the app is gone: the notice is repeated on stderr
+        wait_for(lambda: notice in term.screen(), "the notice on the screen")
+        term.key("End")
+        wait_for(lambda: "END" in term.screen(), "the end of what was kept")
+        assert 0 < _answers(term.screen()) < 30
+        term.key("q")
+        wait_for(term.exit_file.exists, "the replay to exit")
+        assert term.exit_file.read_text().strip() == "0"
+        after = term.screen()  # the app is gone: the notice is repeated on stderr
         assert f"specmon replay: notice: {torn}: line {torn_line}: torn last line" in after
     finally:
-        subprocess.run([TMUX, "kill-session", "-t", name], capture_output=True, timeout=30)
+        term.close()
 
 
 @pytest.mark.parametrize(
@@ -162,12 +123,12 @@ def test_bad_input_in_a_real_terminal_is_one_line_and_exit_2(
     path = tmp_path / "bad.ndjson"
     if content is not None:
         path.write_bytes(content)
-    name, exit_file = _start(tmp_path, path)
+    term = _start(tmp_path, path)
     try:
-        wait_for(exit_file.exists, "the command to exit")
-        assert exit_file.read_text().strip() == "2"
-        joined = tmux("capture-pane", "-p", "-J", "-t", name)  # a long path wraps: rejoin it
+        wait_for(term.exit_file.exists, "the command to exit")
+        assert term.exit_file.read_text().strip() == "2"
+        joined = term.tmux("capture-pane", "-p", "-J", "-t", "t")  # a long path wraps: rejoin it
         lines = [line for line in joined.splitlines() if line.strip()]
         assert len(lines) == 1 and lines[0].startswith("specmon replay: ") and words in lines[0]
     finally:
-        subprocess.run([TMUX, "kill-session", "-t", name], capture_output=True, timeout=30)
+        term.close()
