@@ -63,7 +63,7 @@ def terminal(tmp_path: Path) -> Iterator[Callable[[str], Terminal]]:
         term.close()
 
 
-def _quit(term: Terminal) -> None:
+def quit_chat(term: Terminal) -> None:
     assert term.children("specmon chat"), "the chat should still be running before ctrl+q"
     term.key("C-q")
     term.wait_for(term.exit_file.exists, "the chat to exit after ctrl+q")
@@ -91,7 +91,7 @@ def test_chat_attached_to_a_simulator_streams_an_answer_with_its_numbers(
     assert "tok/s" in numbers and "— tok/s" not in numbers
     assert "SIMULATED" in screen
     assert "\x1b" not in screen
-    _quit(term)
+    quit_chat(term)
 
 
 def _chunk(text: str, tokens: int, finish: str | None = None) -> dict:
@@ -136,7 +136,7 @@ def test_crafted_output_is_shown_literally_and_changes_nothing_in_the_terminal(t
         assert json.dumps(server.requests[0]["messages"][-1]) == json.dumps(
             {"role": "user", "content": "hi"}
         )
-        _quit(term)
+        quit_chat(term)
     finally:
         server.stop()
 

@@ -108,36 +108,29 @@ async def test_a_real_vllm_answer_is_literal_and_shows_vllms_own_acceptance(
         port.close()
 
 
-@pytest.fixture
-def terminal_tools():
-    from tests.e2e import test_terminal_chat as tc
+def test_a_real_vllm_chat_in_a_real_terminal(vllm_draft_noised: VllmServer, tmp_path) -> None:
+    from tests.e2e.test_terminal_chat import quit_chat
+    from tests.terminal import MISSING, SPECMON, TMUX, Terminal
 
-    if tc.TMUX is None or tc.SPECMON is None:
-        pytest.fail(tc.MISSING)  # the real tier runs where the terminal tier runs
-    return tc
-
-
-def test_a_real_vllm_chat_in_a_real_terminal(
-    vllm_draft_noised: VllmServer, terminal_tools, tmp_path
-) -> None:
-    tc = terminal_tools
+    if TMUX is None or SPECMON is None:
+        pytest.fail(MISSING)  # the real tier runs where the terminal tier runs
     server = vllm_draft_noised
-    term = tc.Terminal(
-        f"{tc.SPECMON} chat --attach {server.url} --temperature 0 --max-tokens {MAX_TOKENS}",
+    term = Terminal(
+        f"{SPECMON} chat --attach {server.url} --temperature 0 --max-tokens {MAX_TOKENS}",
         tmp_path / "exit",
     )
     try:
-        tc._wait_for(lambda: server.url in term.screen(), "the connected header", term)
+        term.wait_for(lambda: server.url in term.screen(), "the connected header")
         title = term.title()
         term.type("Tell me about the river and the town.")
         term.key("Enter")
-        tc._wait_for(lambda: "(server)" in term.screen(), "the server's AL", term)
+        term.wait_for(lambda: "(server)" in term.screen(), "the server's AL")
         screen = term.screen()
         line = next(x for x in screen.splitlines() if " tokens · " in x)
         assert re.search(r"AL \d\.\d\d \(server\)", line), line
         assert "SIMULATED" not in screen
         assert term.title() == title
         assert not CONTROL.search(screen)
-        tc._quit(term)
+        quit_chat(term)
     finally:
         term.close()
