@@ -7,6 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # imported by the commands' run(), not when `specmon --help` registers
+    from specmon.runtime.exporter import Exporter
     from specmon.ui.app.app import SpecmonApp
     from specmon.ui.app.session_port import SessionPort
 
@@ -40,11 +41,11 @@ def run_app(
     `export` (`--export`): specmon's /metrics served from the session's view while the app runs;
     a port in use is a one-line error (exit 2) before the app starts."""
     from specmon.runtime import shutdown
-    from specmon.runtime.exporter import Exporter, ExporterError
 
     exporter: Exporter | None = None
-    if export is not None:
+    if export is not None:  # prometheus_client only when asked for (the first paint waits)
         from specmon.cli.export_args import start_exporter
+        from specmon.runtime.exporter import ExporterError
 
         try:
             exporter = start_exporter(export, port.view, command)
