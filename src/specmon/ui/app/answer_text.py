@@ -43,6 +43,8 @@ from specmon.ui.app.blocks import BlockSplitter, skip_blank_lines, top_level_sta
 from specmon.ui.app.safe_text import visible
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from specmon.ui.app.session_port import AnswerNumbers
 
 CODE_THEME = "monokai"
@@ -173,15 +175,12 @@ def _empty(line: list[Segment]) -> bool:
     )
 
 
-def render_lines(piece: Piece, width: int) -> list[Strip]:
-    """`piece` rendered by Rich's Markdown at `width` cells (links not clickable), the code
-    block's padding line dropped where the piece continues a fence or leaves one open.
-    Thread-safe: a private Console per call. Control characters must already be visible."""
+def _private_console(width: int) -> Console:
+    """A Console of its own (thread-safe rendering), rendering to nothing: truecolor, no emoji,
+    no highlighting, `width` cells."""
     from rich.console import Console
-    from rich.markdown import Markdown as RichMarkdown
 
-    width = max(1, width)
-    console = Console(
+    return Console(
         width=width,
         file=io.StringIO(),
         force_terminal=True,
@@ -191,6 +190,16 @@ def render_lines(piece: Piece, width: int) -> list[Strip]:
         emoji=False,
         highlight=False,
     )
+
+
+def render_lines(piece: Piece, width: int) -> list[Strip]:
+    """`piece` rendered by Rich's Markdown at `width` cells (links not clickable), the code
+    block's padding line dropped where the piece continues a fence or leaves one open.
+    Thread-safe: a private Console per call. Control characters must already be visible."""
+    from rich.markdown import Markdown as RichMarkdown
+
+    width = max(1, width)
+    console = _private_console(width)
     markdown = RichMarkdown(piece.markdown(), hyperlinks=False, code_theme=CODE_THEME)
     lines = console.render_lines(markdown, console.options.update_width(width), pad=True)
     # Rich starts some blocks alone with an empty line (a list) and ends some with one; the
@@ -318,19 +327,8 @@ class SettledLines(Widget):
 def render_text_lines(text: Text, width: int) -> list[Strip]:
     """A Rich Text wrapped at `width` cells (whitespace kept: code stays indented). Thread-safe:
     a private Console per call."""
-    from rich.console import Console
-
     width = max(1, width)
-    console = Console(
-        width=width,
-        file=io.StringIO(),
-        force_terminal=True,
-        color_system="truecolor",
-        no_color=False,
-        legacy_windows=False,
-        emoji=False,
-        highlight=False,
-    )
+    console = _private_console(width)
     lines = console.render_lines(text, console.options.update_width(width), pad=True)
     return [Strip(line, width) for line in lines]
 

@@ -110,41 +110,54 @@ def header_line() -> str:
     return f"  {'server':<{NAME_WIDTH}} {'state':<10}{cells}"
 
 
+def _cells(
+    tok_s: float | None,
+    al: float | None,
+    rate: float | None,
+    running: float | None,
+    waiting: float | None,
+    kv_frac: float | None,
+    gpu: tuple[float | None, float | None] | None,
+) -> str:
+    """The fixed-width number cells of a row; `gpu` None leaves the GPU columns blank."""
+    cells = [
+        _num(tok_s, ".1f", 7),
+        _num(al, ".2f", 5),
+        _num(_pct(rate), ".0f", 4),
+        _num(running, ".0f", 4),
+        _num(waiting, ".0f", 4),
+        _num(_pct(kv_frac), ".0f", 4),
+    ]
+    cells += [" " * 4, " " * 5] if gpu is None else [_num(gpu[0], ".0f", 4), _num(gpu[1], ".0f", 5)]
+    return "".join(" " + cell for cell in cells)
+
+
 def server_cells(view: SessionView, server: ServerView) -> str:
     """The number cells of a server row (fixed width); — for the server's own numbers while it
     is down or unreadable."""
     server = live_numbers(server)
     w = server.window
-    temp, power = gpu_numbers(server_gpus(view, server))
-    return "".join(
-        " " + cell
-        for cell in (
-            _num(w.decode_tok_s, ".1f", 7),
-            _num(w.acceptance_length, ".2f", 5),
-            _num(_pct(w.draft_acceptance_rate), ".0f", 4),
-            _num(server.requests_running, ".0f", 4),
-            _num(server.requests_waiting, ".0f", 4),
-            _num(_pct(server.kv_cache_usage_frac), ".0f", 4),
-            _num(temp, ".0f", 4),
-            _num(power, ".0f", 5),
-        )
+    return _cells(
+        w.decode_tok_s,
+        w.acceptance_length,
+        w.draft_acceptance_rate,
+        server.requests_running,
+        server.requests_waiting,
+        server.kv_cache_usage_frac,
+        gpu_numbers(server_gpus(view, server)),
     )
 
 
 def engine_cells(engine: EngineView) -> str:
     """The number cells of an engine sub-row (no GPU columns: blank)."""
-    return "".join(
-        " " + cell
-        for cell in (
-            _num(engine.decode_tok_s, ".1f", 7),
-            _num(engine.acceptance_length, ".2f", 5),
-            _num(_pct(engine.draft_acceptance_rate), ".0f", 4),
-            _num(engine.requests_running, ".0f", 4),
-            _num(engine.requests_waiting, ".0f", 4),
-            _num(_pct(engine.kv_cache_usage_frac), ".0f", 4),
-            " " * 4,
-            " " * 5,
-        )
+    return _cells(
+        engine.decode_tok_s,
+        engine.acceptance_length,
+        engine.draft_acceptance_rate,
+        engine.requests_running,
+        engine.requests_waiting,
+        engine.kv_cache_usage_frac,
+        None,
     )
 
 
