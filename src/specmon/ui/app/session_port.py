@@ -521,6 +521,14 @@ class SessionPort:
 
     # ------------------------------------------------------------ watched servers
 
+    @staticmethod
+    def server_address(url: str) -> str:
+        """The base URL of a server address (host:port alone means http); ValueError with a
+        one-line reason when it cannot be an http(s) server address. No I/O."""
+        from specmon.runtime.monitor import Target
+
+        return Target(url.strip()).base
+
     def add_target(self, url: str) -> str:
         """Watch one more server (blocking, bounded: run it off the UI thread); returns its base
         URL. Raises ValueError with a one-line reason for a URL that is not an http(s) server
@@ -530,9 +538,8 @@ class SessionPort:
         session = self._session
         if session is None:
             raise RuntimeError("not connected")
-        target = Target(url.strip())
-        _ = target.base  # raises ValueError for a bad URL before anything is sent
-        return session.add_target(target).base_url
+        self.server_address(url)  # a bad URL: ValueError before anything is sent
+        return session.add_target(Target(url.strip())).base_url
 
     def remove_target(self, url: str) -> str:
         """Stop watching a server (blocking, bounded); returns its base URL."""

@@ -21,7 +21,6 @@ from textual.widgets import Button, Footer, Input, Label, Static
 from textual.worker import Worker, WorkerState
 
 from specmon.core.views import SessionView
-from specmon.sources.server_identity import server_base
 from specmon.ui.app.dashboard import SidePanel
 from specmon.ui.app.safe_text import visible
 from specmon.ui.app.screens import AnswersScreen, RecordingMixin
@@ -43,7 +42,7 @@ def check_server_url(text: str) -> str:
     it is empty or not an http(s) server address (host:port alone means http://host:port)."""
     if not text.strip():
         raise ValueError("type a server address, e.g. http://gpu-box:8000")
-    return server_base(text)
+    return SessionPort.server_address(text)
 
 
 class AddServerScreen(ModalScreen[str | None]):
