@@ -47,11 +47,11 @@ def _answers(screen: str) -> int:
 
 
 def test_replay_in_a_real_terminal_seeks_and_finds_the_cycle(term: Terminal) -> None:
-    wait_for(lambda: "RECORDED" in term.screen(), "the RECORDED header")
-    screen = term.screen()
-    first = screen.splitlines()[0]
+    # The header paints first and the timeline a frame later: wait for the whole first frame.
+    wanted = ("RECORDED", "PLAYING", "▼ 9 flagged", "cycle every 10 requests")
+    wait_for(lambda: all(w in term.screen() for w in wanted), "the header and the timeline")
+    first = term.screen().splitlines()[0]
     assert first.startswith("RECORDED · SIMULATED · ") and first.rstrip().endswith("SIMULATED")
-    assert "PLAYING" in screen and "▼ 9 flagged" in screen and "cycle every 10 requests" in screen
     wait_for(lambda: _elapsed(term.screen()) > 0.5, "the play head to move")
 
     term.key("Space")
@@ -63,8 +63,9 @@ def test_replay_in_a_real_terminal_seeks_and_finds_the_cycle(term: Terminal) -> 
         before = _elapsed(term.screen())
         term.key("Right")
         wait_for(lambda b=before: _elapsed(term.screen()) > b, "the seek")  # type: ignore[misc]
+    # The play head moves a frame before the panel and the rows repaint: wait for them, then read.
+    wait_for(lambda: "cycle: every 10 requests, 3 degraded" in term.screen(), "the cycle line")
     screen = term.screen()
-    assert "cycle: every 10 requests, 3 degraded" in screen
     assert len(re.findall(r"\br\d+\s.*vanilla-speed", screen)) >= 6
     assert _answers(screen) >= 21
 
