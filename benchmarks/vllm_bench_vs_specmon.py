@@ -25,14 +25,17 @@ Usage: python benchmarks/vllm_bench_vs_specmon.py [--servers ngram,draft_noised]
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,6 +66,27 @@ def _burst_share(ttfts: list[float], e2els: list[float]) -> float:
     return 100.0 * sum(1 for t, e in pairs if t >= 0.9 * e) / len(pairs) if pairs else 0.0
 
 
+def _wire_run(wire: list[dict], n: int) -> list[dict]:
+    """The last n streamed requests the capture saw (the measured ones: warm-ups and a client's
+    own test request come first; /tokenize and /metrics exchanges carry no SSE data)."""
+    return [w for w in wire if w["first_content"] is not None and w["done"] is not None][-n:]
+
+
+def _wire_ttfts(r: dict) -> list[float]:
+    return [(w["first_content"] - w["post"]) * 1000 for w in r["wire"]]
+
+
+def _wire_e2els(r: dict) -> list[float]:
+    return [(w["done"] - w["post"]) * 1000 for w in r["wire"]]
+
+
+def _late(client_ttfts: list[float], r: dict) -> float:
+    """Mean of client TTFT minus wire TTFT, request by request (ms): how late the client read
+    the first token after the server had sent it."""
+    wire = _wire_ttfts(r)
+    return statistics.fmean(c - w for c, w in zip(client_ttfts, wire, strict=True))
+
+
 METRICS = (
     ("output tok/s", lambda r: r["output_throughput"], lambda r: r["summary"]["output_throughput"]),
     ("mean TTFT ms", lambda r: r["mean_ttft_ms"], lambda r: r["summary"]["ttft_ms"]["mean"]),
@@ -85,6 +109,46 @@ METRICS = (
 whose whole answer arrived in one burst, TTFT >= 90% of E2EL) are not among the four compared
 figures: they show how the server delivered the streams, which decides how TTFT and TPOT split a
 request's time."""
+
+
+def _wire_ttft(r: dict) -> float:
+    return statistics.fmean(_wire_ttfts(r))
+
+
+def _wire_bursts(r: dict) -> float:
+    return _burst_share(_wire_ttfts(r), _wire_e2els(r))
+
+
+WIRE_METRICS = (
+    ("wire TTFT ms", _wire_ttft, _wire_ttft),
+    ("wire burst share %", _wire_bursts, _wire_bursts),
+    (
+        "client read lateness ms",
+        lambda r: _late([t * 1000 for t in r["ttfts"]], r),
+        lambda r: _late([x["ttft_ms"] for x in r["requests"]], r),
+    ),
+)
+"""With --wire: the same requests timed by a loopback capture (benchmarks/wire_timing.py): when
+the server's first content packet and its [DONE] crossed the loopback device, and how much later
+each client read the first token."""
+
+
+@contextlib.contextmanager
+def wire_capture(port: int, d: Path) -> Iterator[Path]:
+    """benchmarks/wire_timing.py on the server's port for the duration of one client run."""
+    out = d / f"wire-{time.monotonic_ns()}.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "benchmarks" / "wire_timing.py"), "--port", str(port),
+         "--out", str(out)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        if proc.stdout is None or proc.stdout.readline().strip() != "ready":
+            raise RuntimeError("wire_timing did not start (it needs root for a packet capture)")
+        yield out
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(10)
 
 
 def machine() -> str:
@@ -185,6 +249,11 @@ def main() -> None:
         action="store_true",
         help="vllm bench serve sends specmon's stream_options too (continuous_usage_stats)",
     )
+    ap.add_argument(
+        "--wire",
+        action="store_true",
+        help="time every request on the loopback device too (benchmarks/wire_timing.py; root)",
+    )
     args = ap.parse_args()
     vllm_extra = (
         [
@@ -199,7 +268,8 @@ def main() -> None:
     lines = [
         f"vllm_bench_vs_specmon: {args.prompts} prompts (~{args.words} words) x "
         f"{args.output_len} tokens, concurrency 1, temperature 0, ignore_eos, 2 warm-ups, "
-        f"{args.rounds} rounds in alternating order; specmon flags: "
+        f"{args.rounds} rounds in alternating order"
+        f"{', loopback capture' if args.wire else ''}; specmon flags: "
         f"{args.specmon_args or '(defaults)'}; vllm bench serve extra: "
         f"{' '.join(vllm_extra) or '(none)'}; {machine()}; "
         f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
@@ -236,22 +306,27 @@ def main() -> None:
                     order = ("vllm", "specmon") if r % 2 == 0 else ("specmon", "vllm")
                     for kind in order:
                         print(f"  {name} round {r + 1}: {kind}", file=sys.stderr, flush=True)
-                        if kind == "vllm":
-                            result = run_vllm(
-                                python, server, models, vllm_data, args.prompts,
-                                args.output_len, d, vllm_extra,
-                            )  # fmt: skip
-                            got[kind].append(result)
-                        else:
-                            got[kind].append(
-                                run_specmon(
+                        capture = (
+                            wire_capture(server.port, d) if args.wire else contextlib.nullcontext()
+                        )
+                        with capture as wire_file:
+                            if kind == "vllm":
+                                result = run_vllm(
+                                    python, server, models, vllm_data, args.prompts,
+                                    args.output_len, d, vllm_extra,
+                                )  # fmt: skip
+                            else:
+                                result = run_specmon(
                                     server, spec_data, args.prompts, d, args.specmon_args.split()
                                 )
-                            )
+                        if wire_file is not None:
+                            wire = [json.loads(x) for x in wire_file.read_text().splitlines()]
+                            result["wire"] = _wire_run(wire, args.prompts)
+                        got[kind].append(result)
             finally:
                 server.stop()
             raw[name] = got
-            for label, vget, sget in METRICS:
+            for label, vget, sget in METRICS + (WIRE_METRICS if args.wire else ()):
                 v = statistics.fmean(float(vget(x)) for x in got["vllm"])
                 s = statistics.fmean(float(sget(x)) for x in got["specmon"])
                 ratio = f"{s / v:.3f}" if v else "—"
