@@ -17,7 +17,8 @@ Each output line is one request (concurrency 1 or many: requests are told apart 
 port, and a keep-alive connection's requests by their POST): {"client_port", "post", "first_data",
 "first_content", "done", "packets"}, times in seconds (CLOCK_REALTIME; only differences matter).
 `first_content` is the first server packet holding a non-empty `"content"`; `done` the packet
-with `[DONE]`. Used by benchmarks/vllm_bench_vs_specmon.py --wire.
+with `[DONE]`. The last line is {"drops": N}: packets the kernel dropped (then some requests are
+missing or merged). Used by benchmarks/vllm_bench_vs_specmon.py --wire.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ from pathlib import Path
 ETH_P_ALL = 0x0003
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
 PACKET_OUTGOING = 4
+SOL_PACKET = 263
+PACKET_STATISTICS = 6
+SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
 CONTENT = re.compile(rb'"content":\s*"[^"]')
 
 
@@ -69,6 +73,9 @@ def capture(port: int, out: Path) -> None:
     sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
     sock.bind(("lo", 0))
     sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    # The capture may be starved of CPU while the server and a client fill both cores: a deep
+    # buffer keeps the kernel from dropping packets meanwhile (drops are counted and reported).
+    sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 256 * 2**20)
     sock.settimeout(0.2)
     stop = False
 
@@ -123,6 +130,8 @@ def capture(port: int, out: Path) -> None:
                         finish(open_requests.pop(dport))
         for req in open_requests.values():
             finish(req)
+        _packets, drops = struct.unpack("II", sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8))
+        sink.write(json.dumps({"drops": drops}) + "\n")
 
 
 def main() -> None:
