@@ -172,6 +172,27 @@ def test_bench_host_mode_starts_benches_and_stops_one_server(sim_vllm, tmp_path)
     assert not [p for p in pids(tmp_path) if alive(p)]
 
 
+def test_host_mode_requests_the_model_the_started_server_serves(sim_vllm, tmp_path) -> None:
+    """A local model directory served under another name (`--served-model-name`, as with the
+    real tier's tiny model): requests use the name the server lists, not --model, and the
+    recommendation's command line keeps the directory. Before: every point failed with
+    "does not serve '<dir>'" (seen against the real vLLM)."""
+    local = tmp_path / "models" / "target"
+    local.mkdir(parents=True)
+    out = tmp_path / "sw"
+    code = main(
+        ["sweep", "--vllm", str(sim_vllm), "--model", str(local), "--method", "ngram",
+         "--n-spec", "0,4", "--repeats", "1", "--out", str(out), *TINY,
+         "--", "--served-model-name", MODEL]
+    )  # fmt: skip
+    assert code == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert not summary["failures"] and not summary["missing"]
+    assert summary["command"].startswith(f"vllm serve {local} ")
+    assert [option(a, "--served-model-name") for a in starts(tmp_path)] == [MODEL, MODEL]
+    assert [a[1] for a in starts(tmp_path)] == [str(local), str(local)]
+
+
 def test_bench_host_mode_reports_a_server_that_fails_to_start(
     sim_vllm, tmp_path, monkeypatch, capsys
 ) -> None:

@@ -133,6 +133,9 @@ def test_sweep_command_with_a_concurrency_schedule(tmp_path, capsys) -> None:
     ]  # fmt: skip
     printed = capsys.readouterr().out
     assert "Recommended:" in printed and "SIMULATED" in printed and "x1.00" in printed
+    # The command is printed whole on one line, however long, to be copied (not cropped at the
+    # 140 columns a non-terminal stdout gets).
+    assert len(summary["command"]) > 140 and summary["command"] in printed.splitlines()
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

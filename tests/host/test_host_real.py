@@ -6,7 +6,9 @@
   through (with the server's own per-request acceptance), and no process of the group survives
   a quit (SIGINT) or a SIGKILL of specmon itself;
 - `specmon chat --model <tiny> --method ngram` in a terminal (tmux): the startup view, one
-  prompt answered in the chat, ctrl+q, no process of the group left, the recording's header.
+  prompt answered in the chat, ctrl+q, no process of the group left, the recording's header;
+- `specmon sweep --model <tiny dir> --method ngram --n-spec 0,4 -- --served-model-name tiny`:
+  one real server per point, each measured, the command line printed whole, no process left.
 
 Skipped locally with SPECMON_SKIP_REAL_VLLM=1, mandatory in CI (tests/real_vllm/fixtures.py).
 """
@@ -199,3 +201,65 @@ def test_chat_host_mode_in_a_terminal_answers_and_quits_leaving_no_process(
     assert header["method"] == "ngram" and header["n_spec"] == 4 and header["model"] == "tiny"
     assert header["vllm_version"].startswith("0.32.0")
     assert "--per-request-spec-decode-metrics detailed" in header["extra"]["host"]["command"]
+
+
+def _marked(mark: str) -> list[int]:
+    """Processes whose environment carries `mark` (every child of a run inherits it)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if mark.encode() in (entry / "environ").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def test_sweep_host_mode_on_real_vllm_measures_each_point_and_leaves_no_process(
+    vllm_python: Path, tiny_models: TinyModels, tmp_path: Path
+):
+    """`specmon sweep --model <dir> --method ngram --n-spec 0,4 -- --served-model-name tiny`:
+    one real server per point (vanilla has no speculative config), each benched from the
+    model the server lists; the table, the recommendation and its command line with the model
+    directory; every vLLM process gone at the end."""
+    import uuid
+
+    mark = f"SPECMON_TEST_MARK={uuid.uuid4().hex}"
+    out = tmp_path / "sweep"
+    argv = [
+        sys.executable, "-m", "specmon", "sweep", "--vllm", str(vllm_python.parent / "vllm"),
+        "--model", str(tiny_models.target), "--method", "ngram", "--n-spec", "0,4",
+        "--repeats", "1", "--num-prompts", "3", "--warmups", "1", "--input-len", "32",
+        "--output-len", "64", "--ignore-eos", "--gpu", "none", "--ready-timeout", str(READY_S),
+        "--out", str(out),
+        "--", "--served-model-name", "tiny", "--dtype", "bfloat16", "--max-model-len", "1024",
+        "--max-num-seqs", "8",
+    ]  # fmt: skip
+    env = specmon_env(**{k: v for k, v in server_env().items() if k.startswith(("VLLM", "HF"))})
+    env["XDG_STATE_HOME"] = str(tmp_path / "state")
+    env[mark.split("=")[0]] = mark.split("=")[1]
+    started = time.monotonic()
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=2 * READY_S)
+    print(f"host-mode sweep of 2 points: {time.monotonic() - started:.0f} s")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert not summary["failures"] and not summary["missing"]
+    cells = {c["n_spec"]: c for c in summary["cells"]}
+    assert sorted(cells) == [0, 4]
+    # Vanilla: no speculative config, so no spec_decode counters and no AL.
+    assert cells[0]["acceptance_length"] is None
+    assert cells[4]["acceptance_length"]["value"] >= 1.0  # the server's counters via /metrics
+    assert all(c["tok_s"]["value"] > 0 for c in cells.values())
+    assert summary["command"].startswith(f"vllm serve {tiny_models.target} ")
+    assert "--served-model-name tiny" in summary["command"]
+    assert summary["command"] in proc.stdout.splitlines()  # printed whole, to be copied
+    servers = {
+        n: json.loads((out / "runs" / f"n{n}-c1-r1.json").read_text())["server"] for n in (0, 4)
+    }
+    assert servers[4]["n_spec"] == 4 and servers[4]["spec_configured"]
+    assert servers[0]["spec_configured"] is False and servers[0]["model"] == "tiny"
+    deadline = time.monotonic() + 30
+    while _marked(mark.split("=")[1]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _marked(mark.split("=")[1]), "a process of the sweep survived it"

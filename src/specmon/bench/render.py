@@ -361,7 +361,8 @@ def bar_chart(rows: list[tuple[str, float | None, str]], width: int = 40) -> lis
 
 
 def sweep_renderable(summary: Any) -> RenderableType:
-    """The sweep table, a bar chart per concurrency, the recommendation and the command."""
+    """The sweep table, a bar chart per concurrency and the recommendation (print_sweep adds
+    the command)."""
     from specmon.bench.sweep import recommendation_lines
 
     parts: list[RenderableType] = []
@@ -422,11 +423,15 @@ def sweep_renderable(summary: Any) -> RenderableType:
         parts += [Text(line) for line in bar_chart(rows)]
     parts.append(Text(""))
     parts += [Text(line) for line in recommendation_lines(summary)]
+    if summary.command():
+        parts += [Text(""), Text("Recommended:", style="bold")]
+    return Group(*parts)
+
+
+def print_sweep(summary: Any, console: Console) -> None:
+    """The sweep's report, then the recommended `vllm serve` command on lines of its own,
+    never cropped or wrapped by the console (it is meant to be copied whole)."""
+    console.print(sweep_renderable(summary))
     cmd = summary.command()
     if cmd:
-        parts += [
-            Text(""),
-            Text("Recommended:", style="bold"),
-            Text(cmd, no_wrap=True, overflow="ignore"),
-        ]
-    return Group(*parts)
+        console.print(Text(cmd), soft_wrap=True)

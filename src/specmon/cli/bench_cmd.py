@@ -146,9 +146,13 @@ def error(command: str, message: str) -> int:
     return 2
 
 
-def workload_config(args: argparse.Namespace, *, concurrency: int | None = None) -> Any:
+def workload_config(
+    args: argparse.Namespace, *, concurrency: int | None = None, hosted: bool = False
+) -> Any:
     """BenchConfig from the parsed flags (ConfigError on a bad value); `concurrency` overrides
-    the flag (sweep parses its own list)."""
+    the flag (sweep parses its own list). `hosted`: specmon starts the server, so --model is
+    what it serves, not the name to request (`--served-model-name` may rename it, a local path
+    is served under its path): the requests use the model the started server lists."""
     from specmon.bench.config import (
         MAX_CONCURRENCY,
         MAX_PROMPTS,
@@ -185,7 +189,7 @@ def workload_config(args: argparse.Namespace, *, concurrency: int | None = None)
         ignore_eos=bool(args.ignore_eos),
         dataset=dataset,
         seed=parse_int("--seed", args.seed, 0, 2**31 - 1),
-        model=args.model,
+        model=None if hosted else args.model,
         max_consecutive_errors=parse_int(
             "--max-consecutive-errors", args.max_consecutive_errors, 1, 1_000_000
         ),
@@ -271,7 +275,7 @@ def _host(args: argparse.Namespace, baseline: float | None) -> int:
     from specmon.sources.host.spec import build_command
 
     try:
-        config = workload_config(args)
+        config = workload_config(args, hosted=True)
         gpu = check_gpu(args.gpu, [f"http://{args.host or '127.0.0.1'}:1"])
         scrape_interval(args)
         if args.n_spec == 0:

@@ -223,7 +223,7 @@ def _host_spec(args: argparse.Namespace, grid: Any) -> Any:
 
     points = parse_int_list("--n-spec", args.n_spec, 0, 64)
     concs = parse_int_list("--concurrency", args.concurrency, 1, 10_000)
-    config = workload_config(args, concurrency=concs[0])
+    config = workload_config(args, concurrency=concs[0], hosted=True)
     repeats = parse_int("--repeats", args.repeats, 1, 1000)
     if args.port is None:
         args.port = 0  # a free port per point: a stopped server's port may linger
@@ -292,7 +292,7 @@ def _sweep(
 
     from specmon import __version__
     from specmon.bench.plot import PlotUnavailable, write_plot
-    from specmon.bench.render import progress_for, sweep_renderable
+    from specmon.bench.render import print_sweep, progress_for
     from specmon.bench.runner import run_bench
     from specmon.bench.sweep import run_sweep
 
@@ -322,7 +322,7 @@ def _sweep(
         specmon_version=__version__,
     )
     width = None if sys.stdout.isatty() else 140
-    Console(highlight=False, width=width).print(sweep_renderable(outcome.summary))
+    print_sweep(outcome.summary, Console(highlight=False, width=width))
     if args.plot and outcome.summary.cells:
         try:
             write_plot(outcome.summary, args.plot)
