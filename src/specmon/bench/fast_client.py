@@ -52,13 +52,6 @@ from specmon.sources.stream_client import (
 _loads = json.JSONDecoder().decode
 
 
-def _count(value: Any) -> int | None:
-    """token_count with the common case (a plain non-negative int) first."""
-    if type(value) is int and value >= 0:
-        return value
-    return token_count(value)
-
-
 class FastStreamClient:
     """Streams chat completions with httpx; same events as StreamClient.chat."""
 
@@ -184,20 +177,21 @@ class FastStreamClient:
         arrival of the read that completed it."""
         clock = self._clock
         pending = b""
+        on_message = self._on_message
         async for chunk in chunks:
             t = clock()  # arrival, before any other work
             if b"\n" not in chunk:
                 pending += chunk
                 continue
-            lines = (pending + chunk).split(b"\n")
+            lines = (pending + chunk if pending else chunk).split(b"\n")
             pending = lines.pop()
             for line in lines:
                 if not line.startswith(b"data:"):
                     continue
-                payload = line[5:].strip()
-                if payload == b"[DONE]":
+                payload = line[5:]  # json skips the leading space itself
+                if payload.strip() == b"[DONE]":
                     return
-                self._on_message(t, rid, payload, state, emit)
+                on_message(t, rid, payload, state, emit)
         line = pending.strip()
         if line.startswith(b"data:") and line[5:].strip() not in (b"", b"[DONE]"):
             self._on_message(clock(), rid, line[5:].strip(), state, emit)
@@ -212,8 +206,12 @@ class FastStreamClient:
         usage = data.get("usage")
         completion = prompt = None
         if type(usage) is dict:
-            completion = _count(usage.get("completion_tokens"))
-            prompt = _count(usage.get("prompt_tokens"))
+            completion = usage.get("completion_tokens")
+            if type(completion) is not int or completion < 0:  # the common case inline
+                completion = token_count(completion)
+            prompt = usage.get("prompt_tokens")
+            if type(prompt) is not int or prompt < 0:
+                prompt = token_count(prompt)
             if completion is not None:
                 state.completion_tokens = completion
             if prompt is not None:

@@ -52,6 +52,7 @@ from specmon.core.events import (
     RequestEnded,
     RequestStarted,
     SessionInfo,
+    StreamChunk,
 )
 from specmon.core.specdecode import n_spec_of, spec_configured
 from specmon.runtime.hub import SessionClock
@@ -139,6 +140,8 @@ class _Collector:
         self.events.append(event)
         if self._recorder is not None:
             self._recorder.write(event)
+        if type(event) is StreamChunk:  # nearly every event: nothing more to do
+            return
         if isinstance(event, RequestStarted):
             self._sent[event.request_id] = event.t
         elif isinstance(event, RequestEnded):
