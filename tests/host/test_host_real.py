@@ -225,7 +225,7 @@ def test_sweep_host_mode_on_real_vllm_measures_each_point_and_leaves_no_process(
     directory; every vLLM process gone at the end."""
     import uuid
 
-    mark = f"SPECMON_TEST_MARK={uuid.uuid4().hex}"
+    mark = uuid.uuid4().hex  # in the sweep's environment: every process it starts inherits it
     out = tmp_path / "sweep"
     argv = [
         sys.executable, "-m", "specmon", "sweep", "--vllm", str(vllm_python.parent / "vllm"),
@@ -238,7 +238,7 @@ def test_sweep_host_mode_on_real_vllm_measures_each_point_and_leaves_no_process(
     ]  # fmt: skip
     env = specmon_env(**{k: v for k, v in server_env().items() if k.startswith(("VLLM", "HF"))})
     env["XDG_STATE_HOME"] = str(tmp_path / "state")
-    env[mark.split("=")[0]] = mark.split("=")[1]
+    env["SPECMON_TEST_MARK"] = mark
     started = time.monotonic()
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=2 * READY_S)
     print(f"host-mode sweep of 2 points: {time.monotonic() - started:.0f} s")
@@ -260,6 +260,6 @@ def test_sweep_host_mode_on_real_vllm_measures_each_point_and_leaves_no_process(
     assert servers[4]["n_spec"] == 4 and servers[4]["spec_configured"]
     assert servers[0]["spec_configured"] is False and servers[0]["model"] == "tiny"
     deadline = time.monotonic() + 30
-    while _marked(mark.split("=")[1]) and time.monotonic() < deadline:
+    while _marked(mark) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not _marked(mark.split("=")[1]), "a process of the sweep survived it"
+    assert not _marked(mark), "a process of the sweep survived it"

@@ -53,7 +53,8 @@ _loads = json.JSONDecoder().decode
 
 
 class FastStreamClient:
-    """Streams chat completions with httpx; same events as StreamClient.chat."""
+    """Streams chat completions with aiohttp (or a given httpx transport, for tests); the same
+    events as StreamClient.chat."""
 
     def __init__(
         self,
