@@ -584,7 +584,9 @@ class CollectorProcess:
         process, conn = self._process, self._conn
         if process is None or conn is None:
             return
-        starting = self.info is None and not self._stopped.is_set()
+        # No hello yet (still importing or identifying, or its pipe already ended): nothing
+        # to close, so no reason to wait for it.
+        starting = self.info is None
         if starting:
             timeout = 0.0
         deadline = time.monotonic() + timeout
