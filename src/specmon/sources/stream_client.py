@@ -22,7 +22,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 import openai
 
 from specmon.core.clock import Clock, monotonic_clock
@@ -261,11 +260,12 @@ class StreamClient:
         """A one-line description of a failure, with any secret scrubbed."""
         if isinstance(exc, StreamFormatError):
             text = str(exc)
-        elif isinstance(exc, httpx.ReadTimeout | openai.APITimeoutError) and not isinstance(
-            exc.__cause__ or exc.__context__, httpx.ConnectTimeout
+        elif _is_a(exc, "ReadTimeout") or (
+            isinstance(exc, openai.APITimeoutError)
+            and not _is_a(exc.__cause__ or exc.__context__, "ConnectTimeout")
         ):
             text = idle_message(self.limits.idle_timeout_s)
-        elif isinstance(exc, httpx.TransportError):
+        elif _is_a(exc, "TransportError"):
             text = f"connection to {self.source} failed: {type(exc).__name__}: {exc}"
         elif isinstance(exc, openai.APIStatusError):
             text = f"HTTP {exc.status_code}: {exc.message}"
@@ -276,3 +276,11 @@ class StreamClient:
         else:
             text = f"{type(exc).__name__}: {exc}"
         return self._clean(" ".join(text.split()))
+
+
+def _is_a(exc: BaseException | None, name: str) -> bool:
+    """Whether `exc` is an httpx exception of the class `name` (by name: the SDK's HTTP stack is
+    httpx or its successor httpx2, depending on the SDK's version)."""
+    return exc is not None and any(
+        c.__name__ == name and c.__module__.startswith("httpx") for c in type(exc).__mro__
+    )
