@@ -4,11 +4,19 @@ failed answer keeps only its shown text, not what the stream grew."""
 
 from __future__ import annotations
 
+import time
 import tracemalloc
 
+from tests.hostile_stream import ROLE, HostileServer, content, event, send
 from tests.ui.conftest import FakePort, screen_text, wait_for
 
+from specmon.cli.session_setup import state_factory
+from specmon.core.events import RequestEnded
+from specmon.core.stream_limits import StreamLimits
+from specmon.runtime.monitor import Target
+from specmon.runtime.session import CollectorProcess, SessionConfig
 from specmon.ui.app.app import SpecmonApp
+from specmon.ui.app.session_port import Ask, SessionPort
 from specmon.ui.app.widgets import AnswerView
 
 SIZE = (160, 40)
@@ -111,3 +119,53 @@ async def test_a_failed_answer_frees_its_stream_too():
         await pilot.pause()
         assert feed.chunks() == () and feed.all_text == []
         assert "failed — answer over 4 MiB of text" in screen_text(app)
+
+
+# ---------------------------------------------------------------- through a collector process
+
+
+def _port_on(server: HostileServer, limits: StreamLimits) -> SessionPort:
+    def make() -> CollectorProcess:
+        config = SessionConfig((Target(server.url),), stream_limits=limits)
+        return CollectorProcess(config, state_factory(None))
+
+    return SessionPort(make, idle_timeout_s=limits.idle_timeout_s)
+
+
+def _ended(feed) -> RequestEnded:
+    for _ in range(1200):  # a failure bound (60 s), not a speed target
+        drained = feed.drain()
+        if drained.ended is not None:
+            return drained.ended
+        time.sleep(0.05)
+    raise AssertionError("the answer never ended")
+
+
+def test_the_collector_reads_under_the_limits_the_command_gave():
+    """`chat`'s path: the limits travel in the SessionConfig to the collector process; an endless
+    line and a stall each end the answer with their reason, and the session stops at once."""
+
+    async def endless_line(reader, writer) -> None:
+        await send(writer, event(ROLE) + event(content("kept", 1)) + b"data: ")
+        while True:
+            await send(writer, b"z" * 65536)
+
+    async def stall(reader, writer) -> None:
+        await send(writer, event(ROLE) + event(content("kept", 1)))
+        await reader.read()
+
+    for body, reason in (
+        (endless_line, "stream line over 1 MiB"),
+        (stall, "no data from the server for 0.5 s"),
+    ):
+        server = HostileServer(body)
+        port = _port_on(server, StreamLimits(idle_timeout_s=0.5))
+        try:
+            assert port.connect().server is not None
+            feed = port.ask(Ask("hi"))
+            ended = _ended(feed)
+            assert (ended.outcome, ended.error) == ("failed", reason)
+            assert feed.numbers().tokens == 1
+        finally:
+            port.close()
+            server.stop()
