@@ -55,6 +55,7 @@ from specmon.core.events import (
     StreamChunk,
 )
 from specmon.core.specdecode import n_spec_of, spec_configured
+from specmon.core.stream_limits import DEFAULT_LIMITS, StreamLimits
 from specmon.runtime.hub import SessionClock
 from specmon.runtime.recorder import Recorder
 from specmon.sources.gpu.loop import GpuSampler
@@ -197,6 +198,7 @@ async def run_bench(
     prompts: Sequence[Prompt] | None = None,
     session_extra: dict[str, Any] | None = None,
     stream_client: str = "fast",
+    stream_limits: StreamLimits = DEFAULT_LIMITS,
 ) -> RunOutput:
     """Run one bench (see the module docstring); raises BenchError when it cannot start."""
     progress = progress or NoProgress()
@@ -209,10 +211,14 @@ async def run_bench(
     streamer: StreamClient | FastStreamClient
     if stream_client == "fast":
         streamer = FastStreamClient(
-            endpoint.base_url, api_key=key, clock=clock, max_connections=config.concurrency + 4
+            endpoint.base_url,
+            api_key=key,
+            clock=clock,
+            max_connections=config.concurrency + 4,
+            limits=stream_limits,
         )
     else:
-        client = StreamClient(endpoint.base_url, api_key=key, clock=clock, timeout=3600.0)
+        client = StreamClient(endpoint.base_url, api_key=key, clock=clock, limits=stream_limits)
         streamer = client
     scraper = MetricsScraper(
         endpoint.metrics_url,

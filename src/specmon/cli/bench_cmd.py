@@ -92,6 +92,9 @@ def add_server_arguments(p: argparse.ArgumentParser, *, single: bool) -> None:
 
 
 def add_workload_arguments(p: argparse.ArgumentParser) -> None:
+    from specmon.cli.stream_args import add_stream_args
+
+    add_stream_args(p)
     p.add_argument("--input-len", default="256", metavar="N", help="prompt tokens (default 256)")
     p.add_argument("--output-len", default="1024", metavar="N", help="max tokens (default 1024)")
     p.add_argument(
@@ -316,6 +319,7 @@ def _live(
     from specmon.bench.analysis import analyze
     from specmon.bench.render import progress_for
     from specmon.bench.runner import BenchError, run_bench
+    from specmon.cli.stream_args import stream_limits_from
     from specmon.core.errors import RecordingError
 
     display = progress_for(sys.stderr)
@@ -330,6 +334,7 @@ def _live(
                     record=args.record,
                     progress=display,
                     scrape_interval=scrape_interval(args),
+                    stream_limits=stream_limits_from(args),
                 )
             )
     except (BenchError, RecordingError) as exc:

@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 from specmon.cli.export_args import add_export_argument, parse_export
 from specmon.cli.host_args import add_host_arguments
 from specmon.cli.session_setup import add_theme_argument
+from specmon.cli.stream_args import add_stream_args, stream_limits_from
 
 if TYPE_CHECKING:
     from specmon.cli.host_args import HostPlan
@@ -106,6 +107,7 @@ def register(subparsers: Any) -> None:
     )
     add_theme_argument(p)
     add_export_argument(p)
+    add_stream_args(p)
     add_host_arguments(p, model=False)
 
 
@@ -240,10 +242,15 @@ def _chat_hosted(args: argparse.Namespace, plan: HostPlan, gpu: str) -> int:
                 record=args.record,
                 quiet=True,
                 known=host.session_info(),
+                stream_limits=stream_limits_from(args),
             )
             return CollectorProcess(config, state_factory(None))
 
-        port = SessionPort(make_session, api_key=args.api_key)
+        port = SessionPort(
+            make_session,
+            api_key=args.api_key,
+            idle_timeout_s=stream_limits_from(args).idle_timeout_s,
+        )
         settings = ChatSettings(args.temperature, args.top_p, args.max_tokens)
         app = SpecmonApp(port, settings=settings, system=args.system, host=host, theme=args.theme)
         process_shutdown = shutdown.current()
@@ -290,11 +297,21 @@ def _run_attached(args: argparse.Namespace) -> int:
 
         targets = pair_targets([args.attach], [args.metrics_url] if args.metrics_url else [])
         config = SessionConfig(
-            tuple(targets), api_key=args.api_key, gpu=gpu, record=args.record, quiet=True
+            tuple(targets),
+            api_key=args.api_key,
+            gpu=gpu,
+            record=args.record,
+            quiet=True,
+            stream_limits=stream_limits_from(args),
         )
         return CollectorProcess(config, state_factory(None))
 
-    port = SessionPort(make_session, api_key=args.api_key, model=args.model)
+    port = SessionPort(
+        make_session,
+        api_key=args.api_key,
+        model=args.model,
+        idle_timeout_s=stream_limits_from(args).idle_timeout_s,
+    )
     settings = ChatSettings(args.temperature, args.top_p, args.max_tokens)
     app = SpecmonApp(port, settings=settings, system=args.system, theme=args.theme)
     return run_app(app, port, export=parse_export(args.export), command="chat")

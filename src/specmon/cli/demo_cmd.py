@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from specmon.cli.export_args import add_export_argument, parse_export
 from specmon.cli.session_setup import add_baseline_argument, add_theme_argument, state_factory
+from specmon.cli.stream_args import add_stream_args, stream_limits_from
 
 if TYPE_CHECKING:  # imported in run(): `specmon --help` must not import openai/httpx/rich
     from specmon.runtime.monitor import Monitor
@@ -61,6 +62,7 @@ def register(subparsers: Any) -> None:
     add_baseline_argument(p)
     add_theme_argument(p)
     add_export_argument(p)
+    add_stream_args(p)
 
 
 def _error(message: str) -> int:
@@ -120,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
             interval=1.0,
             record=args.record,
             hub=Hub(clock=clock),
+            stream_limits=stream_limits_from(args),
         )
         export = parse_export(args.export)
         if export is not None:
@@ -152,12 +155,13 @@ def _app(url: str, args: argparse.Namespace) -> int:
     from specmon.ui.app.conversation import ChatSettings
     from specmon.ui.app.session_port import SessionPort
 
-    config = SessionConfig((Target(url),), record=args.record, quiet=True)
+    limits = stream_limits_from(args)
+    config = SessionConfig((Target(url),), record=args.record, quiet=True, stream_limits=limits)
 
     def make_session() -> CollectorProcess:
         return CollectorProcess(config, state_factory(args.baseline))
 
-    port = SessionPort(make_session)
+    port = SessionPort(make_session, idle_timeout_s=limits.idle_timeout_s)
     app = SpecmonApp(
         port,
         settings=ChatSettings(max_tokens=args.max_tokens),

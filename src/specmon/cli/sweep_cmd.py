@@ -295,6 +295,7 @@ def _sweep(
     from specmon.bench.render import print_sweep, progress_for
     from specmon.bench.runner import run_bench
     from specmon.bench.sweep import run_sweep
+    from specmon.cli.stream_args import stream_limits_from
 
     print(f"specmon sweep: saving to {store.folder}", file=sys.stderr)
 
@@ -309,6 +310,7 @@ def _sweep(
                     gpu=gpu,
                     progress=display,
                     scrape_interval=interval,
+                    stream_limits=stream_limits_from(args),
                 )
             )
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from specmon.core.events import Event, GpuSampled, RequestEnded, ServerStatusChanged, SessionInfo
+from specmon.core.stream_limits import DEFAULT_LIMITS, StreamLimits
 from specmon.core.views import SessionView
 from specmon.runtime.hub import Hub, SourceRun
 from specmon.runtime.prompt_loop import prompt_loop
@@ -169,6 +170,7 @@ class Monitor:
         record: str | os.PathLike[str] | None = None,
         hub: Hub | None = None,
         known: SessionInfo | None = None,
+        stream_limits: StreamLimits = DEFAULT_LIMITS,
     ) -> None:
         if interval <= 0:
             raise ValueError(f"--interval must be positive, got {interval}")
@@ -178,6 +180,7 @@ class Monitor:
         self._sampler = gpu
         self.interval = interval
         self._record = record
+        self.stream_limits = stream_limits
         self._known = known
         self.hub = hub or Hub()
         self.state: State | None = None
@@ -203,7 +206,9 @@ class Monitor:
         """
         hub = self.hub.start()
         for target in self.targets:
-            client = StreamClient(target.base, api_key=self._api_key, clock=hub.clock)
+            client = StreamClient(
+                target.base, api_key=self._api_key, clock=hub.clock, limits=self.stream_limits
+            )
             self.clients.append(client)
             hub.add_closer(client.aclose)
 
@@ -296,7 +301,9 @@ class Monitor:
             identity = await identify(base, api_key=self._api_key, timeout=ADD_IDENTIFY_TIMEOUT_S)
             if any(t.base == base for t in self.targets):  # added meanwhile
                 return already
-            client = StreamClient(base, api_key=self._api_key, clock=self.hub.clock)
+            client = StreamClient(
+                base, api_key=self._api_key, clock=self.hub.clock, limits=self.stream_limits
+            )
             client.simulated = identity.simulated
             self.hub.add_closer(client.aclose)
             scraper = self._new_scraper(target)

@@ -47,6 +47,7 @@ from multiprocessing.connection import Connection
 from typing import Any, Protocol
 
 from specmon.core.events import Event, Marker, RequestEnded, SessionInfo
+from specmon.core.stream_limits import DEFAULT_LIMITS, StreamLimits
 from specmon.core.views import SessionView
 from specmon.runtime.fleet_run import start_fleet_from_extra
 from specmon.runtime.hub import STOP_TIMEOUT_S, Hub, Subscriber
@@ -183,6 +184,8 @@ class SessionConfig:
     known: SessionInfo | None = None
     """What the command knows of the server beyond what it says (host mode: draft, method, K,
     the command line): completes the session's info and the recording's header."""
+    stream_limits: StreamLimits = DEFAULT_LIMITS
+    """The limits every chat answer streams under (idle timeout, answer size, line cap)."""
 
 
 class LiveSession(Protocol):
@@ -251,6 +254,7 @@ class InProcessSession:
             record=config.record,
             hub=hub,
             known=config.known,
+            stream_limits=config.stream_limits,
         )
         self._running: dict[str, Any] = {}
         self._secrets = tuple(k for k in (resolve_api_key(config.api_key),) if k)
@@ -698,6 +702,7 @@ def collector_main(config: SessionConfig, conn: Connection, parent_pid: int) -> 
         record=config.record,
         hub=hub,
         known=config.known,
+        stream_limits=config.stream_limits,
     )
     sending = threading.Thread(target=sender, name="specmon-collector-sender", daemon=True)
     sending.start()

@@ -1,11 +1,14 @@
 """The OpenAI-compatible stream client: one streamed chat completion → timestamped events.
 
-Each SSE data message is timestamped with the injected clock the moment the client gets it, before
-any other work. The request asks for `stream_options = {include_usage, continuous_usage_stats}` so
-every chunk carries the cumulative `usage.completion_tokens` (exact tokens per engine step), and
-keeps vLLM's per-request `metrics.speculative_decoding` from the final usage chunk when present.
-Cancelling the task ends the request with outcome "cancelled"; a server that dies mid-stream ends it
-with outcome "failed" and the error text, the chunks that arrived stay emitted.
+The response body's bytes go to `sources.stream_reader.read_stream`, the reader bench's fast client
+uses too: each SSE data message is timestamped with the injected clock the moment the network read
+that completed it returns, before any other work, and read under the stream limits
+(`core.stream_limits`: a 1 MiB line, the answer's size, the idle timeout). The request asks for
+`stream_options = {include_usage, continuous_usage_stats}` so every chunk carries the cumulative
+`usage.completion_tokens` (exact tokens per engine step), and keeps vLLM's per-request
+`metrics.speculative_decoding` from the final usage chunk when present. Cancelling the task ends
+the request with outcome "cancelled"; a server that dies mid-stream ends it with outcome "failed"
+and the error text, the chunks that arrived stay emitted.
 
 The API key is used for the requests only: it never appears in events, errors or logs.
 """
@@ -22,14 +25,10 @@ from typing import Any
 import openai
 
 from specmon.core.clock import Clock, monotonic_clock
-from specmon.core.events import (
-    Emit,
-    RequestEnded,
-    RequestOutcome,
-    RequestStarted,
-    StreamChunk,
-)
+from specmon.core.events import Emit, RequestEnded, RequestStarted
 from specmon.core.redaction import redact_text
+from specmon.core.sse import StreamFormatError
+from specmon.core.stream_limits import DEFAULT_LIMITS, StreamLimits, idle_message
 from specmon.sources.server_identity import (
     IDENTIFY_TIMEOUT_S,
     SIMULATED_HEADER,
@@ -37,6 +36,7 @@ from specmon.sources.server_identity import (
     identify,
     server_base,
 )
+from specmon.sources.stream_reader import StreamState, read_stream, token_count
 
 __all__ = [
     "IDENTIFY_TIMEOUT_S",
@@ -44,9 +44,12 @@ __all__ = [
     "ChatRequest",
     "ServerIdentity",
     "StreamClient",
+    "StreamLimits",
+    "StreamState",
     "new_request_id",
     "resolve_api_key",
     "server_base",
+    "token_count",
 ]
 
 API_KEY_ENV_VARS: tuple[str, ...] = ("OPENAI_API_KEY", "VLLM_API_KEY")
@@ -130,7 +133,7 @@ class StreamClient:
         *,
         api_key: str | None = None,
         clock: Clock = monotonic_clock,
-        timeout: float = 600.0,
+        limits: StreamLimits = DEFAULT_LIMITS,
         connect_timeout: float = 10.0,
         max_retries: int = 0,
     ) -> None:
@@ -138,10 +141,13 @@ class StreamClient:
         self.source = self.base_url
         self._key = resolve_api_key(api_key)
         self._clock = clock
+        self.limits = limits
+        # Every read (the response head, each piece of the body) waits at most the idle
+        # timeout: "no byte for N s" is httpx's read timeout.
         self._client = openai.AsyncOpenAI(
             base_url=self.base_url + "/v1",
             api_key=self._key or NO_KEY,
-            timeout=openai.Timeout(timeout, connect=connect_timeout),
+            timeout=openai.Timeout(limits.idle_timeout_s, connect=connect_timeout),
             max_retries=max_retries,
         )
         self._secrets = (self._key,) if self._key else ()
@@ -228,86 +234,40 @@ class StreamClient:
                 prompt_chars=prompt_chars,
             )
         )
-        state = StreamState()
-        stream: Any = None
+        state = StreamState(
+            limits=self.limits, token_limit=self.limits.token_limit(request.max_tokens)
+        )
         try:
-            stream = await self._client.chat.completions.create(**kwargs)
-            if stream.response.headers.get(SIMULATED_HEADER) == "1":
-                self.simulated = True
-            iterator = stream.__aiter__()
-            while True:
-                try:
-                    chunk = await iterator.__anext__()
-                except StopAsyncIteration:
-                    break
-                t = clock()  # arrival time, before any other work
-                self._on_chunk(t, rid, chunk, state, emit)
+            async with self._client.chat.completions.with_streaming_response.create(
+                **kwargs
+            ) as response:
+                if response.headers.get(SIMULATED_HEADER) == "1":
+                    self.simulated = True
+                await read_stream(response.iter_bytes(), rid, state, emit, clock)
         except asyncio.CancelledError:
             ended = state.end(clock(), rid, "cancelled", None)
             emit(ended)
-            await _close_quietly(stream)
             raise
         except Exception as exc:
             ended = state.end(clock(), rid, "failed", self._describe(exc))
             emit(ended)
-            await _close_quietly(stream)
             return ended
-        await _close_quietly(stream)
         ended = state.end_of_stream(clock(), rid)
         emit(ended)
         return ended
 
-    def _on_chunk(self, t: float, rid: str, chunk: Any, state: StreamState, emit: Emit) -> None:
-        state.last_t = t
-        usage = chunk.usage
-        completion = prompt = None
-        if usage is not None:
-            # A count that is not a whole number >= 0 is not a count: dropped, not passed on.
-            completion = token_count(getattr(usage, "completion_tokens", None))
-            prompt = token_count(getattr(usage, "prompt_tokens", None))
-            if completion is not None:
-                state.completion_tokens = completion
-            if prompt is not None:
-                state.prompt_tokens = prompt
-        extra = chunk.model_extra or {}
-        metrics = extra.get("metrics")
-        if isinstance(metrics, dict):
-            spec = metrics.get("speculative_decoding")
-            if isinstance(spec, dict):
-                state.spec_decoding = spec
-        choices = chunk.choices
-        if not choices:
-            return  # the final usage chunk: its numbers go into RequestEnded
-        choice = choices[0]
-        delta = choice.delta
-        text = ""
-        reasoning = ""
-        role = None
-        if delta is not None:
-            text = delta.content or ""
-            role = delta.role
-            dextra = delta.model_extra or {}
-            r = dextra.get("reasoning") or dextra.get("reasoning_content")
-            if isinstance(r, str):
-                reasoning = r
-        if choice.finish_reason is not None:
-            state.finish_reason = choice.finish_reason
-        emit(
-            StreamChunk(
-                t=t,
-                request_id=rid,
-                text=text,
-                reasoning=reasoning,
-                role=role,
-                completion_tokens=completion,
-                prompt_tokens=prompt,
-                finish_reason=choice.finish_reason,
-            )
-        )
-
     def _describe(self, exc: BaseException) -> str:
         """A one-line description of a failure, with any secret scrubbed."""
-        if isinstance(exc, openai.APIStatusError):
+        if isinstance(exc, StreamFormatError):
+            text = str(exc)
+        elif _is_a(exc, "ReadTimeout") or (
+            isinstance(exc, openai.APITimeoutError)
+            and not _is_a(exc.__cause__ or exc.__context__, "ConnectTimeout")
+        ):
+            text = idle_message(self.limits.idle_timeout_s)
+        elif _is_a(exc, "TransportError"):
+            text = f"connection to {self.source} failed: {type(exc).__name__}: {exc}"
+        elif isinstance(exc, openai.APIStatusError):
             text = f"HTTP {exc.status_code}: {exc.message}"
         elif isinstance(exc, openai.APIConnectionError):
             cause = exc.__cause__ or exc.__context__
@@ -318,58 +278,9 @@ class StreamClient:
         return self._clean(" ".join(text.split()))
 
 
-@dataclass
-class StreamState:
-    """What a stream has told so far (the client's own bookkeeping, kept for RequestEnded)."""
-
-    last_t: float | None = None
-    completion_tokens: int | None = None
-    prompt_tokens: int | None = None
-    finish_reason: str | None = None
-    spec_decoding: dict[str, Any] | None = None
-
-    def end(
-        self, t: float, request_id: str, outcome: RequestOutcome, error: str | None
-    ) -> RequestEnded:
-        """The request's end event with what the stream told."""
-        return RequestEnded(
-            t=t,
-            request_id=request_id,
-            outcome=outcome,
-            prompt_tokens=self.prompt_tokens,
-            completion_tokens=self.completion_tokens,
-            finish_reason=self.finish_reason,
-            spec_decoding=self.spec_decoding,
-            error=error,
-        )
-
-    def end_of_stream(self, now: float, request_id: str) -> RequestEnded:
-        """The end of a stream that closed normally, at its last arrival: ok once a finish
-        reason came, else failed (the server stopped before the response finished)."""
-        t = self.last_t if self.last_t is not None else now
-        if self.finish_reason is None:
-            return self.end(
-                t,
-                request_id,
-                "failed",
-                "the stream ended before the response finished (no finish_reason)",
-            )
-        return self.end(t, request_id, "ok", None)
-
-
-def token_count(value: Any) -> int | None:
-    """A token count from the server: an int >= 0 (a whole float is accepted), else None."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if isinstance(value, float) and not value.is_integer():
-        return None
-    return int(value) if value >= 0 else None
-
-
-async def _close_quietly(stream: Any) -> None:
-    if stream is None:
-        return
-    try:
-        await stream.close()
-    except Exception:
-        return
+def _is_a(exc: BaseException | None, name: str) -> bool:
+    """Whether `exc` is an httpx exception of the class `name` (by name: the SDK's HTTP stack is
+    httpx or its successor httpx2, depending on the SDK's version)."""
+    return exc is not None and any(
+        c.__name__ == name and c.__module__.startswith("httpx") for c in type(exc).__mro__
+    )

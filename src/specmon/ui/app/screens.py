@@ -554,7 +554,9 @@ class ChatScreen(RecordingMixin, Screen[None]):
         if drained.ended is None:
             if self._frames % NUMBERS_EVERY == 0:
                 answer.numbers = self.port.numbers(feed)
-                answer.set_status(format_numbers(answer.numbers))
+                status = format_numbers(answer.numbers)
+                quiet = self.port.quiet_note(feed)
+                answer.set_status(f"{status} · ⏳ {quiet}" if quiet else status)
             self.specmon_app.frame_drawn(drained.arrivals)
             return
         ended = drained.ended
@@ -572,6 +574,7 @@ class ChatScreen(RecordingMixin, Screen[None]):
             self._settling = (feed, view, SETTLE_FRAMES)
             self.last_numbers = numbers
         elif ended.outcome == "cancelled":
+            feed.release()  # only the shown text of a cancelled answer stays
             turn.status = "cancelled"
             answer.finish(f"⏹ cancelled — partial answer kept · {format_numbers(numbers)}")
         else:
@@ -586,6 +589,7 @@ class ChatScreen(RecordingMixin, Screen[None]):
                 # The server still found the context too long: drop one more turn and resend.
                 self.send(pending[0], extra_drop=pending[1] + 1, view=view)
                 return
+            feed.release()  # only the shown text of a failed answer stays
             turn.status = "failed"
             turn.error = error
             hint = ""
@@ -661,7 +665,7 @@ class ChatScreen(RecordingMixin, Screen[None]):
         """The acceptance heat of an answer: from the server's per-step array on its row when
         the view has one (exact), else from its chunks' token counts."""
         feed = self.answer_feeds.get(answer)
-        if feed is None:
+        if feed is None or feed.released:  # a cancelled or failed answer keeps no chunks
             return None
         view = self.port.view()
         row = None

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from specmon.core.events import Event, RequestEnded, RequestStarted, StreamChunk
+from specmon.core.stream_limits import DEFAULT_IDLE_TIMEOUT_S, idle_note
 from specmon.core.stream_stats import RequestStats, RequestTrace, request_stats
 from specmon.core.views import GpuView, RequestRow, ServerView, SessionView
 
@@ -209,10 +210,17 @@ class AnswerFeed:
         self.all_text: list[str] = []
         """Every text fragment in arrival order (kept for checks; the answer's full text)."""
         self._chunks: list[StreamChunk] = []
+        self.last_t: float | None = None
+        """Session-clock time of the request's last event (its start, then each chunk)."""
+        self._final: AnswerNumbers | None = None
+        """The numbers kept when the feed's buffers were released."""
 
     def on_event(self, event: RequestStarted | StreamChunk | RequestEnded) -> None:
         """Hub thread: fold one event of this request."""
         with self._lock:
+            self.last_t = event.t
+            if self._final is not None:
+                return  # released: nothing more is kept
             self._trace.add(event)
             if isinstance(event, StreamChunk):
                 self._chunks.append(event)
@@ -278,8 +286,38 @@ class AnswerFeed:
     def numbers(self) -> AnswerNumbers:
         """The answer's numbers so far (complete once the request ended)."""
         with self._lock:
+            if self._final is not None:
+                return self._final
             stats = request_stats(self._trace, n_spec=self._n_spec)
         return numbers_from(stats)
+
+    def release(self) -> None:
+        """Drop what the stream grew (its chunks, text fragments and trace), keeping only its
+        numbers: for an answer that was cancelled or failed, whose shown text is all that
+        stays (the acceptance heat of such an answer is not drawn)."""
+        with self._lock:
+            if self._final is None:
+                self._final = numbers_from(request_stats(self._trace, n_spec=self._n_spec))
+            self._trace = RequestTrace(self.request_id)
+            self._chunks = []
+            self.all_text = []
+            self._parts = []
+            self._arrivals = []
+
+    @property
+    def released(self) -> bool:
+        return self._final is not None
+
+    def retained(self) -> int:
+        """How many per-chunk items the feed holds (chunks, fragments, trace entries)."""
+        with self._lock:
+            return (
+                len(self._chunks)
+                + len(self.all_text)
+                + len(self._parts)
+                + len(self._arrivals)
+                + len(self._trace.chunk_t)
+            )
 
     def cancel(self) -> None:
         """Stop the request; the client ends it as "cancelled" (what arrived stays)."""
@@ -303,8 +341,11 @@ class SessionPort:
         api_key: str | None = None,
         model: str | None = None,
         require_model: bool = True,
+        idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
     ) -> None:
         self._make_session = make_session
+        self.idle_timeout_s = idle_timeout_s
+        """The collector's stream idle timeout (shown while an answer waits for data)."""
         self._require_model = require_model
         """False for the dashboard (watch): a server that is down is shown as down."""
         self._api_key = api_key
@@ -486,6 +527,14 @@ class SessionPort:
                 if row.request_id == rid:
                     return numbers_from_row(row, view.gpu)
         return feed.numbers()
+
+    def quiet_note(self, feed: AnswerFeed) -> str | None:
+        """While an answer streams and the server has sent nothing for a while: how long, and
+        when the request gives up ("no data for 12 s — gives up at 60 s"); else None."""
+        last = feed.last_t
+        if last is None or feed.ended:
+            return None
+        return idle_note(self.now() - last, self.idle_timeout_s)
 
     def now(self) -> float:
         """The session clock (the clock of every arrival time), in seconds."""
