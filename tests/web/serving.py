@@ -78,11 +78,29 @@ class WebRun:
 
     proc: subprocess.Popen[str]
     url: str
+    """The server's address, without the token."""
     lines: list[str] = field(default_factory=list)
+    token: str | None = None
 
     @property
     def ws_url(self) -> str:
         return "ws" + self.url.removeprefix("http") + "/ws"
+
+    @property
+    def open_url(self) -> str:
+        """The address as printed: with the token (what the user opens)."""
+        return self.url if self.token is None else f"{self.url}/?token={self.token}"
+
+    @property
+    def port(self) -> int:
+        return int(self.url.rsplit(":", 1)[1])
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """The cookie a browser holds after opening `open_url`."""
+        if self.token is None:
+            return {}
+        return {"Cookie": f"specmon-web-{self.port}={self.token}"}
 
     seen_apps: set[int] = field(default_factory=set)
 
@@ -155,9 +173,9 @@ def start_web(*args: str) -> WebRun:
             if proc.poll() is not None:
                 break
             continue
-        found = re.search(r" at (http://\S+) ", line)
+        found = re.search(r" at (http://[^\s/]+)(/\?token=(\S+))? ", line)
         if found:
-            return WebRun(proc, found.group(1), seen)
+            return WebRun(proc, found.group(1), seen, token=found.group(3))
     proc.kill()
     proc.wait()
     raise AssertionError("specmon web did not say where it serves:\n" + "".join(seen))

@@ -40,7 +40,7 @@ def test_the_demo_in_headless_chromium_shows_simulated_numbers(chromium, tmp_pat
     try:
 
         async def scenario() -> tuple[list[str], bytes]:
-            async with browser.page(run.url) as tools:
+            async with browser.page(run.open_url) as tools:
                 lines = await wait_for_screen(tools, shows_numbers)
                 shot = await tools.screenshot(tmp_path / "web.png")
                 return lines, shot

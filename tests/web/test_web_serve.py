@@ -62,7 +62,9 @@ async def read_screen_until(
 
 
 async def open_page(http: aiohttp.ClientSession, run: WebRun) -> aiohttp.ClientWebSocketResponse:
-    ws = await http.ws_connect(f"{run.ws_url}?width={SIZE['width']}&height={SIZE['height']}")
+    ws = await http.ws_connect(
+        f"{run.ws_url}?width={SIZE['width']}&height={SIZE['height']}", headers=run.headers
+    )
     await ws.send_json(["resize", SIZE])
     return ws
 
@@ -202,7 +204,7 @@ def test_watch_is_served_against_a_running_server_and_its_api_key_stays_secret()
 
             async def scenario() -> None:
                 async with aiohttp.ClientSession() as http:
-                    async with http.get(run.url + "/") as page:
+                    async with http.get(run.url + "/", headers=run.headers) as page:
                         html = await page.text()
                     assert "specmon watch --attach" in html  # the page's title
                     assert secret not in html
