@@ -80,6 +80,13 @@ def register(subparsers: Any) -> None:
         help="with --prometheus: only targets whose labels match, e.g. '{job=\"vllm\"}'",
     )
     p.add_argument(
+        "--bearer-token-file",
+        metavar="FILE",
+        default=None,
+        help="with --prometheus: send the token in FILE as `Authorization: Bearer` to that "
+        "Prometheus only (the token is never on the command line nor in a recording)",
+    )
+    p.add_argument(
         "--rate-window",
         type=float,
         default=60.0,
@@ -140,6 +147,8 @@ def run(args: argparse.Namespace) -> int:
         args.json = True  # one snapshot is only meaningful as data
     if args.match is not None and not args.prometheus:
         return _error("--match goes with --prometheus")
+    if args.bearer_token_file is not None and not args.prometheus:
+        return _error("--bearer-token-file goes with --prometheus")
     try:
         export = parse_export(args.export)
     except ValueError as exc:
@@ -232,7 +241,20 @@ def _fleet(args: argparse.Namespace, export: tuple[str, int] | None) -> int:
             "--gpu goes with --attach (with --prometheus, GPUs come from the dcgm-exporter "
             "series in the Prometheus)"
         )
-    spec = FleetSpec(url, args.match, args.interval, args.rate_window)
+    if args.bearer_token_file is not None:
+        from specmon.runtime.fleet_run import BearerTokenFileError, read_bearer_token_file
+
+        try:
+            read_bearer_token_file(args.bearer_token_file)  # checked now: one line, exit 2
+        except BearerTokenFileError as exc:
+            return _error(str(exc))
+    spec = FleetSpec(
+        url,
+        args.match,
+        args.interval,
+        args.rate_window,
+        bearer_token_file=args.bearer_token_file,
+    )
     from specmon.cli.app_runner import wants_app  # a terminal, or a browser (specmon web)
 
     if not args.json and wants_app():

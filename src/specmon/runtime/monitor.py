@@ -25,6 +25,7 @@ from specmon.runtime.recorder import Recorder
 from specmon.sources.gpu.loop import GpuSampler, run_sampler
 from specmon.sources.metrics_scraper import MetricsScraper, metrics_url_for
 from specmon.sources.server_identity import ServerIdentity, identify, server_base
+from specmon.core.credentials import KeyScope
 from specmon.sources.stream_client import ChatRequest, StreamClient, resolve_api_key
 
 
@@ -175,6 +176,9 @@ class Monitor:
         self.targets = list(targets)
         self._state_factory = state_factory
         self._api_key = resolve_api_key(api_key)
+        self._keys = KeyScope.of(self._api_key, (t.url for t in self.targets))
+        """The key goes to the origins of the servers given at construction (the command
+        line's) only: not to a server added later, nor to another origin."""
         self._sampler = gpu
         self.interval = interval
         self._record = record
@@ -203,13 +207,15 @@ class Monitor:
         """
         hub = self.hub.start()
         for target in self.targets:
-            client = StreamClient(target.base, api_key=self._api_key, clock=hub.clock)
+            client = StreamClient(
+                target.base, api_key=self._keys.key_for(target.base), clock=hub.clock, from_env=False
+            )
             self.clients.append(client)
             hub.add_closer(client.aclose)
 
         async def identify_all() -> list[ServerIdentity]:
             found = await asyncio.gather(
-                *(identify(t.base, api_key=self._api_key) for t in self.targets)
+                *(identify(t.base, api_key=self._keys.key_for(t.base)) for t in self.targets)
             )
             for client, identity in zip(self.clients, found, strict=True):
                 if identity.simulated:
@@ -293,10 +299,11 @@ class Monitor:
         async def add() -> ServerIdentity | str:
             if any(t.base == base for t in self.targets):
                 return already
-            identity = await identify(base, api_key=self._api_key, timeout=ADD_IDENTIFY_TIMEOUT_S)
+            key = self._keys.key_for(base)  # None unless on an origin of the command line's
+            identity = await identify(base, api_key=key, timeout=ADD_IDENTIFY_TIMEOUT_S)
             if any(t.base == base for t in self.targets):  # added meanwhile
                 return already
-            client = StreamClient(base, api_key=self._api_key, clock=self.hub.clock)
+            client = StreamClient(base, api_key=key, clock=self.hub.clock, from_env=False)
             client.simulated = identity.simulated
             self.hub.add_closer(client.aclose)
             scraper = self._new_scraper(target)
@@ -346,10 +353,8 @@ class Monitor:
         return base
 
     def _metrics_headers(self, target: Target) -> dict[str, str]:
-        # The key goes only to the server it belongs to, not to a separate metrics address.
-        if self._api_key and target.metrics_url is None:
-            return {"Authorization": f"Bearer {self._api_key}"}
-        return {}
+        # The key goes only to the origins it belongs to, not to a metrics address elsewhere.
+        return self._keys.bearer_for(target.metrics)
 
     def _first_gpu_sample(self) -> GpuSampled | None:
         """One GPU sample taken before the SessionInfo is built (None without a GPU source, or
