@@ -68,7 +68,9 @@ def header_listener() -> Iterator[HeaderListener]:
             if path == "/version":
                 body = json.dumps({"version": "0.0-test"}).encode()
             elif path == "/v1/models":
-                body = json.dumps({"object": "list", "data": [{"id": "m", "object": "model"}]}).encode()
+                body = json.dumps(
+                    {"object": "list", "data": [{"id": "m", "object": "model"}]}
+                ).encode()
             elif path == "/metrics":
                 body, kind = b"", "text/plain; version=0.0.4"
             else:

@@ -49,7 +49,9 @@ def test_origins_are_scheme_host_and_port():
     assert KeyScope.of(None, ["http://a:8000"]).bearer_for("http://a:8000") == {}
 
 
-@pytest.mark.parametrize(("kind", "from_env"), [(InProcessSession, False), (CollectorProcess, True)])
+@pytest.mark.parametrize(
+    ("kind", "from_env"), [(InProcessSession, False), (CollectorProcess, True)]
+)
 def test_a_server_added_while_watching_gets_no_key(monkeypatch, kind, from_env):
     """The issue's scenario: the owner watches A with a key; someone adds B (the `a` key in the
     app): B is identified and scraped, and never sees the key; A keeps getting it."""

@@ -177,7 +177,7 @@ def test_no_secret_is_in_the_command_line_of_any_process_the_server_starts():
                 async with aiohttp.ClientSession() as http:
                     ws = await open_page(http, run)
                     await read_screen_until(ws, rb"SIMULATED")
-                    (app,) = app_groups(run, 1)
+                    app_groups(run, 1)
                     wait_for(lambda: len(descendants(run.proc.pid)) >= 2, "the collector")
                     # The server's own command line is the user's; its children's are ours.
                     return [cmdline(p) for p in descendants(run.proc.pid)]

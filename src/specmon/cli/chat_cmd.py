@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 from specmon.cli.export_args import add_export_argument, parse_export
 from specmon.cli.host_args import add_host_arguments
-from specmon.cli.session_setup import add_theme_argument
+from specmon.cli.session_setup import add_redact_argument, add_theme_argument
 
 if TYPE_CHECKING:
     from specmon.cli.host_args import HostPlan
@@ -93,6 +93,7 @@ def register(subparsers: Any) -> None:
         "the model vLLM is started with (host mode)",
     )
     p.add_argument("--record", metavar="FILE", help="record the session (.gz compresses)")
+    add_redact_argument(p)
     p.add_argument("--temperature", type=_temperature, default=None, metavar="T")
     p.add_argument("--top-p", type=_top_p, default=None, metavar="P")
     p.add_argument("--max-tokens", type=_max_tokens, default=None, metavar="N")
@@ -238,6 +239,7 @@ def _chat_hosted(args: argparse.Namespace, plan: HostPlan, gpu: str) -> int:
                 api_key=args.api_key,
                 gpu=gpu,
                 record=args.record,
+                redact=tuple(args.redact),
                 quiet=True,
                 known=host.session_info(),
             )
@@ -290,7 +292,12 @@ def _run_attached(args: argparse.Namespace) -> int:
 
         targets = pair_targets([args.attach], [args.metrics_url] if args.metrics_url else [])
         config = SessionConfig(
-            tuple(targets), api_key=args.api_key, gpu=gpu, record=args.record, quiet=True
+            tuple(targets),
+            api_key=args.api_key,
+            gpu=gpu,
+            record=args.record,
+            redact=tuple(args.redact),
+            quiet=True,
         )
         return CollectorProcess(config, state_factory(None))
 

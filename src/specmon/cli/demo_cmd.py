@@ -20,7 +20,12 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from specmon.cli.export_args import add_export_argument, parse_export
-from specmon.cli.session_setup import add_baseline_argument, add_theme_argument, state_factory
+from specmon.cli.session_setup import (
+    add_baseline_argument,
+    add_redact_argument,
+    add_theme_argument,
+    state_factory,
+)
 
 if TYPE_CHECKING:  # imported in run(): `specmon --help` must not import openai/httpx/rich
     from specmon.runtime.monitor import Monitor
@@ -52,6 +57,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--requests", type=int, default=None, help="stop after N requests")
     p.add_argument("--max-tokens", type=int, default=256, help="tokens per answer (default 256)")
     p.add_argument("--record", metavar="FILE", help="record the session (.gz compresses)")
+    add_redact_argument(p)
     p.add_argument(
         "--json", action="store_true", help="print the final snapshot as JSON at the end"
     )
@@ -119,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
             state_factory(args.baseline),
             interval=1.0,
             record=args.record,
+            redact=tuple(args.redact),
             hub=Hub(clock=clock),
         )
         export = parse_export(args.export)
@@ -152,7 +159,9 @@ def _app(url: str, args: argparse.Namespace) -> int:
     from specmon.ui.app.conversation import ChatSettings
     from specmon.ui.app.session_port import SessionPort
 
-    config = SessionConfig((Target(url),), record=args.record, quiet=True)
+    config = SessionConfig(
+        (Target(url),), record=args.record, redact=tuple(args.redact), quiet=True
+    )
 
     def make_session() -> CollectorProcess:
         return CollectorProcess(config, state_factory(args.baseline))

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from specmon.cli.export_args import add_export_argument, parse_export, start_exporter
 from specmon.cli.session_setup import (
     add_baseline_argument,
+    add_redact_argument,
     add_theme_argument,
     default_gpu_source,
     gpu_sampler,
@@ -123,6 +124,7 @@ def register(subparsers: Any) -> None:
     )
     add_theme_argument(p)
     p.add_argument("--record", metavar="FILE", help="record the session (.gz compresses)")
+    add_redact_argument(p)
     p.add_argument("--once", action="store_true", help="print one snapshot and exit")
     p.add_argument("--json", action="store_true", help="JSON output (one line per snapshot)")
     add_export_argument(p)
@@ -174,6 +176,7 @@ def run(args: argparse.Namespace) -> int:
             gpu=gpu_sampler(gpu),
             interval=args.interval,
             record=args.record,
+            redact=tuple(args.redact),
         )
     except ValueError as exc:
         return _error(str(exc))
@@ -259,7 +262,13 @@ def _fleet(args: argparse.Namespace, export: tuple[str, int] | None) -> int:
 
     if not args.json and wants_app():
         return _app([], "none", args, export, extra={EXTRA_KEY: spec})
-    monitor = Monitor([], state_factory(args.baseline), interval=args.interval, record=args.record)
+    monitor = Monitor(
+        [],
+        state_factory(args.baseline),
+        interval=args.interval,
+        record=args.record,
+        redact=tuple(args.redact),
+    )
     return _run_monitor(monitor, args, export, fleet_spec=spec)
 
 
@@ -294,6 +303,7 @@ def _app(
         gpu=gpu,
         interval=args.interval,
         record=args.record,
+        redact=tuple(args.redact),
         quiet=True,
         extra=dict(extra or {}),
     )

@@ -17,7 +17,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from specmon.core.credentials import KeyScope
 from specmon.core.events import Event, GpuSampled, RequestEnded, ServerStatusChanged, SessionInfo
+from specmon.core.redaction import compile_redactions
 from specmon.core.views import SessionView
 from specmon.runtime.hub import Hub, SourceRun
 from specmon.runtime.prompt_loop import prompt_loop
@@ -25,7 +27,6 @@ from specmon.runtime.recorder import Recorder
 from specmon.sources.gpu.loop import GpuSampler, run_sampler
 from specmon.sources.metrics_scraper import MetricsScraper, metrics_url_for
 from specmon.sources.server_identity import ServerIdentity, identify, server_base
-from specmon.core.credentials import KeyScope
 from specmon.sources.stream_client import ChatRequest, StreamClient, resolve_api_key
 
 
@@ -168,6 +169,7 @@ class Monitor:
         gpu: GpuSampler | None = None,
         interval: float = 1.0,
         record: str | os.PathLike[str] | None = None,
+        redact: Sequence[str] = (),
         hub: Hub | None = None,
         known: SessionInfo | None = None,
     ) -> None:
@@ -182,6 +184,10 @@ class Monitor:
         self._sampler = gpu
         self.interval = interval
         self._record = record
+        self.redact = tuple(redact)
+        """`--redact` patterns for every recording of this session (checked here: a bad one
+        raises RedactPatternError, a ValueError, before anything starts)."""
+        compile_redactions(self.redact)
         self._known = known
         self.hub = hub or Hub()
         self.state: State | None = None
@@ -208,7 +214,10 @@ class Monitor:
         hub = self.hub.start()
         for target in self.targets:
             client = StreamClient(
-                target.base, api_key=self._keys.key_for(target.base), clock=hub.clock, from_env=False
+                target.base,
+                api_key=self._keys.key_for(target.base),
+                clock=hub.clock,
+                from_env=False,
             )
             self.clients.append(client)
             hub.add_closer(client.aclose)
@@ -239,7 +248,7 @@ class Monitor:
             self._futures.append(hub.every(VIEW_PUBLISH_INTERVAL_S, publish_view))
         if self._record is not None:
             secrets = (self._api_key,) if self._api_key else ()
-            self.recorder = Recorder(self._record, self.info, secrets=secrets)
+            self.recorder = Recorder(self._record, self.info, secrets=secrets, redact=self.redact)
             hub.subscribe(self.recorder)
             self._futures.append(hub.every(0.5, self.recorder.flush_if_due))
             hub.add_closer(self.recorder.close)
