@@ -272,7 +272,7 @@ def test_a_host_that_is_not_loopback_is_warned_about():
     lines = done.stderr.splitlines()
     assert done.returncode == 2
     assert lines[0].startswith("specmon web: warning: --host 0.0.0.0 is not a loopback address")
-    assert "no password" in lines[0]
+    assert "token travel unencrypted" in lines[0]
     assert lines[1:] == [f"specmon web: port {port} on 0.0.0.0 is in use"]
 
 

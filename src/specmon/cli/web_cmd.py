@@ -103,7 +103,7 @@ def register(subparsers: Any) -> None:
         "--host",
         default=DEFAULT_HOST,
         help=f"address to listen on (default {DEFAULT_HOST}; anything else is reachable by "
-        "others, and the page has no password)",
+        "others, and the token travels unencrypted)",
     )
     p.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0: any free)"
@@ -391,9 +391,9 @@ def is_loopback(host: str) -> bool:
 
 def not_loopback_warning(host: str) -> str:
     return (
-        f"specmon web: warning: --host {host} is not a loopback address: anyone who can reach "
-        "this port can open the app (there is no password), and every page load starts a "
-        "process here"
+        f"specmon web: warning: --host {host} is not a loopback address: the page and its "
+        "token travel unencrypted (http) to whoever is on the path, and every page load starts a "
+        "process here; prefer an SSH tunnel to 127.0.0.1"
     )
 
 
