@@ -25,7 +25,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+
+from specmon.core.credentials import origin_of
 
 TOKEN_BYTES = 32
 """Random bytes in a new token (43 URL-safe characters)."""
@@ -140,24 +141,6 @@ def token_matches(given: str | None, token: str) -> bool:
     return hmac.compare_digest(given.encode("utf-8", "replace"), token.encode("utf-8"))
 
 
-def origin_of(url: str) -> str | None:
-    """scheme://host[:port] of a URL, lower-case, default ports left out (None: not http(s))."""
-    try:
-        parts = urlsplit(url.strip())
-        port = parts.port
-    except ValueError:
-        return None
-    scheme = parts.scheme.lower()
-    if scheme not in ("http", "https") or not parts.hostname:
-        return None
-    host = parts.hostname.lower()
-    if ":" in host:
-        host = f"[{host}]"
-    if port is None or (scheme, port) in (("http", 80), ("https", 443)):
-        return f"{scheme}://{host}"
-    return f"{scheme}://{host}:{port}"
-
-
 def allowed_origins(public_url: str, host: str, port: int, *, loopback: bool) -> frozenset[str]:
     """The origins the page may be served from: the public URL's and the listening address's,
     and for a loopback listener the usual names of loopback."""
@@ -191,7 +174,7 @@ class Guard:
         WebSocket); with one, it must be this server's."""
         if origin is None:
             return True
-        return origin_of(origin) in self.origins
+        return "://" in origin and origin_of(origin) in self.origins
 
     def has_cookie(self, cookies: Any) -> bool:
         return self.token is not None and token_matches(cookies.get(self.cookie), self.token)
