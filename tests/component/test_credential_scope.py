@@ -146,3 +146,18 @@ def test_a_bearer_token_file_that_cannot_be_read_is_one_line(tmp_path):
     assert done.stderr.count("\n") == 1 and "--bearer-token-file" in done.stderr
     done = _watch("--attach", "http://127.0.0.1:9", "--bearer-token-file", str(tmp_path / "x"))
     assert done.returncode == 2 and "goes with --prometheus" in done.stderr
+
+
+def test_a_key_typed_for_an_added_server_goes_to_it_alone():
+    with header_listener() as a, header_listener() as b:
+        config = SessionConfig(targets=(Target(a.url),), api_key=KEY, interval=0.2)
+        session = InProcessSession(config, SessionState)
+        session.start()
+        try:
+            session.add_target(Target(b.url, api_key="typed-for-b-0123456789"))
+            _wait(lambda: sum(s.path == "/metrics" for s in b.requests()) >= 2, "B's scrapes")
+        finally:
+            session.stop()
+    assert set(b.authorizations()) == {"Bearer typed-for-b-0123456789"}
+    assert set(a.authorizations()) == {f"Bearer {KEY}"}
+    assert "typed-for-b" not in repr(Target(b.url, api_key="typed-for-b-0123456789"))

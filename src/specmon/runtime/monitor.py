@@ -14,7 +14,7 @@ import concurrent.futures
 import os
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from specmon.core.credentials import KeyScope
@@ -67,6 +67,9 @@ class Target:
 
     url: str
     metrics_url: str | None = None
+    api_key: str | None = field(default=None, repr=False, compare=False)
+    """A key typed for this server alone (the app's `a` dialog): sent to its origin only. The
+    command line's key is the monitor's, scoped to the command line's servers."""
 
     @property
     def base(self) -> str:
@@ -308,7 +311,7 @@ class Monitor:
         async def add() -> ServerIdentity | str:
             if any(t.base == base for t in self.targets):
                 return already
-            key = self._keys.key_for(base)  # None unless on an origin of the command line's
+            key = self._key_of(target)  # None unless typed for it or on a command-line origin
             identity = await identify(base, api_key=key, timeout=ADD_IDENTIFY_TIMEOUT_S)
             if any(t.base == base for t in self.targets):  # added meanwhile
                 return already
@@ -363,7 +366,14 @@ class Monitor:
 
     def _metrics_headers(self, target: Target) -> dict[str, str]:
         # The key goes only to the origins it belongs to, not to a metrics address elsewhere.
+        if target.api_key:
+            return KeyScope.of(target.api_key, [target.url]).bearer_for(target.metrics)
         return self._keys.bearer_for(target.metrics)
+
+    def _key_of(self, target: Target) -> str | None:
+        """The key for `target`'s server: the one typed for it, else the command line's when
+        the server is on one of the command line's origins, else none."""
+        return target.api_key or self._keys.key_for(target.base)
 
     def _first_gpu_sample(self) -> GpuSampled | None:
         """One GPU sample taken before the SessionInfo is built (None without a GPU source, or
