@@ -127,10 +127,31 @@ class WebRun:
         self.proc.wait(timeout=WAIT_LIMIT_S)
 
 
+_RUNTIME_DIR: list[str] = []
+
+
+def runtime_dir() -> str:
+    """A private directory (0700) for the servers' token files: $XDG_RUNTIME_DIR of the servers
+    the tests start, so a server killed without its clean stop leaves nothing in the home."""
+    if not _RUNTIME_DIR:
+        import atexit
+        import shutil
+        import tempfile
+
+        made = tempfile.mkdtemp(prefix="specmon-web-run-")
+        atexit.register(shutil.rmtree, made, True)
+        _RUNTIME_DIR.append(made)
+    return _RUNTIME_DIR[0]
+
+
 def env() -> dict[str, str]:
     """This checkout's sources first on the path (the app processes inherit it)."""
     path = os.environ.get("PYTHONPATH", "")
-    return {**os.environ, "PYTHONPATH": SRC + (os.pathsep + path if path else "")}
+    return {
+        **os.environ,
+        "PYTHONPATH": SRC + (os.pathsep + path if path else ""),
+        "XDG_RUNTIME_DIR": runtime_dir(),
+    }
 
 
 def run_web(*args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
