@@ -44,9 +44,13 @@ def pss_kib(pids: list[int]) -> int:
     return total
 
 
-async def first_frame(http: aiohttp.ClientSession, ws_url: str) -> tuple[object, float]:
+async def first_frame(
+    http: aiohttp.ClientSession, ws_url: str, headers: dict[str, str]
+) -> tuple[object, float]:
     t0 = time.perf_counter()
-    ws = await http.ws_connect(f"{ws_url}?width={SIZE['width']}&height={SIZE['height']}")
+    ws = await http.ws_connect(
+        f"{ws_url}?width={SIZE['width']}&height={SIZE['height']}", headers=headers
+    )
     await ws.send_json(["resize", SIZE])
     seen = b""
     while b"SIMULATED" not in seen:
@@ -64,7 +68,7 @@ async def round_(pages: int) -> dict[str, object]:
     async with aiohttp.ClientSession() as http:
         sockets = []
         for _ in range(pages):
-            ws, seconds = await first_frame(http, run.ws_url)
+            ws, seconds = await first_frame(http, run.ws_url, run.headers)
             sockets.append(ws)
             starts.append(seconds)
         wait_for(lambda: len(run.apps()) == pages, f"{pages} apps")

@@ -42,7 +42,7 @@ async def shoot(out: Path) -> None:
     run = start_web("demo")  # real-time pace: the numbers a DFlash box would show
     browser = Chromium(width=SIZE[0], height=SIZE[1])
     try:
-        async with browser.page(run.url) as tools:
+        async with browser.page(run.open_url) as tools:
             await wait_for_screen(tools, ready, limit_s=300)
             await asyncio.sleep(1.0)  # let the frame that showed it settle
             await tools.screenshot(out)

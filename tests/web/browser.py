@@ -82,6 +82,8 @@ class DevTools:
     def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
         self._ws = ws
         self._ids = itertools.count(1)
+        self.events: list[dict[str, Any]] = []
+        """The protocol's events read so far (`method`, `params`), oldest first."""
 
     async def call(self, method: str, **params: Any) -> dict[str, Any]:
         message_id = next(self._ids)
@@ -91,8 +93,11 @@ class DevTools:
             if message.type != aiohttp.WSMsgType.TEXT:
                 raise ConnectionError(f"DevTools connection ended: {message.type!r}")
             data = json.loads(message.data)
+            if "method" in data and "id" not in data:
+                self.events.append(data)
+                continue
             if data.get("id") != message_id:
-                continue  # an event, or an answer to nobody
+                continue  # an answer to nobody
             if "error" in data:
                 raise RuntimeError(f"{method}: {data['error']}")
             return dict(data.get("result", {}))
@@ -102,6 +107,26 @@ class DevTools:
         if "exceptionDetails" in result:
             raise RuntimeError(f"page script failed: {result['exceptionDetails']}")
         return result["result"].get("value")
+
+    def requested_urls(self) -> list[str]:
+        """Every URL the page asked for (after `Network.enable`), as read so far."""
+        return [
+            str(e["params"]["request"]["url"])
+            for e in self.events
+            if e.get("method") == "Network.requestWillBeSent"
+        ]
+
+    async def text_when(self, predicate: Any, limit_s: float = 60.0) -> str:
+        """Poll the page's text (`document.body.innerText`) until `predicate(text)` holds."""
+        deadline = time.monotonic() + limit_s
+        text = ""
+        while time.monotonic() < deadline:
+            value = await self.evaluate("document.body ? document.body.innerText : ''")
+            text = str(value or "")
+            if predicate(text):
+                return text
+            await asyncio.sleep(0.2)
+        raise AssertionError(f"gave up waiting for the page's text; it shows: {text[:400]!r}")
 
     async def screen(self) -> list[str] | None:
         """The terminal's visible lines, or None before the page made its terminal."""
@@ -161,6 +186,7 @@ class Chromium:
             async with http.ws_connect(page["webSocketDebuggerUrl"], max_msg_size=0) as ws:
                 tools = DevTools(ws)
                 await tools.call("Page.enable")
+                await tools.call("Network.enable")
                 await tools.call("Page.addScriptToEvaluateOnNewDocument", source=TERMINAL_HOOK)
                 await tools.call("Page.navigate", url=url)
                 yield tools

@@ -78,11 +78,29 @@ class WebRun:
 
     proc: subprocess.Popen[str]
     url: str
+    """The server's address, without the token."""
     lines: list[str] = field(default_factory=list)
+    token: str | None = None
 
     @property
     def ws_url(self) -> str:
         return "ws" + self.url.removeprefix("http") + "/ws"
+
+    @property
+    def open_url(self) -> str:
+        """The address as printed: with the token (what the user opens)."""
+        return self.url if self.token is None else f"{self.url}/?token={self.token}"
+
+    @property
+    def port(self) -> int:
+        return int(self.url.rsplit(":", 1)[1])
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """The cookie a browser holds after opening `open_url`."""
+        if self.token is None:
+            return {}
+        return {"Cookie": f"specmon-web-{self.port}={self.token}"}
 
     seen_apps: set[int] = field(default_factory=set)
 
@@ -109,10 +127,31 @@ class WebRun:
         self.proc.wait(timeout=WAIT_LIMIT_S)
 
 
+_RUNTIME_DIR: list[str] = []
+
+
+def runtime_dir() -> str:
+    """A private directory (0700) for the servers' token files: $XDG_RUNTIME_DIR of the servers
+    the tests start, so a server killed without its clean stop leaves nothing in the home."""
+    if not _RUNTIME_DIR:
+        import atexit
+        import shutil
+        import tempfile
+
+        made = tempfile.mkdtemp(prefix="specmon-web-run-")
+        atexit.register(shutil.rmtree, made, True)
+        _RUNTIME_DIR.append(made)
+    return _RUNTIME_DIR[0]
+
+
 def env() -> dict[str, str]:
     """This checkout's sources first on the path (the app processes inherit it)."""
     path = os.environ.get("PYTHONPATH", "")
-    return {**os.environ, "PYTHONPATH": SRC + (os.pathsep + path if path else "")}
+    return {
+        **os.environ,
+        "PYTHONPATH": SRC + (os.pathsep + path if path else ""),
+        "XDG_RUNTIME_DIR": runtime_dir(),
+    }
 
 
 def run_web(*args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
@@ -155,9 +194,9 @@ def start_web(*args: str) -> WebRun:
             if proc.poll() is not None:
                 break
             continue
-        found = re.search(r" at (http://\S+) ", line)
+        found = re.search(r" at (http://[^\s/]+)(/\?token=(\S+))? ", line)
         if found:
-            return WebRun(proc, found.group(1), seen)
+            return WebRun(proc, found.group(1), seen, token=found.group(3))
     proc.kill()
     proc.wait()
     raise AssertionError("specmon web did not say where it serves:\n" + "".join(seen))

@@ -10,6 +10,7 @@ import pytest
 from specmon.cli import app_runner
 from specmon.cli.main import build_parser, main
 from specmon.cli.web_cmd import (
+    ARGV_SECRETS_ENV,
     DEFAULT_HOST,
     DEFAULT_PORT,
     WebArgsError,
@@ -17,6 +18,7 @@ from specmon.cli.web_cmd import (
     is_loopback,
     plan_from_args,
     public_url_for,
+    restore_argv_secrets,
     split_web_options,
 )
 
@@ -181,3 +183,108 @@ def test_the_app_opens_under_textual_serves_web_driver_without_a_terminal(monkey
     assert app_runner.wants_app() is True
     monkeypatch.setenv("TEXTUAL_DRIVER", "textual.drivers.linux_driver:LinuxDriver")
     assert app_runner.wants_app() is False
+
+
+# ------------------------------------------------------------------ the token (issue 17)
+
+
+@pytest.mark.parametrize(
+    ("words", "message"),
+    [
+        (("--no-token",), "add --allow-any-local-user to confirm"),
+        (("--no-token", "--allow-any-local-user", "--host", "0.0.0.0"), "not a loopback"),
+        (("--allow-any-local-user",), "goes with --no-token"),
+        (("--no-token", "--allow-any-local-user", "--token-file", "t"), "do not go together"),
+    ],
+)
+def test_serving_without_a_token_is_refused_unless_loopback_and_confirmed(words, message):
+    with pytest.raises(WebArgsError, match=message):
+        plan(*words)
+
+
+def test_no_token_on_loopback_with_the_confirmation_is_accepted_anywhere_on_the_line():
+    p = plan("demo", "--speed", "2", "--allow-any-local-user", "--no-token")
+    assert p.no_token and p.app_args == ("--speed", "2")
+    assert plan("--token-file", "/x/t", "demo").token_file == "/x/t"
+
+
+def test_url_credentials_go_to_the_apps_environment_never_to_a_command_line():
+    p = plan(
+        "watch",
+        "--attach",
+        "http://alice:pw-secret-3@h:1/v1",
+        "--metrics-url=https://bob:pw-secret-4@m:2/metrics",
+        "--interval",
+        "2",
+    )
+    assert p.app_args == (
+        "--attach",
+        "http://h:1/v1",
+        "--metrics-url=https://m:2/metrics",
+        "--interval",
+        "2",
+    )
+    for secret in ("pw-secret-3", "pw-secret-4", "alice"):
+        assert secret not in p.command("/usr/bin/python3")
+        assert secret not in p.title and secret not in repr(p)
+    # The app puts them back where they were, from its environment (then drops the variable).
+    import json
+
+    environ = {ARGV_SECRETS_ENV: json.dumps([list(x) for x in p.url_secrets])}
+    restored = restore_argv_secrets([p.app, *p.app_args], environ)
+    assert restored == [
+        "watch",
+        "--attach",
+        "http://alice:pw-secret-3@h:1/v1",
+        "--metrics-url=https://bob:pw-secret-4@m:2/metrics",
+        "--interval",
+        "2",
+    ]
+    assert ARGV_SECRETS_ENV not in environ
+    assert restore_argv_secrets(["watch"], {ARGV_SECRETS_ENV: "not json"}) == ["watch"]
+    assert restore_argv_secrets(["watch"], {ARGV_SECRETS_ENV: "[[7, 1]]"}) == ["watch"]
+
+
+def test_a_new_token_file_is_the_owners_only_and_a_shared_one_is_refused(tmp_path):
+    import os
+    import stat
+
+    from specmon.cli.web_auth import (
+        MIN_TOKEN_CHARS,
+        WebAuthError,
+        read_token_file,
+        token_from_file,
+    )
+
+    file = tmp_path / "t"
+    token, where, remove = token_from_file(file, 8000)
+    assert where == file and not remove and len(token) >= MIN_TOKEN_CHARS
+    assert stat.S_IMODE(file.stat().st_mode) == 0o600
+    assert file.read_text().strip() == token
+    assert token_from_file(file, 8000)[0] == token  # kept: the address can stay the same
+    file.chmod(0o640)
+    with pytest.raises(WebAuthError, match="can be read by others"):
+        read_token_file(file)
+    short = tmp_path / "short"
+    short.write_text("abc")
+    os.chmod(short, 0o600)
+    with pytest.raises(WebAuthError, match="at least"):
+        read_token_file(short)
+    with pytest.raises(WebAuthError, match="cannot read"):
+        read_token_file(tmp_path / "missing" / "x")
+
+
+def test_the_guard_knows_this_servers_origins_only():
+    from specmon.cli.web_auth import Guard, allowed_origins
+
+    origins = allowed_origins("http://127.0.0.1:8000", "127.0.0.1", 8000, loopback=True)
+    guard = Guard(token=None, cookie="c", origins=origins)
+    assert guard.origin_allowed("http://localhost:8000")
+    assert guard.origin_allowed("http://127.0.0.1:8000")
+    assert guard.origin_allowed(None)  # not a browser
+    assert not guard.origin_allowed("http://evil.example:8000")
+    assert not guard.origin_allowed("http://127.0.0.1:8001")
+    assert not guard.origin_allowed("null")
+    assert guard.host_allowed("127.0.0.1:8000") and guard.host_allowed("localhost:8000")
+    assert not guard.host_allowed("evil.example:8000")  # DNS rebinding
+    assert not guard.host_allowed(None)

@@ -40,7 +40,7 @@ def test_the_demo_in_headless_chromium_shows_simulated_numbers(chromium, tmp_pat
     try:
 
         async def scenario() -> tuple[list[str], bytes]:
-            async with browser.page(run.url) as tools:
+            async with browser.page(run.open_url) as tools:
                 lines = await wait_for_screen(tools, shows_numbers)
                 shot = await tools.screenshot(tmp_path / "web.png")
                 return lines, shot
@@ -65,3 +65,58 @@ def test_the_demo_in_headless_chromium_shows_simulated_numbers(chromium, tmp_pat
     assert len(shot) > 50_000  # a drawn screen, not an empty page
     assert code == 130
     assert not left, "the page's app outlived `specmon web`"
+
+
+def test_the_token_guards_the_page_in_chromium_and_a_second_profile_is_refused(chromium):
+    """Issue 17 in a real browser: without the token the page is 403 and no app starts; the
+    printed address opens the app (the token leaves the address bar, the cookie is out of the
+    page's reach); the page has a title and asks no other host; a second browser profile, which
+    has not the cookie, gets 403."""
+    run = start_web("demo", "--speed", "20")
+    first = Chromium(width=1200, height=800)
+    second: Chromium | None = None
+    try:
+
+        async def scenario() -> dict[str, object]:
+            nonlocal second
+            found: dict[str, object] = {}
+            async with first.page(run.url + "/") as tools:
+                found["refused"] = await tools.text_when(lambda t: "403" in t)
+                found["apps_refused"] = run.apps()
+                await tools.call("Page.navigate", url=run.open_url)
+                lines = await wait_for_screen(tools, lambda ls: "SIMULATED" in ls[0])
+                found["screen"] = lines[0]
+                found["href"] = await tools.evaluate("location.href")
+                found["title"] = await tools.evaluate("document.title")
+                found["cookie"] = await tools.evaluate("document.cookie")
+                found["requests"] = tools.requested_urls()
+                found["apps"] = run.apps()
+                second = Chromium(width=800, height=600)
+                async with second.page(run.url + "/") as other:
+                    found["other"] = await other.text_when(lambda t: "403" in t)
+                found["apps_after"] = run.apps()
+            return found
+
+        try:
+            found = asyncio.run(scenario())
+        finally:
+            first.close()
+            if second is not None:
+                second.close()
+        code = run.stop()
+    finally:
+        run.kill()
+
+    assert "403 forbidden" in str(found["refused"])
+    assert found["apps_refused"] == []
+    assert found["href"] == run.url + "/"  # the token is not left in the address bar
+    assert found["title"] == "specmon demo --speed 20"
+    assert found["cookie"] == ""  # HttpOnly: the page's scripts cannot read it
+    requests = [str(u) for u in found["requests"]]  # type: ignore[union-attr]
+    assert any(u.startswith(run.url + "/static/") for u in requests), requests
+    hosts = {u.split("/")[2] for u in requests if u.startswith(("http:", "https:", "ws:"))}
+    assert hosts == {run.url.split("/")[2]}, requests
+    assert "403 forbidden" in str(found["other"])
+    assert len(found["apps"]) == 1  # type: ignore[arg-type]
+    assert found["apps_after"] == found["apps"]  # the refused profile started nothing
+    assert code == 130

@@ -62,7 +62,9 @@ async def read_screen_until(
 
 
 async def open_page(http: aiohttp.ClientSession, run: WebRun) -> aiohttp.ClientWebSocketResponse:
-    ws = await http.ws_connect(f"{run.ws_url}?width={SIZE['width']}&height={SIZE['height']}")
+    ws = await http.ws_connect(
+        f"{run.ws_url}?width={SIZE['width']}&height={SIZE['height']}", headers=run.headers
+    )
     await ws.send_json(["resize", SIZE])
     return ws
 
@@ -202,7 +204,7 @@ def test_watch_is_served_against_a_running_server_and_its_api_key_stays_secret()
 
             async def scenario() -> None:
                 async with aiohttp.ClientSession() as http:
-                    async with http.get(run.url + "/") as page:
+                    async with http.get(run.url + "/", headers=run.headers) as page:
                         html = await page.text()
                     assert "specmon watch --attach" in html  # the page's title
                     assert secret not in html
@@ -270,7 +272,7 @@ def test_a_host_that_is_not_loopback_is_warned_about():
     lines = done.stderr.splitlines()
     assert done.returncode == 2
     assert lines[0].startswith("specmon web: warning: --host 0.0.0.0 is not a loopback address")
-    assert "no password" in lines[0]
+    assert "token travel unencrypted" in lines[0]
     assert lines[1:] == [f"specmon web: port {port} on 0.0.0.0 is in use"]
 
 

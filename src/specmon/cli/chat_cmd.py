@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 from specmon.cli.export_args import add_export_argument, parse_export
 from specmon.cli.host_args import add_host_arguments
-from specmon.cli.session_setup import add_theme_argument
+from specmon.cli.session_setup import add_redact_argument, add_theme_argument
 from specmon.cli.stream_args import add_stream_args, stream_limits_from
 
 if TYPE_CHECKING:
@@ -94,6 +94,7 @@ def register(subparsers: Any) -> None:
         "the model vLLM is started with (host mode)",
     )
     p.add_argument("--record", metavar="FILE", help="record the session (.gz compresses)")
+    add_redact_argument(p)
     p.add_argument("--temperature", type=_temperature, default=None, metavar="T")
     p.add_argument("--top-p", type=_top_p, default=None, metavar="P")
     p.add_argument("--max-tokens", type=_max_tokens, default=None, metavar="N")
@@ -240,6 +241,7 @@ def _chat_hosted(args: argparse.Namespace, plan: HostPlan, gpu: str) -> int:
                 api_key=args.api_key,
                 gpu=gpu,
                 record=args.record,
+                redact=tuple(args.redact),
                 quiet=True,
                 known=host.session_info(),
                 stream_limits=stream_limits_from(args),
@@ -301,6 +303,7 @@ def _run_attached(args: argparse.Namespace) -> int:
             api_key=args.api_key,
             gpu=gpu,
             record=args.record,
+            redact=tuple(args.redact),
             quiet=True,
             stream_limits=stream_limits_from(args),
         )

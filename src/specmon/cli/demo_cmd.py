@@ -20,7 +20,12 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from specmon.cli.export_args import add_export_argument, parse_export
-from specmon.cli.session_setup import add_baseline_argument, add_theme_argument, state_factory
+from specmon.cli.session_setup import (
+    add_baseline_argument,
+    add_redact_argument,
+    add_theme_argument,
+    state_factory,
+)
 from specmon.cli.stream_args import add_stream_args, stream_limits_from
 
 if TYPE_CHECKING:  # imported in run(): `specmon --help` must not import openai/httpx/rich
@@ -53,6 +58,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--requests", type=int, default=None, help="stop after N requests")
     p.add_argument("--max-tokens", type=int, default=256, help="tokens per answer (default 256)")
     p.add_argument("--record", metavar="FILE", help="record the session (.gz compresses)")
+    add_redact_argument(p)
     p.add_argument(
         "--json", action="store_true", help="print the final snapshot as JSON at the end"
     )
@@ -121,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
             state_factory(args.baseline),
             interval=1.0,
             record=args.record,
+            redact=tuple(args.redact),
             hub=Hub(clock=clock),
             stream_limits=stream_limits_from(args),
         )
@@ -156,7 +163,13 @@ def _app(url: str, args: argparse.Namespace) -> int:
     from specmon.ui.app.session_port import SessionPort
 
     limits = stream_limits_from(args)
-    config = SessionConfig((Target(url),), record=args.record, quiet=True, stream_limits=limits)
+    config = SessionConfig(
+        (Target(url),),
+        record=args.record,
+        redact=tuple(args.redact),
+        quiet=True,
+        stream_limits=limits,
+    )
 
     def make_session() -> CollectorProcess:
         return CollectorProcess(config, state_factory(args.baseline))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -60,6 +61,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from specmon.runtime import shutdown as shutdown_module
 
         shutdown = shutdown_module.install()
+    if argv is None and "SPECMON_ARGV_SECRETS" in os.environ:  # an app of `specmon web`
+        from specmon.cli.web_cmd import restore_argv_secrets
+
+        argv = restore_argv_secrets(sys.argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:

@@ -109,3 +109,27 @@ def gpu_sampler(choice: str) -> GpuSampler | None:
     from specmon.sources.gpu import make_sampler
 
     return make_sampler(choice)
+
+
+def redact_pattern(text: str) -> str:
+    """argparse type: a regular expression usable by --redact (core.redaction)."""
+    from specmon.core.redaction import RedactPatternError, compile_redactions
+
+    try:
+        compile_redactions([text])
+    except RedactPatternError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def add_redact_argument(parser: argparse.ArgumentParser) -> None:
+    """`--redact REGEX` (repeatable) for the commands that record answers."""
+    parser.add_argument(
+        "--redact",
+        action="append",
+        default=[],
+        type=redact_pattern,
+        metavar="REGEX",
+        help="with --record (or the app's r key): replace what REGEX matches in the model's "
+        "answers by [REDACTED] before it is written (repeatable; docs/recording-format.md)",
+    )

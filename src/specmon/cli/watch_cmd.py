@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from specmon.cli.export_args import add_export_argument, parse_export, start_exporter
 from specmon.cli.session_setup import (
     add_baseline_argument,
+    add_redact_argument,
     add_theme_argument,
     default_gpu_source,
     gpu_sampler,
@@ -80,6 +81,13 @@ def register(subparsers: Any) -> None:
         help="with --prometheus: only targets whose labels match, e.g. '{job=\"vllm\"}'",
     )
     p.add_argument(
+        "--bearer-token-file",
+        metavar="FILE",
+        default=None,
+        help="with --prometheus: send the token in FILE as `Authorization: Bearer` to that "
+        "Prometheus only (the token is never on the command line nor in a recording)",
+    )
+    p.add_argument(
         "--rate-window",
         type=float,
         default=60.0,
@@ -116,6 +124,7 @@ def register(subparsers: Any) -> None:
     )
     add_theme_argument(p)
     p.add_argument("--record", metavar="FILE", help="record the session (.gz compresses)")
+    add_redact_argument(p)
     p.add_argument("--once", action="store_true", help="print one snapshot and exit")
     p.add_argument("--json", action="store_true", help="JSON output (one line per snapshot)")
     add_export_argument(p)
@@ -140,6 +149,8 @@ def run(args: argparse.Namespace) -> int:
         args.json = True  # one snapshot is only meaningful as data
     if args.match is not None and not args.prometheus:
         return _error("--match goes with --prometheus")
+    if args.bearer_token_file is not None and not args.prometheus:
+        return _error("--bearer-token-file goes with --prometheus")
     try:
         export = parse_export(args.export)
     except ValueError as exc:
@@ -165,6 +176,7 @@ def run(args: argparse.Namespace) -> int:
             gpu=gpu_sampler(gpu),
             interval=args.interval,
             record=args.record,
+            redact=tuple(args.redact),
         )
     except ValueError as exc:
         return _error(str(exc))
@@ -232,12 +244,31 @@ def _fleet(args: argparse.Namespace, export: tuple[str, int] | None) -> int:
             "--gpu goes with --attach (with --prometheus, GPUs come from the dcgm-exporter "
             "series in the Prometheus)"
         )
-    spec = FleetSpec(url, args.match, args.interval, args.rate_window)
+    if args.bearer_token_file is not None:
+        from specmon.runtime.fleet_run import BearerTokenFileError, read_bearer_token_file
+
+        try:
+            read_bearer_token_file(args.bearer_token_file)  # checked now: one line, exit 2
+        except BearerTokenFileError as exc:
+            return _error(str(exc))
+    spec = FleetSpec(
+        url,
+        args.match,
+        args.interval,
+        args.rate_window,
+        bearer_token_file=args.bearer_token_file,
+    )
     from specmon.cli.app_runner import wants_app  # a terminal, or a browser (specmon web)
 
     if not args.json and wants_app():
         return _app([], "none", args, export, extra={EXTRA_KEY: spec})
-    monitor = Monitor([], state_factory(args.baseline), interval=args.interval, record=args.record)
+    monitor = Monitor(
+        [],
+        state_factory(args.baseline),
+        interval=args.interval,
+        record=args.record,
+        redact=tuple(args.redact),
+    )
     return _run_monitor(monitor, args, export, fleet_spec=spec)
 
 
@@ -272,6 +303,7 @@ def _app(
         gpu=gpu,
         interval=args.interval,
         record=args.record,
+        redact=tuple(args.redact),
         quiet=True,
         extra=dict(extra or {}),
     )

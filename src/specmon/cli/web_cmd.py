@@ -1,6 +1,7 @@
 """`specmon web`: the same Textual app, in a browser, served by textual-serve.
 
   specmon web [demo|watch|replay] [ARGS...] [--host 127.0.0.1] [--port 8000] [--max-tabs 8]
+              [--token-file FILE] [--no-token --allow-any-local-user]
 
 Open the printed address in a browser: every page load (every tab) starts its own
 `python -m specmon <demo|watch|replay> ARGS...` process, the app a terminal would show, drawn by
@@ -9,9 +10,16 @@ xterm.js in the page. Without a command it serves `demo`. The command's own opti
 `--public-url` are specmon web's wherever they stand (after `--`, everything goes to the
 command). At most --max-tabs pages are served at once; another is told so and closed.
 
+A secret token guards the page: it is printed once, in the address to open
+(http://127.0.0.1:8000/?token=...), and kept in a file only you can read (--token-file FILE, or
+a file under $XDG_RUNTIME_DIR/specmon or ~/.local/state/specmon, removed at stop). Opening that
+address sets a cookie (HttpOnly, SameSite=Strict); any request without it gets 403 and starts no
+app. An existing --token-file (mode 0600) is reused, so the address can stay the same.
+`--no-token` serves without one, and only on a loopback host with `--allow-any-local-user`: every
+user of this machine can then drive the app and whatever keys it holds.
+
 It listens on 127.0.0.1 unless `--host` says otherwise, and warns when that address is not
-loopback: the page has no password, and whoever reaches it runs the app. `--port 0` takes a free
-port. A port in use is a one-line error (exit status 2).
+loopback. `--port 0` takes a free port. A port in use is a one-line error (exit status 2).
 
 Closing a tab ends its app. Ctrl-C (or SIGTERM) ends every app (each runs in a process group of
 its own: SIGTERM, then SIGKILL to the group) and the server, within 2 s; the apps also get SIGTERM
@@ -48,8 +56,11 @@ DEFAULT_PORT = 8000
 DEFAULT_MAX_TABS = 8
 """Pages served at once (each runs an app process of ~150 MiB, docs/web.md); more are told so."""
 
-WEB_OPTIONS: tuple[str, ...] = ("--host", "--port", "--public-url", "--max-tabs")
+WEB_OPTIONS: tuple[str, ...] = ("--host", "--port", "--public-url", "--max-tabs", "--token-file")
 """specmon web's own options, taken from anywhere in the command line before a `--`."""
+WEB_FLAGS: tuple[str, ...] = ("--no-token", "--allow-any-local-user")
+"""specmon web's own flags (no value), taken the same way."""
+NO_TOKEN_CONFIRM = "--allow-any-local-user"
 
 REFUSED_OPTIONS: dict[str, str] = {
     "json": "--json prints data instead of opening the app",
@@ -92,7 +103,7 @@ def register(subparsers: Any) -> None:
         "--host",
         default=DEFAULT_HOST,
         help=f"address to listen on (default {DEFAULT_HOST}; anything else is reachable by "
-        "others, and the page has no password)",
+        "others, and the token travels unencrypted)",
     )
     p.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0: any free)"
@@ -108,6 +119,24 @@ def register(subparsers: Any) -> None:
         type=int,
         default=DEFAULT_MAX_TABS,
         help=f"pages served at once, each with its own app process (default {DEFAULT_MAX_TABS})",
+    )
+    p.add_argument(
+        "--token-file",
+        default=None,
+        metavar="FILE",
+        help="the token's file: read when it exists (it must be mode 0600), else a new token is "
+        "written there (default: a new token in a private file, removed at stop)",
+    )
+    p.add_argument(
+        "--no-token",
+        action="store_true",
+        help=f"serve without a token (loopback only, and only with {NO_TOKEN_CONFIRM})",
+    )
+    p.add_argument(
+        NO_TOKEN_CONFIRM,
+        dest="allow_any_local_user",
+        action="store_true",
+        help="with --no-token: confirm that every user of this machine may drive the app",
     )
     p.add_argument(
         "app", nargs="?", default=DEFAULT_APP, help=f"{' | '.join(APPS)} (default {DEFAULT_APP})"
@@ -130,6 +159,11 @@ class WebPlan:
     max_tabs: int = DEFAULT_MAX_TABS
     api_key: str | None = field(default=None, repr=False)
     """Given to the app processes as $OPENAI_API_KEY (see `take_api_key`)."""
+    token_file: str | None = None
+    no_token: bool = False
+    url_secrets: tuple[tuple[int, str], ...] = field(default=(), repr=False)
+    """The served words that held `user:password@` credentials, by index, as given: the app
+    processes get them through their environment (see `take_url_credentials`)."""
 
     def app_argv(self, python: str) -> list[str]:
         """The argv of one app process."""
@@ -161,6 +195,10 @@ def split_web_options(
         if word == "--":
             rest.extend(words[i + 1 :])
             break
+        if word in WEB_FLAGS:
+            found[word[2:].replace("-", "_")] = "1"
+            i += 1
+            continue
         name, eq, value = word.partition("=")
         if name in WEB_OPTIONS:
             if not eq:
@@ -202,6 +240,26 @@ def plan_from_args(args: argparse.Namespace) -> WebPlan:
     if max_tabs < 1:
         raise WebArgsError(f"--max-tabs must be at least 1, got {max_tabs}")
     rest, api_key = take_api_key(rest)
+    rest, url_secrets = take_url_credentials(rest)
+    no_token = bool(found.get("no_token")) or bool(getattr(args, "no_token", False))
+    confirmed = bool(found.get("allow_any_local_user")) or bool(
+        getattr(args, "allow_any_local_user", False)
+    )
+    token_file = found.get("token_file", getattr(args, "token_file", None))
+    if no_token:
+        if token_file is not None:
+            raise WebArgsError("--no-token and --token-file do not go together")
+        if not is_loopback(host):
+            raise WebArgsError(
+                f"--no-token is refused on --host {host}, which is not a loopback address"
+            )
+        if not confirmed:
+            raise WebArgsError(
+                "--no-token lets every user of this machine open the app and use the keys it "
+                f"holds; add {NO_TOKEN_CONFIRM} to confirm"
+            )
+    elif confirmed:
+        raise WebArgsError(f"{NO_TOKEN_CONFIRM} goes with --no-token")
     return WebPlan(
         app=app,
         app_args=tuple(rest),
@@ -210,6 +268,9 @@ def plan_from_args(args: argparse.Namespace) -> WebPlan:
         public_url=public_url,
         max_tabs=max_tabs,
         api_key=api_key,
+        token_file=token_file,
+        no_token=no_token,
+        url_secrets=tuple(url_secrets),
     )
 
 
@@ -235,11 +296,67 @@ def take_api_key(words: Sequence[str]) -> tuple[list[str], str | None]:
     return rest, key
 
 
+ARGV_SECRETS_ENV = "SPECMON_ARGV_SECRETS"
+"""The environment variable that carries the served command's words holding credentials
+(`[[index, word], ...]` as JSON) to the app processes; `restore_argv_secrets` puts them back."""
+
+
+def take_url_credentials(words: Sequence[str]) -> tuple[list[str], list[tuple[int, str]]]:
+    """The served words with `user:password@` taken out of every URL in them, and the words as
+    given, by index: those go to the app processes through their environment, never through
+    their command line (which `ps` shows to every user)."""
+    from specmon.core.redaction import redact_url
+
+    rest: list[str] = []
+    secrets: list[tuple[int, str]] = []
+    for i, word in enumerate(words):
+        name, eq, value = word.partition("=")
+        as_option = bool(eq) and name.startswith("--")
+        url = value if as_option else word
+        bare = redact_url(url)
+        if bare is not None and bare != url and "://" in url:
+            secrets.append((i, word))
+            word = f"{name}={bare}" if as_option else bare
+        rest.append(word)
+    return rest, secrets
+
+
+def restore_argv_secrets(argv: list[str], environ: Any = None) -> list[str]:
+    """In an app process of `specmon web`: `argv` (the words after `specmon`) with the words
+    that held credentials put back from the environment (the variable is removed, so nothing
+    this process starts inherits it). Unchanged when the variable is absent or does not fit."""
+    import json
+
+    env = os.environ if environ is None else environ
+    text = env.pop(ARGV_SECRETS_ENV, None)
+    if not text:
+        return argv
+    try:
+        pairs = json.loads(text)
+    except ValueError:
+        return argv
+    out = list(argv)
+    offset = 1  # argv[0] is the served command (demo, watch, replay)
+    for pair in pairs if isinstance(pairs, list) else ():
+        if (
+            isinstance(pair, list)
+            and len(pair) == 2
+            and isinstance(pair[0], int)
+            and isinstance(pair[1], str)
+            and 0 <= pair[0] + offset < len(out)
+        ):
+            out[pair[0] + offset] = pair[1]
+    return out
+
+
 def check_served_args(plan: WebPlan, parse: Any) -> None:
     """Parse the served command's arguments with its own parser now (`parse(argv)` returns the
     namespace; argparse itself reports a bad one and exits 2), so a mistake shows here, once, not
     in every browser tab; refuse the options that would not open the app."""
-    ns = parse([plan.app, *plan.app_args])
+    words = list(plan.app_args)
+    for index, word in plan.url_secrets:
+        words[index] = word
+    ns = parse([plan.app, *words])
     for name, why in REFUSED_OPTIONS.items():
         if getattr(ns, name, None):
             raise WebArgsError(f"cannot serve {plan.app} with {why}")
@@ -274,9 +391,9 @@ def is_loopback(host: str) -> bool:
 
 def not_loopback_warning(host: str) -> str:
     return (
-        f"specmon web: warning: --host {host} is not a loopback address: anyone who can reach "
-        "this port can open the app (there is no password), and every page load starts a "
-        "process here"
+        f"specmon web: warning: --host {host} is not a loopback address: the page and its "
+        "token travel unencrypted (http) to whoever is on the path, and every page load starts a "
+        "process here; prefer an SSH tunnel to 127.0.0.1"
     )
 
 
@@ -360,30 +477,55 @@ def parent_death_signal() -> Any:
 
 def run(args: argparse.Namespace) -> int:
     from specmon.cli.main import build_parser
+    from specmon.cli.web_auth import WebAuthError, token_from_file
 
+    sock: socket.socket | None = None
     try:
         plan = plan_from_args(args)
         check_served_args(plan, build_parser().parse_args)
         if not is_loopback(plan.host):
             print(not_loopback_warning(plan.host), file=sys.stderr, flush=True)
         sock = bind(plan.host, plan.port)
-    except WebArgsError as exc:
+        token: str | None = None
+        token_file: Path | None = None
+        remove_file = False
+        if not plan.no_token:
+            given = Path(plan.token_file).expanduser() if plan.token_file else None
+            token, token_file, remove_file = token_from_file(given, sock.getsockname()[1])
+    except (WebArgsError, WebAuthError) as exc:
+        if sock is not None:
+            sock.close()
         print(f"specmon web: {exc}", file=sys.stderr)
         return 2
-    return serve(plan, sock)
+    try:
+        return serve(plan, sock, token=token, token_file=token_file)
+    finally:
+        if remove_file and token_file is not None:
+            token_file.unlink(missing_ok=True)
 
 
-def serve(plan: WebPlan, sock: socket.socket) -> int:
-    """Serve until Ctrl-C or SIGTERM; stop every app process and the server; 130 (or 143)."""
+def serve(
+    plan: WebPlan,
+    sock: socket.socket,
+    *,
+    token: str | None = None,
+    token_file: Path | None = None,
+) -> int:
+    """Serve until Ctrl-C or SIGTERM; stop every app process and the server; 130 (or 143).
+    `token` None serves without one (--no-token)."""
     import asyncio
+    import json
     import logging
 
     from specmon.runtime import shutdown
 
     port = sock.getsockname()[1]
     url = plan.public_url or public_url_for(plan.host, port)
-    if plan.api_key is not None:  # textual-serve gives each app a copy of this environment
+    # textual-serve gives each app a copy of this environment.
+    if plan.api_key is not None:
         os.environ["OPENAI_API_KEY"] = plan.api_key
+    if plan.url_secrets:
+        os.environ[ARGV_SECRETS_ENV] = json.dumps([list(p) for p in plan.url_secrets])
     logging.basicConfig(level=logging.WARNING, format="specmon web: %(message)s")
 
     loop = asyncio.new_event_loop()
@@ -398,7 +540,7 @@ def serve(plan: WebPlan, sock: socket.socket) -> int:
 
     if process_shutdown is not None:  # the `specmon` process: stop from the loop, not by raising
         process_shutdown.on_signal(request_stop)
-    web = _WebServer(plan, url, sock, stop)
+    web = _WebServer(plan, url, sock, stop, token=token, token_file=token_file)
     try:
         loop.run_until_complete(web.run())
     except KeyboardInterrupt:  # library use (no shutdown installed): Ctrl-C raises here
@@ -427,8 +569,28 @@ class _WebServer:
     """textual-serve's Server, with each app process in a process group of its own and a
     bounded stop of all of them."""
 
-    def __init__(self, plan: WebPlan, url: str, sock: socket.socket, stop: asyncio.Event) -> None:
+    def __init__(
+        self,
+        plan: WebPlan,
+        url: str,
+        sock: socket.socket,
+        stop: asyncio.Event,
+        *,
+        token: str | None = None,
+        token_file: Path | None = None,
+    ) -> None:
+        from specmon.cli.web_auth import Guard, allowed_origins, cookie_name
+
         self.plan = plan
+        self.token = token
+        self.token_file = token_file
+        port = sock.getsockname()[1]
+        self.guard = Guard(
+            token=token,
+            cookie=cookie_name(port),
+            origins=allowed_origins(url, plan.host, port, loopback=is_loopback(plan.host)),
+            secure=url.startswith("https:"),
+        )
         self.url = url
         self.sock = sock
         self.stop = stop
@@ -444,17 +606,25 @@ class _WebServer:
     async def run(self) -> None:
         from aiohttp import web
 
+        from specmon.cli.web_auth import make_middleware
+
         app = await self._server._make_app()
+        app.middlewares.append(make_middleware(self.guard))
         self._runner = web.AppRunner(
             app, handle_signals=False, access_log=None, shutdown_timeout=CLOSE_S
         )
         await self._runner.setup()
         await web.SockSite(self._runner, self.sock).start()
-        print(
-            f"specmon web: serving `{self.plan.title}` at {self.url} (every tab runs its own "
-            "app; Ctrl-C stops)",
-            flush=True,
-        )
+        if self.token is None:
+            address = self.url
+            guard = (
+                "no token: every user of this machine can open it (--no-token); "
+                "every tab runs its own app; Ctrl-C stops"
+            )
+        else:
+            address = f"{self.url.rstrip('/')}/?token={self.token}"
+            guard = f"token also in {self.token_file}; every tab runs its own app; Ctrl-C stops"
+        print(f"specmon web: serving `{self.plan.title}` at {address} ({guard})", flush=True)
         try:
             await self.stop.wait()
         finally:
@@ -647,7 +817,12 @@ def _make_textual_server(owner: _WebServer, plan: WebPlan, url: str) -> Any:
 
     port = owner.sock.getsockname()[1]
     return _Server(
-        plan.command(sys.executable), host=plan.host, port=port, title=plan.title, public_url=url
+        plan.command(sys.executable),
+        host=plan.host,
+        port=port,
+        title=plan.title,
+        public_url=url,
+        templates_path=Path(__file__).resolve().parent / "web_page",
     )
 
 

@@ -79,3 +79,78 @@ def redact_value(value: Any, secrets: tuple[str, ...]) -> Any:
     if isinstance(value, list | tuple):
         return [redact_value(v, secrets) for v in value]
     return value
+
+
+REDACT_HOLD_CHARS = 256
+"""`--redact`: how much of an answer's newest text is held back, per request, before it is
+written (a match of a pattern can be found whole only when it is at most this long)."""
+MAX_REDACT_PATTERNS = 32
+MAX_REDACT_PATTERN_CHARS = 1000
+
+
+class RedactPatternError(ValueError):
+    """A `--redact` pattern that cannot be used (the message is one line)."""
+
+
+def compile_redactions(patterns: Iterable[str]) -> re.Pattern[str] | None:
+    """One pattern matching any of `patterns` (None for none); RedactPatternError names the
+    bad one."""
+    found = list(patterns)
+    if not found:
+        return None
+    if len(found) > MAX_REDACT_PATTERNS:
+        raise RedactPatternError(f"at most {MAX_REDACT_PATTERNS} --redact patterns")
+    for pattern in found:
+        if not pattern:
+            raise RedactPatternError("--redact needs a non-empty regular expression")
+        if len(pattern) > MAX_REDACT_PATTERN_CHARS:
+            raise RedactPatternError(
+                f"--redact pattern longer than {MAX_REDACT_PATTERN_CHARS} characters"
+            )
+        try:
+            compiled = re.compile(pattern)
+        except re.error as exc:
+            raise RedactPatternError(f"--redact {pattern!r}: {exc}") from None
+        if compiled.match(""):
+            raise RedactPatternError(f"--redact {pattern!r} matches empty text")
+    return re.compile("|".join(f"(?:{p})" for p in found))
+
+
+class StreamRedactor:
+    """`--redact` for text that arrives in pieces (an answer, chunk by chunk): `feed` returns
+    what may be written now, with every match replaced by REDACTED; the newest
+    REDACT_HOLD_CHARS characters (and any match that could still grow) are held until more text
+    comes or `feed(..., final=True)` (the answer's end) releases them. So a secret split over
+    several chunks is found whole, and text is never written before it arrived."""
+
+    def __init__(self, pattern: re.Pattern[str], hold: int = REDACT_HOLD_CHARS) -> None:
+        self._pattern = pattern
+        self._hold = hold
+        self._pending = ""
+
+    @property
+    def pending(self) -> str:
+        return self._pending
+
+    def feed(self, text: str, *, final: bool = False) -> str:
+        pending = self._pending + text
+        limit = len(pending) - self._hold
+        out: list[str] = []
+        pos = 0
+        cut: int | None = None
+        for match in self._pattern.finditer(pending):
+            if match.end() == match.start():
+                continue
+            # A match reaching into the held text may still grow: hold it whole (unless it is
+            # already far longer than the hold, which bounds what is held).
+            if not final and match.end() > limit and limit - match.start() <= 4 * self._hold:
+                cut = match.start()
+                break
+            out.append(pending[pos : match.start()])
+            out.append(REDACTED)
+            pos = match.end()
+        held_from = limit if cut is None else min(limit, cut)
+        end = len(pending) if final else max(pos, held_from)
+        out.append(pending[pos:end])
+        self._pending = pending[end:]
+        return "".join(out)

@@ -14,10 +14,12 @@ import concurrent.futures
 import os
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from specmon.core.credentials import KeyScope
 from specmon.core.events import Event, GpuSampled, RequestEnded, ServerStatusChanged, SessionInfo
+from specmon.core.redaction import compile_redactions
 from specmon.core.stream_limits import DEFAULT_LIMITS, StreamLimits
 from specmon.core.views import SessionView
 from specmon.runtime.hub import Hub, SourceRun
@@ -66,6 +68,9 @@ class Target:
 
     url: str
     metrics_url: str | None = None
+    api_key: str | None = field(default=None, repr=False, compare=False)
+    """A key typed for this server alone (the app's `a` dialog): sent to its origin only. The
+    command line's key is the monitor's, scoped to the command line's servers."""
 
     @property
     def base(self) -> str:
@@ -168,6 +173,7 @@ class Monitor:
         gpu: GpuSampler | None = None,
         interval: float = 1.0,
         record: str | os.PathLike[str] | None = None,
+        redact: Sequence[str] = (),
         hub: Hub | None = None,
         known: SessionInfo | None = None,
         stream_limits: StreamLimits = DEFAULT_LIMITS,
@@ -177,10 +183,17 @@ class Monitor:
         self.targets = list(targets)
         self._state_factory = state_factory
         self._api_key = resolve_api_key(api_key)
+        self._keys = KeyScope.of(self._api_key, (t.url for t in self.targets))
+        """The key goes to the origins of the servers given at construction (the command
+        line's) only: not to a server added later, nor to another origin."""
         self._sampler = gpu
         self.interval = interval
         self._record = record
         self.stream_limits = stream_limits
+        self.redact = tuple(redact)
+        """`--redact` patterns for every recording of this session (checked here: a bad one
+        raises RedactPatternError, a ValueError, before anything starts)."""
+        compile_redactions(self.redact)
         self._known = known
         self.hub = hub or Hub()
         self.state: State | None = None
@@ -207,14 +220,18 @@ class Monitor:
         hub = self.hub.start()
         for target in self.targets:
             client = StreamClient(
-                target.base, api_key=self._api_key, clock=hub.clock, limits=self.stream_limits
+                target.base,
+                api_key=self._keys.key_for(target.base),
+                clock=hub.clock,
+                from_env=False,
+                limits=self.stream_limits,
             )
             self.clients.append(client)
             hub.add_closer(client.aclose)
 
         async def identify_all() -> list[ServerIdentity]:
             found = await asyncio.gather(
-                *(identify(t.base, api_key=self._api_key) for t in self.targets)
+                *(identify(t.base, api_key=self._keys.key_for(t.base)) for t in self.targets)
             )
             for client, identity in zip(self.clients, found, strict=True):
                 if identity.simulated:
@@ -238,7 +255,7 @@ class Monitor:
             self._futures.append(hub.every(VIEW_PUBLISH_INTERVAL_S, publish_view))
         if self._record is not None:
             secrets = (self._api_key,) if self._api_key else ()
-            self.recorder = Recorder(self._record, self.info, secrets=secrets)
+            self.recorder = Recorder(self._record, self.info, secrets=secrets, redact=self.redact)
             hub.subscribe(self.recorder)
             self._futures.append(hub.every(0.5, self.recorder.flush_if_due))
             hub.add_closer(self.recorder.close)
@@ -298,11 +315,12 @@ class Monitor:
         async def add() -> ServerIdentity | str:
             if any(t.base == base for t in self.targets):
                 return already
-            identity = await identify(base, api_key=self._api_key, timeout=ADD_IDENTIFY_TIMEOUT_S)
+            key = self._key_of(target)  # None unless typed for it or on a command-line origin
+            identity = await identify(base, api_key=key, timeout=ADD_IDENTIFY_TIMEOUT_S)
             if any(t.base == base for t in self.targets):  # added meanwhile
                 return already
             client = StreamClient(
-                base, api_key=self._api_key, clock=self.hub.clock, limits=self.stream_limits
+                base, api_key=key, clock=self.hub.clock, from_env=False, limits=self.stream_limits
             )
             client.simulated = identity.simulated
             self.hub.add_closer(client.aclose)
@@ -353,10 +371,15 @@ class Monitor:
         return base
 
     def _metrics_headers(self, target: Target) -> dict[str, str]:
-        # The key goes only to the server it belongs to, not to a separate metrics address.
-        if self._api_key and target.metrics_url is None:
-            return {"Authorization": f"Bearer {self._api_key}"}
-        return {}
+        # The key goes only to the origins it belongs to, not to a metrics address elsewhere.
+        if target.api_key:
+            return KeyScope.of(target.api_key, [target.url]).bearer_for(target.metrics)
+        return self._keys.bearer_for(target.metrics)
+
+    def _key_of(self, target: Target) -> str | None:
+        """The key for `target`'s server: the one typed for it, else the command line's when
+        the server is on one of the command line's origins, else none."""
+        return target.api_key or self._keys.key_for(target.base)
 
     def _first_gpu_sample(self) -> GpuSampled | None:
         """One GPU sample taken before the SessionInfo is built (None without a GPU source, or

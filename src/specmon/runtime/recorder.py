@@ -3,6 +3,11 @@
 Crash-safe: lines are appended, flushed at least once a second (checked at every write and by the
 hub's periodic tick), and the file is fsynced on close. Secrets are scrubbed before anything is
 written (core.redaction.redact_text and the literal secret values given here).
+
+Model text is kept verbatim otherwise (a model that echoes a key puts it in the answer): `redact`
+patterns (`--redact REGEX`) are applied to the answer's text and reasoning before they are
+written, per request across chunks (core.redaction.StreamRedactor: the newest 256 characters of
+an answer are held until more comes or the answer ends).
 """
 
 from __future__ import annotations
@@ -13,13 +18,15 @@ import io
 import json
 import os
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import IO
 
 from specmon.core.clock import Clock, monotonic_clock
 from specmon.core.errors import RecordingError
-from specmon.core.events import Event, SessionInfo
+from specmon.core.events import Event, RequestEnded, SessionInfo, StreamChunk
 from specmon.core.recording_format import EventEncoder, encode_header
+from specmon.core.redaction import StreamRedactor, compile_redactions
 
 # Environment variables whose values must never reach a recording, even inside a log line.
 SECRET_ENV_VARS: tuple[str, ...] = (
@@ -66,7 +73,12 @@ class Recorder:
         clock: Clock = monotonic_clock,
         flush_interval: float = 1.0,
         started_at: str | None = None,
+        redact: Iterable[str] = (),
     ) -> None:
+        self._redact = compile_redactions(redact)  # a bad pattern fails before the file exists
+        self._redactors: dict[tuple[str, str], StreamRedactor] = {}
+        self._last: dict[str, tuple[float, int | None]] = {}
+        """Per answer being redacted: its last chunk's time and cumulative token count."""
         self.path = Path(path)
         self._clock = clock
         self._flush_interval = flush_interval
@@ -103,11 +115,61 @@ class Recorder:
         """Append one event line; flush when the last flush is older than the flush interval."""
         if self.closed:
             return
+        if self._redact is not None:
+            if isinstance(event, StreamChunk):
+                event = self._redacted_chunk(event)
+            elif isinstance(event, RequestEnded):
+                rest = self._rest_of_answer(event)
+                if rest is not None:
+                    self._write_line(rest)
+        self._write_line(event)
+
+    def _write_line(self, event: Event) -> None:
         self._out.write(self._dumps(self._encoder.encode(event)) + "\n")
         self.lines_written += 1
         now = self._clock()
         if now - self._last_flush >= self._flush_interval:
             self._flush_at(now)
+
+    def _redactor(self, request_id: str, part: str) -> StreamRedactor:
+        key = (request_id, part)
+        found = self._redactors.get(key)
+        if found is None:
+            assert self._redact is not None
+            found = self._redactors[key] = StreamRedactor(self._redact)
+        return found
+
+    def _redacted_chunk(self, chunk: StreamChunk) -> StreamChunk:
+        final = chunk.finish_reason is not None  # the answer's text ends here
+        rid = chunk.request_id
+        text = self._redactor(rid, "text").feed(chunk.text, final=final)
+        reasoning = self._redactor(rid, "reasoning").feed(chunk.reasoning, final=final)
+        tokens = chunk.completion_tokens
+        if tokens is None and rid in self._last:
+            tokens = self._last[rid][1]
+        self._last[rid] = (chunk.t, tokens)
+        return replace(chunk, text=text, reasoning=reasoning)
+
+    def _rest_of_answer(self, ended: RequestEnded) -> StreamChunk | None:
+        """At a request's end: the text still held (an answer cut before its finish chunk), as
+        one more chunk at the end's time that carries no new token; None when nothing is held."""
+        return self._rest(ended.request_id, ended.t)
+
+    def _rest(self, rid: str, t: float | None) -> StreamChunk | None:
+        text = self._redactors.pop((rid, "text"), None)
+        reasoning = self._redactors.pop((rid, "reasoning"), None)
+        last_t, tokens = self._last.pop(rid, (0.0, None))
+        rest_text = text.feed("", final=True) if text is not None else ""
+        rest_reasoning = reasoning.feed("", final=True) if reasoning is not None else ""
+        if not rest_text and not rest_reasoning:
+            return None
+        return StreamChunk(
+            t=last_t if t is None else t,
+            request_id=rid,
+            text=rest_text,
+            reasoning=rest_reasoning,
+            completion_tokens=tokens,
+        )
 
     def flush_if_due(self) -> None:
         """Flush when the flush interval has passed (the hub calls this on a timer)."""
@@ -132,6 +194,11 @@ class Recorder:
         """Flush, finish the gzip stream, fsync and close (idempotent)."""
         if getattr(self, "closed", True):
             return
+        # Answers still streaming: their held text is written at their last chunk's time.
+        for rid in sorted({rid for rid, _part in self._redactors}):
+            rest = self._rest(rid, None)
+            if rest is not None:
+                self._write_line(rest)
         self.closed = True
         try:
             self._out.flush()

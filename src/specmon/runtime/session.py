@@ -113,7 +113,7 @@ class RecordingSwitch:
         if current is not None:
             raise RuntimeError(f"already recording to {current}")
         info = self._monitor.info or SessionInfo()
-        self._recorder = Recorder(path, info, secrets=self._secrets)
+        self._recorder = Recorder(path, info, secrets=self._secrets, redact=self._monitor.redact)
         return str(self._recorder.path)
 
     def stop(self) -> str | None:
@@ -176,6 +176,8 @@ class SessionConfig:
     """"local" (NVML), "none", or a dcgm-exporter URL (sources.gpu.make_sampler)."""
     interval: float = 1.0
     record: str | None = None
+    redact: tuple[str, ...] = ()
+    """`--redact` patterns: applied to answer text before it is written to a recording."""
     absolute_clock: bool = False
     """Timestamps on time.monotonic() instead of seconds since the start (for benchmarks)."""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -252,6 +254,7 @@ class InProcessSession:
             gpu=make_sampler(config.gpu),
             interval=config.interval,
             record=config.record,
+            redact=config.redact,
             hub=hub,
             known=config.known,
             stream_limits=config.stream_limits,
@@ -700,6 +703,7 @@ def collector_main(config: SessionConfig, conn: Connection, parent_pid: int) -> 
         gpu=make_sampler(config.gpu),
         interval=config.interval,
         record=config.record,
+        redact=config.redact,
         hub=hub,
         known=config.known,
         stream_limits=config.stream_limits,

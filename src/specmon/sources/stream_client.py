@@ -136,10 +136,13 @@ class StreamClient:
         limits: StreamLimits = DEFAULT_LIMITS,
         connect_timeout: float = 10.0,
         max_retries: int = 0,
+        from_env: bool = True,
     ) -> None:
         self.base_url = server_base(url)
         self.source = self.base_url
-        self._key = resolve_api_key(api_key)
+        # from_env=False: `api_key` is the whole choice (None: no key), made by a caller that
+        # scopes keys to their servers (runtime.monitor); the environment is not consulted.
+        self._key = resolve_api_key(api_key) if from_env else (api_key or None)
         self._clock = clock
         self.limits = limits
         # Every read (the response head, each piece of the body) waits at most the idle

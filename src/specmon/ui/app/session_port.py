@@ -578,17 +578,19 @@ class SessionPort:
 
         return Target(url.strip()).base
 
-    def add_target(self, url: str) -> str:
+    def add_target(self, url: str, *, api_key: str | None = None) -> str:
         """Watch one more server (blocking, bounded: run it off the UI thread); returns its base
         URL. Raises ValueError with a one-line reason for a URL that is not an http(s) server
-        address or a server already watched, RuntimeError when not connected."""
+        address or a server already watched, RuntimeError when not connected. `api_key`: a key
+        typed for this server (sent to it only); without one it gets none, unless it is on the
+        origin of a server of the command line."""
         from specmon.runtime.monitor import Target
 
         session = self._session
         if session is None:
             raise RuntimeError("not connected")
         self.server_address(url)  # a bad URL: ValueError before anything is sent
-        return session.add_target(Target(url.strip())).base_url
+        return session.add_target(Target(url.strip(), api_key=api_key or None)).base_url
 
     def remove_target(self, url: str) -> str:
         """Stop watching a server (blocking, bounded); returns its base URL."""

@@ -45,9 +45,11 @@ def check_server_url(text: str) -> str:
     return SessionPort.server_address(text)
 
 
-class AddServerScreen(ModalScreen[str | None]):
-    """Asks for a server address; dismisses with its base URL, or None (escape). A bad address
-    is said in the dialog, which stays open."""
+class AddServerScreen(ModalScreen[tuple[str, str | None] | None]):
+    """Asks for a server address and, optionally, an API key for it alone; dismisses with
+    (base URL, key or None), or None (escape). A bad address is said in the dialog, which stays
+    open. The key is typed masked, and goes to that server only (the command line's key does
+    not go to a server added here)."""
 
     DEFAULT_CSS = """
     AddServerScreen {
@@ -72,19 +74,24 @@ class AddServerScreen(ModalScreen[str | None]):
         with Vertical(id="add-box"):
             yield Label("Watch one more server (http(s) address, Enter adds, Escape cancels):")
             yield Input(placeholder="http://gpu-box:8000", id="add-url")
+            yield Input(
+                placeholder="API key for this server only (optional)", password=True, id="add-key"
+            )
             yield Static("", id="add-error", markup=False)
 
     def action_dismiss_none(self) -> None:
         self.dismiss(None)
 
     @on(Input.Submitted, "#add-url")
+    @on(Input.Submitted, "#add-key")
     def _add(self, event: Input.Submitted) -> None:
         try:
-            url = check_server_url(event.value)
+            url = check_server_url(self.query_one("#add-url", Input).value)
         except ValueError as exc:
             self.query_one("#add-error", Static).update(Text(visible(str(exc))))
             return
-        self.dismiss(url)
+        key = self.query_one("#add-key", Input).value.strip()
+        self.dismiss((url, key or None))
 
 
 class DashboardScreen(RecordingMixin, Screen[None]):
@@ -233,13 +240,18 @@ class DashboardScreen(RecordingMixin, Screen[None]):
             self._say("not connected: no server added", failed=True)
             return
 
-        def add(url: str | None) -> None:
-            if url is None:
+        def add(chosen: tuple[str, str | None] | None) -> None:
+            if chosen is None:
                 return
+            url, key = chosen
             self._say(f"adding {url}…")
-            self.run_worker(
-                lambda: self.port.add_target(url), thread=True, group="target", exclusive=False
-            )
+
+            def adding() -> str:
+                if key is None:
+                    return self.port.add_target(url)
+                return self.port.add_target(url, api_key=key)
+
+            self.run_worker(adding, thread=True, group="target", exclusive=False)
 
         self.specmon_app.push_screen(AddServerScreen(), add)
 
