@@ -335,6 +335,20 @@ def _md_cell(text: str) -> str:
     return " ".join(text.replace("\\", "\\\\").replace("|", "\\|").split())
 
 
+def interrupted_line(result: BenchResult) -> str:
+    """What an interrupted run holds, in one line: finished of planned, and the requests that
+    were in flight (cancelled, not counted)."""
+    done, cfg, cancelled = result.summary.completed, result.config, result.errors.cancelled
+    if cfg.duration_s is None:
+        finished = f"{done} of {cfg.num_prompts} measured requests finished"
+    else:
+        finished = f"{done} measured requests finished before the soak's {cfg.duration_s:g} s"
+    text = f"INTERRUPTED: partial results, {finished}"
+    if cancelled:
+        text += f"; {cancelled} in flight cancelled, not counted"
+    return text
+
+
 def summary_markdown(result: BenchResult) -> str:
     """The run as a Markdown report (the same numbers as the terminal summary)."""
     s, sd, srv = result.summary, result.spec_decode, result.server
@@ -348,6 +362,10 @@ def summary_markdown(result: BenchResult) -> str:
         f"{result.config.output_len}, {result.config.num_prompts} prompts, concurrency "
         f"{result.config.concurrency}, temperature {result.config.temperature:g}"
         + (", ignore_eos" if result.config.ignore_eos else ""),
+    ]
+    if result.errors.interrupted:
+        lines += ["", f"**{interrupted_line(result)}**"]
+    lines += [
         "",
         "| metric | value |",
         "|---|---:|",

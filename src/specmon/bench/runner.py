@@ -64,6 +64,10 @@ from specmon.sources.stream_client import ChatRequest, ServerIdentity, StreamCli
 
 ENGINE_DEAD_WORDS = ("EngineDeadError", "EngineCore encountered an issue", "engine is dead")
 HEALTH_TIMEOUT_S = 5.0
+INTERRUPTED_SCRAPE_S = 2.0
+"""Bound on the last /metrics scrape after a stop signal (the process must write its results
+within the bounded shutdown's grace, bench.interruptible.STOP_GRACE_S)."""
+DEAD_SCRAPE_S = 5.0
 
 
 class BenchError(RuntimeError):
@@ -399,7 +403,10 @@ async def run_bench(
             )
         else:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(scraper.scrape_once(collect), 5.0)
+                await asyncio.wait_for(
+                    scraper.scrape_once(collect),
+                    INTERRUPTED_SCRAPE_S if interrupted else DEAD_SCRAPE_S,
+                )
         return RunOutput(
             events=collect.events,
             server=info,

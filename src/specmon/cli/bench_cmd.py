@@ -309,11 +309,11 @@ def _host(args: argparse.Namespace, baseline: float | None) -> int:
 def _live(
     args: argparse.Namespace, config: Any, endpoint: Any, gpu: str, baseline: float | None
 ) -> int:
-    import asyncio
     import datetime as dt
 
     from specmon import __version__
     from specmon.bench.analysis import analyze
+    from specmon.bench.interruptible import run_interruptible
     from specmon.bench.render import progress_for
     from specmon.bench.runner import BenchError, run_bench
     from specmon.core.errors import RecordingError
@@ -321,7 +321,7 @@ def _live(
     display = progress_for(sys.stderr)
     try:
         with display:
-            out = asyncio.run(
+            out = run_interruptible(
                 run_bench(
                     endpoint,
                     config,
@@ -403,18 +403,38 @@ def _report(args: argparse.Namespace, result: Any) -> int:
     from specmon.bench.result import requests_csv, summary_markdown
 
     print_summary(result)
+    written: list[str] = []
     try:
-        if args.json:
-            Path(args.json).write_text(result.to_json() + "\n", encoding="utf-8")
-        if args.csv:
-            Path(args.csv).write_text(requests_csv(result), encoding="utf-8")
-        if args.markdown:
-            Path(args.markdown).write_text(summary_markdown(result), encoding="utf-8")
+        for path, render in (
+            (args.json, lambda: result.to_json() + "\n"),
+            (args.csv, lambda: requests_csv(result)),
+            (args.markdown, lambda: summary_markdown(result)),
+        ):
+            if path:
+                _write_whole(Path(path), render())
+                written.append(path)
     except OSError as exc:
         print(f"specmon bench: cannot write the output: {exc}", file=sys.stderr)
         return 1
     if result.errors.interrupted:
+        where = f"; written to {', '.join(written)}" if written else ""
+        print(f"specmon bench: interrupted: what was measured is kept{where}", file=sys.stderr)
         return 130
     if result.errors.engine_dead or result.summary.completed == 0:
         return 1
     return 0
+
+
+def _write_whole(path: Any, text: str) -> None:
+    """Write `text` to `path` through a temporary file beside it: a run stopped by force while
+    writing leaves the previous file or the new one, never half of one. A path that is not a
+    regular file (/dev/stdout, a pipe) is written directly."""
+    if path.exists() and not path.is_file():
+        path.write_text(text, encoding="utf-8")
+        return
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -286,11 +286,10 @@ def _sweep(
     baseline: float | None,
     interval: float,
 ) -> int:
-    import asyncio
-
     from rich.console import Console
 
     from specmon import __version__
+    from specmon.bench.interruptible import run_interruptible, stop_requested
     from specmon.bench.plot import PlotUnavailable, write_plot
     from specmon.bench.render import print_sweep, progress_for
     from specmon.bench.runner import run_bench
@@ -301,7 +300,7 @@ def _sweep(
     def one(endpoint: Any, config: Any, label: str) -> Any:
         display = progress_for(sys.stderr, label=label)
         with display:
-            return asyncio.run(
+            return run_interruptible(
                 run_bench(
                     endpoint,
                     config,
@@ -320,6 +319,7 @@ def _sweep(
         baseline_tok_s=baseline,
         on_event=lambda s: print(f"specmon sweep: {s}", file=sys.stderr, flush=True),
         specmon_version=__version__,
+        stop_requested=stop_requested,
     )
     width = None if sys.stdout.isatty() else 140
     print_sweep(outcome.summary, Console(highlight=False, width=width))

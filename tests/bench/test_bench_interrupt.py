@@ -1,0 +1,156 @@
+"""`specmon bench` and `specmon sweep` stopped by a signal in their measured phase keep what
+was measured: the real command (`python -m specmon`, with its process's signal handlers) runs
+against the simulator, is sent SIGINT or SIGTERM once some requests have finished, and must write
+the finished requests to every output asked for, marked interrupted, with the signal's exit status.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from specmon.sim.server import SimConfig, start_in_thread
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+WAIT_S = 90.0  # failure bounds on a loaded machine, not speed targets
+EXIT_WAIT_S = 30.0
+PLANNED = 200
+
+
+@pytest.fixture(scope="module")
+def sim_url() -> Iterator[str]:
+    # Slow enough that 200 requests take minutes; fast enough that a few finish in seconds.
+    with start_in_thread(SimConfig(speed=20.0, n_spec=4, seed=2), log_sink=lambda _l: None) as s:
+        yield s.url
+
+
+class Lines:
+    """A child's stderr (or stdout) read on a thread, line by line."""
+
+    def __init__(self, stream: object) -> None:
+        self.lines: list[str] = []
+        self._lock = threading.Lock()
+        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
+
+    def _read(self, stream: object) -> None:
+        for raw in stream:  # type: ignore[attr-defined]
+            with self._lock:
+                self.lines.append(raw.decode("utf-8", "replace").rstrip("\n"))
+
+    def text(self) -> str:
+        with self._lock:
+            return "\n".join(self.lines)
+
+    def wait_for(self, predicate: object, what: str) -> None:
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline:
+            if predicate(self.text()):  # type: ignore[operator]
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"gave up waiting for {what}:\n{self.text()}")
+
+
+def _start(args: list[str]) -> tuple[subprocess.Popen[bytes], Lines, Lines]:
+    env = dict(os.environ, PYTHONPATH=SRC, COLUMNS="160")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "specmon", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        start_new_session=True,
+    )
+    return proc, Lines(proc.stdout), Lines(proc.stderr)
+
+
+def _stop(proc: subprocess.Popen[bytes], sig: signal.Signals) -> int:
+    proc.send_signal(sig)
+    try:
+        return proc.wait(EXIT_WAIT_S)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+
+
+def _measured(text: str) -> int:
+    """Measured requests finished so far, from the plain progress lines."""
+    return len(re.findall(r"(?:^| )measure +\d+/\d+ ok ", text, re.MULTILINE))
+
+
+WORKLOAD = ["--input-len", "16", "--output-len", "256", "--ignore-eos", "--warmups", "0"]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_bench_interrupted_writes_what_it_measured(
+    sig: signal.Signals, sim_url: str, tmp_path: Path
+) -> None:
+    out_json, out_csv, out_md = tmp_path / "r.json", tmp_path / "r.csv", tmp_path / "r.md"
+    args = ["bench", "--attach", sim_url, "--num-prompts", str(PLANNED), *WORKLOAD]
+    args += ["--json", str(out_json), "--csv", str(out_csv), "--markdown", str(out_md)]
+    proc, out, err = _start(args)
+    err.wait_for(lambda t: _measured(t) >= 3, "3 measured requests")
+    code = _stop(proc, sig)
+    assert code == 128 + int(sig), f"exit {code}\n{err.text()}"
+    text = err.text() + out.text()
+    assert "Traceback" not in text and "nothing measured" not in text, text
+    assert "exiting now" not in text, text  # the clean stop, not the watchdog's
+    result = json.loads(out_json.read_text())
+    done = result["summary"]["completed"]
+    assert 3 <= done < PLANNED
+    assert result["errors"]["interrupted"] is True
+    assert result["config"]["num_prompts"] == PLANNED
+    rows = list(csv.DictReader(out_csv.open()))
+    assert sum(1 for r in rows if r["outcome"] == "ok") == done
+    md = out_md.read_text()
+    assert f"{done} of {PLANNED}" in md and "interrupted" in md.lower()
+    assert f"{done} of {PLANNED} measured requests finished" in out.text()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_sweep_interrupted_keeps_the_point_in_progress_as_partial(
+    sig: signal.Signals, sim_url: str, tmp_path: Path
+) -> None:
+    folder = tmp_path / "sweep"
+    args = ["sweep", "--point", f"0={sim_url}", "--point", f"4={sim_url}"]
+    args += ["--num-prompts", "20", "--repeats", "1", *WORKLOAD, "--out", str(folder)]
+    proc, out, err = _start(args)
+    # The first point ends (20 requests), the second has measured some when the signal comes.
+    err.wait_for(lambda t: _measured(t) >= 20 + 2, "the second point's second request")
+    code = _stop(proc, sig)
+    assert code == 128 + int(sig), f"exit {code}\n{err.text()}"
+    text = err.text() + out.text()
+    assert "Traceback" not in text and "exiting now" not in text, text
+    runs = folder / "runs"
+    assert (runs / "n0-c1-r1.json").is_file()  # the earlier point is kept whole
+    assert not (runs / "n4-c1-r1.json").exists()  # the point in progress is not complete...
+    partial = json.loads((runs / "n4-c1-r1.partial.json").read_text())  # ...but kept
+    assert partial["errors"]["interrupted"] is True
+    assert 2 <= partial["summary"]["completed"] < 20
+    assert json.loads((folder / "summary.json").read_text())["interrupted"] is True
+    # --resume measures the partial point again (not taken as done) and only it.
+    proc = subprocess.run(
+        [sys.executable, "-m", "specmon", "sweep", "--resume", str(folder)],
+        env=dict(os.environ, PYTHONPATH=SRC),
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 0, proc.stderr
+    measured_again = [ln for ln in proc.stderr.splitlines() if "repeat 1/1" in ln]
+    assert measured_again == ["specmon sweep: n_spec=4 concurrency=1 repeat 1/1"], proc.stderr
+    assert json.loads((runs / "n4-c1-r1.json").read_text())["summary"]["completed"] == 20
+    assert not (runs / "n4-c1-r1.partial.json").exists()
