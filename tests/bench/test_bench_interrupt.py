@@ -1,6 +1,6 @@
 """`specmon bench` and `specmon sweep` stopped by a signal in their measured phase keep what
 was measured: the real command (`python -m specmon`, with its process's signal handlers) runs
-against the simulator, is sent SIGINT or SIGTERM once some requests have finished, and must write
+against the simulator, is sent SIGINT, SIGTERM or SIGHUP once some requests have finished, and must write
 the finished requests to every output asked for, marked interrupted, with the signal's exit status.
 """
 
@@ -93,7 +93,9 @@ def _measured(text: str) -> int:
 WORKLOAD = ["--input-len", "16", "--output-len", "256", "--ignore-eos", "--warmups", "0"]
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize(
+    "sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["SIGINT", "SIGTERM", "SIGHUP"]
+)
 def test_bench_interrupted_writes_what_it_measured(
     sig: signal.Signals, sim_url: str, tmp_path: Path
 ) -> None:
