@@ -41,7 +41,14 @@ import httpx
 from specmon.bench.analysis import DEAD, END, INTERRUPTED, START
 from specmon.bench.config import BenchConfig
 from specmon.bench.fast_client import FastStreamClient
-from specmon.bench.prompts import Prompt, Tokenizer, cycle_to, load_dataset, random_prompts
+from specmon.bench.prompts import (
+    DatasetError,
+    Prompt,
+    Tokenizer,
+    cycle_to,
+    load_dataset,
+    random_prompts,
+)
 from specmon.bench.result import ServerInfo
 from specmon.bench.servers import Endpoint
 from specmon.core.clock import Clock
@@ -308,11 +315,14 @@ async def run_bench(
                         need, config.input_len, config.output_len, config.seed, tokenizer.count
                     )
                 except (httpx.HTTPError, RuntimeError) as exc:
-                    raise BenchError(f"cannot size random prompts: {exc}") from None
+                    raise BenchError(f"cannot size random prompts: {describe(exc)}") from None
                 finally:
                     await tokenizer.aclose()
             else:
-                made = cycle_to(load_dataset(config.dataset, config.output_len), need)
+                try:
+                    made = cycle_to(load_dataset(config.dataset, config.output_len), need)
+                except DatasetError as exc:
+                    raise BenchError(str(exc)) from None
             prompts = made
         prompt_list = list(prompts)
         measured = prompt_list[: config.num_prompts]
@@ -427,6 +437,17 @@ async def run_bench(
         await scraper.aclose()
         if recorder is not None:
             recorder.close()
+
+
+def describe(exc: BaseException) -> str:
+    """An exception in words that are never empty: str(), else its repr (httpx's timeouts and
+    some connection errors have an empty str()), with the type when str() does not show it."""
+    text = str(exc).strip()
+    if not text:
+        return repr(exc)
+    if isinstance(exc, httpx.HTTPError):
+        return f"{type(exc).__name__}: {text}"
+    return text
 
 
 def _measured_ids(events: Sequence[Event]) -> set[str]:

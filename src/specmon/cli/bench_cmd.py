@@ -166,16 +166,23 @@ def workload_config(
     )
 
     dataset = args.dataset
+    output_len = parse_int("--output-len", args.output_len, 1, MAX_TOKENS_LIMIT)
     if dataset != "random":
         from pathlib import Path
 
-        if not Path(dataset).is_file():
+        from specmon.bench.prompts import DatasetError, load_dataset
+
+        if not Path(dataset).exists():
             raise ConfigError(
                 f"--dataset must be 'random' or a JSONL file, got {dataset!r} (no such file)"
             )
+        try:  # checked whole before any server is touched; the run reads it again
+            load_dataset(dataset, output_len)
+        except DatasetError as exc:
+            raise ConfigError(str(exc)) from None
     return BenchConfig(
         input_len=parse_int("--input-len", args.input_len, 1, MAX_TOKENS_LIMIT),
-        output_len=parse_int("--output-len", args.output_len, 1, MAX_TOKENS_LIMIT),
+        output_len=output_len,
         num_prompts=parse_int("--num-prompts", args.num_prompts, 1, MAX_PROMPTS),
         warmups=parse_int("--warmups", args.warmups, 0, 10_000),
         concurrency=concurrency
@@ -364,6 +371,11 @@ def _replay(args: argparse.Namespace, baseline: float | None) -> int:
         recording = read_recording(args.replay)
     except (RecordingError, OSError) as exc:
         print(f"specmon bench: cannot replay {args.replay}: {exc}", file=sys.stderr)
+        return 1
+    except (RecursionError, MemoryError, ValueError) as exc:
+        # The reader's own checks did not catch it (JSON nested thousands deep, a huge line).
+        why = "JSON nested too deeply" if isinstance(exc, RecursionError) else type(exc).__name__
+        print(f"specmon bench: cannot replay {args.replay}: unreadable ({why})", file=sys.stderr)
         return 1
     info = recording.info
     bench = info.extra.get("bench") if isinstance(info.extra, dict) else None
