@@ -4,11 +4,12 @@ command's process gets SIGHUP. It must exit with 129 (128 + SIGHUP, the shell's 
 the terminal back (alternate screen left, mouse reporting off: what tmux says of the pane after
 the exit) and leave no process of its own behind (the collector, multiprocessing's helpers).
 
-Only the command's process is signalled, as a shell passing the hang-up on to its job does; the
-collector process follows its parent (it has no terminal of its own to lose)."""
+The command's process is signalled alone (a shell passing the hang-up on to its job), and, for
+watch, together with its collector process (the kernel's hang-up to the whole foreground job)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import signal
@@ -36,10 +37,16 @@ def _modes(term: Terminal) -> list[str]:
     return term.tmux("display-message", "-p", "-t", "t", PANE_MODES).split()
 
 
-@pytest.mark.parametrize("command", ["watch", "demo", "replay", "chat"])
+@pytest.mark.parametrize(
+    ("command", "everyone"),
+    [("watch", False), ("demo", False), ("replay", False), ("chat", False), ("watch", True)],
+    ids=["watch", "demo", "replay", "chat", "watch-and-its-children"],
+)
 def test_sighup_stops_the_app_restores_the_terminal_and_leaves_nothing(
-    command: str, sim_url: str, tmp_path: Path
+    command: str, everyone: bool, sim_url: str, tmp_path: Path
 ) -> None:
+    """`everyone`: the collector process gets SIGHUP too, at the same time, as the kernel sends
+    it to the whole foreground job when the terminal goes away."""
     assert SPECMON is not None, MISSING
     args = {
         "watch": ["watch", "--attach", sim_url, "--interval", "0.3"],
@@ -57,7 +64,10 @@ def test_sighup_stops_the_app_restores_the_terminal_and_leaves_nothing(
         wait_for(lambda: len(term.screen().split()) > 10, "the app's screen")
         pids = term.children("specmon")
         assert len(pids) == 1, pids
-        os.kill(pids[0], signal.SIGHUP)
+        others = [int(d.split()[0]) for d in term.descendants()] if everyone else []
+        for pid in [pids[0], *(p for p in others if p != pids[0])]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGHUP)
         wait_for(term.exit_file.exists, f"{command} to exit after SIGHUP")
         assert term.exit_code() == 128 + int(signal.SIGHUP), term.screen()
         assert _modes(term) == ["0", "0", "0", "0"], f"terminal left in app modes: {_modes(term)}"

@@ -17,9 +17,16 @@ The seeds' method: --input-len 256 --output-len 1024 --ignore-eos --temperature 
 --warmups 2. --dataset FILE takes JSON Lines prompts instead ({"prompt": "...", "output_len": N}
 per line; see docs/bench.md). --replay FILE recomputes the report from a --record recording.
 
-Exit status: 0 done; 1 the run could not start, every request failed, or the engine died;
-2 bad arguments (one line naming the valid range); 130 interrupted (what was measured is kept and
-written).
+Interrupted (Ctrl-C, SIGTERM, or SIGHUP when the terminal closes) during the measured phase, the
+requests that finished are reported and written to every output asked for (--json, --csv,
+--markdown, --record), marked interrupted with the count finished of planned; requests in flight
+are cancelled and not counted. Interrupted before the measured phase, nothing was measured and
+nothing is written. A second signal ends the process at once.
+
+Exit status: 0 done; 1 the run could not start (server unreachable, a /tokenize answer that is
+not usable), every request failed, or the engine died; 2 bad arguments or a bad --dataset file
+(one line naming the valid range, or FILE:LINE and what is wrong); 130 interrupted by Ctrl-C, 143
+by SIGTERM, 129 by SIGHUP (what was measured is kept and written).
 """
 
 from __future__ import annotations

@@ -21,13 +21,16 @@ recommendation by mean throughput and by p95 latency (ties within the noise go t
 n_spec), and the `vllm serve` command line of the recommended setting.
 
 Every finished run is saved in the sweep folder (--out, default ./specmon-sweep-DATE-TIME) as it
-finishes; Ctrl-C keeps what was measured and `--resume DIR` goes on from there (with the
+finishes; Ctrl-C (or SIGTERM, SIGHUP) keeps what was measured: the finished runs, and the run in
+progress as runs/....partial.json (marked interrupted), which --resume measures again in full.
+`--resume DIR` goes on from there (with the
 settings saved in DIR; URLs given again replace the saved ones; host mode starts the servers
 again with the saved flags, or with host-mode flags given again). A point whose server fails to
 start (or dies) is recorded as failed with its cause, the sweep goes on and the summary names the
 missing runs. Ctrl-C stops the server of the point in progress. See docs/bench.md.
 
-Exit status: 0 done; 1 no point could be measured; 2 bad arguments; 130 interrupted.
+Exit status: 0 done; 1 no point could be measured; 2 bad arguments; 130 interrupted by Ctrl-C,
+143 by SIGTERM, 129 by SIGHUP.
 """
 
 from __future__ import annotations
