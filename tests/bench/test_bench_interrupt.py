@@ -156,3 +156,35 @@ def test_sweep_interrupted_keeps_the_point_in_progress_as_partial(
     assert measured_again == ["specmon sweep: n_spec=4 concurrency=1 repeat 1/1"], proc.stderr
     assert json.loads((runs / "n4-c1-r1.json").read_text())["summary"]["completed"] == 20
     assert not (runs / "n4-c1-r1.partial.json").exists()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_host_mode_bench_interrupted_writes_and_stops_the_server(
+    sig: signal.Signals, sim_vllm: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Host mode: the signal also stops the started server's whole group, nothing is left."""
+    from tests.host.host_helpers import alive
+
+    monkeypatch.setenv("FAKE_SWEEP_SPEED", "20")
+    out_json = tmp_path / "r.json"
+    args = ["bench", "--vllm", str(sim_vllm), "--model", "cyankiwi/gemma-4-26B-A4B-it-AWQ-4bit"]
+    args += ["--skip-arg-check", "--port", "0", "--gpu", "none"]
+    args += ["--num-prompts", str(PLANNED), *WORKLOAD]
+    args += ["--json", str(out_json)]
+    proc, out, err = _start(args)
+    try:
+        err.wait_for(lambda t: _measured(t) >= 2, "2 measured requests")
+        code = _stop(proc, sig)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert code == 128 + int(sig), f"exit {code}\n{err.text()}"
+    text = err.text() + out.text()
+    assert "Traceback" not in text and "exiting now" not in text, text
+    result = json.loads(out_json.read_text())
+    assert result["errors"]["interrupted"] is True and result["summary"]["completed"] >= 2
+    pids = [int(x) for x in (tmp_path / "pids").read_text().split()]
+    deadline = time.monotonic() + 10
+    while [p for p in pids if alive(p)] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert pids and not [p for p in pids if alive(p)], "the hosted server outlived bench"
