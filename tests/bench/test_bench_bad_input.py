@@ -108,9 +108,11 @@ def test_an_error_without_words_still_gives_a_reason(monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(prompts.Tokenizer, "_ask", silent)
     config = BenchConfig(input_len=8, output_len=8, num_prompts=1, warmups=0)
-    with start_in_thread(SimConfig(speed=50.0), log_sink=lambda _l: None) as s:
-        with pytest.raises(BenchError) as info:
-            asyncio.run(run_bench(endpoint_for(s.url), config))
+    with (
+        start_in_thread(SimConfig(speed=50.0), log_sink=lambda _l: None) as s,
+        pytest.raises(BenchError) as info,
+    ):
+        asyncio.run(run_bench(endpoint_for(s.url), config))
     reason = str(info.value).split("cannot size random prompts: ", 1)[1]
     assert "/tokenize" in reason and "ReadTimeout" in reason, reason
 

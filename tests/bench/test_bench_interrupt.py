@@ -1,7 +1,8 @@
 """`specmon bench` and `specmon sweep` stopped by a signal in their measured phase keep what
 was measured: the real command (`python -m specmon`, with its process's signal handlers) runs
-against the simulator, is sent SIGINT, SIGTERM or SIGHUP once some requests have finished, and must write
-the finished requests to every output asked for, marked interrupted, with the signal's exit status.
+against the simulator, is sent SIGINT, SIGTERM or SIGHUP once some requests have finished, and
+must write the finished requests to every output asked for, marked interrupted, with the signal's
+exit status.
 """
 
 from __future__ import annotations

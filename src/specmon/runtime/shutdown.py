@@ -15,9 +15,11 @@ command stops what it started instead of dying where it stands):
 - a second signal ends the process at once.
 
 Exit status: 130 after SIGINT, 143 after SIGTERM and 129 after SIGHUP (128 + the signal's
-number, the shell's convention), both for a clean stop and for a forced one (`specmon sim`, a server, exits 0 after a
-clean stop). Once the command's clean stop is done, `main` ends the process with `exit_now`,
-skipping the interpreter's teardown, which under load alone can take longer than the bound.
+number, the shell's convention), both for a clean stop and for a forced one (`specmon sim`, a
+server, exits 0 after a clean stop). `bench` and `sweep` (bench.interruptible) give the clean stop
+more time, to write what they measured. Once the command's clean stop is done, `main` ends the
+process with `exit_now`, skipping the interpreter's teardown, which under load alone can take
+longer than the bound.
 
 Python runs signal handlers in the main thread only, between bytecodes; a main thread that is
 blocked in C (a lock without timeout, a join) runs it only when that call returns. The watchdog
