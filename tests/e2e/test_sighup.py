@@ -2,7 +2,8 @@
 INSTALLED `specmon` (watch, demo, replay, attached chat) in a real terminal; once the app is on
 screen the command's process gets SIGHUP. It must exit with 129 (128 + SIGHUP, the shell's
 convention), put the terminal back (alternate screen left, mouse reporting off: what tmux says of
-the pane after the exit) and leave no process of its own behind (the collector, multiprocessing's helpers).
+the pane after the exit) and leave no process of its own behind (the collector,
+multiprocessing's helpers).
 
 The command's process is signalled alone (a shell passing the hang-up on to its job), and, for
 watch, together with its collector process (the kernel's hang-up to the whole foreground job)."""
