@@ -189,3 +189,37 @@ def test_host_mode_bench_interrupted_writes_and_stops_the_server(
     while [p for p in pids if alive(p)] and time.monotonic() < deadline:
         time.sleep(0.1)
     assert pids and not [p for p in pids if alive(p)], "the hosted server outlived bench"
+
+
+def test_a_stop_after_the_last_request_keeps_the_whole_run(
+    sim_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The signal comes during the last /metrics scrape, when every request has finished: the
+    run is returned whole (not dropped, not marked interrupted)."""
+    import asyncio
+
+    from specmon.bench.config import BenchConfig
+    from specmon.bench.runner import run_bench
+    from specmon.bench.servers import endpoint_for
+    from specmon.sources.metrics_scraper import MetricsScraper
+
+    original = MetricsScraper.scrape_until_generation
+    main_task: list[asyncio.Task[object]] = []
+
+    async def stopped_meanwhile(self: MetricsScraper, *args: object, **kwargs: object) -> object:
+        main_task[0].cancel()  # what the stop signal's callback does
+        await asyncio.sleep(0.05)
+        return await original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(MetricsScraper, "scrape_until_generation", stopped_meanwhile)
+    config = BenchConfig(input_len=8, output_len=16, num_prompts=3, warmups=0, ignore_eos=True)
+
+    async def go() -> object:
+        task = asyncio.create_task(run_bench(endpoint_for(sim_url), config))
+        main_task.append(task)
+        return await task
+
+    out = asyncio.run(go())
+    assert not out.interrupted  # type: ignore[attr-defined]
+    ended = [e for e in out.events if type(e).__name__ == "RequestEnded"]  # type: ignore[attr-defined]
+    assert [e.outcome for e in ended] == ["ok"] * 3

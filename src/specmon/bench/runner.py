@@ -397,26 +397,40 @@ async def run_bench(
         if interrupted:
             collect(Marker(t_end, INTERRUPTED))
         collect(Marker(t_end, END))
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        tasks.clear()
-        if not interrupted and state.dead_reason is None:
-            started_ids = _measured_ids(collect.events)
-            received = sum(
-                e.completion_tokens or 0
-                for e in collect.events
-                if isinstance(e, RequestEnded) and e.request_id in started_ids
-            )
-            await scraper.scrape_until_generation(
-                collect, baseline=gen_before, expected_tokens=received, attempts=20, delay=0.1
-            )
-        else:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(
-                    scraper.scrape_once(collect),
-                    INTERRUPTED_SCRAPE_S if interrupted else DEAD_SCRAPE_S,
+
+        async def wind_down() -> None:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            tasks.clear()
+            if not interrupted and state.dead_reason is None:
+                started_ids = _measured_ids(collect.events)
+                received = sum(
+                    e.completion_tokens or 0
+                    for e in collect.events
+                    if isinstance(e, RequestEnded) and e.request_id in started_ids
                 )
+                await scraper.scrape_until_generation(
+                    collect, baseline=gen_before, expected_tokens=received, attempts=20, delay=0.1
+                )
+            else:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(
+                        scraper.scrape_once(collect),
+                        INTERRUPTED_SCRAPE_S if interrupted else DEAD_SCRAPE_S,
+                    )
+
+        # A stop signal from here on comes after the last measured request: the run is whole.
+        # The wind-down (the last /metrics scrape, bounded) is shielded from that cancellation,
+        # which would otherwise drop the whole run.
+        ending = asyncio.ensure_future(wind_down())
+        try:
+            await asyncio.shield(ending)
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None:
+                current.uncancel()
+            await ending
         return RunOutput(
             events=collect.events,
             server=info,
