@@ -196,3 +196,19 @@ def test_loads_bounded() -> None:
         loads_bounded("[1, 2, 3]", max_chars=5)
     with pytest.raises(JsonError, match="not JSON"):
         loads_bounded("{")
+
+
+@pytest.mark.parametrize("kind", ["deep", "device", "folder"])
+def test_compare_refuses_a_result_file_it_cannot_use_in_one_line(
+    kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """JSON nested 100k deep, /dev/zero (read whole it would never end), a folder."""
+    path = {"deep": tmp_path / "deep.json", "device": Path("/dev/zero"), "folder": tmp_path}[kind]
+    if kind == "deep":
+        path.write_text(DEEP)
+    code = main(["compare", str(path), str(path)])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1, err
+    said = "nested deeper than" if kind == "deep" else "is not a regular file"
+    assert err.startswith("specmon compare: ") and str(path) in err and said in err, err

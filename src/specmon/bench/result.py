@@ -18,6 +18,7 @@ from typing import Any
 
 from specmon.bench.config import BenchConfig
 from specmon.bench.stats import Dist
+from specmon.core.safe_json import JsonError, loads_bounded
 
 FORMAT = "specmon-bench"
 VERSION = 1
@@ -275,12 +276,24 @@ def load_result(path: str | Path) -> BenchResult:
     """A result from a `--json` file (ResultError with the file name when it cannot be read)."""
     p = Path(path)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        if not p.is_file():  # /dev/zero, a pipe, a folder: never read them whole
+            what = "is not a regular file" if p.exists() else "does not exist"
+            raise ResultError(f"cannot read {p}: it {what}")
+        with p.open("rb") as f:
+            raw = f.read(MAX_RESULT_BYTES + 1)
     except OSError as exc:
         raise ResultError(f"cannot read {p}: {exc.strerror or exc}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ResultError(f"{p} is not JSON ({exc})") from None
+    if len(raw) > MAX_RESULT_BYTES:
+        raise ResultError(f"cannot read {p}: larger than {MAX_RESULT_BYTES // 2**20} MiB")
+    try:
+        data = loads_bounded(raw)
+    except JsonError as exc:
+        raise ResultError(f"{p} is not a usable result: {exc}") from None
     return BenchResult.from_dict(data, where=str(p))
+
+
+MAX_RESULT_BYTES = 1024 * 1024 * 1024
+"""The largest `--json` result read (a million requests' records are about 500 MiB)."""
 
 
 # ---------------------------------------------------------------- CSV and Markdown

@@ -21,7 +21,8 @@ Interrupted (Ctrl-C, SIGTERM, or SIGHUP when the terminal closes) during the mea
 requests that finished are reported and written to every output asked for (--json, --csv,
 --markdown, --record), marked interrupted with the count finished of planned; requests in flight
 are cancelled and not counted. Interrupted before the measured phase, nothing was measured and
-nothing is written. A second signal ends the process at once.
+no result is written (a --record recording is closed whole). A second signal ends the process at
+once.
 
 Exit status: 0 done; 1 the run could not start (server unreachable, a /tokenize answer that is
 not usable), every request failed, or the engine died; 2 bad arguments or a bad --dataset file
