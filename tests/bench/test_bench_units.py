@@ -86,7 +86,7 @@ def test_dataset_file(tmp_path) -> None:
     prompts = load_dataset(f, 100)
     assert [(p.text, p.output_len) for p in prompts] == [("a b", 7), ("bare string", 100)]
     f.write_text('{"prompt": "x"}\n{"text": "y"}\n')
-    with pytest.raises(DatasetError, match="line 2"):
+    with pytest.raises(DatasetError, match=r"d\.jsonl:2: "):
         load_dataset(f, 10)
     f.write_text('{"prompt": "x", "output_len": 0}\n')
     with pytest.raises(DatasetError, match="output_len"):

@@ -32,6 +32,45 @@ def _quiet(_text: str) -> None:
 def test_exit_codes_follow_the_shell_convention():
     assert exit_code_for(signal.SIGINT) == 130
     assert exit_code_for(signal.SIGTERM) == 143
+    assert exit_code_for(signal.SIGHUP) == 129
+
+
+_HUP_CHILD = (
+    "import signal, time\n"
+    "from specmon.runtime import shutdown\n"
+    "shutdown.install(grace_s=5)\n"
+    "try:\n"
+    "    print('ready', flush=True)\n"
+    "    time.sleep(60)\n"
+    "except KeyboardInterrupt:\n"
+    "    print('clean stop', flush=True)\n"
+    "    shutdown.current().exit_now(shutdown.current().exit_code)\n"
+)
+
+
+@pytest.mark.parametrize("nohup", [False, True], ids=["terminal", "nohup"])
+def test_sighup_is_a_clean_stop_unless_the_process_was_started_ignoring_it(nohup: bool):
+    """SIGHUP (the terminal closed) is handled like SIGTERM: the clean stop runs, exit 129. A
+    process started under `nohup` (SIGHUP ignored) keeps ignoring it."""
+    pre = (lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN)) if nohup else None
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HUP_CHILD], stdout=subprocess.PIPE, text=True, preexec_fn=pre
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        proc.send_signal(signal.SIGHUP)
+        if nohup:
+            with pytest.raises(subprocess.TimeoutExpired):
+                proc.wait(1.0)  # still running: the hang-up was ignored
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(60) == 143
+        else:
+            assert proc.wait(60) == 129
+            assert proc.stdout.read().strip() == "clean stop"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def test_first_signal_raises_keyboard_interrupt_and_second_forces_the_exit():

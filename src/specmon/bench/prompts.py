@@ -9,18 +9,25 @@ and vLLM is never imported.
 The FILE dataset (`--dataset FILE`) is JSON Lines: one JSON object per line,
 `{"prompt": "text", "output_len": 512}` (`output_len` optional, default `--output-len`), or a bare
 JSON string per line. Blank lines and lines starting with `#` are skipped. Prompts are used in file
-order and cycled when `--num-prompts` asks for more.
+order and cycled when `--num-prompts` asks for more. The file must be a regular file of at most
+MAX_DATASET_BYTES, each line at most MAX_LINE_BYTES, each JSON value nested at most
+MAX_LINE_DEPTH deep; a line that breaks a rule is named as `FILE:LINE: what is wrong`.
+
+`/tokenize` answers are read the same way: at most MAX_TOKENIZE_BODY bytes of JSON, within
+TOKENIZE_DEADLINE_S per call; anything else is a RuntimeError naming the URL and what was wrong.
 """
 
 from __future__ import annotations
 
-import json
+import asyncio
 import random
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+
+from specmon.core.safe_json import JsonError, loads_bounded
 
 _SYLLABLES = (
     "ka", "lo", "mi", "ne", "ru", "sa", "to", "vi", "de", "ba", "po", "lu", "ga", "fe", "zi",
@@ -35,6 +42,16 @@ _COMMON = (
 _SHORT = ("the", "of", "and", "to", "in", "is", "a", "on", "as", "at", "by", "it")
 MAX_SIZING_ROUNDS = 12
 MAX_PAD_ROUNDS = 6
+MAX_DATASET_BYTES = 256 * 1024 * 1024
+"""A prompt file larger than this is refused (it is read whole into memory)."""
+MAX_LINE_BYTES = 16 * 1024 * 1024
+"""One prompt line's limit (a prompt of a million tokens is a few MiB)."""
+MAX_LINE_DEPTH = 16
+"""JSON nesting allowed in a prompt line (a line is an object of strings and numbers: 1)."""
+MAX_TOKENIZE_BODY = 64 * 1024 * 1024
+"""The most of a /tokenize answer read (the token list of the longest prompt allowed)."""
+TOKENIZE_DEADLINE_S = 60.0
+"""Total time one /tokenize call may take, whatever the server trickles."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,22 +156,50 @@ class Tokenizer:
         self.calls = 0
 
     async def count(self, text: str) -> int:
+        """The server's token count for `text`; RuntimeError naming the URL and the fault."""
         self.calls += 1
-        resp = await self._client.post(
-            self._url, json={"model": self._model, "prompt": text, "add_special_tokens": False}
-        )
-        if resp.status_code != 200:
+        try:
+            return await asyncio.wait_for(self._count(text), TOKENIZE_DEADLINE_S)
+        except TimeoutError:
             raise RuntimeError(
-                f"/tokenize answered HTTP {resp.status_code}; random prompts are sized with it "
-                "(use --dataset FILE on a server without it)"
-            )
-        body = resp.json()
+                f"{self._url} did not answer within {TOKENIZE_DEADLINE_S:g} s"
+            ) from None
+
+    async def _count(self, text: str) -> int:
+        try:
+            return await self._ask(text)
+        except httpx.HTTPError as exc:  # str() is empty for some (timeouts)
+            why = f"{type(exc).__name__}: {exc}" if str(exc).strip() else repr(exc)
+            raise RuntimeError(f"{self._url}: {why}") from None
+
+    async def _ask(self, text: str) -> int:
+        payload = {"model": self._model, "prompt": text, "add_special_tokens": False}
+        async with self._client.stream("POST", self._url, json=payload) as resp:
+            if resp.status_code != 200:
+                raise RuntimeError(
+                    f"{self._url} answered HTTP {resp.status_code}; random prompts are sized "
+                    "with it (use --dataset FILE on a server without it)"
+                )
+            raw = bytearray()
+            async for chunk in resp.aiter_bytes():
+                raw += chunk
+                if len(raw) > MAX_TOKENIZE_BODY:
+                    raise RuntimeError(
+                        f"{self._url} answered more than {MAX_TOKENIZE_BODY // 2**20} MiB"
+                    )
+        try:
+            body = loads_bounded(bytes(raw))
+        except JsonError as exc:
+            raise RuntimeError(
+                f"{self._url} answered 200 with a body that is not usable: {exc} (it begins "
+                f"{bytes(raw[:60])!r})"
+            ) from None
         count = body.get("count") if isinstance(body, dict) else None
         if not isinstance(count, int) or isinstance(count, bool):
             tokens = body.get("tokens") if isinstance(body, dict) else None
             if isinstance(tokens, list):
                 return len(tokens)
-            raise RuntimeError("/tokenize answered without a token count")
+            raise RuntimeError(f"{self._url} answered without a token count")
         return count
 
     async def aclose(self) -> None:
@@ -173,36 +218,57 @@ async def random_prompts(
 
 
 def load_dataset(path: str | Path, default_output_len: int) -> list[Prompt]:
-    """Prompts from a JSON Lines file (format in the module docstring)."""
+    """Prompts from a JSON Lines file (format and limits in the module docstring)."""
     p = Path(path)
     try:
-        lines = p.read_text(encoding="utf-8").splitlines()
+        if not p.is_file():  # before opening: a FIFO's open would wait for a writer
+            what = "is not a regular file" if p.exists() else "does not exist"
+            raise DatasetError(f"the dataset {p} {what}")
+        with p.open("rb") as f:
+            if not _regular(f.fileno()):
+                raise DatasetError(f"the dataset {p} is not a regular file")
+            data = f.read(MAX_DATASET_BYTES + 1)
     except OSError as exc:
         raise DatasetError(f"cannot read the dataset {p}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise DatasetError(f"the dataset {p} is not UTF-8 text") from None
+    if len(data) > MAX_DATASET_BYTES:
+        raise DatasetError(
+            f"the dataset {p} is larger than {MAX_DATASET_BYTES // 2**20} MiB (the limit)"
+        )
     prompts: list[Prompt] = []
-    for number, line in enumerate(lines, 1):
-        raw = line.strip()
+    for number, line in enumerate(data.split(b"\n"), 1):
+        where = f"{p}:{number}"
+        if len(line) > MAX_LINE_BYTES:
+            raise DatasetError(f"{where}: the line is longer than {MAX_LINE_BYTES // 2**20} MiB")
+        try:
+            raw = line.decode("utf-8").strip()
+        except UnicodeDecodeError:
+            raise DatasetError(f"{where}: not UTF-8 text") from None
         if not raw or raw.startswith("#"):
             continue
         try:
-            value = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"{p} line {number}: not JSON ({exc.msg})") from None
+            value = loads_bounded(raw, max_depth=MAX_LINE_DEPTH)
+        except JsonError as exc:
+            raise DatasetError(f"{where}: {exc}") from None
         if isinstance(value, str):
             value = {"prompt": value}
         if not isinstance(value, dict) or not isinstance(value.get("prompt"), str):
-            raise DatasetError(f"{p} line {number}: needs a JSON object with a string 'prompt'")
+            raise DatasetError(f"{where}: needs a JSON object with a string 'prompt'")
         if not value["prompt"]:
-            raise DatasetError(f"{p} line {number}: the prompt is empty")
+            raise DatasetError(f"{where}: the prompt is empty")
         out_len = value.get("output_len", default_output_len)
         if isinstance(out_len, bool) or not isinstance(out_len, int) or out_len < 1:
-            raise DatasetError(f"{p} line {number}: output_len must be an integer >= 1")
+            raise DatasetError(f"{where}: output_len must be an integer >= 1")
         prompts.append(Prompt(value["prompt"], out_len))
     if not prompts:
         raise DatasetError(f"the dataset {p} has no prompts")
     return prompts
+
+
+def _regular(fd: int) -> bool:
+    import os
+    import stat
+
+    return stat.S_ISREG(os.fstat(fd).st_mode)
 
 
 def cycle_to(prompts: Sequence[Prompt], count: int) -> list[Prompt]:

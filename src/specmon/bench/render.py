@@ -19,7 +19,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from specmon.bench.result import DASH, BenchResult, fmt, fmt_pct
+from specmon.bench.result import DASH, BenchResult, fmt, fmt_pct, interrupted_line
 from specmon.core.events import RequestEnded
 
 PHASE_NAMES = {"prompts": "preparing prompts", "warmup": "warm-up", "measure": "measuring"}
@@ -195,15 +195,9 @@ def summary_renderable(result: BenchResult) -> RenderableType:
         )
     )
     if result.errors.interrupted:
-        cancelled = result.errors.cancelled
         parts.append(
             Text(
-                "INTERRUPTED: partial results"
-                + (
-                    f" ({cancelled} request(s) in flight cancelled, not counted)"
-                    if cancelled
-                    else ""
-                ),
+                interrupted_line(result),
                 style="bold yellow",
             )
         )

@@ -18,6 +18,7 @@ from typing import Any
 
 from specmon.bench.config import BenchConfig
 from specmon.bench.stats import Dist
+from specmon.core.safe_json import JsonError, loads_bounded
 
 FORMAT = "specmon-bench"
 VERSION = 1
@@ -275,12 +276,24 @@ def load_result(path: str | Path) -> BenchResult:
     """A result from a `--json` file (ResultError with the file name when it cannot be read)."""
     p = Path(path)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        if not p.is_file():  # /dev/zero, a pipe, a folder: never read them whole
+            what = "is not a regular file" if p.exists() else "does not exist"
+            raise ResultError(f"cannot read {p}: it {what}")
+        with p.open("rb") as f:
+            raw = f.read(MAX_RESULT_BYTES + 1)
     except OSError as exc:
         raise ResultError(f"cannot read {p}: {exc.strerror or exc}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ResultError(f"{p} is not JSON ({exc})") from None
+    if len(raw) > MAX_RESULT_BYTES:
+        raise ResultError(f"cannot read {p}: larger than {MAX_RESULT_BYTES // 2**20} MiB")
+    try:
+        data = loads_bounded(raw)
+    except JsonError as exc:
+        raise ResultError(f"{p} is not a usable result: {exc}") from None
     return BenchResult.from_dict(data, where=str(p))
+
+
+MAX_RESULT_BYTES = 1024 * 1024 * 1024
+"""The largest `--json` result read (a million requests' records are about 500 MiB)."""
 
 
 # ---------------------------------------------------------------- CSV and Markdown
@@ -335,6 +348,20 @@ def _md_cell(text: str) -> str:
     return " ".join(text.replace("\\", "\\\\").replace("|", "\\|").split())
 
 
+def interrupted_line(result: BenchResult) -> str:
+    """What an interrupted run holds, in one line: finished of planned, and the requests that
+    were in flight (cancelled, not counted)."""
+    done, cfg, cancelled = result.summary.completed, result.config, result.errors.cancelled
+    if cfg.duration_s is None:
+        finished = f"{done} of {cfg.num_prompts} measured requests finished"
+    else:
+        finished = f"{done} measured requests finished before the soak's {cfg.duration_s:g} s"
+    text = f"INTERRUPTED: partial results, {finished}"
+    if cancelled:
+        text += f"; {cancelled} in flight cancelled, not counted"
+    return text
+
+
 def summary_markdown(result: BenchResult) -> str:
     """The run as a Markdown report (the same numbers as the terminal summary)."""
     s, sd, srv = result.summary, result.spec_decode, result.server
@@ -348,6 +375,10 @@ def summary_markdown(result: BenchResult) -> str:
         f"{result.config.output_len}, {result.config.num_prompts} prompts, concurrency "
         f"{result.config.concurrency}, temperature {result.config.temperature:g}"
         + (", ignore_eos" if result.config.ignore_eos else ""),
+    ]
+    if result.errors.interrupted:
+        lines += ["", f"**{interrupted_line(result)}**"]
+    lines += [
         "",
         "| metric | value |",
         "|---|---:|",

@@ -41,7 +41,14 @@ import httpx
 from specmon.bench.analysis import DEAD, END, INTERRUPTED, START
 from specmon.bench.config import BenchConfig
 from specmon.bench.fast_client import FastStreamClient
-from specmon.bench.prompts import Prompt, Tokenizer, cycle_to, load_dataset, random_prompts
+from specmon.bench.prompts import (
+    DatasetError,
+    Prompt,
+    Tokenizer,
+    cycle_to,
+    load_dataset,
+    random_prompts,
+)
 from specmon.bench.result import ServerInfo
 from specmon.bench.servers import Endpoint
 from specmon.core.clock import Clock
@@ -65,6 +72,10 @@ from specmon.sources.stream_client import ChatRequest, ServerIdentity, StreamCli
 
 ENGINE_DEAD_WORDS = ("EngineDeadError", "EngineCore encountered an issue", "engine is dead")
 HEALTH_TIMEOUT_S = 5.0
+INTERRUPTED_SCRAPE_S = 2.0
+"""Bound on the last /metrics scrape after a stop signal (the process must write its results
+within the bounded shutdown's grace, bench.interruptible.STOP_GRACE_S)."""
+DEAD_SCRAPE_S = 5.0
 
 
 class BenchError(RuntimeError):
@@ -310,11 +321,14 @@ async def run_bench(
                         need, config.input_len, config.output_len, config.seed, tokenizer.count
                     )
                 except (httpx.HTTPError, RuntimeError) as exc:
-                    raise BenchError(f"cannot size random prompts: {exc}") from None
+                    raise BenchError(f"cannot size random prompts: {describe(exc)}") from None
                 finally:
                     await tokenizer.aclose()
             else:
-                made = cycle_to(load_dataset(config.dataset, config.output_len), need)
+                try:
+                    made = cycle_to(load_dataset(config.dataset, config.output_len), need)
+                except DatasetError as exc:
+                    raise BenchError(str(exc)) from None
             prompts = made
         prompt_list = list(prompts)
         measured = prompt_list[: config.num_prompts]
@@ -389,23 +403,40 @@ async def run_bench(
         if interrupted:
             collect(Marker(t_end, INTERRUPTED))
         collect(Marker(t_end, END))
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        tasks.clear()
-        if not interrupted and state.dead_reason is None:
-            started_ids = _measured_ids(collect.events)
-            received = sum(
-                e.completion_tokens or 0
-                for e in collect.events
-                if isinstance(e, RequestEnded) and e.request_id in started_ids
-            )
-            await scraper.scrape_until_generation(
-                collect, baseline=gen_before, expected_tokens=received, attempts=20, delay=0.1
-            )
-        else:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(scraper.scrape_once(collect), 5.0)
+
+        async def wind_down() -> None:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            tasks.clear()
+            if not interrupted and state.dead_reason is None:
+                started_ids = _measured_ids(collect.events)
+                received = sum(
+                    e.completion_tokens or 0
+                    for e in collect.events
+                    if isinstance(e, RequestEnded) and e.request_id in started_ids
+                )
+                await scraper.scrape_until_generation(
+                    collect, baseline=gen_before, expected_tokens=received, attempts=20, delay=0.1
+                )
+            else:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(
+                        scraper.scrape_once(collect),
+                        INTERRUPTED_SCRAPE_S if interrupted else DEAD_SCRAPE_S,
+                    )
+
+        # A stop signal from here on comes after the last measured request: the run is whole.
+        # The wind-down (the last /metrics scrape, bounded) is shielded from that cancellation,
+        # which would otherwise drop the whole run.
+        ending = asyncio.ensure_future(wind_down())
+        try:
+            await asyncio.shield(ending)
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None:
+                current.uncancel()
+            await ending
         return RunOutput(
             events=collect.events,
             server=info,
@@ -426,6 +457,17 @@ async def run_bench(
         await scraper.aclose()
         if recorder is not None:
             recorder.close()
+
+
+def describe(exc: BaseException) -> str:
+    """An exception in words that are never empty: str(), else its repr (httpx's timeouts and
+    some connection errors have an empty str()), with the type when str() does not show it."""
+    text = str(exc).strip()
+    if not text:
+        return repr(exc)
+    if isinstance(exc, httpx.HTTPError):
+        return f"{type(exc).__name__}: {text}"
+    return text
 
 
 def _measured_ids(events: Sequence[Event]) -> set[str]:

@@ -443,8 +443,11 @@ def run_sweep(
     on_event: Callable[[str], None] = lambda _s: None,
     created_at: Callable[[], str] = lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     specmon_version: str | None = None,
+    stop_requested: Callable[[], bool] = lambda: False,
 ) -> SweepOutcome:
-    """Measure every run not yet in the store; returns the summary (also saved)."""
+    """Measure every run not yet in the store; returns the summary (also saved).
+    `stop_requested`: checked after each run; True (a stop signal that came as the run ended,
+    too late to interrupt it) ends the sweep as interrupted once that run is saved."""
     runs = store.load_runs()
     failures = store.load_failures()
     interrupted = False
@@ -524,6 +527,9 @@ def run_sweep(
                         break
                     store.save_failures(failures)
                     store.save_summary(summarize(spec, runs, failures))
+                    if stop_requested():
+                        interrupted = True
+                        break
         except ServerUnavailable as exc:
             failures[point.label] = str(exc)
             on_event(f"{point.label} failed: {exc}")

@@ -17,9 +17,17 @@ The seeds' method: --input-len 256 --output-len 1024 --ignore-eos --temperature 
 --warmups 2. --dataset FILE takes JSON Lines prompts instead ({"prompt": "...", "output_len": N}
 per line; see docs/bench.md). --replay FILE recomputes the report from a --record recording.
 
-Exit status: 0 done; 1 the run could not start, every request failed, or the engine died;
-2 bad arguments (one line naming the valid range); 130 interrupted (what was measured is kept and
-written).
+Interrupted (Ctrl-C, SIGTERM, or SIGHUP when the terminal closes) during the measured phase, the
+requests that finished are reported and written to every output asked for (--json, --csv,
+--markdown, --record), marked interrupted with the count finished of planned; requests in flight
+are cancelled and not counted. Interrupted before the measured phase, nothing was measured and
+no result is written (a --record recording is closed whole). A second signal ends the process at
+once.
+
+Exit status: 0 done; 1 the run could not start (server unreachable, a /tokenize answer that is
+not usable), every request failed, or the engine died; 2 bad arguments or a bad --dataset file
+(one line naming the valid range, or FILE:LINE and what is wrong); 130 interrupted by Ctrl-C, 143
+by SIGTERM, 129 by SIGHUP (what was measured is kept and written).
 """
 
 from __future__ import annotations
@@ -169,16 +177,23 @@ def workload_config(
     )
 
     dataset = args.dataset
+    output_len = parse_int("--output-len", args.output_len, 1, MAX_TOKENS_LIMIT)
     if dataset != "random":
         from pathlib import Path
 
-        if not Path(dataset).is_file():
+        from specmon.bench.prompts import DatasetError, load_dataset
+
+        if not Path(dataset).exists():
             raise ConfigError(
                 f"--dataset must be 'random' or a JSONL file, got {dataset!r} (no such file)"
             )
+        try:  # checked whole before any server is touched; the run reads it again
+            load_dataset(dataset, output_len)
+        except DatasetError as exc:
+            raise ConfigError(str(exc)) from None
     return BenchConfig(
         input_len=parse_int("--input-len", args.input_len, 1, MAX_TOKENS_LIMIT),
-        output_len=parse_int("--output-len", args.output_len, 1, MAX_TOKENS_LIMIT),
+        output_len=output_len,
         num_prompts=parse_int("--num-prompts", args.num_prompts, 1, MAX_PROMPTS),
         warmups=parse_int("--warmups", args.warmups, 0, 10_000),
         concurrency=concurrency
@@ -312,11 +327,11 @@ def _host(args: argparse.Namespace, baseline: float | None) -> int:
 def _live(
     args: argparse.Namespace, config: Any, endpoint: Any, gpu: str, baseline: float | None
 ) -> int:
-    import asyncio
     import datetime as dt
 
     from specmon import __version__
     from specmon.bench.analysis import analyze
+    from specmon.bench.interruptible import run_interruptible
     from specmon.bench.render import progress_for
     from specmon.bench.runner import BenchError, run_bench
     from specmon.cli.stream_args import stream_limits_from
@@ -325,7 +340,7 @@ def _live(
     display = progress_for(sys.stderr)
     try:
         with display:
-            out = asyncio.run(
+            out = run_interruptible(
                 run_bench(
                     endpoint,
                     config,
@@ -370,6 +385,11 @@ def _replay(args: argparse.Namespace, baseline: float | None) -> int:
     except (RecordingError, OSError) as exc:
         print(f"specmon bench: cannot replay {args.replay}: {exc}", file=sys.stderr)
         return 1
+    except (RecursionError, MemoryError, ValueError) as exc:
+        # The reader's own checks did not catch it (JSON nested thousands deep, a huge line).
+        why = "JSON nested too deeply" if isinstance(exc, RecursionError) else type(exc).__name__
+        print(f"specmon bench: cannot replay {args.replay}: unreadable ({why})", file=sys.stderr)
+        return 1
     info = recording.info
     bench = info.extra.get("bench") if isinstance(info.extra, dict) else None
     if not isinstance(bench, dict):
@@ -408,18 +428,38 @@ def _report(args: argparse.Namespace, result: Any) -> int:
     from specmon.bench.result import requests_csv, summary_markdown
 
     print_summary(result)
+    written: list[str] = []
     try:
-        if args.json:
-            Path(args.json).write_text(result.to_json() + "\n", encoding="utf-8")
-        if args.csv:
-            Path(args.csv).write_text(requests_csv(result), encoding="utf-8")
-        if args.markdown:
-            Path(args.markdown).write_text(summary_markdown(result), encoding="utf-8")
+        for path, render in (
+            (args.json, lambda: result.to_json() + "\n"),
+            (args.csv, lambda: requests_csv(result)),
+            (args.markdown, lambda: summary_markdown(result)),
+        ):
+            if path:
+                _write_whole(Path(path), render())
+                written.append(path)
     except OSError as exc:
         print(f"specmon bench: cannot write the output: {exc}", file=sys.stderr)
         return 1
     if result.errors.interrupted:
+        where = f"; written to {', '.join(written)}" if written else ""
+        print(f"specmon bench: interrupted: what was measured is kept{where}", file=sys.stderr)
         return 130
     if result.errors.engine_dead or result.summary.completed == 0:
         return 1
     return 0
+
+
+def _write_whole(path: Any, text: str) -> None:
+    """Write `text` to `path` through a temporary file beside it: a run stopped by force while
+    writing leaves the previous file or the new one, never half of one. A path that is not a
+    regular file (/dev/stdout, a pipe) is written directly."""
+    if path.exists() and not path.is_file():
+        path.write_text(text, encoding="utf-8")
+        return
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -167,6 +167,7 @@ def hosted(
     import shlex
 
     from specmon.cli.host_args import launch_host, plan_host
+    from specmon.cli.host_launch import raise_stop_grace
     from specmon.core.errors import SpecmonError
     from specmon.sources.host.process import DEFAULT_READY_TIMEOUT_S, HostStartError
     from specmon.sources.host.spec import masked_argv
@@ -179,6 +180,7 @@ def hosted(
     for warning in plan.warnings:
         say(warning)
     command = shlex.join(masked_argv(plan.command))
+    raise_stop_grace()  # a stop signal waits for the group's stop, not the default 1.5 s
     server = launch_host(plan, on_line=on_line)
     say(f"{label}: starting {command}")
     say(f"{label}: vLLM log: {server.log_path}")

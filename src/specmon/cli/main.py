@@ -40,8 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
             "Watch what speculative decoding is doing on a vLLM server: tok/s, acceptance "
             "length, per-position acceptance, GPU state, and requests that fall to vanilla speed."
         ),
-        epilog="Ctrl-C or SIGTERM stops any command cleanly within 2 s: watch and demo exit "
-        "with status 130 after SIGINT and 143 after SIGTERM, sim with 0; a second Ctrl-C "
+        epilog="Ctrl-C, SIGTERM or SIGHUP stops any command cleanly within 2 s (bench and "
+        "sweep: within 10 s, writing what they measured): watch and demo exit with status 130 "
+        "after SIGINT, 143 after SIGTERM and 129 after SIGHUP, sim with 0; a second Ctrl-C "
         "exits at once.",
     )
     parser.add_argument("-V", "--version", action="version", version=f"specmon {__version__}")
@@ -54,7 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command. With `argv` None (the `specmon` script, `python -m specmon`) this is the
-    whole process: SIGINT and SIGTERM get the bounded-shutdown handlers of runtime.shutdown.
+    whole process: SIGINT, SIGTERM and SIGHUP get the bounded-shutdown handlers of
+    runtime.shutdown.
     Called with a list (tests, embedding) it leaves the caller's signal handlers alone."""
     shutdown = None
     if argv is None:
@@ -77,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         code = 130
     if shutdown is not None and shutdown.exit_code is not None:
-        if code == 130:  # an interrupted command says 130; after SIGTERM the process says 143
+        if code == 130:  # an interrupted command says 130; after SIGTERM 143, after SIGHUP 129
             code = shutdown.exit_code
         # The command has stopped cleanly (sources stopped, recording closed). Tearing the
         # interpreter down (joining threads, freeing openai/pydantic modules) takes 0.2-0.4 s

@@ -21,13 +21,16 @@ recommendation by mean throughput and by p95 latency (ties within the noise go t
 n_spec), and the `vllm serve` command line of the recommended setting.
 
 Every finished run is saved in the sweep folder (--out, default ./specmon-sweep-DATE-TIME) as it
-finishes; Ctrl-C keeps what was measured and `--resume DIR` goes on from there (with the
+finishes; Ctrl-C (or SIGTERM, SIGHUP) keeps what was measured: the finished runs, and the run in
+progress as runs/....partial.json (marked interrupted), which --resume measures again in full.
+`--resume DIR` goes on from there (with the
 settings saved in DIR; URLs given again replace the saved ones; host mode starts the servers
 again with the saved flags, or with host-mode flags given again). A point whose server fails to
 start (or dies) is recorded as failed with its cause, the sweep goes on and the summary names the
 missing runs. Ctrl-C stops the server of the point in progress. See docs/bench.md.
 
-Exit status: 0 done; 1 no point could be measured; 2 bad arguments; 130 interrupted.
+Exit status: 0 done; 1 no point could be measured; 2 bad arguments; 130 interrupted by Ctrl-C,
+143 by SIGTERM, 129 by SIGHUP.
 """
 
 from __future__ import annotations
@@ -286,11 +289,10 @@ def _sweep(
     baseline: float | None,
     interval: float,
 ) -> int:
-    import asyncio
-
     from rich.console import Console
 
     from specmon import __version__
+    from specmon.bench.interruptible import run_interruptible, stop_requested
     from specmon.bench.plot import PlotUnavailable, write_plot
     from specmon.bench.render import print_sweep, progress_for
     from specmon.bench.runner import run_bench
@@ -302,7 +304,7 @@ def _sweep(
     def one(endpoint: Any, config: Any, label: str) -> Any:
         display = progress_for(sys.stderr, label=label)
         with display:
-            return asyncio.run(
+            return run_interruptible(
                 run_bench(
                     endpoint,
                     config,
@@ -322,6 +324,7 @@ def _sweep(
         baseline_tok_s=baseline,
         on_event=lambda s: print(f"specmon sweep: {s}", file=sys.stderr, flush=True),
         specmon_version=__version__,
+        stop_requested=stop_requested,
     )
     width = None if sys.stdout.isatty() else 140
     print_sweep(outcome.summary, Console(highlight=False, width=width))

@@ -1,6 +1,9 @@
-"""Bounded shutdown for every long-running command: Ctrl-C and SIGTERM always end the process.
+"""Bounded shutdown for every long-running command: Ctrl-C, SIGTERM and SIGHUP always end the
+process.
 
-`install()` (called first thing by `specmon`'s `main`) puts one handler on SIGINT and SIGTERM:
+`install()` (called first thing by `specmon`'s `main`) puts one handler on SIGINT, SIGTERM and
+SIGHUP (the terminal closed: handled like SIGTERM, so a Textual app restores the terminal and a
+command stops what it started instead of dying where it stands):
 
 - the first signal starts a clean stop: by default it raises KeyboardInterrupt in the main thread
   (so the command's `finally` blocks stop the hub, close the recording, stop the simulator), or,
@@ -11,10 +14,12 @@
   non-daemon thread joined by the interpreter at exit);
 - a second signal ends the process at once.
 
-Exit status: 130 after SIGINT and 143 after SIGTERM (128 + the signal's number, the shell's
-convention), both for a clean stop and for a forced one (`specmon sim`, a server, exits 0 after a
-clean stop). Once the command's clean stop is done, `main` ends the process with `exit_now`,
-skipping the interpreter's teardown, which under load alone can take longer than the bound.
+Exit status: 130 after SIGINT, 143 after SIGTERM and 129 after SIGHUP (128 + the signal's
+number, the shell's convention), both for a clean stop and for a forced one (`specmon sim`, a
+server, exits 0 after a clean stop). `bench` and `sweep` (bench.interruptible) give the clean stop
+more time, to write what they measured. Once the command's clean stop is done, `main` ends the
+process with `exit_now`, skipping the interpreter's teardown, which under load alone can take
+longer than the bound.
 
 Python runs signal handlers in the main thread only, between bytecodes; a main thread that is
 blocked in C (a lock without timeout, a join) runs it only when that call returns. The watchdog
@@ -35,11 +40,12 @@ DEFAULT_GRACE_S = 1.5
 """Time a clean stop may take after the first signal before the process is ended by force (the
 promise is an exit within 2 s of Ctrl-C, with room for a loaded machine)."""
 
-SIGNALS: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM)
+SIGNALS: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def exit_code_for(signum: int) -> int:
-    """The shell's exit status for a process ended by `signum` (130 for SIGINT, 143 SIGTERM)."""
+    """The shell's exit status for a process ended by `signum` (130 for SIGINT, 143 SIGTERM,
+    129 SIGHUP)."""
     return 128 + int(signum)
 
 
@@ -68,10 +74,13 @@ class Shutdown:
     # ------------------------------------------------------------ wiring
 
     def install(self) -> None:
-        """Handle SIGINT and SIGTERM in this process (main thread only; else a no-op)."""
+        """Handle SIGINT, SIGTERM and SIGHUP in this process (main thread only; else a no-op). A
+        SIGHUP that is ignored when the process starts (`nohup`) stays ignored."""
         if threading.current_thread() is not threading.main_thread():
             return
         for sig in SIGNALS:
+            if sig == signal.SIGHUP and signal.getsignal(sig) == signal.SIG_IGN:
+                continue
             signal.signal(sig, self._handle)
 
     def on_signal(self, callback: Callable[[], None] | None) -> None:
@@ -88,7 +97,7 @@ class Shutdown:
 
     @property
     def exit_code(self) -> int | None:
-        """130 or 143 once a signal came, else None."""
+        """130, 143 or 129 once a signal came, else None."""
         return exit_code_for(self.signum) if self.signum is not None else None
 
     def exit_now(self, code: int) -> None:
