@@ -106,7 +106,7 @@ def test_a_redirect_to_another_origin_carries_no_key():
         a.redirects["/v1/chat/completions"] = b.url + "/v1/chat/completions"
 
         async def ask() -> None:
-            async with StreamClient(a.url, api_key=KEY, timeout=20.0) as client:
+            async with StreamClient(a.url, api_key=KEY) as client:
                 await client.chat(ChatRequest("hi", model="m"), lambda _e: None)
 
         asyncio.run(ask())
