@@ -101,8 +101,9 @@ def add_server_arguments(p: argparse.ArgumentParser, *, single: bool) -> None:
 
 def add_workload_arguments(p: argparse.ArgumentParser) -> None:
     from specmon.cli.stream_args import add_stream_args
+    from specmon.core.stream_limits import BENCH_IDLE_TIMEOUT_S
 
-    add_stream_args(p)
+    add_stream_args(p, idle_timeout_s=BENCH_IDLE_TIMEOUT_S)
     p.add_argument("--input-len", default="256", metavar="N", help="prompt tokens (default 256)")
     p.add_argument("--output-len", default="1024", metavar="N", help="max tokens (default 1024)")
     p.add_argument(

@@ -57,15 +57,17 @@ def _count(text: str) -> int:
     return value
 
 
-def add_stream_args(p: argparse.ArgumentParser) -> None:
-    """Add the stream-limit options to a command's parser."""
+def add_stream_args(
+    p: argparse.ArgumentParser, idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
+) -> None:
+    """Add the stream-limit options to a command's parser (`idle_timeout_s`: the default)."""
     p.add_argument(
         "--idle-timeout",
         type=_seconds,
-        default=DEFAULT_IDLE_TIMEOUT_S,
+        default=idle_timeout_s,
         metavar="S",
         help="give up on an answer after S seconds without a byte from the server "
-        f"(default {DEFAULT_IDLE_TIMEOUT_S:g})",
+        f"(default {idle_timeout_s:g})",
     )
     p.add_argument(
         "--max-answer-bytes",

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from specmon.core.sse import MAX_LINE_BYTES, size_text
 
 __all__ = [
+    "BENCH_IDLE_TIMEOUT_S",
     "DEFAULT_LIMITS",
     "StreamLimits",
     "idle_message",
@@ -21,6 +22,9 @@ __all__ = [
 
 DEFAULT_IDLE_TIMEOUT_S = 60.0
 """No byte from the server for this long ends the request (`--idle-timeout`)."""
+BENCH_IDLE_TIMEOUT_S = 300.0
+"""bench and sweep's `--idle-timeout`: they queue requests deeper than a chat does, and vLLM
+sends nothing for a queued request before its first token."""
 DEFAULT_MAX_ANSWER_BYTES = 4 << 20
 """The most answer text (content and reasoning, UTF-8) one answer may have: 4 MiB
 (`--max-answer-bytes`)."""
