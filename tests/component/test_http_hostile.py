@@ -1,0 +1,75 @@
+"""Hostile HTTP answers (issue 16): pages that trickle, servers that never answer, redirect
+loops, pages with duplicate series. Every read ends within its deadline with the reason as the
+server's state, never a traceback; `watch --once` always lists every server it was given."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx
+import pytest
+from tests.hostile_http import HostileServer, Page, RedirectLoop, Silent, Trickle
+
+from specmon.cli.main import main
+from specmon.core.events import ServerStatusChanged, SessionInfo
+from specmon.core.session_state import SessionState
+from specmon.sources.gpu.dcgm import DcgmSampler
+from specmon.sources.metrics_scraper import MetricsScraper
+from specmon.sources.prometheus_fleet import PrometheusFleet
+from specmon.sources.server_identity import identify
+
+ENDLESS = b"# " + b"x" * 100_000 + b"\n"
+"""A body that takes hours at one byte per half second."""
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+def hostile():
+    servers: list[HostileServer] = []
+
+    def start(paths) -> HostileServer:
+        server = HostileServer(paths)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def _scrape(url: str, **kwargs) -> list:
+    events: list = []
+
+    async def go() -> None:
+        scraper = MetricsScraper(url + "/metrics", source=url, **kwargs)
+        try:
+            await scraper.scrape_once(events.append)
+        finally:
+            await scraper.aclose()
+
+    asyncio.run(go())
+    return events
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "reason"),
+    [
+        (Trickle(ENDLESS), "timed out after 1 s reading /metrics"),
+        (Silent(), "timed out after 1 s reading /metrics"),
+        (RedirectLoop(), "redirect loop"),
+    ],
+    ids=["trickle", "silent", "redirect-loop"],
+)
+def test_a_scrape_ends_at_its_deadline_and_the_server_is_down_with_why(hostile, behaviour, reason):
+    server = hostile({"/metrics": behaviour})
+    events = _scrape(server.url, timeout=1.0)  # the deadline defaults to the timeout
+    statuses = [e for e in events if isinstance(e, ServerStatusChanged)]
+    assert [s.status for s in statuses] == ["down"]
+    assert reason in statuses[0].detail
+    state = SessionState(SessionInfo())
+    for e in events:
+        state.apply(e)
+    listed = state.snapshot()["servers"][server.url]
+    assert listed["status"] == "down" and reason in listed["status_detail"]
