@@ -73,3 +73,39 @@ def test_a_scrape_ends_at_its_deadline_and_the_server_is_down_with_why(hostile, 
         state.apply(e)
     listed = state.snapshot()["servers"][server.url]
     assert listed["status"] == "down" and reason in listed["status_detail"]
+
+
+@pytest.mark.parametrize("behaviour", [Trickle(ENDLESS), Silent()], ids=["trickle", "silent"])
+def test_identification_ends_at_its_deadline_with_why(hostile, behaviour):
+    server = hostile({"/version": behaviour, "/v1/models": behaviour})
+    identity = asyncio.run(identify(server.url, timeout=1.0))
+    assert identity.models == ()
+    assert identity.error is not None
+    assert "timed out after 1 s reading /version" in identity.error
+    assert "timed out after 1 s reading /v1/models" in identity.error
+
+
+def test_a_prometheus_that_trickles_is_an_error_within_its_deadline(hostile):
+    server = hostile({"/api/v1/targets": Trickle(ENDLESS), "/api/v1/query": Trickle(ENDLESS)})
+
+    async def go():
+        fleet = PrometheusFleet(server.url, timeout=1.0)
+        try:
+            return await fleet.read_once(lambda _e: None)
+        finally:
+            await fleet.aclose()
+
+    event = asyncio.run(go())
+    assert event.targets == ()
+    assert event.error is not None and "timed out after 1 s reading /api/v1/" in event.error
+
+
+def test_a_dcgm_exporter_page_that_trickles_is_an_error_within_its_deadline(hostile):
+    server = hostile({"/metrics": Trickle(ENDLESS, every_s=0.05)})
+    sampler = DcgmSampler(server.url + "/metrics", timeout=1.0)
+    try:
+        event = sampler.sample(0.0)
+    finally:
+        sampler.close()
+    assert event.gpus == ()
+    assert event.error == "dcgm-exporter timed out after 1 s"

@@ -9,8 +9,9 @@ deadline plus one read timeout), and the body is read in blocks that stop at `ma
 Redirects are followed at most `MAX_REDIRECTS` times.
 
 Failures raise `HttpReadError` (a one-line reason naming what was read: "timed out after 5 s
-reading /metrics", "redirect loop: more than 5 redirects", "answer larger than the cap of N
-bytes"); `HttpStatus` for an answer whose status the caller did not accept; connection refusals
+reading /metrics", "/metrics: redirect loop (more than 5 redirects)", "/metrics: answer larger
+than the cap of N bytes; not read"), with the kinds `HttpDeadline`, `HttpTooLarge` and
+`HttpStatus` (an answer whose status the caller did not accept); connection refusals
 keep httpx's `ConnectError` so callers can tell "down" from "slow".
 """
 
@@ -39,6 +40,14 @@ class HttpStatus(HttpReadError):
         self.status = status
 
 
+class HttpDeadline(HttpReadError):
+    """The whole answer did not arrive within the deadline."""
+
+
+class HttpTooLarge(HttpReadError):
+    """The answer is larger than the cap (reading stopped there)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Answer:
     """A whole answer: status, headers and body (at most the cap)."""
@@ -52,14 +61,14 @@ class Answer:
 
 
 def _too_large(what: str, max_bytes: int) -> HttpReadError:
-    return HttpReadError(f"{what}: answer larger than the cap of {max_bytes} bytes; not read")
+    return HttpTooLarge(f"{what}: answer larger than the cap of {max_bytes} bytes; not read")
 
 
 def _describe(exc: httpx.HTTPError, what: str, deadline_s: float) -> HttpReadError:
     if isinstance(exc, httpx.TooManyRedirects):
         return HttpReadError(f"{what}: redirect loop (more than {MAX_REDIRECTS} redirects)")
     if isinstance(exc, httpx.TimeoutException):
-        return HttpReadError(f"timed out after {deadline_s:g} s reading {what}")
+        return HttpDeadline(f"timed out after {deadline_s:g} s reading {what}")
     text = " ".join(str(exc).split()) or type(exc).__name__
     return HttpReadError(f"{what}: {type(exc).__name__}: {text}")
 
@@ -93,7 +102,7 @@ async def read_answer(
                     parts.append(block)
                 return Answer(resp.status_code, resp.headers, b"".join(parts))
     except TimeoutError:
-        raise HttpReadError(f"timed out after {deadline_s:g} s reading {what}") from None
+        raise HttpDeadline(f"timed out after {deadline_s:g} s reading {what}") from None
     except httpx.ConnectError:
         raise
     except httpx.HTTPError as exc:
@@ -124,7 +133,7 @@ def read_answer_blocking(
                 if len(body) > max_bytes:
                     raise _too_large(what, max_bytes)
                 if time.monotonic() > deadline:
-                    raise HttpReadError(f"timed out after {deadline_s:g} s reading {what}")
+                    raise HttpDeadline(f"timed out after {deadline_s:g} s reading {what}")
             return Answer(resp.status_code, resp.headers, bytes(body))
     except httpx.ConnectError:
         raise

@@ -34,7 +34,13 @@ from specmon.core.events import (
 from specmon.core.families import GENERATION_TOKENS, MAX_PAGE_BYTES
 from specmon.core.metrics_page import MetricsUnreadable, parse_metrics_page
 from specmon.core.redaction import redact_text, redact_url
-from specmon.sources.http_read import MAX_REDIRECTS, HttpReadError, HttpStatus, read_answer
+from specmon.sources.http_read import (
+    MAX_REDIRECTS,
+    HttpReadError,
+    HttpStatus,
+    HttpTooLarge,
+    read_answer,
+)
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -134,10 +140,8 @@ class MetricsScraper:
             if exc.status >= 500:  # the server is there but failing: counts toward down
                 raise
             raise _Unreadable(f"HTTP {exc.status} from {self.source} metrics address") from None
-        except HttpReadError as exc:
-            if "larger than the cap" in str(exc):
-                raise _Unreadable(f"page larger than the cap of {self._max_bytes} bytes") from None
-            raise
+        except HttpTooLarge:
+            raise _Unreadable(f"page larger than the cap of {self._max_bytes} bytes") from None
         t = self._clock()  # arrival of the whole page, before parsing
         return t, answer.text()
 
