@@ -109,3 +109,57 @@ def test_a_dcgm_exporter_page_that_trickles_is_an_error_within_its_deadline(host
         sampler.close()
     assert event.gpus == ()
     assert event.error == "dcgm-exporter timed out after 1 s"
+
+
+def _watch_once(capsys, *urls: str) -> tuple[int, dict, str]:
+    args = ["watch", "--once", "--json", "--interval", "0.1", "--gpu", "none"]
+    for url in urls:
+        args += ["--attach", url]
+    code = main(args)
+    captured = capsys.readouterr()
+    lines = captured.out.strip().splitlines()
+    assert len(lines) == 1
+    return code, json.loads(lines[0]), captured.err
+
+
+def test_watch_once_lists_a_trickling_server_with_why_and_exits_1(hostile, capsys):
+    """The reported case: a /metrics page at one byte per half second held `watch --once` for
+    122 s and ended in a TimeoutError traceback, the server never listed."""
+    server = hostile({"/metrics": Trickle(ENDLESS)})
+    code, snap, err = _watch_once(capsys, server.url)
+    assert code == 1
+    listed = snap["servers"][server.url]
+    assert listed["status"] == "down"
+    assert "timed out after 5 s reading /metrics" in listed["status_detail"]
+    assert err.startswith("specmon watch: no server could be read: ") and err.count("\n") == 1
+    assert "Traceback" not in err
+
+
+def test_watch_once_lists_every_given_server_and_exits_0_when_one_was_read(hostile, sim, capsys):
+    looping = hostile({"/metrics": RedirectLoop()})
+    code, snap, err = _watch_once(capsys, sim.url, looping.url)
+    assert code == 0 and err == ""
+    assert snap["servers"][sim.url]["status"] == "up"
+    assert snap["servers"][looping.url]["status"] == "down"
+    assert "redirect loop" in snap["servers"][looping.url]["status_detail"]
+
+
+def test_watch_once_exits_1_when_no_given_server_could_be_read(hostile, capsys):
+    looping = hostile({"/metrics": RedirectLoop()})
+    missing = hostile({})  # /metrics: 404
+    code, snap, err = _watch_once(capsys, looping.url, missing.url)
+    assert code == 1
+    assert snap["servers"][looping.url]["status"] == "down"
+    assert snap["servers"][missing.url]["status"] == "unreadable"
+    assert "HTTP 404" in snap["servers"][missing.url]["status_detail"]
+    assert looping.url in err and missing.url in err
+
+
+@pytest.mark.parametrize("url", ["", "   ", "http://", "prometheus:9090"])
+def test_watch_prometheus_that_is_not_a_url_is_a_usage_error(capsys, url):
+    with pytest.raises(SystemExit) as exit_:
+        main(["watch", "--prometheus", url, "--once"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --prometheus: must be an http(s) URL" in err
+    assert "Traceback" not in err
