@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 import httpx
 import pytest
@@ -23,6 +24,23 @@ ENDLESS = b"# " + b"x" * 100_000 + b"\n"
 """A body that takes hours at one byte per half second."""
 
 pytestmark = pytest.mark.timeout(60)
+
+GOLDEN = Path(__file__).parents[1] / "golden" / "metrics" / "draft_same-after.txt"
+
+
+def doubled_page() -> bytes:
+    """A real vLLM page with its spec-decode and generation counters listed a second time, with
+    other values (as two pages joined into one): the same series twice."""
+    page = GOLDEN.read_text()
+    again = []
+    for line in page.splitlines():
+        if line.startswith(("vllm:spec_decode_num", "vllm:generation_tokens_total")) and (
+            "_total{" in line
+        ):
+            series, value = line.rsplit(" ", 1)
+            series = series.replace('engine="0",model_name="tiny"', 'model_name="tiny",engine="0"')
+            again.append(f"{series} {float(value) * 10}")
+    return (page + "\n".join(again) + "\n").encode()
 
 
 @pytest.fixture
@@ -163,3 +181,30 @@ def test_watch_prometheus_that_is_not_a_url_is_a_usage_error(capsys, url):
     err = capsys.readouterr().err
     assert "argument --prometheus: must be an http(s) URL" in err
     assert "Traceback" not in err
+
+
+def test_a_page_with_duplicate_series_is_unreadable_not_resets_or_rates(hostile):
+    """The reported case: an unchanging page with duplicated series read as 12,284 tok/s, AL 2.00,
+    100% acceptance and 8 counter resets. Scraped twice unchanged, it must give no rate, no
+    acceptance and no reset, and say why on the server's state."""
+    server = hostile({"/metrics": Page(doubled_page())})
+    state = SessionState(SessionInfo(), window_seconds=10.0)
+
+    async def go() -> None:
+        scraper = MetricsScraper(server.url + "/metrics", source=server.url)
+        try:
+            for _ in range(3):
+                await scraper.scrape_once(state.apply)
+        finally:
+            await scraper.aclose()
+
+    asyncio.run(go())
+    listed = state.snapshot()["servers"][server.url]
+    assert listed["counter_resets"] == 0
+    assert listed["recent_resets"] == []
+    assert listed["decode_tok_s"] is None
+    assert listed["acceptance_length"] is None
+    assert listed["draft_acceptance_rate"] is None
+    assert listed["status"] == "unreadable"
+    assert "duplicate series: vllm:" in listed["status_detail"]
+    assert "is on the page 2 times" in listed["status_detail"]
