@@ -13,6 +13,8 @@ import pytest
 from tests.hostile_http import HostileServer, Page, RedirectLoop, Silent, Trickle
 
 from specmon.cli.main import main
+from specmon.cli.watch_cmd import dumps
+from specmon.core.watch_json import snapshot_of
 from specmon.core.events import ServerStatusChanged, SessionInfo
 from specmon.core.session_state import SessionState
 from specmon.sources.gpu.dcgm import DcgmSampler
@@ -208,3 +210,50 @@ def test_a_page_with_duplicate_series_is_unreadable_not_resets_or_rates(hostile)
     assert listed["status"] == "unreadable"
     assert "duplicate series: vllm:" in listed["status_detail"]
     assert "is on the page 2 times" in listed["status_detail"]
+
+
+def huge_page(sign: float) -> bytes:
+    """A real page whose gauges and counters are all ±1e308 (finite, and 309 digits long)."""
+    lines = []
+    for line in GOLDEN.read_text().splitlines():
+        if line.startswith("vllm:") and not line.startswith("#"):
+            series, _value = line.rsplit(" ", 1)
+            line = f"{series} {sign * 1e308!r}"
+        lines.append(line)
+    return ("\n".join(lines) + "\n").encode()
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0], ids=["1e308", "-1e308"])
+def test_gauges_of_1e308_keep_every_row_on_one_line_and_json_strict(hostile, sign):
+    """The reported case: 309-digit numbers spread a table row over 5 lines and KV% read `inf`."""
+    from rich.console import Console
+
+    from specmon.ui.app.servers_table import table_text
+    from specmon.ui.live_console import render
+
+    server = hostile({"/metrics": Page(huge_page(sign))})
+    state = SessionState(SessionInfo())
+
+    async def go() -> None:
+        scraper = MetricsScraper(server.url + "/metrics", source=server.url)
+        try:
+            for _ in range(2):
+                await scraper.scrape_once(state.apply)
+        finally:
+            await scraper.aclose()
+
+    asyncio.run(go())
+    view = state.publish()
+    assert view.servers[0].requests_running == sign * 1e308  # read as it is, shown as too wide
+    console = Console(width=240, record=True, color_system=None)
+    console.print(render(view, title="t"))
+    screen = console.export_text()
+    rows = [line for line in screen.splitlines() if "127.0.0.1" in line]
+    assert len(rows) == 1, screen  # one server, one line
+    assert "inf" not in screen and "100000000000000" not in screen
+    assert (">1e" if sign > 0 else "<") in rows[0]
+    app_rows = [line for line in table_text(view, 0).plain.splitlines() if "127.0.0.1" in line]
+    assert len(app_rows) == 1 and len(app_rows[0]) < 120 and "inf" not in app_rows[0]
+    line = dumps(snapshot_of(view))
+    assert "Infinity" not in line and "NaN" not in line
+    assert json.loads(line)["servers"][server.url]["requests_running"] == sign * 1e308
