@@ -81,7 +81,7 @@ class Proc:
                 self.tracebacks += 1
             if re.search(r"\b\w*(Error|Exception)\b", line) and not line.startswith(" "):
                 self.error_lines += 1
-                self.last_errors = (self.last_errors + [line])[-3:]
+                self.last_errors = ([*self.last_errors, line])[-3:]
 
 
 def _specmon(args: list[str]) -> list[str]:
@@ -89,11 +89,9 @@ def _specmon(args: list[str]) -> list[str]:
 
 
 def start_sim(speed: float, seed: int) -> tuple[Proc, str]:
+    sim_args = f"sim --port 0 --speed {speed:g} --seed {seed} --log-interval 0".split()
     popen = subprocess.Popen(
-        _specmon(
-            ["sim", "--port", "0", "--speed", f"{speed:g}", "--seed", str(seed)]
-            + ["--schedule", SCHEDULE, "--log-interval", "0"]
-        ),
+        _specmon([*sim_args, "--schedule", SCHEDULE]),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -170,7 +168,9 @@ def chat_mode(url: str, seconds: float, max_tokens: int) -> int:
     monitor = Monitor([Target(url)], state_factory, interval=1.0)
     monitor.start()
     prompts = [
-        ChatRequest(f"Write a long story about lighthouse keeper number {i}.", max_tokens=max_tokens)
+        ChatRequest(
+            f"Write a long story about lighthouse keeper number {i}.", max_tokens=max_tokens
+        )
         for i in range(8)
     ]
     started = time.monotonic()
@@ -265,7 +265,9 @@ def main() -> int:
         watch_args = ["watch", "--json", "--interval", "0.5", "--gpu", "none"]
         for url in sims:
             watch_args += ["--attach", url]
-        watch = subprocess.Popen(_specmon(watch_args), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        watch = subprocess.Popen(
+            _specmon(watch_args), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
         watch_proc = Proc("watch --json (3 servers)", watch)
         procs.insert(0, watch_proc)
         output = WatchOutput()
@@ -273,8 +275,16 @@ def main() -> int:
         threading.Thread(target=output.read, args=(watch.stdout,), daemon=True).start()
         threading.Thread(target=watch_proc.read_stderr, args=(watch.stderr,), daemon=True).start()
         chat = subprocess.Popen(
-            [sys.executable, os.path.abspath(__file__), "--chat", sims[0]]
-            + ["--seconds", f"{args.seconds:g}", "--max-tokens", str(args.max_tokens)],
+            [
+                sys.executable,
+                os.path.abspath(__file__),
+                "--chat",
+                sims[0],
+                "--seconds",
+                f"{args.seconds:g}",
+                "--max-tokens",
+                str(args.max_tokens),
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )

@@ -8,15 +8,14 @@ import asyncio
 import json
 from pathlib import Path
 
-import httpx
 import pytest
 from tests.hostile_http import HostileServer, Page, RedirectLoop, Silent, Trickle
 
 from specmon.cli.main import main
 from specmon.cli.watch_cmd import dumps
-from specmon.core.watch_json import snapshot_of
 from specmon.core.events import ServerStatusChanged, SessionInfo
 from specmon.core.session_state import SessionState
+from specmon.core.watch_json import snapshot_of
 from specmon.sources.gpu.dcgm import DcgmSampler
 from specmon.sources.metrics_scraper import MetricsScraper
 from specmon.sources.prometheus_fleet import PrometheusFleet

@@ -2,8 +2,9 @@
 
 Every scrape is bounded (sources/http_read.py): one deadline over the whole request and body
 (`deadline`, default the `timeout`: 5 s), and a size cap enforced while the body streams in
-(reading stops past the cap); at most 5 redirects. Pages are parsed by core.metrics_page (only the families specmon reads). The
-scraper also tracks the server's state and emits ServerStatusChanged on every change:
+(reading stops past the cap); at most 5 redirects. Pages are parsed by core.metrics_page (only
+the families specmon reads). The scraper also tracks the server's state and emits
+ServerStatusChanged on every change:
 
 - up: the last scrape succeeded;
 - stale: no success for more than `stale_after` seconds (the last data is kept);

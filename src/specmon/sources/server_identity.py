@@ -1,8 +1,9 @@
 """Who a server is: its base URL, what /version and /v1/models say, and whether it is simulated.
 
 Apart from streaming (sources/stream_client.py): identification is two GET requests made at once
-with httpx before any chat, each bounded as a whole (sources/http_read.py: deadline, size cap). Errors never raise; they are collected in `ServerIdentity.error`,
-with any secret scrubbed. The API key, when given, is sent as a bearer token and never kept.
+with httpx before any chat, each bounded as a whole (sources/http_read.py: deadline, size cap).
+Errors never raise; they are collected in `ServerIdentity.error`, with any secret scrubbed. The
+API key, when given, is sent as a bearer token and never kept.
 """
 
 from __future__ import annotations

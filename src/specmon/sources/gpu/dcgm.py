@@ -2,9 +2,10 @@
 
 Maps dcgm-exporter's gauges onto the same `GpuReading` the local NVML sampler produces, in the same
 units (°C, bytes, %, W, MHz, decoded clock-event reasons). The page is fetched within one deadline
-(the timeout, over the whole read: sources/http_read.py) and a size cap, filtered to the families read here (so unrelated or broken lines elsewhere on the page do
-not matter), and parsed with prometheus_client's text parser. DCGM's "blank" values (no sensor,
-field not supported; ~9.22e18 and friends) become None, shown "—".
+(the timeout, over the whole read: sources/http_read.py) and a size cap, filtered to the families
+read here (so unrelated or broken lines elsewhere on the page do not matter), and parsed with
+prometheus_client's text parser. DCGM's "blank" values (no sensor, field not supported; ~9.22e18
+and friends) become None, shown "—".
 
 Labels: `gpu` (index), `UUID`, `modelName`, MIG's `GPU_I_ID`/`GPU_I_PROFILE`, and the host label,
 `Hostname` in older releases and `hostname` since 2026 — both are read.
