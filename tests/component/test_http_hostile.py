@@ -256,3 +256,21 @@ def test_gauges_of_1e308_keep_every_row_on_one_line_and_json_strict(hostile, sig
     line = dumps(snapshot_of(view))
     assert "Infinity" not in line and "NaN" not in line
     assert json.loads(line)["servers"][server.url]["requests_running"] == sign * 1e308
+
+
+def test_a_failed_read_never_names_the_address_with_its_credentials(hostile):
+    server = hostile({"/private/metrics": RedirectLoop()})
+    url = server.url.replace("http://", "http://user:hunter2@") + "/private/metrics"
+    events: list = []
+
+    async def go() -> None:
+        scraper = MetricsScraper(url, source=server.url, timeout=1.0)
+        try:
+            await scraper.scrape_once(events.append)
+        finally:
+            await scraper.aclose()
+
+    asyncio.run(go())
+    (status,) = [e for e in events if isinstance(e, ServerStatusChanged)]
+    assert status.detail.startswith("/private/metrics: redirect loop")
+    assert "hunter2" not in status.detail

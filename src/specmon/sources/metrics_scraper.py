@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -97,7 +98,9 @@ class MetricsScraper:
         self._max_bytes = max_bytes
         self.deadline_s = deadline if deadline is not None else timeout
         """Bound on one whole scrape (connect, headers, body), whatever the server does."""
-        self._what = "/metrics" if url.rstrip("/").endswith("/metrics") else url
+        self._what = urlsplit(url).path or "/"
+        """What a message says was read: the page's path (never the address: it may hold
+        credentials)."""
         self._stale_after = stale_after if stale_after is not None else 3 * interval
         self._down_after = down_after
         self._sleep = sleep
