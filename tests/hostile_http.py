@@ -55,15 +55,19 @@ class HostileServer(LoopbackServer):
         self.paths = {"/version": VERSION, "/v1/models": MODELS, **paths}
         self.hits: dict[str, int] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._stopping = False
         super().__init__()
 
     def stop(self) -> None:
         """End the answers still running (a trickle, a silent wait), then the server."""
 
         async def end_answers() -> None:
-            for task in list(self._tasks):
-                task.cancel()
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+            self._stopping = True  # a trickle ends at its next byte
+            for writer in list(self._writers):
+                writer.transport.abort()  # a silent wait ends now
+            if self._tasks:
+                await asyncio.wait(list(self._tasks), timeout=5)
 
         asyncio.run_coroutine_threadsafe(end_answers(), self._loop).result(10)
         super().stop()
@@ -72,6 +76,7 @@ class HostileServer(LoopbackServer):
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
+        self._writers.add(writer)
         try:
             head = await reader.readuntil(b"\r\n\r\n")
             path = head.split(b" ", 2)[1].decode().split("?", 1)[0]
@@ -96,6 +101,8 @@ class HostileServer(LoopbackServer):
                     + f"content-length: {len(behaviour.body)}\r\nconnection: close\r\n\r\n".encode()
                 )
                 for i in range(len(behaviour.body)):
+                    if self._stopping:
+                        break
                     writer.write(behaviour.body[i : i + 1])
                     await writer.drain()
                     await asyncio.sleep(behaviour.every_s)
@@ -109,3 +116,4 @@ class HostileServer(LoopbackServer):
         finally:
             writer.close()
             self._tasks.discard(task)
+            self._writers.discard(writer)
