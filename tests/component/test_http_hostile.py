@@ -274,3 +274,8 @@ def test_a_failed_read_never_names_the_address_with_its_credentials(hostile):
     (status,) = [e for e in events if isinstance(e, ServerStatusChanged)]
     assert status.detail.startswith("/private/metrics: redirect loop")
     assert "hunter2" not in status.detail
+
+
+def test_json_lines_are_strict_json_whatever_a_view_holds():
+    line = dumps({"a": float("nan"), "b": [float("inf"), 1.5], "c": {"d": -1e308}})
+    assert line == '{"a": null, "b": [null, 1.5], "c": {"d": -1e+308}}'
