@@ -93,3 +93,21 @@ def test_cycle_view_and_its_words_say_the_period_range_and_the_long_run() -> Non
     assert (as_json["period_min"], as_json["period_max"], as_json["episodes"]) == (10, 11, 4)
     assert cycle_text(dataclasses.replace(cycle, detected=False)) is None
     assert cycle_text(None) is None
+
+
+def test_numbers_too_wide_for_their_field_are_written_out_of_range():
+    from specmon.ui.formatting import fit, fmt_count, fmt_tok_s
+
+    assert fmt_tok_s(9_999_999.9) == "9999999.9"
+    assert fmt_tok_s(1e308) == ">1e7"
+    assert fmt_tok_s(-1e308) == "<-1e6"
+    assert fmt_frac_pct(1e308) == ">1e5%"  # 1e308 * 100 is inf: never "inf%"
+    assert fmt_frac_pct(float("inf")) == ">1e5%"
+    assert fmt_count(1e308) == ">1e15"
+    assert fmt(1e308, ".0f") == ">1e15"
+    assert fit(1e308, ".0f", 4) == ">1e4" and fit(-1e308, ".0f", 4) == "<0"
+    assert fit(float("nan"), ".1f", 7) == DASH
+    assert fmt_rates((1e308, 0.5)) == ">1e2 0.50"
+    for value in (1e308, -1e308, float("inf"), float("-inf")):
+        for width in (4, 5, 7, 9):
+            assert len(fit(value, ".1f", width)) <= width

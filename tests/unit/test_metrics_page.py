@@ -164,3 +164,21 @@ def test_size_cap():
     assert parse_metrics_page(page, max_chars=len(page))
     with pytest.raises(MetricsUnreadable, match="over the cap"):
         parse_metrics_page(page, max_chars=len(page) - 1)
+
+
+def test_a_series_listed_twice_makes_the_page_unreadable_whatever_the_label_order():
+    page = (
+        "# TYPE vllm:num_requests_running gauge\n"
+        'vllm:num_requests_running{engine="0",model_name="m"} 1.0\n'
+        'vllm:num_requests_running{engine="1",model_name="m"} 2.0\n'
+        'vllm:num_requests_running{model_name="m",engine="0"} 1.0\n'
+    )
+    with pytest.raises(MetricsUnreadable) as info:
+        parse_metrics_page(page)
+    assert str(info.value).startswith(
+        'metrics unreadable: duplicate series: vllm:num_requests_running{engine="0",model_name="m"}'
+    )
+    with pytest.raises(MetricsUnreadable):
+        parse_metrics_page_full(page)
+    # two engines are two series, not a duplicate
+    assert len(parse_metrics_page(page.rsplit("vllm:", 1)[0])) == 2

@@ -16,14 +16,18 @@ specmon's own /metrics (per-request AL, vanilla-speed flags by reason, the degra
 Exit status: 0 after `--once`, or when the reader of `--json` lines goes away (a closed pipe, as
 with `| head`); 130 when interrupted (Ctrl-C / SIGINT) and 143 on SIGTERM, after the sources are
 stopped and the recording is closed (within 2 s; a second Ctrl-C exits at once); 2 for bad
-arguments or an --export port in use; 1 after `--once --prometheus` when the Prometheus did
-not answer.
+arguments or an --export port in use; 1 after `--once` when none of the servers given could be
+read (each is still in the snapshot, with its state and why), or after `--once --prometheus`
+when the Prometheus did not answer. Every read of a server has a deadline for its whole answer
+(5 s for /metrics, 10 s for /version and /v1/models): a server that never answers or trickles
+its page is shown down with why, never waited on.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import threading
@@ -71,6 +75,7 @@ def register(subparsers: Any) -> None:
     where.add_argument(
         "--prometheus",
         metavar="URL",
+        type=_http_url,
         help="read every vLLM target that this Prometheus scrapes, through its HTTP API "
         "(docs/fleet.md), e.g. http://prometheus:9090",
     )
@@ -130,6 +135,14 @@ def register(subparsers: Any) -> None:
     add_export_argument(p)
 
 
+def _http_url(text: str) -> str:
+    """An http(s) URL argument (argparse type): anything else is a one-line usage error."""
+    url = text.strip()
+    if not url.startswith(("http://", "https://")) or len(url) <= len("https://"):
+        raise argparse.ArgumentTypeError(f"must be an http(s) URL, got {text!r}")
+    return url
+
+
 def _error(message: str) -> int:
     print(f"specmon watch: {message}", file=sys.stderr)
     return 2
@@ -139,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
     from specmon.runtime.monitor import Monitor, pair_targets
 
     if args.interval is None:
-        args.interval = FLEET_INTERVAL_S if args.prometheus else 1.0
+        args.interval = FLEET_INTERVAL_S if args.prometheus is not None else 1.0
     if not MIN_INTERVAL_S <= args.interval <= MAX_INTERVAL_S:
         return _error(
             f"--interval must be a number of seconds from {MIN_INTERVAL_S:g} to "
@@ -147,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.once and not args.json:
         args.json = True  # one snapshot is only meaningful as data
-    if args.match is not None and not args.prometheus:
+    if args.match is not None and args.prometheus is None:
         return _error("--match goes with --prometheus")
     if args.bearer_token_file is not None and not args.prometheus:
         return _error("--bearer-token-file goes with --prometheus")
@@ -155,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
         export = parse_export(args.export)
     except ValueError as exc:
         return _error(str(exc))
-    if args.prometheus:
+    if args.prometheus is not None:
         return _fleet(args, export)
     gpu = args.gpu if args.gpu is not None else default_gpu_source(args.attach)
     if gpu not in ("local", "none") and not gpu.startswith(("http://", "https://")):
@@ -276,7 +289,7 @@ def _fleet_once(monitor: Monitor, fleet: PrometheusFleet) -> int:
     """One read of the Prometheus (its rates need no second read), then one snapshot. Exit 1
     when the Prometheus did not answer (the snapshot says why in its markers)."""
     event = monitor.hub.submit(fleet.read_once(monitor.hub.emit)).result(120)
-    print(json.dumps(snapshot_of(monitor.view(fresh=True))))
+    print(dumps(snapshot_of(monitor.view(fresh=True))))
     if event.error is not None:
         print(f"specmon watch: {event.error}", file=sys.stderr)
         return 1
@@ -317,12 +330,56 @@ def _app(
 
 
 def _once(monitor: Monitor) -> int:
-    """Two scrapes one interval apart (so windowed rates exist), then one snapshot."""
-    monitor.scrape_all_once()
-    threading.Event().wait(monitor.interval)
-    monitor.scrape_all_once()
-    print(json.dumps(snapshot_of(monitor.view(fresh=True))))
+    """Two scrapes one interval apart (so windowed rates exist), then one snapshot. Every given
+    server is in it, with its state and why; exit 1 when none of them could be read."""
+    from specmon.core.events import ServerStatusChanged
+    from specmon.ui.formatting import clean
+
+    for round_ in range(2):
+        if round_:
+            threading.Event().wait(monitor.interval)
+        try:
+            monitor.scrape_all_once()
+        except TimeoutError:  # each read has its own deadline; this is only a last resort
+            break
+    for target, scraper in zip(monitor.targets, monitor.scrapers, strict=False):
+        if scraper.status is None:  # nothing heard at all: still listed, and why
+            monitor.hub.emit(  # under the hub's lock, so the view below has it
+                ServerStatusChanged(
+                    t=monitor.hub.clock(),
+                    source=target.base,
+                    status="down",
+                    detail=f"no answer from {target.metrics} within {scraper.deadline_s:g} s",
+                )
+            )
+    view = monitor.view(fresh=True)
+    print(dumps(snapshot_of(view)))
+    given = {t.base for t in monitor.targets}
+    servers = [s for s in view.servers if s.source in given]
+    if given and not any(s.status == "up" for s in servers):
+        why = "; ".join(f"{s.source}: {s.status} ({s.status_detail})" for s in servers)
+        print(f"specmon watch: no server could be read: {clean(why)}", file=sys.stderr)
+        return 1
     return 0
+
+
+def dumps(snapshot: dict[str, Any]) -> str:
+    """One snapshot as one line of strict JSON: a number that is not finite (none should reach
+    here: the views hold None for them) is written null, never NaN or Infinity."""
+    try:
+        return json.dumps(snapshot, allow_nan=False)
+    except ValueError:
+        return json.dumps(_finite(snapshot), allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def _json_lines(monitor: Monitor) -> int:
@@ -330,7 +387,7 @@ def _json_lines(monitor: Monitor) -> int:
     stop = threading.Event()
     try:
         while not stop.wait(monitor.interval):
-            print(json.dumps(snapshot_of(monitor.view())), flush=True)
+            print(dumps(snapshot_of(monitor.view())), flush=True)
     except BrokenPipeError:
         # The reader closed the pipe: stop quietly. Point stdout at devnull so the interpreter's
         # final flush does not fail again (Python docs, "Note on SIGPIPE").

@@ -11,12 +11,16 @@ Rules:
 - older names (families.ALIASES) are renamed to the current ones, but only when the page has no
   sample of the current name (vLLM 0.9.2-0.11 export both);
 - labels become sorted tuples (events.labels_of); engines stay separate series;
-- non-finite values (NaN, ±Inf) are dropped: they are not readings.
+- non-finite values (NaN, ±Inf) are dropped: they are not readings;
+- a series (name and labels, in any label order) on the page twice makes the page unreadable,
+  whatever the two values: which one is the counter cannot be known, and reading both would turn
+  an unchanging page into counter resets, rates and acceptance that did not happen.
 
 Bad pages raise `MetricsUnreadable` with a message starting "metrics unreadable: ": over the size
 cap, empty, truncated (no final newline: prometheus_client always ends a page with one, and a cut
 page could silently lose the spec-decode families, which would read as "not configured"), a line of
-a read family that does not parse, or a page with no read family that is not Prometheus text at all.
+a read family that does not parse, a duplicated series of a read family, or a page with no read
+family that is not Prometheus text at all.
 A valid page with no read family (e.g. `--disable-log-stats`) gives an empty tuple.
 """
 
@@ -29,7 +33,7 @@ from collections.abc import Iterable
 from prometheus_client.parser import text_string_to_metric_families
 
 from specmon.core import families
-from specmon.core.events import MetricSample, labels_of
+from specmon.core.events import Labels, MetricSample, labels_of
 
 DEFAULT_MAX_CHARS = families.MAX_PAGE_BYTES
 """Size cap of a page (characters). A vLLM page is ~60 KB; 8 MiB leaves room for many engines."""
@@ -109,6 +113,28 @@ def normalise(samples: Iterable[MetricSample]) -> tuple[MetricSample, ...]:
     return tuple(current)
 
 
+def refuse_duplicates(samples: tuple[MetricSample, ...]) -> tuple[MetricSample, ...]:
+    """`samples`, unless a series (name and labels) is on the page more than once: then
+    MetricsUnreadable naming it. Which of two values is the counter cannot be known, and reading
+    both makes one look like a reset of the other (phantom resets, rates and acceptance)."""
+    seen: set[tuple[str, Labels]] = set()
+    duplicated: dict[tuple[str, Labels], int] = {}
+    for s in samples:
+        key = (s.name, s.labels)
+        if key in seen:
+            duplicated[key] = duplicated.get(key, 1) + 1
+        seen.add(key)
+    if not duplicated:
+        return samples
+    (name, labels), times = next(iter(duplicated.items()))
+    series = name + "{" + ",".join(f'{k}="{v}"' for k, v in labels) + "}"
+    more = f" (and {len(duplicated) - 1} more series)" if len(duplicated) > 1 else ""
+    raise MetricsUnreadable(
+        f"duplicate series: {series[:200]} is on the page {times} times{more}; "
+        "a page lists each series once"
+    )
+
+
 def parse_metrics_page(
     text: str, *, max_chars: int = DEFAULT_MAX_CHARS
 ) -> tuple[MetricSample, ...]:
@@ -116,7 +142,7 @@ def parse_metrics_page(
     _check_page(text, max_chars)
     filtered = filter_lines(text)
     if filtered.strip():
-        return normalise(_parse(filtered))
+        return refuse_duplicates(normalise(_parse(filtered)))
     # No read family: say whether this is a Prometheus page at all (such pages are small).
     _parse(text)
     return ()
@@ -128,4 +154,4 @@ def parse_metrics_page_full(
     """The same result from a full parse of the whole page (the reference the filter is tested
     and benchmarked against; not used at run time)."""
     _check_page(text, max_chars)
-    return normalise(_parse(text))
+    return refuse_duplicates(normalise(_parse(text)))

@@ -1,12 +1,15 @@
 """The /metrics scraper: polls a vLLM server's Prometheus page and emits what it read.
 
-Every scrape is bounded: a timeout, and a size cap enforced while the body streams in (reading
-stops past the cap). Pages are parsed by core.metrics_page (only the families specmon reads). The
-scraper also tracks the server's state and emits ServerStatusChanged on every change:
+Every scrape is bounded (sources/http_read.py): one deadline over the whole request and body
+(`deadline`, default the `timeout`: 5 s), and a size cap enforced while the body streams in
+(reading stops past the cap); at most 5 redirects. Pages are parsed by core.metrics_page (only
+the families specmon reads). The scraper also tracks the server's state and emits
+ServerStatusChanged on every change:
 
 - up: the last scrape succeeded;
 - stale: no success for more than `stale_after` seconds (the last data is kept);
-- down: connection refused, or `down_after` failures in a row;
+- down: connection refused, `down_after` failures in a row, or any failure of a server never
+  read yet (so a server that never answers is listed, with why, after one deadline);
 - unreadable: the server answers but the page cannot be read ("metrics unreadable: ...").
 
 `scrape_until_generation` is the end-of-request helper: it polls until the server's generation
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -32,6 +36,13 @@ from specmon.core.events import (
 from specmon.core.families import GENERATION_TOKENS, MAX_PAGE_BYTES
 from specmon.core.metrics_page import MetricsUnreadable, parse_metrics_page
 from specmon.core.redaction import redact_text, redact_url
+from specmon.sources.http_read import (
+    MAX_REDIRECTS,
+    HttpReadError,
+    HttpStatus,
+    HttpTooLarge,
+    read_answer,
+)
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -70,6 +81,7 @@ class MetricsScraper:
         clock: Clock = monotonic_clock,
         interval: float = 1.0,
         timeout: float = 5.0,
+        deadline: float | None = None,
         max_bytes: int = DEFAULT_MAX_BYTES,
         stale_after: float | None = None,
         down_after: int = 5,
@@ -84,6 +96,11 @@ class MetricsScraper:
         self._clock = clock
         self.interval = interval
         self._max_bytes = max_bytes
+        self.deadline_s = deadline if deadline is not None else timeout
+        """Bound on one whole scrape (connect, headers, body), whatever the server does."""
+        self._what = urlsplit(url).path or "/"
+        """What a message says was read: the page's path (never the address: it may hold
+        credentials)."""
         self._stale_after = stale_after if stale_after is not None else 3 * interval
         self._down_after = down_after
         self._sleep = sleep
@@ -94,6 +111,7 @@ class MetricsScraper:
             headers=auth,
             transport=transport,
             follow_redirects=True,
+            max_redirects=MAX_REDIRECTS,
         )
         self.status: ServerStatus | None = None
         self.detail = ""
@@ -111,26 +129,29 @@ class MetricsScraper:
             emit(ServerStatusChanged(t=t, source=self.source, status=status, detail=detail))
 
     async def _fetch(self) -> tuple[float, str]:
-        """GET the page; returns (arrival time, text). Raises _Unreadable or httpx errors."""
-        async with self._client.stream("GET", self.url) as resp:
-            if resp.status_code >= 500:
-                raise httpx.HTTPStatusError(
-                    f"HTTP {resp.status_code}", request=resp.request, response=resp
-                )
-            if resp.status_code != 200:
-                raise _Unreadable(f"HTTP {resp.status_code} from {self.source} metrics address")
-            parts: list[bytes] = []
-            size = 0
-            async for block in resp.aiter_bytes():
-                size += len(block)
-                if size > self._max_bytes:
-                    raise _Unreadable(f"page larger than the cap of {self._max_bytes} bytes")
-                parts.append(block)
-            t = self._clock()  # arrival of the whole page, before parsing
-        return t, b"".join(parts).decode("utf-8", errors="replace")
+        """GET the page within the deadline; returns (arrival time, text). Raises _Unreadable,
+        HttpReadError or httpx.ConnectError."""
+        try:
+            answer = await read_answer(
+                self._client,
+                self.url,
+                what=self._what,
+                deadline_s=self.deadline_s,
+                max_bytes=self._max_bytes,
+                accept=lambda status: status < 300,
+            )
+        except HttpStatus as exc:
+            if exc.status >= 500:  # the server is there but failing: counts toward down
+                raise
+            raise _Unreadable(f"HTTP {exc.status} from {self.source} metrics address") from None
+        except HttpTooLarge:
+            raise _Unreadable(f"page larger than the cap of {self._max_bytes} bytes") from None
+        t = self._clock()  # arrival of the whole page, before parsing
+        return t, answer.text()
 
     async def scrape_once(self, emit: Emit) -> MetricsScraped | None:
-        """One scrape: emits the samples (or a status change) and returns the scrape or None."""
+        """One scrape: emits the samples (or a status change) and returns the scrape or None.
+        Never raises for anything the server does (bounded by `deadline_s`)."""
         try:
             t, text = await self._fetch()
         except _Unreadable as exc:
@@ -141,12 +162,15 @@ class MetricsScraper:
             self.failures += 1
             self._set_status(self._clock(), "down", self._describe(exc), emit)
             return None
-        except (httpx.HTTPError, OSError) as exc:
+        except (HttpReadError, httpx.HTTPError, OSError) as exc:
             self.failures += 1
             now = self._clock()
             detail = self._describe(exc)
             if self.failures >= self._down_after:
                 self._set_status(now, "down", f"{self.failures} failures in a row: {detail}", emit)
+            elif self.status in (None, "down"):
+                # Never read (or down already): say why now rather than after N failures.
+                self._set_status(now, "down", detail, emit)
             elif (
                 self.status in ("up", "stale")
                 and self.last_success is not None
@@ -208,10 +232,8 @@ class MetricsScraper:
     def _describe(self, exc: BaseException) -> str:
         if isinstance(exc, httpx.ConnectError):
             text = f"cannot connect to {self.source}: {exc}"
-        elif isinstance(exc, httpx.TimeoutException):
-            text = f"no answer from {self.source} within the timeout ({type(exc).__name__})"
-        elif isinstance(exc, httpx.HTTPStatusError):
-            text = f"{self.source} answered {exc}"
+        elif isinstance(exc, HttpReadError):
+            text = str(exc)
         else:
             text = f"{type(exc).__name__}: {exc}"
         return self._clean(" ".join(text.split()))

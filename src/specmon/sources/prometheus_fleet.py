@@ -4,13 +4,16 @@ One read (`read_once`) is at most four requests, whatever the number of targets:
 `/api/v1/targets` (falling back to an `up{…}` query where it is not served), one tagged instant
 query with every number of every target (core.promql), one for dcgm-exporter GPU series, and,
 when due, one tagged range query for the history (the last hour). It emits one `FleetSampled`.
-When the Prometheus is down, slow (the timeout) or answers errors, the event carries `error`
+Each request is bounded as a whole (sources/http_read.py: `timeout` seconds for the request and
+its answer, `MAX_ANSWER_BYTES`). When the Prometheus is down, slow, trickles
+or answers errors, the event carries `error`
 and the state keeps the last values marked stale; the next read retries.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
@@ -37,6 +40,7 @@ from specmon.core.promql import (
     targets_of_up,
 )
 from specmon.core.redaction import redact_text, redact_url
+from specmon.sources.http_read import HttpReadError, read_answer
 
 Sleep = Callable[[float], Awaitable[None]]
 WallClock = Callable[[], float]
@@ -93,8 +97,12 @@ class PrometheusFleet:
         self._sleep = sleep
         auth = dict(headers or {})
         self._secrets = tuple(v.split()[-1] for v in auth.values() if v.strip())
+        self._deadline_s = timeout
+        """Bound on each API request as a whole (request, headers and answer)."""
         self._client = httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout), headers=auth, transport=transport
+            timeout=httpx.Timeout(timeout),
+            headers=auth,
+            transport=transport,
         )
         self._query = tagged(fleet_expressions(self.matchers, rate_window_s))
         self._history_query = tagged(history_expressions(self.matchers, rate_window_s))
@@ -109,19 +117,27 @@ class PrometheusFleet:
         await self._client.aclose()
 
     async def _get(self, path: str, params: dict[str, str] | None = None) -> Any:
-        resp = await self._client.get(self.url + path, params=params)
-        if resp.status_code == 404 and path == "/api/v1/targets":
-            raise _NoTargetsApi()
-        if len(resp.content) > MAX_ANSWER_BYTES:
-            raise PromAnswerError(f"answer larger than {MAX_ANSWER_BYTES} bytes")
         try:
-            payload = resp.json()
+            answer = await read_answer(
+                self._client,
+                self.url + path,
+                what=path,
+                deadline_s=self._deadline_s,
+                max_bytes=MAX_ANSWER_BYTES,
+                params=params,
+            )
+        except HttpReadError as exc:
+            raise PromAnswerError(str(exc)) from None
+        if answer.status == 404 and path == "/api/v1/targets":
+            raise _NoTargetsApi()
+        try:
+            payload = json.loads(answer.body)
         except ValueError:
-            raise PromAnswerError(f"HTTP {resp.status_code}, not a JSON answer") from None
-        if resp.status_code != 200 and not (
+            raise PromAnswerError(f"HTTP {answer.status}, not a JSON answer") from None
+        if answer.status != 200 and not (
             isinstance(payload, dict) and payload.get("status") == "error"
         ):
-            raise PromAnswerError(f"HTTP {resp.status_code}")
+            raise PromAnswerError(f"HTTP {answer.status}")
         return payload
 
     async def _listing(self) -> list[TargetListing]:

@@ -1,12 +1,15 @@
 """Who a server is: its base URL, what /version and /v1/models say, and whether it is simulated.
 
-Apart from streaming (sources/stream_client.py): identification is two bounded GET requests made
-with httpx, before any chat. Errors never raise; they are collected in `ServerIdentity.error`,
-with any secret scrubbed. The API key, when given, is sent as a bearer token and never kept.
+Apart from streaming (sources/stream_client.py): identification is two GET requests made at once
+with httpx before any chat, each bounded as a whole (sources/http_read.py: deadline, size cap).
+Errors never raise; they are collected in `ServerIdentity.error`, with any secret scrubbed. The
+API key, when given, is sent as a bearer token and never kept.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -16,13 +19,18 @@ import httpx
 
 from specmon.core.events import SessionInfo
 from specmon.core.redaction import redact_text
+from specmon.sources.http_read import Answer, HttpReadError, read_answer
 
 SIMULATED_HEADER = "x-specmon-simulated"
 """The header every response of the built-in simulator carries ("1")."""
 
 IDENTIFY_TIMEOUT_S = 10.0
-"""Bound on each identification call (/version, /v1/models): a server that accepts connections
-but never answers must not hold `watch` or `demo` at start."""
+"""Bound on each identification call (/version, /v1/models), the whole answer included (the two
+run at once): a server that accepts connections but never answers, or trickles its answer, must
+not hold `watch` or `demo` at start for longer."""
+
+MAX_IDENTITY_BYTES = 4 * 1024 * 1024
+"""Size cap of a /version or /v1/models answer (a model list is a few KB)."""
 
 
 def server_base(url: str) -> str:
@@ -101,38 +109,53 @@ async def identify(
         return redact_text(" ".join(f"{type(exc).__name__}: {exc}".split()), secrets)
 
     async with httpx.AsyncClient(
-        timeout=httpx.Timeout(timeout), headers=headers, transport=transport
+        timeout=httpx.Timeout(timeout),
+        headers=headers,
+        transport=transport,
     ) as http:
-        try:
-            resp = await http.get(base + "/version")
-            simulated = resp.headers.get(SIMULATED_HEADER) == "1"
-            if resp.status_code != 200:
-                errors.append(f"/version: HTTP {resp.status_code}")
-            else:
-                body = resp.json()
-                if isinstance(body, dict):
-                    v = body.get("version")
-                    version = str(v) if v is not None else None
-                    simulated = simulated or body.get("simulated") is True
-                    p = body.get("profile")
-                    profile = str(p) if p is not None else None
-                    k = body.get("n_spec")
-                    n_spec = k if isinstance(k, int) and not isinstance(k, bool) else None
-        except httpx.TimeoutException:
-            errors.append(f"/version: no answer within {timeout:g} s")
-        except (httpx.HTTPError, ValueError) as exc:
-            errors.append(f"/version: {clean(exc)}")
-        try:
-            resp = await http.get(base + "/v1/models")
-            simulated = simulated or resp.headers.get(SIMULATED_HEADER) == "1"
-            if resp.status_code != 200:
-                errors.append(f"/v1/models: HTTP {resp.status_code}")
-            else:
-                models = _model_ids(resp.json())
-        except httpx.TimeoutException:
-            errors.append(f"/v1/models: no answer within {timeout:g} s")
-        except (httpx.HTTPError, ValueError) as exc:
-            errors.append(f"/v1/models: {clean(exc)}")
+
+        async def get(path: str) -> Answer | str:
+            try:
+                return await read_answer(
+                    http, base + path, what=path, deadline_s=timeout, max_bytes=MAX_IDENTITY_BYTES
+                )
+            except (HttpReadError, httpx.HTTPError) as exc:
+                text = str(exc) if isinstance(exc, HttpReadError) else f"{path}: {clean(exc)}"
+                return redact_text(" ".join(text.split()), secrets)
+
+        # Both at once: a server that never answers costs one deadline, not two.
+        version_answer, models_answer = await asyncio.gather(get("/version"), get("/v1/models"))
+    if isinstance(version_answer, str):
+        errors.append(version_answer)
+    else:
+        simulated = version_answer.headers.get(SIMULATED_HEADER) == "1"
+        if version_answer.status != 200:
+            errors.append(f"/version: HTTP {version_answer.status}")
+        else:
+            try:
+                body = json.loads(version_answer.body)
+            except ValueError as exc:
+                errors.append(f"/version: {clean(exc)}")
+                body = None
+            if isinstance(body, dict):
+                v = body.get("version")
+                version = str(v) if v is not None else None
+                simulated = simulated or body.get("simulated") is True
+                p = body.get("profile")
+                profile = str(p) if p is not None else None
+                k = body.get("n_spec")
+                n_spec = k if isinstance(k, int) and not isinstance(k, bool) else None
+    if isinstance(models_answer, str):
+        errors.append(models_answer)
+    else:
+        simulated = simulated or models_answer.headers.get(SIMULATED_HEADER) == "1"
+        if models_answer.status != 200:
+            errors.append(f"/v1/models: HTTP {models_answer.status}")
+        else:
+            try:
+                models = _model_ids(json.loads(models_answer.body))
+            except ValueError as exc:
+                errors.append(f"/v1/models: {clean(exc)}")
     return ServerIdentity(
         base_url=base,
         models=models,

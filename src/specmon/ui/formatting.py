@@ -2,6 +2,9 @@
 number formats, the dash for missing numbers, safe text, the vanilla-speed flag's words, status
 words, and labels for acceptance sources and for window vs since-start numbers.
 
+Every number has a field width (`fit`): a value too wide for it is written as out of range
+(">1e6", "<-1e5"), never as 309 digits, and an infinite one likewise (no "inf").
+
 Plain strings only: no Rich, no Textual, so any renderer can use them. WHICH acceptance to show
 is a measurement rule and lives in core (`core.views.choose_acceptance`, exposed as
 `RequestRow.acceptance`); this module only says how to write it.
@@ -36,48 +39,94 @@ def clean(text: str, *, multiline: bool = False) -> str:
     return text if multiline else _LINE_BREAKS.sub(" ", text)
 
 
-def fmt(value: float | int | None, spec: str = ".1f", unit: str = "") -> str:
-    """A number formatted, or — when missing (never 0 for missing)."""
+MAX_NUMBER_CHARS = 15
+"""Widest number any field shows ("999,999,999,999"); wider ones are written as out of range."""
+
+
+def _bound(spec: str, width: int, unit: str, negative: bool) -> int:
+    """The smallest power of ten whose text in `spec` (with the sign and unit) is wider than
+    `width`: every value written in `width` characters is below 10 ** that."""
+    for digits in range(1, 400):
+        try:
+            text = format((-1.0 if negative else 1.0) * 10.0**digits, spec) + unit
+        except OverflowError:
+            return digits
+        if len(text) > width:
+            return digits
+    return 400
+
+
+def out_of_range(value: float, spec: str, width: int, unit: str = "") -> str:
+    """What a number too wide for its field shows: ">1e6" (above the widest value the field
+    holds), "<-1e5" below, or "<0" where even that does not fit; never wider than the field
+    once the field has 4 characters."""
+    if value > 0:
+        return f">1e{_bound(spec, width, unit, negative=False)}{unit}"[: max(width, 4)]
+    marker = f"<-1e{_bound(spec, width, unit, negative=True)}"
+    for text in (marker + unit, marker):
+        if len(text) <= width:
+            return text
+    return "<0"
+
+
+def fit(value: float | int | None, spec: str, width: int, unit: str = "") -> str:
+    """A number formatted in at most `width` characters: — when missing (never 0 for missing),
+    the number when it fits, else `out_of_range` (an infinite value is out of range; NaN is
+    not a number and shows —). A 309-digit gauge never spreads a row over several lines."""
     if value is None or isinstance(value, bool):
         return DASH
+    if isinstance(value, float) and value != value:
+        return DASH
     try:
-        return f"{value:{spec}}{unit}"
+        text = f"{value:{spec}}{unit}"
     except (TypeError, ValueError):
         return DASH
+    if len(text) <= width and text.lower().lstrip("-") not in ("inf", "inf" + unit.lower()):
+        return text
+    return out_of_range(float(value), spec, width, unit)
+
+
+def fmt(
+    value: float | int | None, spec: str = ".1f", unit: str = "", width: int = MAX_NUMBER_CHARS
+) -> str:
+    """A number formatted, or — when missing (never 0 for missing); out of range past `width`
+    characters (`fit`)."""
+    return fit(value, spec, width, unit)
 
 
 def fmt_tok_s(value: float | None) -> str:
-    """Tokens per second, one decimal."""
-    return fmt(value, ".1f")
+    """Tokens per second, one decimal (out of range from 10 million)."""
+    return fit(value, ".1f", 9)
 
 
 def fmt_al(value: float | None) -> str:
-    """An acceptance length, two decimals."""
-    return fmt(value, ".2f")
+    """An acceptance length, two decimals (out of range from 10,000)."""
+    return fit(value, ".2f", 7)
 
 
 def fmt_seconds(value: float | None) -> str:
-    """Seconds with millisecond resolution (TTFT, ITL)."""
-    return fmt(value, ".3f")
+    """Seconds with millisecond resolution (TTFT, ITL; out of range from a million)."""
+    return fit(value, ".3f", 10)
 
 
 def fmt_frac_pct(value: float | None) -> str:
-    """A 0..1 fraction as a whole percentage ("45%")."""
-    return fmt(value * 100 if value is not None else None, ".0f", "%")
+    """A 0..1 fraction as a whole percentage ("45%"; out of range from 100,000%)."""
+    return fit(value * 100 if value is not None else None, ".0f", 6, "%")
 
 
 def fmt_rates(rates: tuple[float, ...] | None, limit: int = 8) -> str:
-    """Per-position rates, two decimals each, the first `limit` positions."""
-    return " ".join(f"{r:.2f}" for r in rates[:limit]) if rates else DASH
+    """Per-position rates, two decimals each, the first `limit` positions (each out of range
+    from 100)."""
+    return " ".join(fit(r, ".2f", 5) for r in rates[:limit]) if rates else DASH
 
 
 def fmt_gib(value: int | None) -> str:
-    return fmt(value / GIB if value is not None else None)
+    return fmt(value / GIB if value is not None else None, width=9)
 
 
 def fmt_count(value: float | int | None) -> str:
-    """A token or draft count, whole, with thousands separators."""
-    return fmt(value, ",.0f")
+    """A token or draft count, whole, with thousands separators (out of range from 10**15)."""
+    return fit(value, ",.0f", 19)
 
 
 SOURCE_WORDS: dict[AcceptanceSource, str] = {
@@ -156,15 +205,15 @@ def gpu_text(g: GpuReading) -> str:
     """One GPU's readings on one line: temperature (and its slowdown threshold), power, VRAM,
     clocks, utilisation; — for every reading that is not available. Cleaned."""
     vram = f"{fmt_gib(g.memory_used_bytes)}/{fmt_gib(g.memory_total_bytes)} GiB"
-    temp = fmt(g.temperature_c, ".0f", " °C")
+    temp = fmt(g.temperature_c, ".0f", " °C", width=9)
     if g.slowdown_temperature_c is not None:
-        temp += f" (slowdown {g.slowdown_temperature_c:.0f})"
+        temp += f" (slowdown {fmt(g.slowdown_temperature_c, '.0f', width=6)})"
     return clean(
         f"GPU {g.index} {g.name or ''}: {temp}  "
-        f"{fmt(g.power_w, '.0f')}/{fmt(g.power_limit_w, '.0f')} W  VRAM {vram}  "
-        f"SM {fmt(g.sm_clock_mhz, '.0f')} MHz  "
-        f"mem {fmt(g.memory_clock_mhz, '.0f')} MHz  "
-        f"util {fmt(g.utilization_pct, '.0f', '%')}"
+        f"{fmt(g.power_w, '.0f', width=7)}/{fmt(g.power_limit_w, '.0f', width=7)} W  "
+        f"VRAM {vram}  SM {fmt(g.sm_clock_mhz, '.0f', width=7)} MHz  "
+        f"mem {fmt(g.memory_clock_mhz, '.0f', width=7)} MHz  "
+        f"util {fmt(g.utilization_pct, '.0f', '%', width=6)}"
     )
 
 

@@ -176,7 +176,7 @@ def servers_table(view: SessionView) -> Table:
             life_al,
             fmt_frac_pct(life.draft_acceptance_rate) if life else DASH,
             fmt_count(life.generation_tokens) if life else DASH,
-            fmt(s.requests_running, ".0f"),
+            fmt(s.requests_running, ".0f", width=7),
         )
     return table
 

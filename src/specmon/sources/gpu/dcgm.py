@@ -1,10 +1,11 @@
 """Remote GPU readings: NVIDIA dcgm-exporter's Prometheus page (default `http://host:9400/metrics`).
 
 Maps dcgm-exporter's gauges onto the same `GpuReading` the local NVML sampler produces, in the same
-units (°C, bytes, %, W, MHz, decoded clock-event reasons). The page is fetched with a timeout and a
-size cap, filtered to the families read here (so unrelated or broken lines elsewhere on the page do
-not matter), and parsed with prometheus_client's text parser. DCGM's "blank" values (no sensor,
-field not supported; ~9.22e18 and friends) become None, shown "—".
+units (°C, bytes, %, W, MHz, decoded clock-event reasons). The page is fetched within one deadline
+(the timeout, over the whole read: sources/http_read.py) and a size cap, filtered to the families
+read here (so unrelated or broken lines elsewhere on the page do not matter), and parsed with
+prometheus_client's text parser. DCGM's "blank" values (no sensor, field not supported; ~9.22e18
+and friends) become None, shown "—".
 
 Labels: `gpu` (index), `UUID`, `modelName`, MIG's `GPU_I_ID`/`GPU_I_PROFILE`, and the host label,
 `Hostname` in older releases and `hostname` since 2026 — both are read.
@@ -21,6 +22,14 @@ from prometheus_client.parser import text_string_to_metric_families
 from specmon.core.events import GpuReading, GpuSampled
 from specmon.core.families import MAX_PAGE_BYTES
 from specmon.core.gpu_reasons import decode_clock_event_reasons, mask_from_float
+from specmon.sources.http_read import (
+    MAX_REDIRECTS,
+    HttpDeadline,
+    HttpReadError,
+    HttpStatus,
+    HttpTooLarge,
+    read_answer_blocking,
+)
 
 log = logging.getLogger(__name__)
 
@@ -220,28 +229,38 @@ class DcgmSampler:
     def _http(self) -> httpx.Client:
         if self._client is None:
             self._client = httpx.Client(
-                timeout=self._timeout, transport=self._transport, follow_redirects=True
+                timeout=self._timeout,
+                transport=self._transport,
+                follow_redirects=True,
+                max_redirects=MAX_REDIRECTS,
             )
         return self._client
 
     def fetch(self) -> str:
-        """The page's text; raises DcgmPageError with a clear message on any failure."""
+        """The page's text; raises DcgmPageError with a clear message on any failure. The whole
+        read (request and page) ends within the timeout plus one read timeout (http_read)."""
         try:
-            with self._http().stream("GET", self._url) as response:
-                if response.status_code != 200:
-                    raise DcgmPageError(f"dcgm-exporter answered HTTP {response.status_code}")
-                body = bytearray()
-                for chunk in response.iter_bytes():
-                    body += chunk
-                    if len(body) > self._max_bytes:
-                        raise DcgmPageError(
-                            f"dcgm-exporter page larger than {self._max_bytes} bytes; not read"
-                        )
-        except httpx.TimeoutException as exc:
-            raise DcgmPageError(f"dcgm-exporter timed out after {self._timeout} s") from exc
-        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            answer = read_answer_blocking(
+                self._http(),
+                self._url,
+                what="the dcgm-exporter page",
+                deadline_s=self._timeout,
+                max_bytes=self._max_bytes,
+                accept=lambda status: status == 200,
+            )
+        except HttpStatus as exc:
+            raise DcgmPageError(f"dcgm-exporter answered HTTP {exc.status}") from None
+        except HttpDeadline:
+            raise DcgmPageError(f"dcgm-exporter timed out after {self._timeout:g} s") from None
+        except HttpTooLarge:
+            raise DcgmPageError(
+                f"dcgm-exporter page larger than {self._max_bytes} bytes; not read"
+            ) from None
+        except HttpReadError as exc:
+            raise DcgmPageError(f"dcgm-exporter: {exc}") from None
+        except httpx.HTTPError as exc:
             raise DcgmPageError(f"dcgm-exporter unreachable: {exc!r}") from exc
-        return body.decode("utf-8", errors="replace")
+        return answer.text()
 
     def sample(self, now: float) -> GpuSampled:
         """Fetch and parse the page; `now` becomes the event's `t`. Never raises."""

@@ -24,7 +24,7 @@ from specmon.core.views import ServerView, SessionView
 from specmon.ui.app.safe_text import visible
 from specmon.ui.app.session_port import AnswerNumbers
 from specmon.ui.app.worth_screen import hint_line
-from specmon.ui.formatting import DASH, GIB, cycle_text
+from specmon.ui.formatting import DASH, GIB, MAX_NUMBER_CHARS, cycle_text, fit
 
 GRAPH_SECONDS = 60
 """The graphs show the last minute, one sample a second."""
@@ -52,8 +52,9 @@ STATUS_STYLE = {"up": "green", "stale": "yellow", "down": "bold red", "unreadabl
 
 
 def num(value: float | int | None, spec: str, width: int = 0) -> str:
-    """A number in a fixed-width field, or — (right-aligned in the same width)."""
-    text = DASH if value is None else format(value, spec)
+    """A number in a fixed-width field, or — (right-aligned in the same width); out of range
+    when it does not fit (ui.formatting.fit; at most MAX_NUMBER_CHARS without a width)."""
+    text = fit(value, spec, width or MAX_NUMBER_CHARS)
     return text.rjust(width) if width else text
 
 

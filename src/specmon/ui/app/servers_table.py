@@ -25,7 +25,7 @@ from specmon.core.events import GpuReading
 from specmon.core.views import EngineView, ServerView, SessionView
 from specmon.ui.app.dashboard import NOT_READING, live_numbers
 from specmon.ui.app.safe_text import visible
-from specmon.ui.formatting import DASH
+from specmon.ui.formatting import fit
 
 RESTART_SHOWN_S = 30.0
 """For this long after a counter reset the state says "restarted"."""
@@ -58,7 +58,7 @@ COLUMNS: tuple[tuple[str, int], ...] = (
 
 
 def _num(value: float | None, spec: str, width: int) -> str:
-    return (DASH if value is None else format(value, spec)).rjust(width)
+    return fit(value, spec, width).rjust(width)
 
 
 def _pct(frac: float | None) -> float | None:
