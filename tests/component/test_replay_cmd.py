@@ -138,7 +138,7 @@ def _strict_json(text: str) -> dict:
 def test_json_stops_at_an_impossible_time_and_stays_valid_json(tmp_path, capsys, bad_t) -> None:
     lines = gzip.decompress(HEALTHY.read_bytes()).split(b"\n")
     at = len(lines) // 2
-    lines[at] = b'[' + bad_t.encode() + b', "m", {"label": "bad"}]'
+    lines[at] = b"[" + bad_t.encode() + b', "m", {"label": "bad"}]'
     bad = tmp_path / "bad.ndjson"
     bad.write_bytes(b"\n".join(lines))
     code, out, err = _replay(capsys, str(bad), "--json")

@@ -10,8 +10,8 @@ import pytest
 
 from specmon.cli.main import main
 from specmon.sources.host.presets import (
-    MAX_CONFIG_BYTES,
     BUILTIN_PRESETS,
+    MAX_CONFIG_BYTES,
     PresetError,
     all_presets,
     config_path,

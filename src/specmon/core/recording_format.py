@@ -68,6 +68,7 @@ class RecordingTimeError(RecordingFormatError):
     """An event time that cannot be true (not finite, far back, an absurd jump): everything after
     it is untrustworthy, so a reader stops at that line (keeping every event before it)."""
 
+
 # Event codes (documented in docs/recording-format.md). Short: chunks are most of a recording.
 CODE_REQUEST_STARTED = "rs"
 CODE_CHUNK = "c"

@@ -123,7 +123,7 @@ def _chunks(f: BinaryIO, gz: bool, problems: list[ReadProblem]) -> Iterator[byte
             return
 
 
-def _raw_lines(path: Path, problems: list[ReadProblem]) -> Iterator[str]:
+def _raw_lines(path: Path, problems: list[ReadProblem]) -> Generator[str, None, None]:
     """Yield the file's lines (without the newline); a torn last line ends with _TORN; a line
     longer than MAX_LINE_BYTES is yielded as _TOO_LONG and ends the lines."""
     pending = bytearray()
