@@ -163,3 +163,39 @@ def test_a_deeply_nested_header_is_refused(tmp_path) -> None:
     path = _write(tmp_path / "h.ndjson", ['{"extra":' + "[" * 100_000 + "]" * 100_000 + "}"])
     with pytest.raises(RecordingError, match=r"line 1 \(the header\) is not JSON"):
         read_recording(path)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '[1.5,"re",{"id":"r","completion_tokens":1' + "0" * 400 + "}]",
+        '[1.5,"re",{"id":"r","prompt_tokens":-1' + "0" * 400 + "}]",
+        '[1.5,"rs",{"id":"r","prompt_chars":1' + "0" * 400 + "}]",
+        '[1.5,"c",{"id":"r","n":1' + "0" * 400 + "}]",
+    ],
+)
+def test_a_huge_integer_in_an_event_skips_that_line_only(tmp_path, line) -> None:
+    # 10**400 overflows a float: the fold used to die of OverflowError on it.
+    path = _write(tmp_path / "i.ndjson", [HEADER, _marker(1.0, "a"), line, _marker(2.0, "b")])
+    recording = read_recording(path)
+    assert [e.label for e in recording.events] == ["a", "b"]  # type: ignore[attr-defined]
+    [problem] = recording.problems
+    assert problem.line == 3 and "out of range" in problem.message
+
+
+def test_a_huge_integer_time_stops_the_reading(tmp_path) -> None:
+    path = _write(tmp_path / "t.ndjson", [HEADER, _marker(1.0, "a"), _marker("1" + "0" * 400, "x")])
+    recording = read_recording(path)
+    assert [e.label for e in recording.events] == ["a"]  # type: ignore[attr-defined]
+    assert [p.line for p in recording.problems] == [3]
+
+
+@pytest.mark.parametrize("n_spec", ["1000000000000", "-5", "1" + "0" * 400, "8.5", '"8"'])
+def test_a_header_n_spec_out_of_range_is_unknown_with_a_notice(tmp_path, n_spec) -> None:
+    # A huge n_spec made the fold loop over every position (a replay that never ended).
+    header = '{"format":"specmon-session","version":1,"n_spec":' + n_spec + "}"
+    recording = read_recording(_write(tmp_path / "n.ndjson", [header, _marker(1.0, "a")]))
+    assert recording.info.n_spec is None
+    assert len(recording.events) == 1
+    [problem] = recording.problems
+    assert problem.line == 1 and "n_spec" in problem.message and "ignored" in problem.message

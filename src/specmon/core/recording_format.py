@@ -64,6 +64,14 @@ MAX_JUMP_S = 7 * 86_400.0
 first event): a session's monotonic clock does not run for a week between two events."""
 
 
+MAX_N_SPEC = 256
+"""The largest n_spec a header may give (vLLM drafts a few to a few tens of tokens a step);
+another value is read as unknown (None) and the reader names it."""
+MAX_INT = 2**53
+"""Integers of events (token counts, characters, GPU index) are within ±MAX_INT: exact as
+floats, so the numbers computed from them never overflow."""
+
+
 class RecordingTimeError(RecordingFormatError):
     """An event time that cannot be true (not finite, far back, an absurd jump): everything after
     it is untrustworthy, so a reader stops at that line (keeping every event before it)."""
@@ -148,12 +156,17 @@ def decode_header(value: Any) -> SessionInfo:
         kwargs.pop("extra")
     kwargs["simulated"] = bool(kwargs.get("simulated", False))
     n_spec = kwargs.get("n_spec")
-    if n_spec is not None and not isinstance(n_spec, int):
+    if n_spec is not None and not valid_n_spec(n_spec):
         kwargs["n_spec"] = None
     for name in ("server", "model", "draft_model", "method", "vllm_version", "gpu"):
         if name in kwargs and kwargs[name] is not None and not isinstance(kwargs[name], str):
             kwargs[name] = str(kwargs[name])
     return SessionInfo(**kwargs)
+
+
+def valid_n_spec(value: Any) -> bool:
+    """Whether a header's n_spec is an integer in 0..MAX_N_SPEC."""
+    return type(value) is int and 0 <= value <= MAX_N_SPEC
 
 
 # ---------------------------------------------------------------- events → values
@@ -273,10 +286,16 @@ class EventEncoder:
 # ---------------------------------------------------------------- values → events
 
 
+_OUT_OF_RANGE = "an integer is out of range (beyond ±2**53)"
+
+
 def _int(value: Any) -> int:
     if isinstance(value, float) and not math.isfinite(value):
         raise RecordingFormatError(f"{value!r} is not a finite number")
-    return int(value)
+    out = int(value)
+    if not -MAX_INT <= out <= MAX_INT:
+        raise RecordingFormatError(_OUT_OF_RANGE)
+    return out
 
 
 def _opt_int(value: Any) -> int | None:
@@ -358,8 +377,8 @@ class EventDecoder:
         data = value[2]
         if type(t) is not float:
             if type(t) is not int:
-                raise RecordingFormatError(f"event time {t!r} is not a number")
-            t = float(t)
+                raise RecordingFormatError(f"event time {t!r:.40} is not a number")
+            t = float(t) if -MAX_INT <= t <= MAX_INT else math.inf
         self._check_time(t)
         if type(data) is not dict:
             raise RecordingFormatError(f"event data for code {code!r} is not an object")
@@ -415,6 +434,10 @@ def _chunk(t: float, data: dict[str, Any]) -> StreamChunk:
         or (finish is not None and type(finish) is not str)
     ):
         raise RecordingFormatError("a chunk field has the wrong type")
+    if (n is not None and not -MAX_INT <= n <= MAX_INT) or (
+        p is not None and not -MAX_INT <= p <= MAX_INT
+    ):
+        raise RecordingFormatError(_OUT_OF_RANGE)
     return StreamChunk(t, rid, text, reasoning, role, n, p, finish)
 
 

@@ -29,6 +29,7 @@ from specmon.core.clock import Clock, monotonic_clock
 from specmon.core.errors import RecordingError
 from specmon.core.events import Emit, Event, SessionInfo
 from specmon.core.recording_format import (
+    MAX_N_SPEC,
     EventDecoder,
     RecordingFormatError,
     RecordingTimeError,
@@ -209,6 +210,13 @@ def iter_recording(
     except RecordingFormatError as exc:
         lines.close()
         raise RecordingError(f"{p}: {exc}") from None
+    n_spec = header.get("n_spec")
+    if n_spec is not None and info.n_spec is None:
+        sink.append(
+            ReadProblem(
+                1, f"header n_spec {n_spec!r:.40} is not an integer in 0..{MAX_N_SPEC}; ignored"
+            )
+        )
     return info, _events(lines, sink), header
 
 
