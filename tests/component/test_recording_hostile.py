@@ -199,3 +199,29 @@ def test_a_header_n_spec_out_of_range_is_unknown_with_a_notice(tmp_path, n_spec)
     assert len(recording.events) == 1
     [problem] = recording.problems
     assert problem.line == 1 and "n_spec" in problem.message and "ignored" in problem.message
+
+
+@pytest.mark.parametrize("filler", ["[1.0, broken", "", "   ", "# a comment"])
+def test_too_many_skipped_lines_stop_the_reading(tmp_path, monkeypatch, filler) -> None:
+    # A file of garbage lines (a newline bomb) costs bounded time and memory.
+    monkeypatch.setattr(recording_player, "MAX_SKIPPED_LINES", 5)
+    lines = [HEADER, _marker(1.0, "a"), *[filler] * 6, _marker(2.0, "b")]
+    recording = read_recording(_write(tmp_path / "g.ndjson", lines))
+    assert [e.label for e in recording.events] == ["a"]  # type: ignore[attr-defined]
+    stop = recording.problems[-1]
+    assert stop.line == 8 and "more than 5 lines skipped" in stop.message  # the 6th
+    assert len(recording.problems) <= 6
+
+
+def test_gzip_data_expanding_like_a_bomb_stops_the_reading(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(recording_player, "GZIP_RATIO_FROM", 1 << 20)
+    line = (_marker(1.0, "x") + "\n").encode()
+    bomb = tmp_path / "bomb.ndjson.gz"
+    bomb.write_bytes(gzip.compress((HEADER + "\n").encode() + line * 200_000, compresslevel=9))
+    recording = read_recording(bomb)
+    assert 0 < len(recording.events) < 200_000
+    [problem] = recording.problems
+    assert "gzip data expands more than" in problem.message
+    # A real recording never comes near the ratio.
+    sample = Path(__file__).resolve().parents[2] / "recordings" / "demo-cycle.ndjson.gz"
+    assert read_recording(sample).problems == []

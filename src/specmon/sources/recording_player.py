@@ -9,7 +9,8 @@ Hostile files are bounded: only regular files are read (a device or a FIFO is re
 is opened); a line longer than MAX_LINE_BYTES (decompressed data is taken a bounded piece at a
 time) or an event time that cannot be true (core.recording_format.RecordingTimeError) stops the
 reading at that line, keeping every event before it; a line nested deeper than MAX_DEPTH is
-skipped like any bad line.
+skipped like any bad line; more than MAX_SKIPPED_LINES skipped lines, or gzip data expanding
+more than MAX_GZIP_RATIO times, stop the reading (docs/recording-format.md, "Limits").
 """
 
 from __future__ import annotations
@@ -75,6 +76,13 @@ MAX_DEPTH = 64
 """The deepest nesting of arrays and objects in a line (events need about 8)."""
 _CHUNK = 1 << 20
 """Decompressed data is taken in pieces of at most this many bytes."""
+MAX_GZIP_RATIO = 100
+"""Past GZIP_RATIO_FROM bytes of decompressed data, gzip data that expands more than this many
+times is not read on (a gzip bomb): recordings compress about 5 to 10 times."""
+GZIP_RATIO_FROM = 64 << 20
+MAX_SKIPPED_LINES = 10_000
+"""More lines skipped than this (bad, blank or comment lines; a recording has none) stop the
+reading: a file of garbage lines costs bounded time and memory."""
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 _BRACKET = re.compile(r"[\[\]{}]")
@@ -95,10 +103,13 @@ def too_deep(raw: str, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
-def _chunks(f: BinaryIO, gz: bool, problems: list[ReadProblem]) -> Iterator[bytes]:
+def _chunks(
+    f: BinaryIO, gz: bool, problems: list[ReadProblem], refused: list[bool]
+) -> Iterator[bytes]:
     """The file's data in pieces of at most max(_READ_SIZE, _CHUNK) bytes, decompressed when
     `gz` (taken out of the decompressor a bounded piece at a time)."""
     decomp = zlib.decompressobj(zlib.MAX_WBITS | 16) if gz else None
+    read = written = 0
     while True:
         block = f.read(_READ_SIZE)
         if not block:
@@ -106,9 +117,22 @@ def _chunks(f: BinaryIO, gz: bool, problems: list[ReadProblem]) -> Iterator[byte
         if decomp is None:
             yield block
             continue
+        read += len(block)
         try:
             while block:
                 out = decomp.decompress(block, _CHUNK)
+                written += len(out)
+                if written > GZIP_RATIO_FROM and written > MAX_GZIP_RATIO * read:
+                    problems.append(
+                        ReadProblem(
+                            0,
+                            f"gzip data expands more than {MAX_GZIP_RATIO} times (a gzip bomb, "
+                            f"not a recording) after {written >> 20} MiB; the rest of the "
+                            "recording is not read",
+                        )
+                    )
+                    refused.append(True)
+                    return
                 if out:
                     yield out
                 if decomp.unconsumed_tail:
@@ -128,10 +152,11 @@ def _raw_lines(path: Path, problems: list[ReadProblem]) -> Generator[str, None, 
     """Yield the file's lines (without the newline); a torn last line ends with _TORN; a line
     longer than MAX_LINE_BYTES is yielded as _TOO_LONG and ends the lines."""
     pending = bytearray()
+    refused: list[bool] = []  # the gzip data was refused: what is pending is not a torn line
     with open(path, "rb") as f:
         if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
             raise RecordingError(f"{path} is not a regular file; a recording is a file")
-        for chunk in _chunks(f, path.name.endswith(".gz"), problems):
+        for chunk in _chunks(f, path.name.endswith(".gz"), problems, refused):
             pending += chunk
             cut = pending.rfind(b"\n")
             if cut < 0:
@@ -151,7 +176,7 @@ def _raw_lines(path: Path, problems: list[ReadProblem]) -> Generator[str, None, 
             if len(pending) > MAX_LINE_BYTES:
                 yield _TOO_LONG
                 return
-    if pending:
+    if pending and not refused:
         yield pending.decode("utf-8", errors="replace") + _TORN
 
 
@@ -233,6 +258,7 @@ def _decoded(lines: Iterator[str], problems: list[ReadProblem]) -> Iterator[Even
     decode = EventDecoder().decode
     raw_decode = json.JSONDecoder().raw_decode
     number = 1
+    skipped = 0
     for raw in lines:
         number += 1
         if raw == _TOO_LONG:
@@ -259,6 +285,16 @@ def _decoded(lines: Iterator[str], problems: list[ReadProblem]) -> Iterator[Even
             if raw.endswith(_TORN):
                 problems.append(
                     ReadProblem(number, "torn last line (the recording was cut while writing)")
+                )
+                return
+            skipped += 1
+            if skipped > MAX_SKIPPED_LINES:
+                problems.append(
+                    ReadProblem(
+                        number,
+                        f"more than {MAX_SKIPPED_LINES} lines skipped (bad, blank or comment "
+                        "lines); the rest of the recording is not read",
+                    )
                 )
                 return
             if not raw.strip() or raw.lstrip().startswith("#"):
