@@ -56,7 +56,7 @@ __all__ = [
 FORMAT = "specmon-session"
 VERSION = 1
 
-MAX_BACKWARD_S = 60.0
+MAX_BACKWARD_S = 600.0
 """How far an event's time may go back from the latest time before it (a log line or a marker
 queued, then stamped; the recorder writes in arrival order, so real recordings go back far less)."""
 MAX_JUMP_S = 7 * 86_400.0
