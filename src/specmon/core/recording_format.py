@@ -379,7 +379,12 @@ class EventDecoder:
             if type(t) is not int:
                 raise RecordingFormatError(f"event time {t!r:.40} is not a number")
             t = float(t) if -MAX_INT <= t <= MAX_INT else math.inf
-        self._check_time(t)
+        latest = self._latest_t
+        if latest - MAX_BACKWARD_S <= t <= latest + MAX_JUMP_S:  # NaN fails this too
+            if t > latest:
+                self._latest_t = t
+        else:
+            self._check_time(t)
         if type(data) is not dict:
             raise RecordingFormatError(f"event data for code {code!r} is not an object")
         try:
@@ -398,6 +403,7 @@ class EventDecoder:
             ) from None
 
     def _check_time(self, t: float) -> None:
+        """Raise RecordingTimeError for a time outside the allowed range, saying why."""
         latest = self._latest_t
         if not math.isfinite(t):
             raise RecordingTimeError(f"event time {t!r} is not a finite number")
@@ -411,8 +417,6 @@ class EventDecoder:
                 f"event time {t:.6g} s jumps {t - latest:.6g} s ahead of {latest:.6g} s "
                 f"(at most {MAX_JUMP_S:g} s allowed)"
             )
-        if t > latest:
-            self._latest_t = t
 
 
 def _chunk(t: float, data: dict[str, Any]) -> StreamChunk:

@@ -166,13 +166,15 @@ def _raw_lines(path: Path, problems: list[ReadProblem]) -> Generator[str, None, 
                 continue
             complete = bytes(pending[:cut])
             del pending[: cut + 1]
-            # split on newline bytes only: UTF-8 never has 0x0A inside a character
-            lines = complete.split(b"\n")
-            for line in lines:
-                if len(line) > MAX_LINE_BYTES:
-                    yield _TOO_LONG
-                    return
-                yield line.decode("utf-8", errors="replace")
+            if len(complete) > MAX_LINE_BYTES:  # one of these lines may be over the limit
+                for line in complete.split(b"\n"):
+                    if len(line) > MAX_LINE_BYTES:
+                        yield _TOO_LONG
+                        return
+                    yield line.decode("utf-8", errors="replace")
+            else:
+                # split on newline only: UTF-8 never has 0x0A inside a character
+                yield from complete.decode("utf-8", errors="replace").split("\n")
             if len(pending) > MAX_LINE_BYTES:
                 yield _TOO_LONG
                 return
@@ -271,7 +273,7 @@ def _decoded(lines: Iterator[str], problems: list[ReadProblem]) -> Iterator[Even
             )
             return
         try:
-            if too_deep(raw):
+            if len(raw) > MAX_DEPTH and too_deep(raw):
                 raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
             value, end = raw_decode(raw)
             if end != len(raw) and raw[end:].strip():
