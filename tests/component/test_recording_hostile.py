@@ -225,3 +225,12 @@ def test_gzip_data_expanding_like_a_bomb_stops_the_reading(tmp_path, monkeypatch
     # A real recording never comes near the ratio.
     sample = Path(__file__).resolve().parents[2] / "recordings" / "demo-cycle.ndjson.gz"
     assert read_recording(sample).problems == []
+
+
+def test_a_skipped_line_does_not_move_the_time_check_on(tmp_path) -> None:
+    # A bad line with a far (but allowed) time must not make the good lines after it "go back".
+    bad = '[500000.0,"rs",{"id":"r","prompt_chars":"many"}]'
+    path = _write(tmp_path / "s.ndjson", [HEADER, _marker(1.0, "a"), bad, _marker(2.0, "b")])
+    recording = read_recording(path)
+    assert [e.label for e in recording.events] == ["a", "b"]  # type: ignore[attr-defined]
+    assert [p.line for p in recording.problems] == [3]

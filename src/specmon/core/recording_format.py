@@ -380,27 +380,26 @@ class EventDecoder:
                 raise RecordingFormatError(f"event time {t!r:.40} is not a number")
             t = float(t) if -MAX_INT <= t <= MAX_INT else math.inf
         latest = self._latest_t
-        if latest - MAX_BACKWARD_S <= t <= latest + MAX_JUMP_S:  # NaN fails this too
-            if t > latest:
-                self._latest_t = t
-        else:
+        if not latest - MAX_BACKWARD_S <= t <= latest + MAX_JUMP_S:  # NaN fails this too
             self._check_time(t)
         if type(data) is not dict:
             raise RecordingFormatError(f"event data for code {code!r} is not an object")
         try:
             decode = self._decoders.get(code)
         except TypeError:  # an unhashable code (a list, an object): not one of ours
-            return None
-        if decode is None:
-            return None
+            decode = None
         try:
-            return decode(t, data)
+            event = None if decode is None else decode(t, data)
         except RecordingFormatError:
             raise
         except (KeyError, TypeError, ValueError, IndexError, OverflowError) as exc:
             raise RecordingFormatError(
                 f"event {code!r} has bad data: {type(exc).__name__}: {exc}"
             ) from None
+        # Only a line that was read moves the clock on (a skipped line's time is not trusted).
+        if t > latest:
+            self._latest_t = t
+        return event
 
     def _check_time(self, t: float) -> None:
         """Raise RecordingTimeError for a time outside the allowed range, saying why."""
