@@ -25,6 +25,7 @@ from specmon.core.events import (
     StreamChunk,
     labels_of,
 )
+from specmon.core.recording_format import MAX_BACKWARD_S
 from specmon.runtime.recorder import Recorder, RecordingExistsError
 from specmon.sources.recording_player import read_recording
 
@@ -172,7 +173,8 @@ def test_flushed_at_least_once_a_second_by_the_clock(tmp_path):
         assert len(f.read().splitlines()) == 5
 
 
-_floats = st.floats(allow_nan=False, allow_infinity=False, width=64)
+_times = st.floats(min_value=0.0, max_value=MAX_BACKWARD_S, width=64)
+"""Times in any order within the reader's backward tolerance (docs/recording-format.md)."""
 _text = st.text(max_size=40)
 
 
@@ -181,7 +183,7 @@ _text = st.text(max_size=40)
         st.one_of(
             st.builds(
                 StreamChunk,
-                t=_floats,
+                t=_times,
                 request_id=_text,
                 text=_text,
                 reasoning=_text,
@@ -190,10 +192,10 @@ _text = st.text(max_size=40)
                 prompt_tokens=st.none() | st.integers(0, 10**6),
                 finish_reason=st.none() | st.sampled_from(["stop", "length"]),
             ),
-            st.builds(Marker, t=_floats, label=st.text(alphabet="abc xyz", max_size=10)),
+            st.builds(Marker, t=_times, label=st.text(alphabet="abc xyz", max_size=10)),
             st.builds(
                 MetricsScraped,
-                t=_floats,
+                t=_times,
                 source=st.sampled_from(["a", "b"]),
                 samples=st.dictionaries(
                     st.tuples(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -122,6 +123,52 @@ def test_bad_middle_line_is_skipped_with_a_notice(tmp_path, capsys) -> None:
     code, out, err = _replay(capsys, str(bad), "--json")
     assert code == 0 and json.loads(out)["requests"]["summary"]["total"] == 12
     assert "bad.ndjson: line 6: skipped" in err
+
+
+def _strict_json(text: str) -> dict:
+    """JSON as the standard defines it: NaN and Infinity are not in it."""
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{constant} in the JSON output")
+
+    return json.loads(text, parse_constant=refuse)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("bad_t", ["Infinity", "NaN", "1e308", "-Infinity"])
+def test_json_stops_at_an_impossible_time_and_stays_valid_json(tmp_path, capsys, bad_t) -> None:
+    lines = gzip.decompress(HEALTHY.read_bytes()).split(b"\n")
+    at = len(lines) // 2
+    lines[at] = b"[" + bad_t.encode() + b', "m", {"label": "bad"}]'
+    bad = tmp_path / "bad.ndjson"
+    bad.write_bytes(b"\n".join(lines))
+    code, out, err = _replay(capsys, str(bad), "--json")
+    assert code == 0
+    snapshot = _strict_json(out)
+    assert 0 < snapshot["requests"]["summary"]["total"] < 12  # what came before the line
+    (notice,) = err.strip().splitlines()
+    assert f"bad.ndjson: line {at + 1}: event time" in notice
+    assert "the rest of the recording is not read" in notice
+
+
+def test_many_bad_lines_are_one_notice_with_a_count(tmp_path, capsys) -> None:
+    lines = gzip.decompress(HEALTHY.read_bytes()).split(b"\n")
+    bad_lines = [b"[1.0, broken"] * 859
+    bad = tmp_path / "bad.ndjson"
+    bad.write_bytes(b"\n".join([lines[0], *bad_lines, *lines[1:]]))
+    code, out, err = _replay(capsys, str(bad), "--json")
+    assert code == 0 and json.loads(out)["requests"]["summary"]["total"] == 12
+    (notice,) = err.strip().splitlines()
+    assert "bad.ndjson: 859 bad lines skipped (lines 2, 3, 4, 5, 6, …; line 2: " in notice
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("json_flag", [True, False])
+def test_a_fifo_or_a_device_is_refused_in_one_line(tmp_path, capsys, json_flag) -> None:
+    fifo = tmp_path / "pipe.ndjson"
+    os.mkfifo(fifo)
+    flags = ["--json"] if json_flag else []
+    _one_line_error(*_replay(capsys, str(fifo), *flags), "not a regular file")
+    _one_line_error(*_replay(capsys, "/dev/zero", *flags), "/dev/zero is not a regular file")
 
 
 def test_bad_speed_is_an_argument_error(capsys) -> None:

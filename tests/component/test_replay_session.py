@@ -200,6 +200,19 @@ def test_events_are_folded_in_file_order_even_when_stamped_earlier() -> None:
     assert {t.kind for t in timeline.ticks} == {"marker"}
 
 
+@pytest.mark.timeout(30)
+def test_seeking_to_a_huge_time_returns() -> None:
+    # The reader refuses such times; the session still never loops on them (a second added to
+    # 1e308 is 1e308: the graph sampling used to spin there for ever, freezing the screen).
+    info = SessionInfo()
+    events = [Marker(1.0, "a"), Marker(1e308, "far")]
+    session = ReplaySession(
+        info, events, lambda: SessionState(info), clock=FakeClock(), playing=False
+    )
+    assert session.seek(session.end).at_end
+    assert [m.label for m in session.view().markers] == ["a", "far"]
+
+
 def test_an_empty_recording_is_a_zero_length_replay() -> None:
     info = SessionInfo()
     session = ReplaySession(info, [], lambda: SessionState(info), clock=FakeClock())

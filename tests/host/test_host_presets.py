@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from specmon.cli.main import main
 from specmon.sources.host.presets import (
     BUILTIN_PRESETS,
+    MAX_CONFIG_BYTES,
     PresetError,
     all_presets,
     config_path,
@@ -137,3 +139,23 @@ def test_specmon_presets_lists_builtin_and_user_presets(tmp_path, monkeypatch, c
     path.write_text("[presets\n")
     assert main(["presets"]) == 2
     assert f"{path}:1: TOML error" in capsys.readouterr().err
+
+
+@pytest.mark.timeout(30)
+def test_a_device_a_fifo_or_a_huge_config_is_refused_in_one_line(tmp_path, monkeypatch, capsys):
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)
+    huge = tmp_path / "huge.toml"
+    huge.write_bytes(b"# padding\n" * (MAX_CONFIG_BYTES // 10 + 1))
+    for path, words in (
+        (fifo, "not a regular file"),
+        (Path("/dev/zero"), "not a regular file"),
+        (huge, "larger than 1 MiB"),
+        (tmp_path, "a directory"),
+    ):
+        monkeypatch.setenv("SPECMON_CONFIG", str(path))
+        assert main(["presets"]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        (line,) = captured.err.strip().splitlines()
+        assert line.startswith(f"specmon presets: {path}: ") and words in line

@@ -228,6 +228,47 @@ async def test_a_torn_recording_replays_to_the_tear_with_a_notice_on_screen(tmp_
         assert 0 < _answers(screen) < 12
 
 
+async def test_many_bad_lines_are_one_short_notice_that_esc_clears(tmp_path) -> None:
+    lines = gzip.decompress((RECORDINGS / "healthy.ndjson.gz").read_bytes()).split(b"\n")
+    bad = tmp_path / "bad.ndjson"
+    bad.write_bytes(b"\n".join([lines[0], *[b"[1.0, broken"] * 859, *lines[1:]]))
+    port, _ = _port(bad)
+    app = SpecmonApp(port, mode="replay")
+    async with app.run_test(size=SIZE) as pilot:
+        await _started(pilot)
+        notice = app.screen.query_one("#replay-notice")
+        assert notice.display is True
+        assert notice.region.height <= 3  # the panel and the answers keep the screen
+        screen = screen_text(app)
+        assert "859 bad lines skipped (lines 2, 3, 4, 5, 6, …; line 2: " in screen
+        await pilot.press("escape")
+        await pilot.pause()
+        assert notice.display is False
+        assert "bad lines skipped" not in screen_text(app)
+        assert app.is_running
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("bad_t", ["1e308", "NaN", "Infinity"])
+async def test_q_quits_after_end_on_a_recording_with_an_impossible_time(tmp_path, bad_t) -> None:
+    lines = gzip.decompress((RECORDINGS / "healthy.ndjson.gz").read_bytes()).split(b"\n")
+    at = len(lines) // 2
+    lines[at] = b"[" + bad_t.encode() + b', "m", {"label": "bad"}]'
+    bad = tmp_path / "bad.ndjson"
+    bad.write_bytes(b"\n".join(lines))
+    port, _ = _port(bad)
+    app = SpecmonApp(port, mode="replay")
+    async with app.run_test(size=SIZE) as pilot:
+        await _started(pilot)
+        assert f"bad.ndjson: line {at + 1}: event time" in screen_text(app)
+        await pilot.press("end")
+        await pilot.pause()
+        assert "END" in _status(app)
+        await pilot.press("q")
+        await wait_for(pilot, lambda: not app.is_running)
+    assert app.return_code == 0
+
+
 def test_timeline_text_draws_ticks_phases_head_and_status() -> None:
     timeline = ReplayTimeline(
         start=0.0,

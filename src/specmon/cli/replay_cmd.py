@@ -9,14 +9,16 @@ was simulated): space pauses, +/- change the speed, left/right seek 10 s (shift:
 home/end, n/N jump to the next/previous flag or marker, a click on the timeline seeks. Without a
 terminal, one line per request (the plain live view).
 
-Exit status: 0 after a replay, also one that stopped at a torn or cut line (a notice naming the
-line goes to stderr); 2 for a recording that is missing, not a recording, or from a newer version
-(one line on stderr); 130 when interrupted.
+Exit status: 0 after a replay, also one that stopped at a torn, cut or over-long line or at an
+impossible time (a notice naming the line goes to stderr; bad lines skipped are counted in one
+notice); 2 for a recording that is missing, not a regular file, not a recording, or from a newer
+version (one line on stderr); 130 when interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import threading
 from collections.abc import Callable
@@ -83,6 +85,10 @@ def recorded_label(info: SessionInfo, started_at: str | None) -> str:
     return clean(" · ".join(parts))
 
 
+SKIPPED_SHOWN = 5
+"""How many skipped lines a notice names (the rest are counted)."""
+
+
 def _notice(path: str, problem: ReadProblem, emitted: int) -> str:
     """One stderr line for a line that was skipped or a tear the replay stopped at."""
     if problem.line > 0:
@@ -91,6 +97,27 @@ def _notice(path: str, problem: ReadProblem, emitted: int) -> str:
             f"(replayed {emitted} events)"
         )
     return f"specmon replay: notice: {path}: {problem.message} (replayed {emitted} events)"
+
+
+def notices(path: str, problems: list[ReadProblem], emitted: int) -> list[str]:
+    """The stderr lines for what the reader found: every skipped line in ONE notice (how many,
+    the first SKIPPED_SHOWN line numbers and the first reason), then one line for each other
+    problem (where the reading stopped, damaged gzip data)."""
+    skipped = [p for p in problems if p.line > 0 and p.message.startswith("skipped: ")]
+    out: list[str] = []
+    if len(skipped) == 1:
+        out.append(_notice(path, skipped[0], emitted))
+    elif skipped:
+        numbers = ", ".join(str(p.line) for p in skipped[:SKIPPED_SHOWN])
+        more = ", …" if len(skipped) > SKIPPED_SHOWN else ""
+        first = skipped[0].message.removeprefix("skipped: ")
+        out.append(
+            f"specmon replay: notice: {path}: {len(skipped)} bad lines skipped "
+            f"(lines {numbers}{more}; line {skipped[0].line}: {first}) "
+            f"(replayed {emitted} events)"
+        )
+    out.extend(_notice(path, p, emitted) for p in problems if p not in skipped)
+    return out
 
 
 def _open(path: str, speed: float | None) -> tuple[RecordingPlayer, str | None]:
@@ -135,8 +162,8 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         player.close()
         status = 130
-    for problem in player.problems:
-        print(_notice(path, problem, player.emitted), file=sys.stderr)
+    for line in notices(path, player.problems, player.emitted):
+        print(line, file=sys.stderr)
     return status
 
 
@@ -147,8 +174,20 @@ def _json(player: RecordingPlayer, state: SessionState) -> int:
     from specmon.core.watch_json import snapshot_of
 
     asyncio.run(player.run(state.apply))
-    print(json.dumps(snapshot_of(state.view())))
+    print(json.dumps(finite(snapshot_of(state.view())), allow_nan=False))
     return 0
+
+
+def finite(value: Any) -> Any:
+    """`value` (JSON data) with every NaN or infinite float replaced by None: `--json` is always
+    valid JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    return value
 
 
 def _live(player: RecordingPlayer, state: SessionState, label: str, path: str) -> int:
@@ -198,11 +237,11 @@ def replay_port(
         clock=clock or monotonic_clock,
         speed=clamp_speed(speed),
     )
-    notices = tuple(
-        _notice(path, problem, len(recording.events)).removeprefix("specmon replay: ")
-        for problem in recording.problems
+    said = tuple(
+        line.removeprefix("specmon replay: ")
+        for line in notices(path, recording.problems, len(recording.events))
     )
-    return ReplayPort(session, label=label, notices=notices)
+    return ReplayPort(session, label=label, notices=said)
 
 
 def _app(

@@ -5,6 +5,7 @@ an hour); `MetricsDeltaDecoder` rebuilds the full scrapes (docs/recording-format
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from specmon.core.errors import RecordingFormatError
@@ -86,7 +87,7 @@ class MetricsDeltaDecoder:
             state.pop((str(name), labels_of(labels)), None)
         for item in data.get("s", ()):
             name, labels, value = str(item[0]), labels_of(item[1]), item[2]
-            if type(value) is not float:
+            if type(value) is not float or value - value != 0.0:  # NaN, inf: refused by number
                 value = number(value)
             # unchanged series keep their MetricSample object: a scrape rebuilds cheaply
             state[(name, labels)] = MetricSample(name, labels, value)
@@ -94,9 +95,16 @@ class MetricsDeltaDecoder:
 
 
 def number(value: Any) -> float:
+    """A recorded number as a finite float (live readings are never NaN or infinite)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise RecordingFormatError(f"metric value {value!r} is not a number")
-    return float(value)
+    try:
+        out = float(value)
+    except OverflowError:
+        out = math.inf
+    if not math.isfinite(out):
+        raise RecordingFormatError(f"metric value {value!r} is not a finite number")
+    return out
 
 
 def labels_of(value: Any) -> Labels:

@@ -11,6 +11,7 @@ runtime/recorder.py and sources/recording_player.py; secret scrubbing in core/re
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import fields
 from typing import Any
@@ -45,6 +46,7 @@ __all__ = [
     "EventDecoder",
     "EventEncoder",
     "RecordingFormatError",
+    "RecordingTimeError",
     "decode_header",
     "encode_header",
     "redact_text",
@@ -53,6 +55,27 @@ __all__ = [
 
 FORMAT = "specmon-session"
 VERSION = 1
+
+MAX_BACKWARD_S = 600.0
+"""How far an event's time may go back from the latest time before it (a log line or a marker
+queued, then stamped; the recorder writes in arrival order, so real recordings go back far less)."""
+MAX_JUMP_S = 7 * 86_400.0
+"""The largest forward jump of event time allowed from one line to the next (and from 0 to the
+first event): a session's monotonic clock does not run for a week between two events."""
+
+
+MAX_N_SPEC = 256
+"""The largest n_spec a header may give (vLLM drafts a few to a few tens of tokens a step);
+another value is read as unknown (None) and the reader names it."""
+MAX_INT = 2**53
+"""Integers of events (token counts, characters, GPU index) are within ±MAX_INT: exact as
+floats, so the numbers computed from them never overflow."""
+
+
+class RecordingTimeError(RecordingFormatError):
+    """An event time that cannot be true (not finite, far back, an absurd jump): everything after
+    it is untrustworthy, so a reader stops at that line (keeping every event before it)."""
+
 
 # Event codes (documented in docs/recording-format.md). Short: chunks are most of a recording.
 CODE_REQUEST_STARTED = "rs"
@@ -133,12 +156,17 @@ def decode_header(value: Any) -> SessionInfo:
         kwargs.pop("extra")
     kwargs["simulated"] = bool(kwargs.get("simulated", False))
     n_spec = kwargs.get("n_spec")
-    if n_spec is not None and not isinstance(n_spec, int):
+    if n_spec is not None and not valid_n_spec(n_spec):
         kwargs["n_spec"] = None
     for name in ("server", "model", "draft_model", "method", "vllm_version", "gpu"):
         if name in kwargs and kwargs[name] is not None and not isinstance(kwargs[name], str):
             kwargs[name] = str(kwargs[name])
     return SessionInfo(**kwargs)
+
+
+def valid_n_spec(value: Any) -> bool:
+    """Whether a header's n_spec is an integer in 0..MAX_N_SPEC."""
+    return type(value) is int and 0 <= value <= MAX_N_SPEC
 
 
 # ---------------------------------------------------------------- events → values
@@ -258,12 +286,29 @@ class EventEncoder:
 # ---------------------------------------------------------------- values → events
 
 
+_OUT_OF_RANGE = "an integer is out of range (beyond ±2**53)"
+
+
+def _int(value: Any) -> int:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise RecordingFormatError(f"{value!r} is not a finite number")
+    out = int(value)
+    if not -MAX_INT <= out <= MAX_INT:
+        raise RecordingFormatError(_OUT_OF_RANGE)
+    return out
+
+
 def _opt_int(value: Any) -> int | None:
-    return None if value is None else int(value)
+    return None if value is None else _int(value)
 
 
 def _opt_float(value: Any) -> float | None:
-    return None if value is None else float(value)
+    if value is None:
+        return None
+    out = float(value)
+    if not math.isfinite(out):
+        raise RecordingFormatError(f"{value!r} is not a finite number")
+    return out
 
 
 def _opt_str(value: Any) -> str | None:
@@ -275,7 +320,7 @@ _GPU_INT_FIELDS = frozenset({"memory_used_bytes", "memory_total_bytes"})
 
 
 def _gpu_reading(d: dict[str, Any]) -> GpuReading:
-    kwargs: dict[str, Any] = {"index": int(d["index"])}
+    kwargs: dict[str, Any] = {"index": _int(d["index"])}
     for name in _GPU_FIELDS:
         if name in d and d[name] is not None:
             value = d[name]
@@ -298,9 +343,15 @@ def _gpu_reading(d: dict[str, Any]) -> GpuReading:
 
 
 class EventDecoder:
-    """Turns `[t, code, data]` values back into events. Unknown codes give None (ignored)."""
+    """Turns `[t, code, data]` values back into events. Unknown codes give None (ignored).
+
+    Times are checked in file order: a time that is not finite, goes back more than
+    MAX_BACKWARD_S from the latest before it, or jumps forward more than MAX_JUMP_S raises
+    RecordingTimeError (the reader stops there).
+    """
 
     def __init__(self) -> None:
+        self._latest_t = 0.0
         self._metrics = MetricsDeltaDecoder()
         by_type: dict[type, Callable[[float, dict[str, Any]], Event]] = event_table(
             {
@@ -326,24 +377,45 @@ class EventDecoder:
         data = value[2]
         if type(t) is not float:
             if type(t) is not int:
-                raise RecordingFormatError(f"event time {t!r} is not a number")
-            t = float(t)
+                raise RecordingFormatError(f"event time {t!r:.40} is not a number")
+            t = float(t) if -MAX_INT <= t <= MAX_INT else math.inf
+        latest = self._latest_t
+        if not latest - MAX_BACKWARD_S <= t <= latest + MAX_JUMP_S:  # NaN fails this too
+            self._check_time(t)
         if type(data) is not dict:
             raise RecordingFormatError(f"event data for code {code!r} is not an object")
         try:
             decode = self._decoders.get(code)
         except TypeError:  # an unhashable code (a list, an object): not one of ours
-            return None
-        if decode is None:
-            return None
+            decode = None
         try:
-            return decode(t, data)
+            event = None if decode is None else decode(t, data)
         except RecordingFormatError:
             raise
-        except (KeyError, TypeError, ValueError, IndexError) as exc:
+        except (KeyError, TypeError, ValueError, IndexError, OverflowError) as exc:
             raise RecordingFormatError(
                 f"event {code!r} has bad data: {type(exc).__name__}: {exc}"
             ) from None
+        # Only a line that was read moves the clock on (a skipped line's time is not trusted).
+        if t > latest:
+            self._latest_t = t
+        return event
+
+    def _check_time(self, t: float) -> None:
+        """Raise RecordingTimeError for a time outside the allowed range, saying why."""
+        latest = self._latest_t
+        if not math.isfinite(t):
+            raise RecordingTimeError(f"event time {t!r} is not a finite number")
+        if t < latest - MAX_BACKWARD_S:
+            raise RecordingTimeError(
+                f"event time {t:.6g} s goes back {latest - t:.6g} s from {latest:.6g} s "
+                f"(at most {MAX_BACKWARD_S:g} s allowed)"
+            )
+        if t > latest + MAX_JUMP_S:
+            raise RecordingTimeError(
+                f"event time {t:.6g} s jumps {t - latest:.6g} s ahead of {latest:.6g} s "
+                f"(at most {MAX_JUMP_S:g} s allowed)"
+            )
 
 
 def _chunk(t: float, data: dict[str, Any]) -> StreamChunk:
@@ -365,6 +437,10 @@ def _chunk(t: float, data: dict[str, Any]) -> StreamChunk:
         or (finish is not None and type(finish) is not str)
     ):
         raise RecordingFormatError("a chunk field has the wrong type")
+    if (n is not None and not -MAX_INT <= n <= MAX_INT) or (
+        p is not None and not -MAX_INT <= p <= MAX_INT
+    ):
+        raise RecordingFormatError(_OUT_OF_RANGE)
     return StreamChunk(t, rid, text, reasoning, role, n, p, finish)
 
 
@@ -386,7 +462,7 @@ def _started(t: float, data: dict[str, Any]) -> RequestStarted:
         max_tokens=_opt_int(data.get("max_tokens")),
         temperature=_opt_float(data.get("temperature")),
         top_p=_opt_float(data.get("top_p")),
-        prompt_chars=int(data.get("prompt_chars", 0)),
+        prompt_chars=_int(data.get("prompt_chars", 0)),
     )
 
 

@@ -233,6 +233,8 @@ class ReplaySession:
             self._pos = upto
             servers = state.server_views()
             self._samples.append(servers[0] if servers else None)
+            if self._next_sample + 1.0 == self._next_sample:
+                break  # past 2**53 s a second no longer adds up (the reader refuses such times)
             self._next_sample += 1.0
         for i in range(self._pos, stop):
             state.apply(events[i])

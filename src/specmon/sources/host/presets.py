@@ -13,13 +13,15 @@ presets in `$XDG_CONFIG_HOME/specmon/config.toml` (or the file `$SPECMON_CONFIG`
     proven_on = "vLLM 0.32.0"
 
 A TOML error is reported with the file and the line; an unknown key with the preset and the
-valid keys. A user preset with a built-in's name replaces it.
+valid keys; a file that is not a regular file (a device, a FIFO) or is over 1 MiB is refused
+before it is read. A user preset with a built-in's name replaces it.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -216,15 +218,42 @@ def _toml_error(path: Path, error: tomllib.TOMLDecodeError) -> PresetError:
     return PresetError(f"{where}: TOML error: {message}")
 
 
+MAX_CONFIG_BYTES = 1 << 20
+"""The largest config file read (1 MiB): a config of presets is a few KB."""
+
+
+def read_config_bytes(path: Path) -> bytes | None:
+    """The config file's bytes; None when it does not exist. A device, a FIFO or a file over
+    MAX_CONFIG_BYTES is refused (PresetError naming the file) before it is read whole."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise PresetError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+        raise PresetError(f"{path}: {kind}; the config must be a TOML file")
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_CONFIG_BYTES + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise PresetError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise PresetError(
+            f"{path}: larger than {MAX_CONFIG_BYTES >> 20} MiB; a config file is small"
+        )
+    return data
+
+
 def load_user_presets(path: Path | None = None) -> tuple[Preset, ...]:
     """Presets from the config file (none when it does not exist)."""
     path = path or config_path()
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
+    data = read_config_bytes(path)
+    if data is None:
         return ()
-    except OSError as exc:
-        raise PresetError(f"{path}: cannot read: {exc.strerror or exc}") from None
     try:
         doc = tomllib.loads(data.decode("utf-8", errors="replace"))
     except tomllib.TOMLDecodeError as exc:

@@ -5,7 +5,8 @@ answers (the same cells as the answers dialog, `row_cells`), fed from the view a
 (`ReplayPort`), the timeline under them, and a header that says RECORDED (and SIMULATED). Keys:
 space pauses and resumes, `+`/`-` change the speed (x0.5 to x64), left/right seek 10 s (with
 shift 60 s), home/end, `n`/`N` jump to the next/previous flag or marker; a click on the timeline
-seeks there. Nothing here does I/O: the recording was read by the cli before the app started.
+seeks there; Esc hides the reader's notice (skipped lines, where the reading stopped). Nothing
+here does I/O: the recording was read by the cli before the app started.
 """
 
 from __future__ import annotations
@@ -91,6 +92,7 @@ class ReplayScreen(Screen[None]):
         Binding("end", "end", "end", show=False, priority=True),
         Binding("n", "jump(1)", "next flag", priority=True),
         Binding("N", "jump(-1)", "prev flag", priority=True),
+        Binding("escape", "dismiss_notice", "dismiss notice", show=False),
         Binding("q", "app.quit", "quit", show=False),
         Binding("ctrl+q", "app.quit", "quit"),
     ]
@@ -162,6 +164,10 @@ class ReplayScreen(Screen[None]):
             table.add_row(*(Text(visible(c)) for c in cells))
         if rows:
             table.move_cursor(row=len(rows) - 1, animate=False)
+
+    def action_dismiss_notice(self) -> None:
+        """Esc: hide the reader's notice (it is printed again on stderr after the app)."""
+        self.query_one("#replay-notice").display = False
 
     def _say(self, text: str) -> None:
         self.query_one(SidePanel).note(text)
