@@ -13,6 +13,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from specmon import __version__
 
@@ -33,8 +34,16 @@ SUBCOMMANDS: tuple[str, ...] = (
 )
 
 
+class OneLineErrorParser(argparse.ArgumentParser):
+    """Bad arguments are one line naming what was wrong, then where the help is (argparse's own
+    error() prints the whole usage first, which on most commands is a screenful); exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\nsee '{self.prog} --help'\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrorParser(
         prog="specmon",
         description=(
             "Watch what speculative decoding is doing on a vLLM server: tok/s, acceptance "

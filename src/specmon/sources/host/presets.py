@@ -258,6 +258,8 @@ def load_user_presets(path: Path | None = None) -> tuple[Preset, ...]:
         doc = tomllib.loads(data.decode("utf-8", errors="replace"))
     except tomllib.TOMLDecodeError as exc:
         raise _toml_error(path, exc) from None
+    except RecursionError:  # tomllib parses nested arrays and tables recursively
+        raise PresetError(f"{path}: TOML error: nested too deeply") from None
     table = doc.get("presets", {})
     if not isinstance(table, dict):
         raise PresetError(f"{path}: [presets] must be a table of tables ([presets.NAME])")
