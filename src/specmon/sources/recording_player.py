@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import stat
 import zlib
 from collections.abc import Awaitable, Callable, Generator, Iterator
@@ -36,6 +35,7 @@ from specmon.core.recording_format import (
     RecordingTimeError,
     decode_header,
 )
+from specmon.core.safe_json import depth_of
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -84,23 +84,10 @@ MAX_SKIPPED_LINES = 10_000
 """More lines skipped than this (bad, blank or comment lines; a recording has none) stop the
 reading: a file of garbage lines costs bounded time and memory."""
 
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
-_BRACKET = re.compile(r"[\[\]{}]")
 
-
-def too_deep(raw: str, limit: int = MAX_DEPTH) -> bool:
-    """Whether the JSON text nests arrays and objects deeper than `limit` (strings skipped)."""
-    if raw.count("[") + raw.count("{") <= limit:
-        return False
-    depth = 0
-    for m in _BRACKET.finditer(_STRING.sub("", raw)):
-        if m.group() in "[{":
-            depth += 1
-            if depth > limit:
-                return True
-        else:
-            depth -= 1
-    return False
+def too_deep(raw: str) -> bool:
+    """Whether the JSON text nests arrays and objects deeper than MAX_DEPTH (strings skipped)."""
+    return depth_of(raw, MAX_DEPTH) > MAX_DEPTH
 
 
 def _chunks(
@@ -273,7 +260,7 @@ def _decoded(lines: Iterator[str], problems: list[ReadProblem]) -> Iterator[Even
             )
             return
         try:
-            if len(raw) > MAX_DEPTH and too_deep(raw):
+            if too_deep(raw):
                 raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
             value, end = raw_decode(raw)
             if end != len(raw) and raw[end:].strip():
