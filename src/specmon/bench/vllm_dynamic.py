@@ -106,7 +106,7 @@ def write_dynamic_config(summary: SweepSummary, path: str | os.PathLike[str]) ->
     for the user; ScheduleError or OSError when it cannot be written."""
     config = dynamic_config(summary)
     target = Path(path)
-    text = json.dumps(config, indent=2) + "\n"
+    text = json.dumps(config) + "\n"
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
