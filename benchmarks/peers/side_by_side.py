@@ -52,15 +52,29 @@ sys.path.insert(0, str(ROOT))
 CLIENTS = ("specmon", "aiperf", "guidellm")
 
 
-def gen_tokens(url: str) -> float:
-    """vllm:generation_tokens_total summed over its series (engines)."""
+SERVER_SERIES = {
+    "tokens": "vllm:generation_tokens_total",
+    "e2e_sum": "vllm:e2e_request_latency_seconds_sum",
+    "e2e_count": "vllm:e2e_request_latency_seconds_count",
+    "ttft_sum": "vllm:time_to_first_token_seconds_sum",
+    "ttft_count": "vllm:time_to_first_token_seconds_count",
+}
+"""The server's own counters read around each client run: the tokens it generated, and its own
+mean E2E latency and TTFT over the run (from its histograms' sums and counts) — the same
+requests timed by the server, whatever the client reads."""
+
+
+def server_counters(url: str) -> dict[str, float]:
+    """SERVER_SERIES read from /metrics, each summed over its series (engines)."""
     with urllib.request.urlopen(url + "/metrics", timeout=10) as resp:
         text = resp.read().decode()
-    total = 0.0
+    out = dict.fromkeys(SERVER_SERIES, 0.0)
     for line in text.splitlines():
-        if line.startswith("vllm:generation_tokens_total"):
-            total += float(line.rsplit(" ", 1)[1])
-    return total
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        for key, series in SERVER_SERIES.items():
+            if name == series:
+                out[key] += float(line.rsplit(" ", 1)[1])
+    return out
 
 
 def measured(
@@ -74,7 +88,7 @@ def measured(
     """Run a client to its end; its tree's CPU seconds, wall seconds and the server's tokens.
     `during` is called once, `after_s` seconds into the run (vllm-htop's screen capture)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    tokens0 = gen_tokens(url)
+    c0 = server_counters(url)
     t0 = time.monotonic()
     timer = threading.Timer(after_s, during) if during else None
     with log.open("wb") as out:
@@ -86,11 +100,20 @@ def measured(
         timer.join()
     wall = time.monotonic() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    tokens = gen_tokens(url) - tokens0
+    c1 = server_counters(url)
+    d = {k: c1[k] - c0[k] for k in c1}
+    tokens = d["tokens"]
     if code != 0:
         raise RuntimeError(f"{cmd[0]} failed ({code}); log: {log}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"cpu_s": cpu, "wall_s": wall, "tokens": tokens, "cpu_ms_per_token": cpu * 1e3 / tokens}
+    return {
+        "cpu_s": cpu,
+        "wall_s": wall,
+        "tokens": tokens,
+        "cpu_ms_per_token": cpu * 1e3 / tokens,
+        "server: E2E mean ms": d["e2e_sum"] * 1e3 / d["e2e_count"] if d["e2e_count"] else None,
+        "server: TTFT mean ms": d["ttft_sum"] * 1e3 / d["ttft_count"] if d["ttft_count"] else None,
+    }
 
 
 @contextlib.contextmanager
@@ -296,6 +319,8 @@ ROWS = (
     "AL (per-request mean)",
     "AL (run, /metrics)",
     "tokens per chunk",
+    "server: TTFT mean ms",
+    "server: E2E mean ms",
     "tokens",
     "wall_s",
     "cpu_s",
