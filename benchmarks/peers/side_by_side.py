@@ -6,7 +6,9 @@ specmon's run goes on (it is a monitor, it sends no requests).
 
 Same workload for every client: --num-prompts random prompts of --input-len tokens, exactly
 --output-len tokens each (ignore_eos), --concurrency requests in flight, temperature 0, streamed
-/v1/chat/completions, no warm-up requests counted (each client's own warm-up turned off).
+/v1/chat/completions, each client's own warm-up turned off; one unmeasured pass of the same
+workload warms the server before the first client (a fresh CPU server compiles for the first
+batch shapes it meets, which otherwise slows whichever client runs first).
 
 CPU per token of each client: the user + system CPU seconds of the client's whole process tree
 (resource.getrusage(RUSAGE_CHILDREN) around the run: every process the client started and reaped
@@ -162,6 +164,22 @@ def sim_server(log_dir: Path) -> Iterator[tuple[str, str, Path]]:
         with urllib.request.urlopen(sim.url + "/v1/models", timeout=10) as resp:
             model = json.loads(resp.read())["data"][0]["id"]
         yield sim.url, model, models.target
+
+
+def warm_up(w: argparse.Namespace, url: str, model: str, d: Path) -> None:
+    """One unmeasured pass of the workload before any client: a fresh CPU server compiles its
+    graphs for the first batch shapes it meets, which made whichever client ran first slower
+    (the server's own E2E mean was 2.5x the later runs')."""
+    print("[peers] warm-up ...", file=sys.stderr, flush=True)
+    cmd = [
+        sys.executable, "-m", "specmon", "bench", "--attach", url, "--model", model,
+        "--input-len", str(w.input_len), "--output-len", str(w.output_len), "--ignore-eos",
+        "--num-prompts", str(max(w.num_prompts, 4 * w.concurrency)), "--warmups", "0",
+        "--concurrency", str(w.concurrency), "--gpu", "none",
+    ]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    with (d / "warm-up.log").open("wb") as out:
+        subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, check=True)
 
 
 def run_specmon(
@@ -369,6 +387,7 @@ def main() -> int:
             def grab() -> None:
                 screens.append(screen())
 
+        warm_up(w, url, model, keep)
         for name in w.clients.split(","):
             print(f"[peers] {name} ...", file=sys.stderr, flush=True)
             try:
