@@ -166,3 +166,14 @@ def test_sweep_refuses_a_target_in_a_missing_folder_before_measuring(tmp_path, c
     assert code == 2
     assert "does not exist" in capsys.readouterr().err
     assert not (tmp_path / "sw").exists()
+
+
+def test_the_recommended_command_has_no_speculation_when_vanilla_wins_everywhere() -> None:
+    # vLLM refuses num_speculative_tokens 0: an all-vanilla schedule is a plain `vllm serve`.
+    from specmon.bench.recommend import serve_command
+
+    ident = ServeIdentity(model="m", method="draft_model", draft_model="d")
+    assert serve_command(ident, 0, [[1, 16, 0]]) == "vllm serve m"
+    mixed = serve_command(ident, 0, [[1, 4, 4], [5, 16, 0]])
+    spec = json.loads(mixed.split("--speculative-config ", 1)[1].strip("'"))
+    assert spec["num_speculative_tokens"] == 4
