@@ -263,6 +263,9 @@ def run_guidellm(
                 "target": url,
                 "model": model,
                 "request_format": "/v1/chat/completions",
+                # GuideLLM sends no temperature of its own (the server's default, 1.0, then
+                # applies: on the noised draft most drafts are refused at temperature 1).
+                "extras": {"body": {"temperature": 0}},
             },
             "profile": {"kind": "concurrent", "streams": [w.concurrency]},
             "tokenizer": {"kind": "huggingface_auto", "model": str(tok)},
