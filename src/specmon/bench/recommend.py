@@ -273,7 +273,8 @@ def serve_command(
         " " + (_shell_quote(a) if not a or any(ch.isspace() or ch in "'\"$`{}" for ch in a) else a)
         for a in merge_args(identity.serve_args, serve_args)
     )
-    if n_spec == 0 and not schedule:
+    if n_spec == 0 and not any(k for *_, k in schedule or []):
+        # No speculation anywhere (vLLM refuses num_speculative_tokens 0): a plain server.
         return f"vllm serve {model_text}"
     spec: dict[str, object] = {"method": identity.method or "<METHOD>"}
     if identity.draft_model or identity.method is None:

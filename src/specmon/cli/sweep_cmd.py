@@ -104,6 +104,13 @@ def register(subparsers: Any) -> None:
         metavar="FILE",
         help="also draw FILE (.png or .svg; needs matplotlib: pip install 'specmon[plot]')",
     )
+    p.add_argument(
+        "--emit-vllm-dynamic",
+        default=None,
+        metavar="FILE",
+        help="also write the per-batch-size schedule as vLLM's speculative config (JSON for "
+        "--speculative-config; needs --concurrency with two or more values)",
+    )
     add_server_arguments(p, single=False)
     for action in p._actions:
         if action.dest == "model":
@@ -129,6 +136,10 @@ def run(args: argparse.Namespace) -> int:
         baseline = check_baseline(args.baseline)
         if args.plot:
             check_plot_target(args.plot)
+        if args.emit_vllm_dynamic:
+            from specmon.bench.vllm_dynamic import check_target
+
+            check_target(args.emit_vllm_dynamic)
         grid = _grid(args)
         host = not args.point and not args.attach and host_requested(args)
         if args.resume is not None:
@@ -333,7 +344,13 @@ def _sweep(
             write_plot(outcome.summary, args.plot)
         except (PlotUnavailable, OSError) as exc:
             print(f"specmon sweep: no plot: {exc}", file=sys.stderr)
+    emitted = True
+    if args.emit_vllm_dynamic and outcome.summary.cells:
+        from specmon.bench.vllm_dynamic import emit
+
+        emitted, note = emit(outcome.summary, args.emit_vllm_dynamic)
+        print(f"specmon sweep: {note}", file=sys.stderr)
     if outcome.interrupted:
         print(f"specmon sweep: interrupted; continue with --resume {store.folder}", file=sys.stderr)
         return 130
-    return 0 if outcome.summary.cells else 1
+    return 0 if outcome.summary.cells and emitted else 1
