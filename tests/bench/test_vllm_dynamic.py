@@ -19,14 +19,9 @@ import pytest
 from tests.bench.test_bench_sweep import sims
 
 from specmon.bench.recommend import ServeIdentity
-from specmon.bench.vllm_dynamic import (
-    ScheduleError,
-    check_schedule,
-    dynamic_config,
-    k_at,
-    write_dynamic_config,
-)
+from specmon.bench.vllm_dynamic import dynamic_config, write_dynamic_config
 from specmon.cli.main import main
+from specmon.core.per_batch_k import ScheduleError, check_schedule, k_at
 
 
 def vllm_accepts(schedule: object) -> bool:

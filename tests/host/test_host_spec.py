@@ -81,6 +81,28 @@ def test_dynamic_speculation_passes_through():
             parse_per_batch(bad)
 
 
+def test_dynamic_speculation_follows_vllms_reader_rules():
+    """What vLLM's reader refuses is refused before a server starts, and what it would silently
+    change (every k clamped to num_speculative_tokens) is either avoided or said."""
+    for bad, reason in (
+        ("2-4:8,5-64:4", "start at batch size 1"),
+        ("1-8:8,5-64:4", "overlap"),
+    ):
+        with pytest.raises(HostSpecError, match=reason):
+            parse_per_batch(bad)
+    per_batch = parse_per_batch("5-64:4,1-4:8")  # any order: sorted as vLLM sorts it
+    assert per_batch == ((1, 4, 8), (5, 64, 4))
+    config = speculative_config(HostSettings(model="m", draft="d", n_spec_per_batch=per_batch))
+    assert config["num_speculative_tokens"] == 8  # the schedule's largest k, not the default
+    with pytest.raises(HostSpecError, match="more than --n-spec 4"):
+        speculative_config(HostSettings(model="m", draft="d", n_spec=4, n_spec_per_batch=per_batch))
+    vanilla_at_large_batches = parse_per_batch("1-8:6,9-256:0")
+    config = speculative_config(
+        HostSettings(model="m", draft="d", n_spec_per_batch=vanilla_at_large_batches)
+    )
+    assert config["num_speculative_tokens_per_batch_size"] == [[1, 8, 6], [9, 256, 0]]
+
+
 def test_extra_arguments_override_the_same_option_in_any_spelling():
     base = ["--max-model-len", "2048", "--kv-cache-dtype", "fp8", "--enable-prefix-caching"]
     merged = merge_args(base, ["--max_model_len=4096", "--no-enable-prefix-caching"])

@@ -13,7 +13,8 @@ from pathlib import Path
 from tests.real_vllm.server import server_env
 
 from specmon.bench.recommend import ServeIdentity
-from specmon.bench.vllm_dynamic import k_at, write_dynamic_config
+from specmon.bench.vllm_dynamic import write_dynamic_config
+from specmon.core.per_batch_k import k_at
 
 READ_WITH_VLLM = """
 import json, sys

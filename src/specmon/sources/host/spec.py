@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specmon.core.errors import SpecmonError
+from specmon.core.per_batch_k import ScheduleError, check_schedule
 from specmon.core.redaction import REDACTED, redact_text
 from specmon.sources.vllm_args import secret_values
 
@@ -137,7 +138,17 @@ def speculative_config(settings: HostSettings) -> dict[str, Any] | None:
             f"methods that take --draft: {', '.join(DRAFT_METHODS)}"
         )
     low, high = K_RANGE[method]
-    k = settings.n_spec if settings.n_spec is not None else DEFAULT_K[method]
+    schedule_k = max((kk for _s, _e, kk in settings.n_spec_per_batch or ()), default=None)
+    if settings.n_spec is not None:
+        k = settings.n_spec
+        if schedule_k is not None and schedule_k > k:
+            # vLLM clamps every k of the schedule to num_speculative_tokens, silently.
+            raise HostSpecError(
+                f"--n-spec-per-batch asks for K {schedule_k}, more than --n-spec {k}: vLLM would "
+                f"lower it to {k}; leave --n-spec out (it becomes the schedule's largest K)"
+            )
+    else:
+        k = schedule_k or DEFAULT_K[method]
     if not low <= k <= high:
         raise HostSpecError(f"--n-spec {k} is out of range for {method}: valid {low}..{high}")
     config: dict[str, Any] = {"method": method}
@@ -154,7 +165,7 @@ def speculative_config(settings: HostSettings) -> dict[str, Any] | None:
         config[key] = value
     if settings.n_spec_per_batch:
         for start, end, kk in settings.n_spec_per_batch:
-            if not low <= kk <= high:
+            if kk != 0 and not low <= kk <= high:  # 0: no speculation at those batch sizes
                 raise HostSpecError(
                     f"dynamic K {kk} (batch sizes {start}-{end}) is out of range for {method}: "
                     f"valid {low}..{high}"
@@ -184,14 +195,10 @@ def parse_per_batch(text: str) -> tuple[tuple[int, int, int], ...]:
             f"--n-spec-per-batch {text!r} is not BS_START-BS_END:K[,...] (e.g. 1-4:8,5-64:4) "
             f"nor a JSON list of [bs_start, bs_end, k]: {exc}"
         ) from None
-    if not entries:
-        raise HostSpecError("--n-spec-per-batch is empty; e.g. 1-4:8,5-64:4")
-    for start, end, _k in entries:
-        if start < 1 or end < start:
-            raise HostSpecError(
-                f"--n-spec-per-batch: batch sizes {start}-{end} must satisfy 1 <= start <= end"
-            )
-    return tuple(entries)
+    try:
+        return tuple(check_schedule(entries))
+    except ScheduleError as exc:
+        raise HostSpecError(f"--n-spec-per-batch {text!r}: {exc}") from None
 
 
 # ---------------------------------------------------------------- argument lists
