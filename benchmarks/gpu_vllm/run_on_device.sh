@@ -264,6 +264,34 @@ phase_body() {  # c=1, 2 rounds: vllm bench serve (its own body), the same with 
   pack body
 }
 
+phase_c16() {  # concurrency 16, 2 rounds in alternating order: vllm bench serve and specmon bench
+  local d=/tmp/res/c16 port=8204 r who; mkdir -p $d
+  start_server dm $port '{"method":"draft_model","model":"'$TINY'/target","num_speculative_tokens":4}' 0 $d || { pack c16; return; }
+  python3 "$G/summarize.py" prompts $d 48 512
+  for r in 1 2; do
+    for who in vllm specmon; do
+      [ $r = 2 ] && who=$([ $who = vllm ] && echo specmon || echo vllm)
+      metrics $port $d/cmp-$r-$who.m0.txt
+      if [ $who = vllm ]; then
+        taskset -c $CLIENT_CPUS python3 -m vllm.entrypoints.cli.main bench serve --backend openai-chat \
+          --base-url http://127.0.0.1:$port --endpoint /v1/chat/completions --model tiny --tokenizer $TINY/target \
+          --dataset-name sharegpt --dataset-path $d/prompts-sharegpt.json --disable-shuffle \
+          --sharegpt-output-len 512 --num-prompts 48 --max-concurrency 16 --request-rate inf --temperature 0 \
+          --ignore-eos --num-warmups 2 --disable-tqdm --save-result --result-dir $d \
+          --result-filename cmp-$r-vllm.json > $d/cmp-$r-vllm.txt 2>&1
+      else
+        taskset -c $CLIENT_CPUS "${SPECMON[@]}" bench --attach http://127.0.0.1:$port --model tiny \
+          --dataset $d/prompts-specmon.jsonl --num-prompts 48 --warmups 2 --concurrency 16 --temperature 0 \
+          --ignore-eos --gpu none --json $d/cmp-$r-specmon.json > $d/cmp-$r-specmon.txt 2>&1
+      fi
+      metrics $port $d/cmp-$r-$who.m1.txt
+    done
+  done
+  python3 "$G/summarize.py" compare $d
+  stop_server
+  pack c16
+}
+
 phase_methods() {  # dflash, eagle3, synthetic AL 2.5, n_spec 0, synthetic low acceptance
   local d=/tmp/res/methods port=8210; mkdir -p $d
   local syn='"rejection_sample_method":"synthetic","synthetic_acceptance_length"'
@@ -295,6 +323,7 @@ phase_host() {  # specmon serve in host mode: startup phases, dashboard, clean s
     --served-model-name tiny)
   local args=("${common[@]}" --port $port --log-file $d/host-vllm.log --record $d/host.ndjson.gz "${vargs[@]}")
   "${SPECMON[@]}" "${common[@]}" --port $port --dry-run "${vargs[@]}" > $d/host-dry-run.txt 2>&1
+  if [ "${HOST_PLAIN:-1}" = 1 ]; then
   say "host mode (plain output)"
   local t0=$SECONDS
   taskset -c $CLIENT_CPUS "${SPECMON[@]}" "${args[@]}" > $d/host.stdout 2> $d/host.stderr &
@@ -311,11 +340,12 @@ phase_host() {  # specmon serve in host mode: startup phases, dashboard, clean s
   ps -eo pid,pgid,ppid,args | grep -E "vllm.entrypoints|bin/vllm|EngineCore|-m specmon" | grep -v grep > $d/ps-after.txt
   echo "processes left after stop: $(wc -l < $d/ps-after.txt)" | tee -a $d/host-rc.txt
   nvidia-smi --query-gpu=memory.used --format=csv,noheader | tee -a $d/host-rc.txt
+  fi
   if command -v tmux > /dev/null; then
     say "host mode (app in tmux)"
     tmux new-session -d -s h -x 160 -y 48 \
       "cd $ROOT && ${SPECMON[*]} ${common[*]} --port $((port + 1)) --log-file $d/tmux-vllm.log ${vargs[*]}; sleep 30"
-    for i in $(seq 1 12); do sleep 5; tmux capture-pane -p -t h > $d/tmux-$i.txt 2>/dev/null; done
+    for i in $(seq 1 "${TMUX_SNAPS:-12}"); do sleep 5; tmux capture-pane -p -t h > $d/tmux-$i.txt 2>/dev/null; done
     tmux send-keys -t h C-c; sleep 8; tmux capture-pane -p -t h > $d/tmux-end.txt 2>/dev/null
     tmux kill-server 2>/dev/null
   fi
@@ -326,7 +356,7 @@ while [ $# -gt 0 ]; do
   phase=$1; shift
   case $phase in
     stage1|setup) arg=$1; shift; phase_$phase "$arg" ;;
-    draft|chat|body|methods|host) phase_$phase ;;
+    draft|chat|body|c16|methods|host) phase_$phase ;;
     *) echo "unknown phase $phase"; exit 2 ;;
   esac
 done
