@@ -37,6 +37,19 @@ def _list(xs: tuple[float, ...] | None) -> list[float] | None:
     return list(xs) if xs else None
 
 
+def session_n_spec(view: SessionView) -> int | None:
+    """The session's K: what the command or the server said (`info.n_spec`), else the one K that
+    every server's /metrics shows (its per-position labels). vLLM tells an attached client no K
+    of its own, so without this a watch of a real server reported null beside a known K."""
+    if view.info.n_spec is not None:
+        return view.info.n_spec
+    seen = {s.n_spec for s in view.servers}
+    if len(seen) == 1:
+        (k,) = seen
+        return k
+    return None
+
+
 def snapshot_of(view: SessionView) -> dict[str, Any]:
     """The JSON object of one view (docs/watch-json.md)."""
     info = view.info
@@ -50,7 +63,7 @@ def snapshot_of(view: SessionView) -> dict[str, Any]:
             "model": info.model,
             "draft_model": info.draft_model,
             "method": info.method,
-            "n_spec": info.n_spec,
+            "n_spec": session_n_spec(view),
             "vllm_version": info.vllm_version,
             "gpu": info.gpu,
             "baseline_tok_s": view.baseline_tok_s,

@@ -9,6 +9,7 @@ import os
 import re
 from collections import deque
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
@@ -23,7 +24,7 @@ from textual.widgets import Button, DataTable, Footer, Input, Label, Static
 from textual.worker import Worker, WorkerState
 
 from specmon.core.step_heat import AnswerHeat, answer_heat, pieces_from_chunks
-from specmon.core.views import RequestRow
+from specmon.core.views import RequestRow, SessionView
 from specmon.ui.app.answer_text import AnswerView, heat_colors, heat_legend, heat_styles
 from specmon.ui.app.conversation import ChatSettings, Conversation, Turn, parse_settings
 from specmon.ui.app.dashboard import SidePanel
@@ -375,9 +376,25 @@ class ChatScreen(RecordingMixin, Screen[None]):
 
     def refresh_panel(self) -> None:
         """Redraw the side panel's numbers from the published view (PANEL_HZ)."""
-        self.query_one(SidePanel).show(
-            self.port.view(), self.current_numbers(), waiting=self._waiting_word()
-        )
+        view = self.port.view()
+        self.query_one(SidePanel).show(view, self.current_numbers(), waiting=self._waiting_word())
+        self._complete_header_k(view)
+
+    def _complete_header_k(self, view: SessionView | None) -> None:
+        """The header's K from /metrics once known, when the server did not announce one (a real
+        vLLM tells an attached client no K: the header said "n_spec —" beside the panel's K)."""
+        c = self.connection
+        if c is None or c.server is None or c.server.n_spec is not None or view is None:
+            return
+        ks = {s.n_spec for s in view.servers}
+        if len(ks) != 1:
+            return
+        (k,) = ks
+        if k is None:
+            return
+        server = replace(c.server, n_spec=k)
+        self.connection = replace(c, server=server)
+        self.query_one(HeaderBar).show(server)
 
     def _waiting_word(self) -> str:
         c = self.connection
