@@ -181,7 +181,9 @@ def test_a_replay_nested_100k_deep_is_one_line(
     code = main(["bench", "--replay", str(f)])
     err = capsys.readouterr().err
     assert code == 1 and "Traceback" not in err
-    assert err.strip().startswith(f"specmon bench: cannot replay {f}"), err
+    # The deep line is skipped as unreadable (its notice kept), which leaves a recording with no
+    # bench in it: one line naming the file.
+    assert err.strip().startswith("specmon bench: ") and str(f) in err, err
     assert len(err.strip().splitlines()) == 1, err
 
 
