@@ -11,6 +11,9 @@ process's CPU time (all threads: stream client and UI) over the wall time from t
 to the last chunk painted. A mode that is still painting 20 s after the stream ended is stopped
 and its lag reported as a lower bound.
 
+Mode `specmon-uncut` is specmon's chat with a line never cut inside (`blocks.RUN_CHARS` 0: the
+renderer before that rule), for a before/after ratio in one run.
+
 `--texts corpus,newline-free` runs each case with the simulator's own answers (paragraphs,
 lists, code blocks) and with the same words as ONE endless paragraph: every newline of the
 answer's tokens replaced by a space in the simulator process (as a tiny random model writes, seen
@@ -20,7 +23,7 @@ Also measured: the first paint of `specmon chat` in a pseudo-terminal (120x40), 
 the header on screen, and to the connected header (server identified).
 
 Usage: python benchmarks/chat_render.py [--rates 100,600,5000] [--seconds 3] [--out FILE]
-       [--modes specmon,update,stream] [--texts corpus,newline-free]
+       [--modes specmon,specmon-uncut,update,stream] [--texts corpus,newline-free]
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from specmon.core.events import Event, RequestEnded, StreamChunk
 from specmon.runtime.monitor import Monitor, Target
 from specmon.runtime.prompt_loop import run_request
 from specmon.sources.stream_client import ChatRequest, new_request_id
+from specmon.ui.app import blocks
 from specmon.ui.app.app import SpecmonApp
 from specmon.ui.app.conversation import ChatSettings
 from specmon.ui.app.session_port import SessionPort
@@ -138,7 +142,21 @@ def make_monitor(url: str) -> Monitor:
 # ---------------------------------------------------------------- specmon's chat
 
 
-async def run_specmon(url: str, max_tokens: int) -> Result:
+async def run_specmon(url: str, max_tokens: int, uncut: bool = False) -> Result:
+    """`uncut`: lines are never cut inside (`blocks.RUN_CHARS` 0), as before that rule."""
+    saved = blocks.RUN_CHARS
+    if uncut:
+        blocks.RUN_CHARS = 0
+    try:
+        result = await _run_specmon(url, max_tokens)
+    finally:
+        blocks.RUN_CHARS = saved
+    if uncut:
+        result.mode = "specmon chat, lines never cut inside (before)"
+    return result
+
+
+async def _run_specmon(url: str, max_tokens: int) -> Result:
     port = SessionPort(lambda: make_monitor(url))
     lags: list[float] = []
     done = asyncio.Event()
@@ -358,8 +376,8 @@ async def main_async(
             proc, url = start_sim(rate / base, text)
             try:
                 for mode in modes:
-                    if mode == "specmon":
-                        r = await run_specmon(url, max_tokens)
+                    if mode in ("specmon", "specmon-uncut"):
+                        r = await run_specmon(url, max_tokens, uncut=mode == "specmon-uncut")
                     else:
                         r = await run_baseline(url, max_tokens, stream=mode == "stream")
                         r.rate = rate * r.tokens / max(1, max_tokens)
