@@ -11,10 +11,19 @@ process's CPU time (all threads: stream client and UI) over the wall time from t
 to the last chunk painted. A mode that is still painting 20 s after the stream ended is stopped
 and its lag reported as a lower bound.
 
+Mode `specmon-uncut` is specmon's chat with a line never cut inside (`blocks.RUN_CHARS` 0: the
+renderer before that rule), for a before/after ratio in one run.
+
+`--texts corpus,newline-free` runs each case with the simulator's own answers (paragraphs,
+lists, code blocks) and with the same words as ONE endless paragraph: every newline of the
+answer's tokens replaced by a space in the simulator process (as a tiny random model writes, seen
+on a real GPU vLLM), the text that never settles at a line boundary.
+
 Also measured: the first paint of `specmon chat` in a pseudo-terminal (120x40), from launch to
 the header on screen, and to the connected header (server identified).
 
 Usage: python benchmarks/chat_render.py [--rates 100,600,5000] [--seconds 3] [--out FILE]
+       [--modes specmon,specmon-uncut,update,stream] [--texts corpus,newline-free]
 """
 
 from __future__ import annotations
@@ -44,6 +53,7 @@ from specmon.core.events import Event, RequestEnded, StreamChunk
 from specmon.runtime.monitor import Monitor, Target
 from specmon.runtime.prompt_loop import run_request
 from specmon.sources.stream_client import ChatRequest, new_request_id
+from specmon.ui.app import blocks
 from specmon.ui.app.app import SpecmonApp
 from specmon.ui.app.conversation import ChatSettings
 from specmon.ui.app.session_port import SessionPort
@@ -67,8 +77,25 @@ def machine() -> str:
     return f"{model}, {os.cpu_count()} cores, Python {platform.python_version()}"
 
 
-def start_sim(speed: float) -> tuple[subprocess.Popen, str]:
-    cmd = [sys.executable, "-m", "specmon", "sim", "--port", "0", "--speed", repr(speed)]
+NEWLINE_FREE = """\
+import runpy, sys
+import specmon.sim.tokenizer as tokenizer
+whole = tokenizer.answer_tokens
+def one_paragraph(*args, **kwargs):
+    tokens, stopped = whole(*args, **kwargs)
+    return [t.replace("\\n", " ") for t in tokens], stopped
+tokenizer.answer_tokens = one_paragraph
+sys.argv = ["specmon", *sys.argv[1:]]
+runpy.run_module("specmon", run_name="__main__")
+"""
+"""The simulator with every newline of its answers made a space (benchmark only)."""
+
+TEXTS = ("corpus", "newline-free")
+
+
+def start_sim(speed: float, text: str = "corpus") -> tuple[subprocess.Popen, str]:
+    launch = ["-m", "specmon"] if text == "corpus" else ["-c", NEWLINE_FREE]
+    cmd = [sys.executable, *launch, "sim", "--port", "0", "--speed", repr(speed)]
     cmd += ["--log-interval", "0", "--profile", PROFILE, "--seed", "7"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert proc.stdout is not None
@@ -99,6 +126,7 @@ class Result:
     wall_s: float = 0.0
     gave_up: bool = False
     target: float = 0.0
+    text: str = "corpus"
 
     def pct(self, q: float) -> float:
         if not self.lags:
@@ -114,7 +142,21 @@ def make_monitor(url: str) -> Monitor:
 # ---------------------------------------------------------------- specmon's chat
 
 
-async def run_specmon(url: str, max_tokens: int) -> Result:
+async def run_specmon(url: str, max_tokens: int, uncut: bool = False) -> Result:
+    """`uncut`: lines are never cut inside (`blocks.RUN_CHARS` 0), as before that rule."""
+    saved = blocks.RUN_CHARS
+    if uncut:
+        blocks.RUN_CHARS = 0
+    try:
+        result = await _run_specmon(url, max_tokens)
+    finally:
+        blocks.RUN_CHARS = saved
+    if uncut:
+        result.mode = "specmon chat, lines never cut inside (before)"
+    return result
+
+
+async def _run_specmon(url: str, max_tokens: int) -> Result:
     port = SessionPort(lambda: make_monitor(url))
     lags: list[float] = []
     done = asyncio.Event()
@@ -322,40 +364,47 @@ async def calibrate() -> float:
     return result.rate
 
 
-async def main_async(rates: list[float], seconds: float, modes: list[str]) -> list[Result]:
+async def main_async(
+    rates: list[float], seconds: float, modes: list[str], texts: list[str]
+) -> list[Result]:
     base = await calibrate()
     print(f"calibration: {base:.1f} tok/s at --speed 1", flush=True)
     results: list[Result] = []
     for rate in rates:
         max_tokens = int(rate * seconds)
-        proc, url = start_sim(rate / base)
-        try:
-            for mode in modes:
-                if mode == "specmon":
-                    r = await run_specmon(url, max_tokens)
-                else:
-                    r = await run_baseline(url, max_tokens, stream=mode == "stream")
-                    r.rate = rate * r.tokens / max(1, max_tokens)
-                r.target = rate
-                results.append(r)
-                print(row(r), flush=True)
-        finally:
-            stop(proc)
+        for text in texts:
+            proc, url = start_sim(rate / base, text)
+            try:
+                for mode in modes:
+                    if mode in ("specmon", "specmon-uncut"):
+                        r = await run_specmon(url, max_tokens, uncut=mode == "specmon-uncut")
+                    else:
+                        r = await run_baseline(url, max_tokens, stream=mode == "stream")
+                        r.rate = rate * r.tokens / max(1, max_tokens)
+                    r.target = rate
+                    r.text = text
+                    results.append(r)
+                    print(row(r, with_text=True), flush=True)
+            finally:
+                stop(proc)
     return results
 
 
-def header() -> str:
+def header(with_text: bool = False) -> str:
+    text = " text |" if with_text else ""
+    rule = "---|" if with_text else ""
     return (
-        "| target tok/s | mode | tokens | measured tok/s | chunks | painted | lag p50 ms | "
+        f"| target tok/s |{text} mode | tokens | measured tok/s | chunks | painted | lag p50 ms | "
         "lag p99 ms | lag max ms | CPU s | wall s | CPU (cores) |\n"
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        f"|---:|{rule}---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     )
 
 
-def row(r: Result) -> str:
+def row(r: Result, with_text: bool = False) -> str:
     more = " (gave up: lower bound)" if r.gave_up else ""
+    text = f" {r.text} |" if with_text else ""
     return (
-        f"| {r.target:.0f} | {r.mode}{more} | {r.tokens} | {r.rate:.0f} | {r.chunks} | "
+        f"| {r.target:.0f} |{text} {r.mode}{more} | {r.tokens} | {r.rate:.0f} | {r.chunks} | "
         f"{r.painted} | "
         f"{r.pct(0.5) * 1000:.0f} | {r.pct(0.99) * 1000:.0f} | "
         f"{(max(r.lags) if r.lags else float('nan')) * 1000:.0f} | {r.cpu_s:.2f} | "
@@ -368,19 +417,25 @@ def main() -> int:
     parser.add_argument("--rates", default="100,600,5000")
     parser.add_argument("--seconds", type=float, default=3.0, help="stream length per case")
     parser.add_argument("--modes", default="specmon,update,stream")
+    parser.add_argument(
+        "--texts", default="corpus", help="corpus and/or newline-free (one endless paragraph)"
+    )
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     rates = [float(r) for r in args.rates.split(",")]
     modes = args.modes.split(",")
+    texts = args.texts.split(",")
+    if unknown := sorted(set(texts) - set(TEXTS)):
+        parser.error(f"--texts: unknown {', '.join(unknown)} (known: {', '.join(TEXTS)})")
     lines = [
         f"chat_render {datetime.date.today()} on {machine()}",
         f"profile {PROFILE}, {args.seconds:g} s of stream per case, headless Textual {SIZE}",
         "",
     ]
     print("\n".join(lines), flush=True)
-    results = asyncio.run(main_async(rates, args.seconds, modes))
-    table = [header()]
-    table += [row(r) for r in results]
+    results = asyncio.run(main_async(rates, args.seconds, modes, texts))
+    table = [header(with_text=True)]
+    table += [row(r, with_text=True) for r in results]
     proc, url = start_sim(1.0)
     try:
         paint = first_paint(url)

@@ -16,7 +16,11 @@ from textual.app import App, ComposeResult
 from specmon.sim.corpus import ANSWERS
 from specmon.ui.app import answer_text
 from specmon.ui.app.answer_text import AnswerView, Piece, SettledLines, render_lines
-from specmon.ui.app.blocks import FENCE_LINES, RUN_LINES, BlockSplitter
+from specmon.ui.app.blocks import FENCE_LINES, RUN_CHARS, RUN_LINES, BlockSplitter
+
+ONE_PARAGRAPH = " ".join(" ".join(ANSWERS).split())
+"""The corpus as one endless paragraph without a newline (as a tiny random model writes), with
+its inline code spans (the fences became ```python ... ``` spans), bold and list numbers."""
 
 MIXED = (
     "# Title\n\nPara one.\n\n- a\n- b\n\n1. one\n2. two\n\n```python\n"
@@ -84,6 +88,60 @@ def test_chunking_never_changes_where_text_settles(parts: list[str]) -> None:
     assert piecewise.text[: piecewise.settled] + piecewise.tail == text
 
 
+def test_a_paragraph_without_newline_settles_between_words_and_the_tail_stays_short() -> None:
+    """A text with no newline used to stay in the redrawn tail whole (each frame re-wrapped all
+    of it); it settles every RUN_CHARS characters or so, between two words, outside the inline
+    code spans, and the next piece starts like a paragraph."""
+    text = ONE_PARAGRAPH * 2
+    splitter = BlockSplitter()
+    pieces = []
+    for i in range(0, len(text), 37):
+        settled = splitter.feed(text[i : i + 37])
+        if settled:
+            pieces.append(settled)
+            assert splitter.settled_mid_block and splitter.settled_fence is None
+        assert len(splitter.tail) <= RUN_CHARS
+    assert len(pieces) >= len(text) // RUN_CHARS - 1
+    assert "".join(pieces) + splitter.tail == text
+    for piece in pieces:
+        assert RUN_CHARS // 2 < len(piece) <= RUN_CHARS
+        assert piece.endswith(" ") and not piece.startswith(" ")  # never inside a word
+        assert piece.count("`") % 2 == 0, piece  # no code span cut open
+        assert not piece[0].isdigit() and piece[0] not in "#>-*+`~|"  # no list, heading ...
+
+
+def test_lines_that_must_not_be_cut_inside_and_a_word_longer_than_any_limit() -> None:
+    opener = BlockSplitter(run_chars=50)
+    opener.feed("```python " + "word " * 100)  # may open a fence: never cut inside
+    assert opener.settled == 0
+    fenced = BlockSplitter(run_chars=50)
+    fenced.feed("```\n" + "word " * 100)  # inside a fence: only whole lines settle
+    assert fenced.settled == 0
+    word = BlockSplitter(run_chars=50)
+    word.feed("a" * 120)  # no space at all: a hard cut at twice the limit
+    assert word.settled == 100
+    after = BlockSplitter(run_chars=50)
+    after.feed("b" * 70 + " tail")  # no space within the limit: the first one after it
+    assert after.settled == 71
+    lines = BlockSplitter(run_chars=50)
+    lines.feed("short line\n" + "c" * 60)  # a word from a line's start: cut at that start
+    assert lines.settled == len("short line\n")
+    assert BlockSplitter(run_chars=0).feed("word " * 1000) == ""  # 0: never cut inside
+
+
+@given(st.lists(st.text(alphabet="ab `~\n#1", max_size=40), max_size=40))
+def test_chunking_never_changes_where_a_long_line_settles(parts: list[str]) -> None:
+    text = "".join(parts)
+    piecewise = BlockSplitter(fence_lines=2, run_lines=3, run_chars=6)
+    for part in parts:
+        piecewise.feed(part)
+    whole = BlockSplitter(fence_lines=2, run_lines=3, run_chars=6)
+    whole.feed(text)
+    states = [(s.settled, s.settled_fence, s.settled_mid_block) for s in (piecewise, whole)]
+    assert states[0] == states[1]
+    assert piecewise.text[: piecewise.settled] + piecewise.tail == text
+
+
 class Host(App[None]):
     def __init__(self, widget) -> None:
         super().__init__()
@@ -112,6 +170,26 @@ async def test_a_long_code_block_never_piles_up_in_the_redrawn_tail() -> None:
         assert view.shown_text == view.text
         # The final render replaces the pieces; the screen shows it from the next paint on.
         await wait_for(pilot, lambda: "Done." in screen_text(pilot.app))
+
+
+async def test_an_answer_without_newline_streams_in_pieces_and_ends_as_the_whole_text() -> None:
+    text = ONE_PARAGRAPH * 2
+    view = AnswerView()
+    async with Host(view).run_test(size=(100, 40)) as pilot:
+        for i in range(0, len(text), 211):
+            view.append(text[i : i + 211])
+            await pilot.pause()
+            assert len(view.splitter.tail) <= RUN_CHARS  # the redrawn tail stays short
+            assert text.startswith(view.shown_text)  # nothing lost or reordered
+        await wait_for(pilot, lambda: view.rendering == 0)
+        assert len(view.blocks) >= len(text) // RUN_CHARS - 1
+        view.finish()
+        await wait_for(pilot, lambda: not view.query_one(".tail").display)
+        # Cut inside a line, the streamed pieces re-wrapped; the final render lays the whole
+        # text out again as one piece: exactly what the whole text renders to at once.
+        assert view.settled.pieces == [Piece(text)]
+        assert view.rerendered_chars == len(text)
+        assert view.shown_text == text
 
 
 async def test_pieces_rendered_in_the_worker_thread_arrive_in_order_with_nothing_lost(

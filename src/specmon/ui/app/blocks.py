@@ -13,6 +13,12 @@ from __future__ import annotations
 import re
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_FENCE_START = re.compile(r" {0,3}(?:`{3}|~{3})")
+"""A line that starts like this may open a code fence: it is never cut inside."""
+_CUT_BEFORE = re.compile(r"[ \t]+([^\s#>*+=|~`_:<\[!\\\d-])")
+"""A cut inside a line: after spaces, before a character that cannot start a block (so the next
+piece starts as a paragraph, not a list, heading, quote, fence or table)."""
+_TICKS = re.compile(r"`+")
 
 
 FENCE_LINES = 8
@@ -20,6 +26,11 @@ FENCE_LINES = 8
 in the redrawn tail)."""
 RUN_LINES = 24
 """Outside a fence, a run of this many lines without a blank line settles at a line boundary."""
+RUN_CHARS = 2000
+"""Outside a fence, once this many characters are unsettled, a line settles inside itself: at the
+last space before the limit (not inside an inline code span when there is a choice), or, with
+none, at the line's start or the first space after it; a word longer than twice this (no space
+at all) is cut where it reaches that. Never inside a line that may open a code fence."""
 
 
 class BlockSplitter:
@@ -33,9 +44,18 @@ class BlockSplitter:
     was chunked.
     """
 
-    def __init__(self, fence_lines: int = FENCE_LINES, run_lines: int = RUN_LINES) -> None:
+    def __init__(
+        self,
+        fence_lines: int = FENCE_LINES,
+        run_lines: int = RUN_LINES,
+        run_chars: int | None = None,
+    ) -> None:
+        """`run_chars` None: `RUN_CHARS` (read now); 0: lines are never cut inside."""
         self._fence_lines = fence_lines
         self._run_lines = run_lines
+        self._run_chars = RUN_CHARS if run_chars is None else run_chars
+        self._length = 0
+        """Length of everything fed so far."""
         self._lines_since = 0
         """Complete lines scanned since the last boundary."""
         self._fence_line: str | None = None
@@ -95,16 +115,24 @@ class BlockSplitter:
         if not fragment:
             return ""
         self._parts.append(fragment)
-        if "\n" not in fragment:
+        self._length += len(fragment)
+        if "\n" not in fragment and (
+            not self._run_chars or self._length - self._settled <= self._run_chars
+        ):
             return ""
         self._join()
         text = self._text
-        boundary = -1
+        boundary = self._settled
         boundary_fence = self._settled_fence
         mid_block = self._mid_block
         pos = self._scanned
         while True:
             end = text.find("\n", pos)
+            if self._run_chars and self._fence is None:
+                cut = self._cut_inside(text, pos, len(text) if end < 0 else end, boundary)
+                if cut > boundary:
+                    boundary, boundary_fence, mid_block = cut, None, True
+                    self._lines_since = 0
             if end < 0:
                 break
             line = text[pos:end]
@@ -144,6 +172,60 @@ class BlockSplitter:
         self._settled_fence = boundary_fence
         self._mid_block = mid_block
         return segment
+
+    def _cut_inside(self, text: str, start: int, end: int, settled: int) -> int:
+        """The last cut in the line text[start:end] (outside a fence; `end` is its newline or,
+        for the unfinished last line, the end of the text) so that no more than `run_chars`
+        characters stay unsettled before it, `settled` when none is due. Each cut depends on
+        the text up to it only, never on how the text was chunked."""
+        limit = self._run_chars
+        if end - settled <= limit:
+            return settled
+        may_fence = _FENCE_START.match(text, start) is not None
+        while end - settled > limit:
+            window_end = settled + limit
+            first = max(start, settled)
+            cut = -1
+            if not may_fence and first < window_end:
+                cut = _last_cut(text, first, window_end)
+            if cut < 0 and start > settled:
+                cut = start  # at the line's start, as a run of lines is cut
+            if cut < 0:
+                if may_fence:
+                    return settled
+                # No space within the limit: the first one after it, or a hard cut at twice it.
+                match = _CUT_BEFORE.search(text, window_end, min(end, settled + 2 * limit))
+                if match is not None:
+                    cut = match.start(1)
+                elif end - settled > 2 * limit:
+                    cut = settled + 2 * limit
+                else:
+                    return settled
+            settled = cut
+        return settled
+
+
+def _last_cut(text: str, start: int, end: int) -> int:
+    """The last cut position in text[start:end] (the first character after spaces), preferring
+    one outside an inline code span; -1 when there is none. A backtick run opens a span that
+    the next run of the same length closes; one left open is taken to run to `end`."""
+    cuts = [m.start(1) for m in _CUT_BEFORE.finditer(text, start, end + 1) if m.start(1) <= end]
+    if not cuts:
+        return -1
+    spans: list[tuple[int, int]] = []
+    opened: tuple[int, int] | None = None
+    for tick in _TICKS.finditer(text, start, end):
+        if opened is None:
+            opened = (tick.start(), len(tick.group()))
+        elif len(tick.group()) == opened[1]:
+            spans.append((opened[0], tick.end()))
+            opened = None
+    if opened is not None:
+        spans.append((opened[0], end + 1))
+    for cut in reversed(cuts):
+        if not any(a < cut < b for a, b in spans):
+            return cut
+    return cuts[-1]
 
 
 def top_level_starts(text: str) -> set[int]:
