@@ -69,3 +69,17 @@ def test_planted_secrets_never_reach_the_file(tmp_path, monkeypatch):
     rec_read = read_recording(path)
     assert rec_read.info.server == "http://gpu-box:8000"
     assert len(rec_read.events) == 5
+
+
+def test_a_key_typed_for_an_added_server_never_reaches_the_file(tmp_path):
+    """The `a` dialog's key (a server added while recording) is scrubbed from then on, like the
+    command line's: an error that echoes it is written without it."""
+    path = tmp_path / "s.ndjson"
+    typed = "typed-for-b-0123456789"
+    with Recorder(path, SessionInfo(server="http://a:8000"), clock=FakeClock()) as rec:
+        rec.add_secret(typed)
+        rec.write(ServerStatusChanged(1.0, "http://b:8000", "down", detail=f"401: bad key {typed}"))
+        rec.write(RequestEnded(2.0, "r", "failed", error=f"Incorrect API key provided: {typed}"))
+    raw = path.read_text()
+    assert typed not in raw
+    assert "401: bad key" in raw

@@ -208,6 +208,12 @@ class EventEncoder:
             name="recording encoder",
         )
 
+    def add_secret(self, secret: str) -> None:
+        """Scrub one more literal value from what is encoded from now on (a key typed for a server
+        added while the session runs)."""
+        if secret and secret not in self._secrets:
+            self._secrets = (*self._secrets, secret)
+
     def _text(self, text: str) -> str:
         return redact_text(text, self._secrets)
 

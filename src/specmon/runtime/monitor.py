@@ -316,6 +316,8 @@ class Monitor:
             if any(t.base == base for t in self.targets):
                 return already
             key = self._key_of(target)  # None unless typed for it or on a command-line origin
+            if target.api_key and self.recorder is not None:
+                self.recorder.add_secret(target.api_key)
             identity = await identify(base, api_key=key, timeout=ADD_IDENTIFY_TIMEOUT_S)
             if any(t.base == base for t in self.targets):  # added meanwhile
                 return already

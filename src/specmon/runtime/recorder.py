@@ -111,6 +111,10 @@ class Recorder:
     def __call__(self, event: Event) -> None:
         self.write(event)
 
+    def add_secret(self, secret: str) -> None:
+        """Keep one more value out of the file from now on (see EventEncoder.add_secret)."""
+        self._encoder.add_secret(secret)
+
     def write(self, event: Event) -> None:
         """Append one event line; flush when the last flush is older than the flush interval."""
         if self.closed:
