@@ -43,6 +43,7 @@ import subprocess
 import sys
 import termios
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from textual.app import App, ComposeResult
@@ -157,7 +158,25 @@ async def run_specmon(url: str, max_tokens: int, uncut: bool = False) -> Result:
 
 
 async def _run_specmon(url: str, max_tokens: int) -> Result:
-    port = SessionPort(lambda: make_monitor(url))
+    return await measure_chat(lambda: make_monitor(url), max_tokens)
+
+
+async def measure_chat(
+    monitor: Callable[[], Monitor],
+    max_tokens: int,
+    *,
+    temperature: float | None = None,
+    settle_s: float = 0.3,
+    give_up_after_s: float | None = None,
+    on_done: Callable[[SpecmonApp, str, str], None] | None = None,
+    mode: str = "specmon chat",
+) -> Result:
+    """One answer of `max_tokens` tokens (ignore_eos) in the headless chat: for every chunk that
+    carried text, the lag from its arrival to the frame that painted it, and this process's CPU.
+    `settle_s`: a pause before asking (a GPU sample or two); `give_up_after_s`: how long the
+    answer may take (default: as at 50 tok/s, plus GIVE_UP_S); `on_done(app, shown, received)`:
+    a look at the finished screen (a screenshot); without it, shown text must equal received."""
+    port = SessionPort(monitor)
     lags: list[float] = []
     done = asyncio.Event()
     feeds = []
@@ -170,7 +189,11 @@ async def _run_specmon(url: str, max_tokens: int) -> Result:
         if ended:
             done.set()
 
-    app = SpecmonApp(port, settings=ChatSettings(max_tokens=max_tokens), frame_hook=on_frame)
+    app = SpecmonApp(
+        port,
+        settings=ChatSettings(temperature=temperature, max_tokens=max_tokens),
+        frame_hook=on_frame,
+    )
     ask = port.ask
 
     def ask_ignoring_eos(request):
@@ -179,25 +202,30 @@ async def _run_specmon(url: str, max_tokens: int) -> Result:
         return feed
 
     port.ask = ask_ignoring_eos  # type: ignore[method-assign]
+    give_up = give_up_after_s if give_up_after_s is not None else max_tokens / 50 + GIVE_UP_S
     try:
         async with app.run_test(size=SIZE) as pilot:
             while not port.connected:
                 await pilot.pause(0.05)
-            await pilot.pause(0.3)
+            await pilot.pause(settle_s)
             screen = app.screen
             cpu0, wall0 = time.process_time(), time.perf_counter()
             screen.send(PROMPT)  # type: ignore[attr-defined]
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(done.wait(), max_tokens / 50 + GIVE_UP_S)
+                await asyncio.wait_for(done.wait(), give_up)
             cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
             await pilot.pause(0.5)
             view = next(iter(screen.query(AnswerView)))
-            assert view.text == "".join(feeds[0].all_text), "text lost or reordered"
+            received = "".join(feeds[0].all_text)
+            if on_done is None:
+                assert view.text == received, "text lost or reordered"
+            else:
+                on_done(app, view.text, received)
             numbers = feeds[0].numbers()
     finally:
         port.close()
     return Result(
-        "specmon chat",
+        mode,
         numbers.decode_tok_s or float("nan"),
         numbers.tokens or 0,
         len(lags),
@@ -205,6 +233,7 @@ async def _run_specmon(url: str, max_tokens: int) -> Result:
         lags,
         cpu,
         wall,
+        gave_up=not done.is_set(),
     )
 
 

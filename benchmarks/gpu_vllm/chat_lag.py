@@ -17,88 +17,39 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
 import sys
-import time
-from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from chat_render import GIVE_UP_S, PROMPT, SIZE, Result, header, machine, row
+from chat_render import GIVE_UP_S, SIZE, Result, header, machine, measure_chat, row
 from specmon.cli.session_setup import state_factory
 from specmon.runtime.monitor import Monitor, Target
 from specmon.sources.gpu import NvmlSampler
 from specmon.ui.app.app import SpecmonApp
-from specmon.ui.app.conversation import ChatSettings
-from specmon.ui.app.session_port import SessionPort
-from specmon.ui.app.widgets import AnswerView
 
 
 async def one_round(
     url: str, max_tokens: int, svg: Path | None, temperature: float | None
 ) -> Result:
-    port = SessionPort(lambda: Monitor([Target(url)], state_factory(None), gpu=NvmlSampler()))
-    lags: list[float] = []
-    done = asyncio.Event()
-    feeds = []
-    painted = [0]
+    def look(app: SpecmonApp, shown: str, received: str) -> None:
+        if shown != received:  # keep both for a look; the timing stands either way
+            print(f"TEXT DIFFERS: shown {len(shown)} chars, received {len(received)}")
+            base = Path(os.environ.get("CHAT_LAG_DUMP", "/tmp"))
+            (base / "chat-shown.txt").write_text(shown, encoding="utf-8", errors="replace")
+            (base / "chat-received.txt").write_text(received, encoding="utf-8", errors="replace")
+        if svg is not None:
+            app.save_screenshot(filename=svg.name, path=str(svg.parent))
 
-    def on_frame(arrivals: tuple[float, ...], ended: bool) -> None:
-        now = port.now()
-        lags.extend(now - t for t in arrivals)
-        painted[0] += len(arrivals)
-        if ended:
-            done.set()
-
-    app = SpecmonApp(
-        port,
-        settings=ChatSettings(temperature=temperature, max_tokens=max_tokens),
-        frame_hook=on_frame,
-    )
-    ask = port.ask
-
-    def ask_ignoring_eos(request):
-        feed = ask(replace(request, extra_body={"ignore_eos": True}))
-        feeds.append(feed)
-        return feed
-
-    port.ask = ask_ignoring_eos  # type: ignore[method-assign]
-    try:
-        async with app.run_test(size=SIZE) as pilot:
-            while not port.connected:
-                await pilot.pause(0.05)
-            await pilot.pause(1.2)  # a GPU sample or two before the answer
-            screen = app.screen
-            cpu0, wall0 = time.process_time(), time.perf_counter()
-            screen.send(PROMPT)  # type: ignore[attr-defined]
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(done.wait(), max_tokens / 500 + GIVE_UP_S)
-            cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
-            await pilot.pause(1.5)
-            view = next(iter(screen.query(AnswerView)))
-            sent = "".join(feeds[0].all_text)
-            if view.text != sent:  # keep both for a look; the timing stands either way
-                print(f"TEXT DIFFERS: shown {len(view.text)} chars, received {len(sent)}")
-                base = Path(os.environ.get("CHAT_LAG_DUMP", "/tmp"))
-                (base / "chat-shown.txt").write_text(view.text, encoding="utf-8", errors="replace")
-                (base / "chat-received.txt").write_text(sent, encoding="utf-8", errors="replace")
-            numbers = feeds[0].numbers()
-            if svg is not None:
-                app.save_screenshot(filename=svg.name, path=str(svg.parent))
-    finally:
-        port.close()
-    return Result(
-        "specmon chat (attached)",
-        numbers.decode_tok_s or float("nan"),
-        numbers.tokens or 0,
-        len(lags),
-        painted[0],
-        lags,
-        cpu,
-        wall,
-        gave_up=not done.is_set(),
+    return await measure_chat(
+        lambda: Monitor([Target(url)], state_factory(None), gpu=NvmlSampler()),
+        max_tokens,
+        temperature=temperature,
+        settle_s=1.2,  # a GPU sample or two before the answer
+        give_up_after_s=max_tokens / 500 + GIVE_UP_S,
+        on_done=look,
+        mode="specmon chat (attached)",
     )
 
 
