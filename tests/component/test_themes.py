@@ -120,6 +120,30 @@ def test_unreadable_file(tmp_path: Path) -> None:
         load_theme_file(tmp_path / "absent.toml")
 
 
+def test_shipped_themes_answer_to_their_short_names() -> None:
+    """The README's names (dark, light, high-contrast) pick specmon's themes, with no message;
+    a theme of the user's or Textual's with that exact name still comes first."""
+    loaded = load_themes((bundled_theme_dir(),))
+    for short in ("dark", "light", "high-contrast"):
+        choice = resolve_theme(short, loaded)
+        assert choice.theme.name == f"specmon-{short}"
+        assert choice.messages == ()
+    loaded.themes["light"] = loaded.themes["specmon-dark"]
+    assert resolve_theme("light", loaded).theme.name == "specmon-dark"
+
+
+def test_a_theme_path_that_is_no_small_regular_file_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ThemeFileError, match="not a regular file"):
+        load_theme_file("/dev/zero")
+    big = tmp_path / "big.toml"
+    big.write_text("# " + "x" * (2 << 20) + "\n")
+    with pytest.raises(ThemeFileError, match="larger than 1 MiB"):
+        load_theme_file(big)
+    choice = resolve_theme("/dev/zero", load_themes((bundled_theme_dir(),)))
+    assert choice.theme.name == DEFAULT_THEME
+    assert "/dev/zero" in choice.messages[0]
+
+
 class _Host(App[None]):
     pass
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -33,6 +34,8 @@ from textual.color import Color, ColorParseError
 from textual.theme import BUILTIN_THEMES, Theme
 
 DEFAULT_THEME = "specmon-dark"
+SHORT_NAME_PREFIX = "specmon-"
+"""specmon's themes answer to their name without it too: `--theme light` is specmon-light."""
 
 COLOR_FIELDS = (
     "primary",
@@ -141,11 +144,22 @@ def _theme_from(data: dict[str, Any], text: str, path: str) -> Theme:
     return Theme(**kwargs)
 
 
+MAX_THEME_FILE_BYTES = 1 << 20
+"""The largest theme file read (1 MiB): a theme is a few dozen lines."""
+
+
 def load_theme_file(path: str | os.PathLike[str]) -> Theme:
-    """A Theme from a file; ThemeFileError naming the file (and line) when it cannot be used."""
+    """A Theme from a file; ThemeFileError naming the file (and line) when it cannot be used. A
+    device, a FIFO or a file over MAX_THEME_FILE_BYTES is refused before it is read."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        if not stat.S_ISREG(p.stat().st_mode):
+            raise ThemeFileError(str(p), None, "not a regular file")
+        with p.open("rb") as f:
+            data = f.read(MAX_THEME_FILE_BYTES + 1)
+        if len(data) > MAX_THEME_FILE_BYTES:
+            raise ThemeFileError(str(p), None, "larger than 1 MiB; a theme file is small")
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ThemeFileError(str(p), None, f"cannot read: {exc}") from None
     return parse_theme(text, str(p))
@@ -231,7 +245,11 @@ def resolve_theme(choice: str | None, loaded: LoadedThemes | None = None) -> The
             return ThemeChoice(load_theme_file(choice))
         except ThemeFileError as exc:
             return ThemeChoice(_fallback(loaded), (f"{exc}; using {DEFAULT_THEME}",))
-    theme = loaded.themes.get(choice) or BUILTIN_THEMES.get(choice)
+    theme = (
+        loaded.themes.get(choice)
+        or loaded.themes.get(f"{SHORT_NAME_PREFIX}{choice}")  # `light` for specmon-light
+        or BUILTIN_THEMES.get(choice)
+    )
     if theme is not None:
         return ThemeChoice(theme)
     broken = [p for p in loaded.problems if Path(p.path).stem == choice]
