@@ -150,7 +150,7 @@ def test_a_new_sweep_refuses_to_overwrite_one(tmp_path, capsys) -> None:
     assert "--resume" in capsys.readouterr().err
 
 
-def test_compare_says_which_differences_beat_the_noise(tmp_path) -> None:
+def test_compare_says_which_differences_beat_the_noise(tmp_path, capsys) -> None:
     config = ["--input-len", "32", "--output-len", "192", "--num-prompts", "6", "--warmups", "1",
               "--ignore-eos", "--gpu", "none"]  # fmt: skip
     files = {}
@@ -158,6 +158,20 @@ def test_compare_says_which_differences_beat_the_noise(tmp_path) -> None:
         for n, url in urls.items():
             files[n] = tmp_path / f"n{n}.json"
             assert main(["bench", "--attach", url, *config, "--json", str(files[n])]) == 0
+        shorter = [*config]
+        shorter[shorter.index("192")] = "64"  # the same server, answers a third as long
+        files["short"] = tmp_path / "short.json"
+        assert main(["bench", "--attach", urls[8], *shorter, "--json", str(files["short"])]) == 0
+    # Another workload: no ratios (they would compare 192 against 64 tokens), unless --force.
+    capsys.readouterr()
+    assert main(["compare", str(files[8]), str(files["short"])]) == 2
+    captured = capsys.readouterr()
+    assert "output 192 vs 64" in captured.err and "--force" in captured.err
+    assert captured.out == ""
+    forced = tmp_path / "forced.md"
+    assert main(["compare", str(files[8]), str(files["short"]), "--force", "--markdown",
+                 str(forced)]) == 0  # fmt: skip
+    assert "different workloads" in forced.read_text()
     md = tmp_path / "cmp.md"
     assert main(["compare", str(files[0]), str(files[8]), "--markdown", str(md)]) == 0
     rows = {

@@ -169,3 +169,33 @@ def run_name(result: BenchResult, index: int, path: str | None = None) -> str:
     return (
         f"{letter}" + (f" ({label})" if label else "") + (f" {path}" if path and not label else "")
     )
+
+
+WORKLOAD_FIELDS: tuple[tuple[str, str], ...] = (
+    ("dataset", "dataset"),
+    ("input_len", "input"),
+    ("output_len", "output"),
+    ("ignore_eos", "ignore_eos"),
+    ("concurrency", "concurrency"),
+    ("request_rate", "rate"),
+    ("temperature", "temperature"),
+)
+"""What a run's numbers depend on besides the server: prompt and answer lengths decide TTFT and
+E2EL, concurrency and rate decide throughput and latency, dataset and temperature decide
+acceptance. Two runs that differ here measured different workloads."""
+
+
+def workload_differences(results: Sequence[BenchResult], names: Sequence[str]) -> list[str]:
+    """One line per run whose workload differs from run A's, naming the differences; empty when
+    every run measured A's workload."""
+    base = results[0].config
+    lines: list[str] = []
+    for result, name in zip(results[1:], names[1:], strict=True):
+        diffs = [
+            f"{label} {getattr(base, field)!s} vs {getattr(result.config, field)!s}"
+            for field, label in WORKLOAD_FIELDS
+            if getattr(base, field) != getattr(result.config, field)
+        ]
+        if diffs:
+            lines.append(f"{name} measured another workload than A: {', '.join(diffs)}")
+    return lines

@@ -6,7 +6,13 @@ own per-request spread; a bootstrap for percentiles), "within noise" otherwise, 
 noise is unknown (a single request). Files are the `--json` output of `specmon bench` (or the
 per-run files of a sweep folder). See docs/bench.md.
 
-Exit status: 0; 2 for bad arguments or a file that is not a bench result.
+Runs that measured different workloads (prompt or answer length, ignore_eos, concurrency, rate,
+dataset, temperature) are not compared: their ratios would measure the workload, not the server.
+The differences are named and the exit status is 2, unless --force shows the table anyway under
+a warning.
+
+Exit status: 0; 2 for bad arguments, a file that is not a bench result, or runs of different
+workloads without --force.
 """
 
 from __future__ import annotations
@@ -27,6 +33,11 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("files", nargs="+", metavar="RUN.json", help="bench results (--json output)")
     p.add_argument("--markdown", metavar="FILE", help="also write the table as Markdown")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="compare runs of different workloads anyway (the table says they differ)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,7 +53,24 @@ def run(args: argparse.Namespace) -> int:
     except ResultError as exc:
         print(f"specmon compare: {exc}", file=sys.stderr)
         return 2
+    from specmon.bench.compare import run_name, workload_differences
+
+    names = [run_name(r, i, p) for i, (r, p) in enumerate(zip(results, args.files, strict=True))]
+    differences = workload_differences(results, names)
+    if differences and not args.force:
+        for line in differences:
+            print(f"specmon compare: {line}", file=sys.stderr)
+        print(
+            "specmon compare: ratios would compare the workloads, not the servers; "
+            "--force shows them anyway",
+            file=sys.stderr,
+        )
+        return 2
     table, markdown = render(results, args.files)
+    if differences:
+        warning = "WARNING: different workloads, ratios compare them too: " + "; ".join(differences)
+        table.caption = warning
+        markdown = f"**{warning}**\n\n{markdown}"
     from rich.console import Console
 
     Console(highlight=False, width=None if sys.stdout.isatty() else 160).print(table)
