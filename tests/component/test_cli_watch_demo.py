@@ -21,6 +21,15 @@ def test_watch_once_json_prints_one_snapshot(sim, capsys):
     assert server["totals"]["generation_tokens"] is not None
 
 
+def test_watch_once_without_json_prints_the_table_once(sim, capsys):
+    """`--once` alone is for a person: the live view's table, once, not 2.5 kB of JSON."""
+    assert main(["watch", "--attach", sim.url, "--once", "--interval", "0.1"]) == 0
+    out = capsys.readouterr().out
+    assert not out.lstrip().startswith("{")
+    assert "SIMULATED" in out and sim.url in out and "up" in out
+    assert out.count("specmon watch") == 1  # one frame
+
+
 def test_watch_survives_a_down_server_and_says_so(sim, capsys):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -39,14 +48,14 @@ def test_watch_separate_metrics_url(sim, capsys):
         s.bind(("127.0.0.1", 0))
         nowhere = f"http://127.0.0.1:{s.getsockname()[1]}"
     # the API lives nowhere, the metrics at the simulator: the scrape still works
-    args = ["watch", "--attach", nowhere, "--metrics-url", sim.url + "/metrics", "--once"]
+    args = ["watch", "--attach", nowhere, "--metrics-url", sim.url + "/metrics", "--once", "--json"]
     assert main([*args, "--interval", "0.1"]) == 0
     snap = json.loads(capsys.readouterr().out)
     assert snap["servers"][nowhere]["status"] == "up"
 
 
 def test_watch_bad_arguments_are_one_line_errors(capsys):
-    assert main(["watch", "--attach", "ftp://x", "--once"]) == 2
+    assert main(["watch", "--attach", "ftp://x", "--once", "--json"]) == 2
     assert "http or https" in capsys.readouterr().err
     assert (
         main(["watch", "--attach", "http://a", "--metrics-url", "u1", "--metrics-url", "u2"]) == 2
@@ -91,7 +100,7 @@ def test_recording_into_a_missing_folder_is_a_clear_error(tmp_path, capsys):
 def test_watch_refuses_to_overwrite_a_recording(sim, tmp_path, capsys):
     target = tmp_path / "kept.ndjson"
     target.write_text("earlier session\n")
-    assert main(["watch", "--attach", sim.url, "--once", "--record", str(target)]) == 2
+    assert main(["watch", "--attach", sim.url, "--once", "--json", "--record", str(target)]) == 2
     assert "already exists" in capsys.readouterr().err
     assert target.read_text() == "earlier session\n"
 
@@ -103,7 +112,7 @@ def test_watch_metrics_url_without_scheme_is_read_over_http(sim, capsys):
         s.bind(("127.0.0.1", 0))
         nowhere = f"http://127.0.0.1:{s.getsockname()[1]}"
     bare = sim.url.removeprefix("http://") + "/metrics"
-    args = ["watch", "--attach", nowhere, "--metrics-url", bare, "--once"]
+    args = ["watch", "--attach", nowhere, "--metrics-url", bare, "--once", "--json"]
     assert main([*args, "--interval", "0.1"]) == 0
     snap = json.loads(capsys.readouterr().out)
     assert snap["servers"][nowhere]["status"] == "up"
@@ -111,7 +120,12 @@ def test_watch_metrics_url_without_scheme_is_read_over_http(sim, capsys):
 
 def test_watch_interval_out_of_range_is_a_one_line_error(capsys):
     for value in ("inf", "1e308", "1e-9", "0"):
-        assert main(["watch", "--attach", "http://127.0.0.1:9", "--interval", value, "--once"]) == 2
+        assert (
+            main(
+                ["watch", "--attach", "http://127.0.0.1:9", "--interval", value, "--once", "--json"]
+            )
+            == 2
+        )
         err = capsys.readouterr().err
         assert "--interval" in err
         assert "Traceback" not in err

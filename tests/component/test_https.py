@@ -246,7 +246,20 @@ def test_recorded_https_session_has_no_key_anywhere(tls, trusted, tmp_path, caps
     assert snapshot["requests"]["summary"]["ok"] == 1
     # The same through the command line: watch --once --json over https with --api-key.
     assert (
-        main(["watch", "--attach", tls.url, "--api-key", KEY, "--once", "--interval", "0.1"]) == 0
+        main(
+            [
+                "watch",
+                "--attach",
+                tls.url,
+                "--api-key",
+                KEY,
+                "--once",
+                "--json",
+                "--interval",
+                "0.1",
+            ]
+        )
+        == 0
     )
     out = capsys.readouterr()
     snap = json.loads(out.out)

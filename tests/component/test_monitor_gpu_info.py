@@ -55,7 +55,20 @@ def test_first_reading_names_the_gpu_in_info_snapshot_and_recording(sim, fake_gp
 def test_watch_once_json_shows_the_gpu_name(sim, fake_gpus, capsys):
     fake_gpus("NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3")
     assert (
-        main(["watch", "--attach", sim.url, "--gpu", "local", "--once", "--interval", "0.1"]) == 0
+        main(
+            [
+                "watch",
+                "--attach",
+                sim.url,
+                "--gpu",
+                "local",
+                "--once",
+                "--json",
+                "--interval",
+                "0.1",
+            ]
+        )
+        == 0
     )
     snap = json.loads(capsys.readouterr().out)
     assert snap["session"]["gpu"] == "2 x NVIDIA H100 80GB HBM3"

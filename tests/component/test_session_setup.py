@@ -71,7 +71,7 @@ def test_baseline_must_be_a_positive_number(text) -> None:
 
 
 def test_watch_passes_the_baseline_flag_to_the_session(sim, capsys) -> None:
-    assert main(["watch", "--attach", sim.url, "--once", "--baseline", "61.8"]) == 0
+    assert main(["watch", "--attach", sim.url, "--once", "--json", "--baseline", "61.8"]) == 0
     snapshot = json.loads(capsys.readouterr().out)
     assert snapshot["session"]["baseline_tok_s"] == 61.8
 

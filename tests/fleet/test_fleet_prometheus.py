@@ -304,10 +304,12 @@ def test_watch_prometheus_once_json(start_prometheus: StartPrometheus) -> None:
         time.sleep(1.2)
         traffic(a, requests=1)
         time.sleep(2.5)
-        done = _specmon("watch", "--prometheus", prom.url, "--once", "--rate-window", "30")
+        done = _specmon(
+            "watch", "--prometheus", prom.url, "--once", "--json", "--rate-window", "30"
+        )
         url = prom.url
         prom.stop()
-        down = _specmon("watch", "--prometheus", url, "--once")
+        down = _specmon("watch", "--prometheus", url, "--once", "--json")
     assert done.returncode == 0, done.stderr
     snap = json.loads(done.stdout)
     server = snap["servers"][a.url]

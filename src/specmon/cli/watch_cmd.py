@@ -1,8 +1,8 @@
 """`specmon watch`: attach to one or more running vLLM servers and show what they do.
 
-`--once --json` prints one snapshot (docs/watch-json.md) and exits; `--json` prints one snapshot
-line per interval until interrupted; on a terminal the app's dashboard screen: one row per server
-(and per engine), the selected one in detail (keys: up/down select, a adds a server, x removes
+`--once --json` prints one snapshot (docs/watch-json.md) and exits, `--once` alone the table
+once; `--json` prints one snapshot line per interval until interrupted; on a terminal the app's
+dashboard screen: one row per server (and per engine), the selected one in detail (keys: up/down select, a adds a server, x removes
 the selected one, r records, m adds a marker, F4 lists the answers, q quits); otherwise plain
 lines. Servers that are down are shown as down with their last error; the others keep
 updating. For https servers whose certificate comes from a private CA, point SSL_CERT_FILE (or
@@ -45,6 +45,7 @@ from specmon.cli.session_setup import (
 from specmon.core.watch_json import snapshot_of
 
 if TYPE_CHECKING:  # imported in run(): `specmon --help` must not import openai/httpx
+    from specmon.core.views import SessionView
     from specmon.runtime.fleet_run import FleetSpec
     from specmon.runtime.monitor import Monitor, Target
     from specmon.sources.prometheus_fleet import PrometheusFleet
@@ -158,8 +159,6 @@ def run(args: argparse.Namespace) -> int:
             f"--interval must be a number of seconds from {MIN_INTERVAL_S:g} to "
             f"{MAX_INTERVAL_S:g}, got {args.interval}"
         )
-    if args.once and not args.json:
-        args.json = True  # one snapshot is only meaningful as data
     if args.match is not None and args.prometheus is None:
         return _error("--match goes with --prometheus")
     if args.bearer_token_file is not None and not args.prometheus:
@@ -179,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
         return _error(str(exc))
     from specmon.cli.app_runner import wants_app  # a terminal, or a browser (specmon web)
 
-    if not args.json and wants_app():
+    if not args.json and not args.once and wants_app():
         return _app(targets, gpu, args, export)
     try:
         monitor = Monitor(
@@ -221,9 +220,9 @@ def _run_monitor(
 
             fleet = start_fleet(monitor, fleet_spec, run_loops=not args.once)
             if args.once:
-                return _fleet_once(monitor, fleet)
+                return _fleet_once(monitor, fleet, as_json=args.json)
         if args.once:
-            return _once(monitor)
+            return _once(monitor, as_json=args.json)
         if args.json:
             return _json_lines(monitor)
         return _live(monitor, title=f"Prometheus {fleet_spec.url}" if fleet_spec else None)
@@ -273,7 +272,7 @@ def _fleet(args: argparse.Namespace, export: tuple[str, int] | None) -> int:
     )
     from specmon.cli.app_runner import wants_app  # a terminal, or a browser (specmon web)
 
-    if not args.json and wants_app():
+    if not args.json and not args.once and wants_app():
         return _app([], "none", args, export, extra={EXTRA_KEY: spec})
     monitor = Monitor(
         [],
@@ -285,11 +284,24 @@ def _fleet(args: argparse.Namespace, export: tuple[str, int] | None) -> int:
     return _run_monitor(monitor, args, export, fleet_spec=spec)
 
 
-def _fleet_once(monitor: Monitor, fleet: PrometheusFleet) -> int:
+def _print_snapshot(view: SessionView, *, as_json: bool, title: str) -> None:
+    """One snapshot: a line of JSON (`--json`), else the live view's table printed once."""
+    if as_json:
+        print(dumps(snapshot_of(view)))
+        return
+    from rich.console import Console
+
+    from specmon.ui.live_console import render
+
+    Console(highlight=False).print(render(view, title=title))
+
+
+def _fleet_once(monitor: Monitor, fleet: PrometheusFleet, *, as_json: bool) -> int:
     """One read of the Prometheus (its rates need no second read), then one snapshot. Exit 1
     when the Prometheus did not answer (the snapshot says why in its markers)."""
     event = monitor.hub.submit(fleet.read_once(monitor.hub.emit)).result(120)
-    print(dumps(snapshot_of(monitor.view(fresh=True))))
+    view = monitor.view(fresh=True)
+    _print_snapshot(view, as_json=as_json, title=f"specmon watch — Prometheus {fleet.source}")
     if event.error is not None:
         print(f"specmon watch: {event.error}", file=sys.stderr)
         return 1
@@ -329,7 +341,7 @@ def _app(
     return run_app(app, port, export=export, command="watch")
 
 
-def _once(monitor: Monitor) -> int:
+def _once(monitor: Monitor, *, as_json: bool) -> int:
     """Two scrapes one interval apart (so windowed rates exist), then one snapshot. Every given
     server is in it, with its state and why; exit 1 when none of them could be read."""
     from specmon.core.events import ServerStatusChanged
@@ -353,7 +365,8 @@ def _once(monitor: Monitor) -> int:
                 )
             )
     view = monitor.view(fresh=True)
-    print(dumps(snapshot_of(view)))
+    title = "specmon watch — " + ", ".join(t.base for t in monitor.targets)
+    _print_snapshot(view, as_json=as_json, title=title)
     given = {t.base for t in monitor.targets}
     servers = [s for s in view.servers if s.source in given]
     if given and not any(s.status == "up" for s in servers):
