@@ -119,9 +119,12 @@ def test_sweep_command_with_a_concurrency_schedule(tmp_path, capsys) -> None:
                      "--concurrency", "1,2", "--repeats", "1", "--num-prompts", "2",
                      "--warmups", "0", "--input-len", "16", "--output-len", "48",
                      "--ignore-eos", "--gpu", "none", "--out", str(out),
-                     "--plot", str(plot)])  # fmt: skip
+                     "--plot", str(plot), "--method", "dflash", "--draft", "z-lab/d"])  # fmt: skip
     assert code == 0
     summary = json.loads((out / "summary.json").read_text())
+    # --method/--draft describe the attached servers: the command carries them, no placeholder.
+    assert '"method": "dflash"' in summary["command"] and '"model": "z-lab/d"' in summary["command"]
+    assert "<METHOD>" not in summary["command"] and "<DRAFT_MODEL>" not in summary["command"]
     assert [r["concurrency"] for r in summary["recommendations"]] == [1, 2]
     schedule = summary["num_speculative_tokens_per_batch_size"]
     assert schedule[0][0] == 1 and schedule[-1][1] == 2

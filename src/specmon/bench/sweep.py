@@ -63,6 +63,9 @@ class SweepSpec:
     host: dict[str, Any] | None = None
     """Host mode: {"argv": the host-mode flags as given (secrets never: API keys are not host
     flags), "model", "draft", "method"}; None for attached servers."""
+    described: dict[str, Any] | None = None
+    """Attached servers as the user described them (`--method`, `--draft`): {"method", "draft"},
+    for the recommended `vllm serve` line; None when not given (or in host mode)."""
 
     def point_list(self) -> list[Point]:
         """Every point, grid combination by combination, n_spec in the given order."""
@@ -79,6 +82,7 @@ class SweepSpec:
             "urls": {str(k): v for k, v in self.urls.items()},
             "grid": [[name, list(values)] for name, values in self.grid],
             "host": self.host,
+            "described": self.described,
         }
 
     @staticmethod
@@ -93,6 +97,7 @@ class SweepSpec:
             urls={int(k): str(v) for k, v in (d.get("urls") or {}).items()},
             grid=tuple((str(n), tuple(str(v) for v in vs)) for n, vs in d.get("grid") or ()),
             host=d.get("host") if isinstance(d.get("host"), dict) else None,
+            described=d.get("described") if isinstance(d.get("described"), dict) else None,
         )
 
 
@@ -254,7 +259,7 @@ def summarize(
 ) -> SweepSummary:
     cells: list[CellStats] = []
     missing: list[str] = []
-    host = spec.host or {}
+    host = spec.host or spec.described or {}
     model = host.get("model")
     simulated = False
     for point in spec.point_list():

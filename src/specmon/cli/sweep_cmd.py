@@ -190,6 +190,7 @@ def run(args: argparse.Namespace) -> int:
                 if args.point or args.n_spec or args.attach or args.resume is None
                 else {}
             )
+            described = _described(args)
             if args.resume is not None:
                 urls = {**spec.urls, **given}
                 spec = SweepSpec(
@@ -198,12 +199,13 @@ def run(args: argparse.Namespace) -> int:
                     spec.repeats,
                     spec.config,
                     urls,
+                    described=described or spec.described,
                 )
             else:
                 concs = parse_int_list("--concurrency", args.concurrency, 1, 10_000)
                 config = workload_config(args, concurrency=concs[0])
                 repeats = parse_int("--repeats", args.repeats, 1, 1000)
-                spec = SweepSpec(tuple(given), concs, repeats, config, given)
+                spec = SweepSpec(tuple(given), concs, repeats, config, given, described=described)
                 store = SweepStore(args.out or _default_folder())
             try:
                 provider = AttachProvider(spec.urls)
@@ -217,6 +219,26 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigError, PlotUnavailable, SweepError) as exc:
         return error(NAME, str(exc))
     return _sweep(args, spec, store, provider, gpu, baseline, interval)
+
+
+def _described(args: argparse.Namespace) -> dict[str, Any] | None:
+    """Attached servers: what `--method`/`--draft` say they run (checked as host mode checks
+    them), for the recommended command; None when neither is given."""
+    if args.method is None and args.draft is None:
+        return None
+    from specmon.bench.config import ConfigError
+    from specmon.sources.host.spec import DRAFT_METHODS, HostSpecError, resolve_method
+
+    try:
+        method = resolve_method(args.draft, args.method)
+    except HostSpecError as exc:
+        raise ConfigError(str(exc)) from None
+    if args.draft is not None and method not in DRAFT_METHODS:
+        raise ConfigError(
+            f"--draft does not fit --method {method} (it drafts without a separate model); "
+            f"methods that take --draft: {', '.join(DRAFT_METHODS)}"
+        )
+    return {"method": method, "draft": args.draft}
 
 
 def _grid(args: argparse.Namespace) -> Any:
