@@ -108,3 +108,4 @@ def test_the_cycle_report_appears_once_a_cycle_is_seen() -> None:
     s = _sections(session_view(speeds=SEED_SPEEDS * 4))
     assert "cycle: every 10 requests" in s["flags"]
     assert "cycle: none seen" in _sections(session_view())["flags"]
+    assert "(1 answer)" in _sections(session_view(speeds=(200.0,)))["flags"]

@@ -318,7 +318,7 @@ def flags_section(view: SessionView) -> Text:
         out.append("\ncycle: " + cycle, style="yellow")
     else:
         seen = view.cycle.requests if view.cycle else 0
-        out.append(f"\ncycle: none seen ({seen} answers)", style="dim")
+        out.append(f"\ncycle: none seen ({seen} answer{'' if seen == 1 else 's'})", style="dim")
     return out
 
 
