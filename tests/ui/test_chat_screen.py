@@ -3,6 +3,10 @@ and action asserts what it visibly does."""
 
 from __future__ import annotations
 
+from tests.ui.chat_pilot import SIZE
+from tests.ui.chat_pilot import answers as _answers
+from tests.ui.chat_pilot import ask as _ask
+from tests.ui.chat_pilot import connected as _connected
 from tests.ui.conftest import SIM_SERVER, FakePort, screen_text, wait_for
 from textual.containers import VerticalScroll
 from textual.widgets import Button, Input
@@ -10,26 +14,7 @@ from textual.widgets import Button, Input
 from specmon.ui.app.app import SpecmonApp
 from specmon.ui.app.conversation import ChatSettings
 from specmon.ui.app.session_port import Connection
-from specmon.ui.app.widgets import AnswerView, PromptInput, TurnView
-
-SIZE = (160, 40)
-
-
-async def _connected(pilot) -> None:
-    """Until the screen has handled the connection (the header shows the server)."""
-    await wait_for(pilot, lambda: getattr(pilot.app.screen, "connection", None) is not None)
-    await pilot.pause()
-
-
-async def _ask(pilot, prompt: str) -> None:
-    await pilot.click("#prompt")
-    for key in prompt:
-        await pilot.press(key if key != " " else "space")
-    await pilot.press("enter")
-
-
-def _answers(app) -> list[AnswerView]:
-    return list(app.screen.query(AnswerView))
+from specmon.ui.app.widgets import PromptInput, TurnView
 
 
 async def test_header_names_the_server_and_shows_simulated():

@@ -8,6 +8,10 @@ import time
 import tracemalloc
 
 from tests.hostile_stream import ROLE, HostileServer, content, event, send
+from tests.ui.chat_pilot import SIZE
+from tests.ui.chat_pilot import answers as _answers
+from tests.ui.chat_pilot import ask as _ask
+from tests.ui.chat_pilot import connected as _connected
 from tests.ui.conftest import FakePort, screen_text, wait_for
 
 from specmon.cli.session_setup import state_factory
@@ -17,25 +21,6 @@ from specmon.runtime.monitor import Target
 from specmon.runtime.session import CollectorProcess, SessionConfig
 from specmon.ui.app.app import SpecmonApp
 from specmon.ui.app.session_port import Ask, SessionPort
-from specmon.ui.app.widgets import AnswerView
-
-SIZE = (160, 40)
-
-
-async def _connected(pilot) -> None:
-    await wait_for(pilot, lambda: getattr(pilot.app.screen, "connection", None) is not None)
-    await pilot.pause()
-
-
-async def _ask(pilot, prompt: str) -> None:
-    await pilot.click("#prompt")
-    for key in prompt:
-        await pilot.press(key)
-    await pilot.press("enter")
-
-
-def _answers(app) -> list[AnswerView]:
-    return list(app.screen.query(AnswerView))
 
 
 async def test_a_quiet_stream_shows_how_long_and_when_it_gives_up():
