@@ -10,6 +10,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from rich.color import Color, ColorSystem
 from textual.app import App
 from textual.filter import Monochrome
 
@@ -41,6 +42,21 @@ def test_shipped_themes_load_with_heat_shades() -> None:
         for var in HEAT_VARIABLES:
             assert var in theme.variables, (name, var)
         assert len({theme.variables[v] for v in HEAT_VARIABLES}) == len(HEAT_VARIABLES)
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED))
+@pytest.mark.parametrize(
+    "system", [ColorSystem.TRUECOLOR, ColorSystem.EIGHT_BIT, ColorSystem.STANDARD]
+)
+def test_heat_shades_stay_apart_in_256_and_16_colours(name: str, system: ColorSystem) -> None:
+    """Issue 19 item 3: under tmux without COLORTERM (256 colours) "many" and "some" both became
+    colour 23. Rich's own conversion (what the terminal gets) must give five different colours."""
+    theme = load_themes((bundled_theme_dir(),)).themes[name]
+    shown = {
+        var: Color.parse(theme.variables[var]).downgrade(system).get_truecolor()
+        for var in HEAT_VARIABLES
+    }
+    assert len(set(shown.values())) == len(HEAT_VARIABLES), (name, system, shown)
 
 
 @pytest.mark.parametrize(
@@ -157,7 +173,7 @@ async def test_theme_applies_in_a_textual_app() -> None:
         app.theme = "specmon-high-contrast"
         await pilot.pause()
         assert app.current_theme.name == "specmon-high-contrast"
-        assert app.theme_variables["heat-many"] == "#006B2E"
+        assert app.theme_variables["heat-many"] == "#006C2D"
         assert app.theme_variables["background"].upper() in ("#000000", "#000")
 
 

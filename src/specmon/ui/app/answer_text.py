@@ -95,11 +95,11 @@ class Piece:
 
 
 HEAT_DEFAULTS: dict[HeatClass, str] = {
-    "many": "#1F6F43",
-    "some": "#2D4F6B",
-    "single": "#7A2E2E",
+    "many": "#187E36",
+    "some": "#1E307E",
+    "single": "#7B272A",
     "unknown": "#3A3F47",
-    "prefill": "#262B33",
+    "prefill": "#242A30",
 }
 """The heat shades when the theme has no `heat-*` variables (specmon-dark's)."""
 
