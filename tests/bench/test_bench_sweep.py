@@ -134,8 +134,10 @@ def test_sweep_command_with_a_concurrency_schedule(tmp_path, capsys) -> None:
     assert sorted(p.name for p in (out / "runs").iterdir()) == [
         "n0-c1-r1.json", "n0-c2-r1.json", "n4-c1-r1.json", "n4-c2-r1.json",
     ]  # fmt: skip
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
     assert "Recommended:" in printed and "SIMULATED" in printed and "x1.00" in printed
+    assert f"specmon sweep: plot written to {plot}" in captured.err  # the path is said
     # The command is printed whole on one line, however long, to be copied (not cropped at the
     # 140 columns a non-terminal stdout gets).
     assert len(summary["command"]) > 140 and summary["command"] in printed.splitlines()

@@ -156,9 +156,30 @@ def progress_for(stream: IO[str], label: str = "") -> RichProgress | PlainProgre
 
 
 def _kv_table() -> Table:
-    t = Table(show_header=False, box=None, pad_edge=False, padding=(0, 2))
-    t.add_column(style="bold")
-    t.add_column(justify="right")
+    """Label and value side by side: the value column is as wide as its widest value and the
+    table never stretches to the terminal, so a value stays next to its label at any width."""
+    t = Table(show_header=False, box=None, pad_edge=False, padding=(0, 2), expand=False)
+    t.add_column(style="bold", no_wrap=True)
+    t.add_column(justify="right", no_wrap=True)
+    return t
+
+
+POSITIONS_PER_ROW = 8
+"""Per-position acceptance is shown in rows of this many positions (fits in 80 columns)."""
+
+
+def per_position_table(rates: tuple[float, ...]) -> Table:
+    """Acceptance by draft position, positions numbered from 1 (as the app numbers them; the
+    JSON keeps the plain list, position 1 first), at most POSITIONS_PER_ROW per row."""
+    t = Table(show_header=False, box=None, pad_edge=False, padding=(0, 1), expand=False)
+    t.add_column(style="bold", no_wrap=True)
+    for _ in range(min(len(rates), POSITIONS_PER_ROW)):
+        t.add_column(justify="right", no_wrap=True)
+    for start in range(0, len(rates), POSITIONS_PER_ROW):
+        chunk = rates[start : start + POSITIONS_PER_ROW]
+        pad = [""] * (min(len(rates), POSITIONS_PER_ROW) - len(chunk))
+        t.add_row("position", *(str(start + i + 1) for i in range(len(chunk))), *pad)
+        t.add_row("accepted", *(fmt_pct(v) for v in chunk), *pad)
     return t
 
 
@@ -236,16 +257,17 @@ def summary_renderable(result: BenchResult) -> RenderableType:
     )
     sp.add_row("AL per request, server (mean)", fmt(sd.server_al_mean, 2))
     sp.add_row("AL per request, client chunks (mean)", fmt(sd.client_al_mean, 2))
-    if sd.per_position:
-        sp.add_row(
-            "per position", "  ".join(f"{i}:{v * 100:5.1f}%" for i, v in enumerate(sd.per_position))
-        )
     title = "Speculative decoding"
     if not sd.metrics_available:
         title += " (no /metrics deltas)"
     if result.server.spec_configured is False:
         title += ": not configured on this server"
     parts += [Text(""), Text(title, style="bold underline"), sp]
+    if sd.per_position:
+        parts += [
+            Text("acceptance by draft position (/metrics)"),
+            per_position_table(sd.per_position),
+        ]
     if sd.counter_resets:
         parts.append(
             Text(
@@ -302,11 +324,11 @@ def summary_renderable(result: BenchResult) -> RenderableType:
             )
         )
 
-    g = Table(box=None, pad_edge=False, padding=(0, 2))
-    g.add_column("GPU", style="bold")
-    for col in ("temperature °C", "power W", "SM clock MHz"):
-        g.add_column(col + " min/mean/max", justify="right")
     if result.gpu:
+        g = Table(box=None, pad_edge=False, padding=(0, 2))
+        g.add_column("GPU", style="bold")
+        for col in ("°C", "W", "SM MHz"):
+            g.add_column(col + " min/mean/max", justify="right", no_wrap=True)
         for b in result.gpu:
             g.add_row(
                 f"{b.index} {b.name or ''}".strip(),
@@ -315,9 +337,9 @@ def summary_renderable(result: BenchResult) -> RenderableType:
                     for x in (b.temperature_c, b.power_w, b.sm_clock_mhz)
                 ),
             )
+        parts += [Text(""), g]
     else:
-        g.add_row(DASH, DASH, DASH, DASH)
-    parts += [Text(""), g]
+        parts += [Text(""), Text(f"GPU: {DASH} (not sampled)")]
 
     e = result.errors
     if e.by_message:

@@ -407,7 +407,7 @@ def summary_markdown(result: BenchResult) -> str:
         )
     if sd.per_position:
         lines += ["", "| position | acceptance |", "|---:|---:|"]
-        lines += [f"| {i} | {fmt_pct(v)} |" for i, v in enumerate(sd.per_position)]
+        lines += [f"| {i} | {fmt_pct(v)} |" for i, v in enumerate(sd.per_position, start=1)]
     if result.cycle:
         c = result.cycle
         lines += [

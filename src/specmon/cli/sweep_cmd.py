@@ -364,6 +364,7 @@ def _sweep(
     if args.plot and outcome.summary.cells:
         try:
             write_plot(outcome.summary, args.plot)
+            print(f"specmon sweep: plot written to {args.plot}", file=sys.stderr)
         except (PlotUnavailable, OSError) as exc:
             print(f"specmon sweep: no plot: {exc}", file=sys.stderr)
     emitted = True
