@@ -4,6 +4,7 @@ on the sample recordings, with a fake clock (no sleeping, no timing thresholds).
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from specmon.core.session_state import SessionState
 from specmon.core.watch_json import snapshot_of
 from specmon.runtime.replay_session import (
     GRAPH_SAMPLES,
+    LEAD_IN_S,
     SPEEDS,
     ReplaySession,
     build_timeline,
@@ -103,6 +105,29 @@ def test_a_backward_seek_rebuilds_the_state_as_a_forward_fold_would(name: str) -
     # and forward again: the same as folding straight to the end
     session.seek(session.end)
     assert session.view() == session.final_view
+
+
+def test_a_recording_begun_late_plays_from_its_first_event_with_the_true_clock() -> None:
+    """Issue 19 item 5: a recording begun with F5 has its first event at 37 s on the session's
+    clock; at x1 the screen showed `connecting` for 37 s. Playing starts LEAD_IN_S before the
+    first event, and the times shown still count from the recording's clock zero."""
+    recording = read_recording(RECORDINGS / "healthy.ndjson.gz")
+    late = [dataclasses.replace(e, t=e.t + 37.0) for e in recording.events]
+    first = late[0].t
+    clock = FakeClock(100.0)
+    info = recording.info
+    session = ReplaySession(info, late, lambda: SessionState(info), clock=clock)
+    at = session.position()
+    assert at.t == session.start == pytest.approx(first - LEAD_IN_S)
+    assert at.playing and at.events_applied == 0
+    assert at.elapsed_s == pytest.approx(first - LEAD_IN_S)  # the recorded clock, not 0:00
+    assert at.total_s == pytest.approx(late[-1].t)
+    assert session.timeline.start == session.start
+    clock.advance(LEAD_IN_S + 0.01)  # x1: the first event is a second away, not 38
+    moved = session.advance()
+    assert moved.events_applied >= 1
+    assert session.view().servers[0].status == "up"
+    assert session.seek_by(-60.0).t == session.start  # Home/back: no earlier than the start
 
 
 def test_seek_by_clamps_to_the_recording() -> None:

@@ -39,6 +39,9 @@ from specmon.core.views import RequestRow, ServerView, SessionView
 SPEEDS: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 """The speeds `+` and `-` step through."""
 MIN_SPEED, MAX_SPEED = SPEEDS[0], SPEEDS[-1]
+LEAD_IN_S = 1.0
+"""Playing starts this long before the recording's first event (or at its clock's zero, if
+nearer): a recording begun long after its session's clock started has no dead time first."""
 GRAPH_SAMPLES = 60
 """Whole recorded seconds of graph samples kept (the panel's graphs show the last minute)."""
 CHECKPOINT_EVENTS = 20_000
@@ -93,20 +96,27 @@ class ReplayPosition:
 
     t: float
     start: float
+    """Where playing starts: just before the recording's first event (LEAD_IN_S), not at its
+    clock's zero."""
     end: float
     playing: bool
     speed: float
     at_end: bool
     events_applied: int
     events_total: int
+    origin: float = 0.0
+    """The recording's clock zero (when recording began): the times shown count from it, so the
+    header keeps the recorded clock even though the play head starts at the first event."""
 
     @property
     def elapsed_s(self) -> float:
-        return self.t - self.start
+        """The play head's recorded time, from the recording's clock zero."""
+        return self.t - self.origin
 
     @property
     def total_s(self) -> float:
-        return self.end - self.start
+        """The recording's last event's time, from its clock zero."""
+        return self.end - self.origin
 
 
 def _flagged(row: RequestRow) -> bool:
@@ -175,7 +185,11 @@ class ReplaySession:
         self._make_state = make_state
         self._clock = clock
         self._lock = threading.RLock()
-        self.start = min(0.0, self._times[0]) if self._times else 0.0
+        self.origin = min(0.0, self._times[0]) if self._times else 0.0
+        """The recording's clock zero (the times shown count from it)."""
+        self.start = max(self.origin, self._times[0] - LEAD_IN_S) if self._times else 0.0
+        """Where playing starts: LEAD_IN_S before the first event, not at the clock's zero (a
+        recording begun with F5 has its first event at 37 s: no 37 s of dead time first)."""
         self.end = self._times[-1] if self._times else 0.0
         self._speed = clamp_speed(speed)
         self._playing = playing and self.end > self.start
@@ -262,6 +276,7 @@ class ReplaySession:
             at_end=self._head >= self.end,
             events_applied=self._pos,
             events_total=len(self._events),
+            origin=self.origin,
         )
 
     def position(self) -> ReplayPosition:

@@ -144,7 +144,7 @@ class ReplayScreen(Screen[None]):
         position = port.position()
         self.position = position
         self.query_one(Timeline).show(position)
-        self._show_rows(view, position.start)
+        self._show_rows(view, position.origin)
         if panel:
             side = self.query_one(SidePanel)
             series = GraphSeries.empty()
