@@ -20,6 +20,7 @@ from specmon.core.counters import CounterBank, CounterReset, CounterWindow, sum_
 from specmon.core.events import MetricSample, MetricsScraped, ServerStatus
 from specmon.core.log_lines import EngineLog, SpecDecodingLog
 from specmon.core.request_rows import finite
+from specmon.core.server_identities import ServerIdentityView
 from specmon.core.specdecode import (
     decode_tokens_per_second,
     gauge_max,
@@ -170,6 +171,7 @@ class ServerState:
     engine_log_t: float | None = None
     log_tail: deque[str] = field(default_factory=lambda: deque(maxlen=MAX_LOG_TAIL))
     log_lines: int = 0
+    identity: ServerIdentityView = field(default_factory=ServerIdentityView)
     _view: ServerView | None = None
     """The view of the current state; None after any change (rebuilt on the next read)."""
 
@@ -270,6 +272,8 @@ class ServerState:
                 engine=_engine_log_view(self.engine_log, self.engine_log_t),
             ),
             engine_numbers=engine_numbers(window, self.gauges, self.engines),
+            model=self.identity.model,
+            vllm_version=self.identity.vllm_version,
         )
 
 

@@ -49,6 +49,7 @@ from specmon.core.log_lines import parse_log_line
 from specmon.core.percentiles import summary
 from specmon.core.publish import ViewPublisher
 from specmon.core.request_rows import InFlight, build_row, finite, with_metrics
+from specmon.core.server_identities import server_identity
 from specmon.core.server_state import ServerState
 from specmon.core.specdecode import spec_decode_stats
 from specmon.core.stream_stats import RequestTrace, request_stats
@@ -217,6 +218,7 @@ class SessionState:
                 source=source,
                 bank=CounterBank(keep_seconds=keep, max_points=4096),
                 history=deque(maxlen=self.history_points),
+                identity=server_identity(self.info, source),
             )
             self._servers[source] = server
         return server

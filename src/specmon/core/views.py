@@ -343,6 +343,10 @@ class ServerView:
     engine_numbers: tuple[EngineView, ...] = ()
     """One entry per engine label seen on the latest scrape (sorted), window numbers; empty
     before the first scrape or when the page carries no `engine` label."""
+    model: str | None = None
+    vllm_version: str | None = None
+    """What this server said of itself (/v1/models, /version; core.server_identities), each
+    server its own: not the session's first server's."""
 
 
 @dataclass(frozen=True, slots=True)

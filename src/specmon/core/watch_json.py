@@ -191,6 +191,8 @@ def server_json(s: ServerView) -> dict[str, Any]:
     h = s.history
     w = s.window
     return {
+        "model": s.model,
+        "vllm_version": s.vllm_version,
         "status": s.status,
         "status_detail": s.status_detail,
         "status_since": s.status_since,

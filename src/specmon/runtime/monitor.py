@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from specmon.core.credentials import KeyScope
 from specmon.core.events import Event, GpuSampled, RequestEnded, ServerStatusChanged, SessionInfo
 from specmon.core.redaction import compile_redactions
+from specmon.core.server_identities import IDENTITIES_KEY, identities_extra
 from specmon.core.stream_limits import DEFAULT_LIMITS, StreamLimits
 from specmon.core.views import SessionView
 from specmon.runtime.hub import Hub, SourceRun
@@ -124,6 +125,9 @@ def session_info_from(identities: Sequence[ServerIdentity], gpu: str | None) -> 
     extra = dict(first.extra)
     if len(identities) > 1:
         extra["servers"] = [i.base_url for i in identities]
+        extra[IDENTITIES_KEY] = identities_extra(
+            (i.base_url, i.models[0] if i.models else None, i.vllm_version) for i in identities
+        )
     return replace(
         first,
         simulated=any(i.simulated for i in identities),

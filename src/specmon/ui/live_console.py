@@ -166,8 +166,11 @@ def servers_table(view: SessionView) -> Table:
         life_al = fmt_al(life.acceptance_length) if life else DASH
         if life is not None and life.since_reset_t is not None:
             life_al += f" ({lifetime_label(life.since_reset_t)})"
+        server_cell = Text(clean(s.source))
+        if s.model:  # each server's own model (several servers may serve different ones)
+            server_cell.append("\n" + clean(s.model), style="dim")
         table.add_row(
-            Text(clean(s.source)),
+            server_cell,
             status_text,
             fmt_tok_s(s.window.decode_tok_s),
             fmt_al(s.window.acceptance_length),

@@ -151,8 +151,14 @@ def server_section(view: SessionView, server: ServerView | None) -> Text:
     info = view.info
     if server is not None and len(view.servers) > 1 and info.server not in (None, server.source):
         # The session's identity (model, draft, version) is its first server's: another server
-        # shows its own address and what its /metrics says (n_spec), not someone else's model.
-        info = replace(info, model=None, draft_model=None, method=None, vllm_version=None)
+        # shows its own address, model and version (what it answered) and its /metrics' n_spec.
+        info = replace(
+            info,
+            model=server.model,
+            draft_model=None,
+            method=None,
+            vllm_version=server.vllm_version,
+        )
     status = server.status if server and server.status else "connecting"
     out = Text()
     out.append("● ", style=STATUS_STYLE.get(status, ""))
