@@ -4,6 +4,7 @@ the second one showed `vLLM —` and `model —` though it answers /version and 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 
 import httpx
@@ -80,3 +81,55 @@ def test_identity_lookup_from_a_session_info() -> None:
     # One server, no list: the session's own fields (an older recording too).
     assert server_identity(SessionInfo(server="http://a", model="m"), "http://a").model == "m"
     assert server_identity(SessionInfo(server="http://a", model="m"), "http://z").model is None
+
+
+@pytest.fixture
+def busy_sim() -> Iterator[str]:
+    """A simulated server answering a stream of requests from ANOTHER client (not specmon's)."""
+    with start_in_thread(SimConfig(speed=20.0, n_spec=8, seed=3), log_sink=lambda _l: None) as sim:
+        stop = threading.Event()
+
+        def other_client() -> None:
+            body = {
+                "model": _model_and_version(sim.url)[0],
+                "messages": [{"role": "user", "content": "hello"}],
+                "max_tokens": 24,
+                "stream": True,
+            }
+            with httpx.Client(timeout=10) as client:
+                while not stop.is_set():
+                    with client.stream("POST", f"{sim.url}/v1/chat/completions", json=body) as r:
+                        for _ in r.iter_lines():
+                            pass
+
+        thread = threading.Thread(target=other_client, daemon=True)
+        thread.start()
+        try:
+            yield sim.url
+        finally:
+            stop.set()
+            thread.join(timeout=15)
+
+
+def test_watch_gives_ttft_and_itl_percentiles_from_the_servers_histograms(
+    busy_sim, capsys, monkeypatch
+) -> None:
+    """Issue 19 item 11: under other clients' traffic watch showed TTFT/ITL `—` (its own
+    streams measured nothing) though the server exports both histograms. They now come from the
+    histograms' bucket deltas over the window, labelled with their source."""
+    url = busy_sim
+    assert main(["watch", "--attach", url, "--once", "--json", "--interval", "1.0"]) == 0
+    snap = json.loads(capsys.readouterr().out)
+    assert snap["requests"]["percentiles"]["ttft_s"]["p50"] is None  # watch sent nothing
+    assert snap["requests"]["percentiles_source"] == "from this client's streams"
+    latency = snap["servers"][url]["latency"]
+    assert latency["source"] == "from server histograms"
+    assert latency["ttft_count"] > 0 and latency["itl_count"] > 0
+    for key in ("ttft_s", "itl_s"):
+        p = latency[key]
+        assert p["p50"] is not None and 0 < p["p50"] <= p["p95"] <= p["p99"]
+    monkeypatch.setenv("COLUMNS", "240")
+    assert main(["watch", "--attach", url, "--once", "--interval", "1.0"]) == 0
+    out = capsys.readouterr().out
+    (line,) = [ln for ln in out.splitlines() if "TTFT p50/p95/p99" in ln]
+    assert "from server histograms" in line and "—/—/—" not in line.split("ITL")[0]

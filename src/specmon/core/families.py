@@ -56,6 +56,11 @@ HISTOGRAMS: frozenset[str] = frozenset({TTFT, ITL, TPOT, E2E_LATENCY})
 
 HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
 
+QUANTILE_HISTOGRAMS: frozenset[str] = frozenset({TTFT, ITL})
+"""Histograms whose `_bucket` lines ARE read: watch's TTFT and ITL percentiles from the server's
+own histograms (core.histogram_quantiles), for traffic of other clients. ~40 samples a page."""
+QUANTILE_BUCKET_NAMES: frozenset[str] = frozenset(base + "_bucket" for base in QUANTILE_HISTOGRAMS)
+
 HISTOGRAM_READ_SUFFIXES = ("_sum", "_count")
 """The histogram samples specmon reads: sum and count give the mean per interval. The `_bucket`
 lines (about three quarters of the read samples) are skipped: nothing uses them, and skipping them
@@ -72,7 +77,7 @@ ALIASES: dict[str, str] = {
     "vllm:gpu_prefix_cache_hits_total": PREFIX_CACHE_HITS,
     **{
         "vllm:time_per_output_token_seconds" + suffix: ITL + suffix
-        for suffix in HISTOGRAM_READ_SUFFIXES
+        for suffix in (*HISTOGRAM_READ_SUFFIXES, "_bucket")
     },
 }
 """Older exported sample name -> current exported sample name (reference §1.3 renames).
@@ -85,6 +90,7 @@ def _current_sample_names() -> frozenset[str]:
     names = set(COUNTERS) | set(GAUGES)
     for base in HISTOGRAMS:
         names.update(base + suffix for suffix in HISTOGRAM_READ_SUFFIXES)
+    names.update(base + "_bucket" for base in QUANTILE_HISTOGRAMS)
     return frozenset(names)
 
 
@@ -110,6 +116,7 @@ FAMILY_NAMES: frozenset[str] = _family_names()
 COUNTER_SAMPLE_NAMES: frozenset[str] = frozenset(
     COUNTERS
     | {base + suffix for base in HISTOGRAMS for suffix in HISTOGRAM_READ_SUFFIXES}
+    | {base + "_bucket" for base in QUANTILE_HISTOGRAMS}
     | {alias for alias, current in ALIASES.items() if current not in GAUGES}
 )
 """Sample names whose values only grow (counters and histogram parts): a drop is a reset."""

@@ -7,7 +7,8 @@ fraction of the cost (benchmarks/metrics_parse.py).
 
 Rules:
 - exact exported sample names (`..._total`, histograms' `_sum`/`_count`); `*_created` and
-  histogram `_bucket` lines are not read (families.HISTOGRAM_READ_SUFFIXES);
+  histogram `_bucket` lines are not read (families.HISTOGRAM_READ_SUFFIXES), except those of
+  TTFT and ITL (families.QUANTILE_HISTOGRAMS: their percentiles);
 - older names (families.ALIASES) are renamed to the current ones, but only when the page has no
   sample of the current name (vLLM 0.9.2-0.11 export both);
 - labels become sorted tuples (events.labels_of); engines stay separate series;

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from specmon.core import families
 from specmon.core.counters import CounterBank, CounterReset, CounterWindow, sum_by_name
 from specmon.core.events import MetricSample, MetricsScraped, ServerStatus
+from specmon.core.histogram_quantiles import histogram_latency
 from specmon.core.log_lines import EngineLog, SpecDecodingLog
 from specmon.core.request_rows import finite
 from specmon.core.server_identities import ServerIdentityView
@@ -33,6 +34,7 @@ from specmon.core.specdecode import (
 from specmon.core.views import (
     EngineLogView,
     EngineView,
+    HistogramLatency,
     LifetimeNumbers,
     LogView,
     ResetView,
@@ -172,6 +174,9 @@ class ServerState:
     log_tail: deque[str] = field(default_factory=lambda: deque(maxlen=MAX_LOG_TAIL))
     log_lines: int = 0
     identity: ServerIdentityView = field(default_factory=ServerIdentityView)
+    latency_bank: CounterBank | None = None
+    """The TTFT/ITL histogram buckets' counters (families.QUANTILE_HISTOGRAMS), kept apart from
+    `bank` so their resets are not counted as more server restarts."""
     _view: ServerView | None = None
     """The view of the current state; None after any change (rebuilt on the next read)."""
 
@@ -180,6 +185,9 @@ class ServerState:
         self._view = None
         counters = [x for x in e.samples if x.name in families.COUNTERS]
         resets = self.bank.observe(e.t, counters)
+        if self.latency_bank is not None:
+            buckets = [x for x in e.samples if x.name in families.QUANTILE_BUCKET_NAMES]
+            self.latency_bank.observe(e.t, buckets)  # resets corrected there, not counted
         for r in resets:
             self.reset_count += 1
             self.last_reset_t = r.t
@@ -228,6 +236,12 @@ class ServerState:
             self._view = self._build_view(window_seconds)
         return self._view
 
+    def _latency(self, window_seconds: float) -> HistogramLatency | None:
+        if self.latency_bank is None:
+            return None
+        window = self.latency_bank.window(window_seconds)
+        return histogram_latency(window.deltas) if window else None
+
     def _build_view(self, window_seconds: float) -> ServerView:
         window = self.bank.window(window_seconds)
         stats = spec_decode_stats(window.deltas) if window else None
@@ -248,6 +262,7 @@ class ServerState:
                 acceptance_length=finite(stats.acceptance_length) if stats else None,
                 draft_acceptance_rate=finite(stats.draft_acceptance_rate) if stats else None,
                 per_position_rates=stats.per_position_rates if stats else None,
+                latency=self._latency(window_seconds),
             ),
             lifetime=self.lifetime,
             v0_draft_acceptance_rate=finite(

@@ -219,6 +219,7 @@ class SessionState:
                 bank=CounterBank(keep_seconds=keep, max_points=4096),
                 history=deque(maxlen=self.history_points),
                 identity=server_identity(self.info, source),
+                latency_bank=CounterBank(keep_seconds=keep, max_points=4096),
             )
             self._servers[source] = server
         return server

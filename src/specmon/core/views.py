@@ -202,6 +202,22 @@ class WindowNumbers:
     acceptance_length: float | None
     draft_acceptance_rate: float | None
     per_position_rates: tuple[float, ...] | None
+    latency: HistogramLatency | None = None
+    """TTFT and ITL percentiles from the server's own histograms over the window (None before
+    two scrapes, or when the page has no buckets)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HistogramLatency:
+    """TTFT and ITL percentiles from the window's increase of the server's histogram buckets
+    (`vllm:time_to_first_token_seconds`, `vllm:inter_token_latency_seconds`: per engine step
+    under speculative decoding), as Grafana's histogram_quantile computes them; with how many
+    observations each holds (0: nothing measured in the window)."""
+
+    ttft_s: PercentileView
+    itl_s: PercentileView
+    ttft_count: float
+    itl_count: float
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,11 +12,13 @@ from typing import Any
 
 from specmon.core.events import GpuReading
 from specmon.core.fleet_views import FleetTargetInfo
+from specmon.core.histogram_quantiles import SOURCE_WORDS
 from specmon.core.views import (
     Acceptance,
     CycleView,
     EngineLogView,
     GpuView,
+    HistogramLatency,
     LifetimeNumbers,
     PercentileView,
     RequestRow,
@@ -94,6 +96,7 @@ def snapshot_of(view: SessionView) -> dict[str, Any]:
                 "decode_tok_s": _pct(view.percentiles.decode_tok_s),
                 "itl_s": _pct(view.percentiles.itl_s),
             },
+            "percentiles_source": SOURCE_WORDS["streams"],
         },
         "gpu": gpu_json(view.gpu),
         "markers": [{"t": m.t, "kind": m.kind, "label": m.label} for m in view.markers],
@@ -103,6 +106,19 @@ def snapshot_of(view: SessionView) -> dict[str, Any]:
 
 def _pct(p: PercentileView) -> dict[str, float | None]:
     return {"p50": p.p50, "p95": p.p95, "p99": p.p99}
+
+
+def _latency(lat: HistogramLatency | None) -> dict[str, Any] | None:
+    """A server's TTFT and ITL percentiles from its own histograms over the window."""
+    if lat is None:
+        return None
+    return {
+        "source": SOURCE_WORDS["histograms"],
+        "ttft_s": _pct(lat.ttft_s),
+        "itl_s": _pct(lat.itl_s),
+        "ttft_count": lat.ttft_count,
+        "itl_count": lat.itl_count,
+    }
 
 
 def _al(a: Acceptance | None) -> float | None:
@@ -193,6 +209,7 @@ def server_json(s: ServerView) -> dict[str, Any]:
     return {
         "model": s.model,
         "vllm_version": s.vllm_version,
+        "latency": _latency(s.window.latency),
         "status": s.status,
         "status_detail": s.status_detail,
         "status_since": s.status_since,

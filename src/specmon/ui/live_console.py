@@ -33,7 +33,8 @@ from specmon.core.events import (
     ServerStatusChanged,
     StreamChunk,
 )
-from specmon.core.views import GpuView, RequestRow, SessionView
+from specmon.core.histogram_quantiles import choose_latency
+from specmon.core.views import GpuView, PercentileView, RequestRow, SessionView
 from specmon.ui.formatting import (
     DASH,
     FLAG_STYLES,
@@ -227,6 +228,26 @@ def _gpu_parts(gpu: GpuView) -> list[RenderableType]:
     return parts
 
 
+def latency_lines(view: SessionView) -> list[RenderableType]:
+    """One line per server: TTFT and ITL p50/p95/p99 in ms and where they come from (this
+    client's streams when it sent any, else the server's histograms over the window)."""
+
+    def ms(p: PercentileView) -> str:
+        return "/".join(fmt(None if v is None else v * 1000, ".0f") for v in (p.p50, p.p95, p.p99))
+
+    out: list[RenderableType] = []
+    for s in view.servers:
+        choice = choose_latency(view, s)
+        line = Text(f"latency {clean(s.source)}: ")
+        line.append(f"TTFT p50/p95/p99 {ms(choice.ttft_s)} ms · ITL {ms(choice.itl_s)} ms")
+        if choice.source == "histograms" and s.window.window_seconds is not None:
+            line.append(f"  ({choice.words}, last {s.window.window_seconds:.0f} s)", style="dim")
+        elif choice.source is not None:
+            line.append(f"  ({choice.words})", style="dim")
+        out.append(line)
+    return out
+
+
 def render(
     view: SessionView, *, title: str, text_tail: tuple[str | None, str] | None = None
 ) -> RenderableType:
@@ -235,6 +256,7 @@ def render(
     if view.simulated:
         parts.append(Text(SIMULATED_BANNER, style="bold white on magenta", justify="center"))
     parts.append(servers_table(view))
+    parts.extend(latency_lines(view))
     parts.extend(fleet_lines(view))
     parts.append(requests_table(view))
     summary = view.summary

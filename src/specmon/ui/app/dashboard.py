@@ -20,6 +20,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from specmon.core.events import GpuReading
+from specmon.core.histogram_quantiles import choose_latency
 from specmon.core.views import ServerView, SessionView
 from specmon.ui.app.safe_text import visible
 from specmon.ui.app.session_port import AnswerNumbers
@@ -242,8 +243,11 @@ def positions_section(server: ServerView | None, n_spec: int | None) -> Text:
     return out + hint_line(server)
 
 
+PANEL_SOURCE_WORDS = {"streams": "(this client)", "histograms": "(server histograms)"}
+
+
 def load_section(view: SessionView, server: ServerView | None) -> Text:
-    p = view.percentiles
+    p = choose_latency(view, server)  # this client's streams, else the server's histograms
 
     def ms(value: float | None) -> str:
         return num(None if value is None else value * 1000, ".0f", 6)
@@ -254,7 +258,7 @@ def load_section(view: SessionView, server: ServerView | None) -> Text:
     return _t(
         f"running {num(running, '.0f', 3)}  waiting {num(waiting, '.0f', 3)}  "
         f"KV {num(kv, '.0f', 3)}%\n"
-        f"{'ms':<5}{'p50':>7}{'p95':>7}{'p99':>7}\n"
+        f"{'ms':<5}{'p50':>7}{'p95':>7}{'p99':>7}  {PANEL_SOURCE_WORDS.get(p.source or '', '')}\n"
         f"TTFT {ms(p.ttft_s.p50)} {ms(p.ttft_s.p95)} {ms(p.ttft_s.p99)}\n"
         f"ITL  {ms(p.itl_s.p50)} {ms(p.itl_s.p95)} {ms(p.itl_s.p99)}"
     )
