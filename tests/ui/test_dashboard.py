@@ -109,3 +109,27 @@ def test_the_cycle_report_appears_once_a_cycle_is_seen() -> None:
     assert "cycle: every 10 requests" in s["flags"]
     assert "cycle: none seen" in _sections(session_view())["flags"]
     assert "(1 answer)" in _sections(session_view(speeds=(200.0,)))["flags"]
+
+
+def test_load_percentiles_come_from_server_histograms_without_own_streams() -> None:
+    """Issue 19 item 11: watch sends no request of its own, so TTFT/ITL stayed `—` under other
+    clients' traffic. The panel shows the server's histogram percentiles, and says so."""
+    from specmon.core.events import MetricsScraped, SessionInfo
+    from specmon.core.session_state import SessionState
+    from specmon.core.views import HistogramLatency, PercentileView
+    from specmon.ui.app.dashboard import load_section
+
+    state = SessionState(SessionInfo(server="http://a"))
+    state.apply(MetricsScraped(t=1.0, source="http://a", samples=()))
+    view = state.view()
+    server = view.servers[0]
+    latency = HistogramLatency(
+        PercentileView(0.05, 0.12, 0.3), PercentileView(0.02, 0.04, 0.05), 9, 90
+    )
+    server = replace(server, window=replace(server.window, latency=latency))
+    lines = load_section(view, server).plain.splitlines()
+    assert lines[1].endswith("(server histograms)")
+    assert lines[2].split() == ["TTFT", "50", "120", "300"]
+    assert lines[3].split() == ["ITL", "20", "40", "50"]
+    own = session_view()  # this client's streams measured TTFT: those, labelled so
+    assert load_section(own, own.servers[0]).plain.splitlines()[1].endswith("(this client)")

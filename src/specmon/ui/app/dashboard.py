@@ -243,7 +243,7 @@ def positions_section(server: ServerView | None, n_spec: int | None) -> Text:
     return out + hint_line(server)
 
 
-PANEL_SOURCE_WORDS = {"streams": "(this client)", "histograms": "(server histograms)"}
+PANEL_SOURCE_WORDS = {"streams": "  (this client)", "histograms": "  (server histograms)"}
 
 
 def load_section(view: SessionView, server: ServerView | None) -> Text:
@@ -258,7 +258,7 @@ def load_section(view: SessionView, server: ServerView | None) -> Text:
     return _t(
         f"running {num(running, '.0f', 3)}  waiting {num(waiting, '.0f', 3)}  "
         f"KV {num(kv, '.0f', 3)}%\n"
-        f"{'ms':<5}{'p50':>7}{'p95':>7}{'p99':>7}  {PANEL_SOURCE_WORDS.get(p.source or '', '')}\n"
+        f"{'ms':<5}{'p50':>7}{'p95':>7}{'p99':>7}{PANEL_SOURCE_WORDS.get(p.source or '', '')}\n"
         f"TTFT {ms(p.ttft_s.p50)} {ms(p.ttft_s.p95)} {ms(p.ttft_s.p99)}\n"
         f"ITL  {ms(p.itl_s.p50)} {ms(p.itl_s.p95)} {ms(p.itl_s.p99)}"
     )
