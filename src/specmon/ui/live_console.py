@@ -238,7 +238,8 @@ def latency_lines(view: SessionView) -> list[RenderableType]:
     out: list[RenderableType] = []
     for s in view.servers:
         choice = choose_latency(view, s)
-        line = Text(f"latency {clean(s.source)}: ")
+        several = len(view.servers) > 1  # name the server only when there are several
+        line = Text(f"latency {clean(s.source)}: " if several else "latency: ")
         line.append(f"TTFT p50/p95/p99 {ms(choice.ttft_s)} ms · ITL {ms(choice.itl_s)} ms")
         if choice.source == "histograms" and s.window.window_seconds is not None:
             line.append(f"  ({choice.words}, last {s.window.window_seconds:.0f} s)", style="dim")
