@@ -118,7 +118,9 @@ DEFINITIONS: tuple[Definition, ...] = (
         "",
         "Percentiles exactly as numpy.percentile (linear), as `vllm bench serve` reports them.",
         "Virtual index (n - 1) * p / 100 with linear interpolation between the two neighbours "
-        "(core/percentiles.py).",
+        "(core/percentiles.py). Without requests of this client's own (watch), TTFT and ITL come "
+        "from the server's histograms over the window instead, as Grafana's histogram_quantile "
+        "(linear inside a bucket; core/histogram_quantiles.py), labelled (server histograms).",
     ),
     _d(
         "merged_chunk",
