@@ -56,6 +56,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="per-request metrics.speculative_decoding in responses, as vLLM's flag (default none)",
     )
     parser.add_argument(
+        "--enable-per-request-metrics",
+        action="store_true",
+        help="per-request timing metrics (queue, TTFT, generation, mean ITL) in responses, "
+        "as vLLM's flag",
+    )
+    parser.add_argument(
         "--engines",
         type=int,
         default=1,
@@ -95,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
         port=args.port,
         log_interval=_log_interval(args),
         per_request_spec_decode_metrics=args.per_request_spec_decode_metrics,
+        enable_per_request_metrics=args.enable_per_request_metrics,
         engines=args.engines,
     )
     try:

@@ -96,6 +96,9 @@ class RequestEnded:
     finish_reason: str | None = None
     spec_decoding: dict[str, Any] | None = None
     error: str | None = None
+    server_timing: dict[str, Any] | None = None
+    """vLLM's per-request timing fields (`--enable-per-request-metrics`: queue_time_ms,
+    time_to_first_token_ms, ...; core.server_timing) when the server returned them."""
 
 
 # ---------------------------------------------------------------- server (/metrics, logs, health)

@@ -37,6 +37,7 @@ from specmon.core.events import (
 from specmon.core.fleet_codec import decode_fleet, encode_fleet
 from specmon.core.metrics_delta import MetricsDeltaDecoder, MetricsDeltaEncoder, number
 from specmon.core.redaction import REDACTED, redact_literal, redact_text, redact_url, redact_value
+from specmon.core.server_timing import TIMING_FIELDS
 
 __all__ = [
     "CODES",
@@ -265,7 +266,13 @@ class EventEncoder:
 
     def _ended(self, event: RequestEnded) -> dict[str, Any]:
         data: dict[str, Any] = {"id": event.request_id, "outcome": event.outcome}
-        for name in ("prompt_tokens", "completion_tokens", "finish_reason", "spec_decoding"):
+        for name in (
+            "prompt_tokens",
+            "completion_tokens",
+            "finish_reason",
+            "spec_decoding",
+            "server_timing",
+        ):
             value = getattr(event, name)
             if value is not None:
                 data[name] = value
@@ -474,6 +481,7 @@ def _started(t: float, data: dict[str, Any]) -> RequestStarted:
 
 def _ended(t: float, data: dict[str, Any]) -> RequestEnded:
     spec = data.get("spec_decoding")
+    timing = data.get("server_timing")
     return RequestEnded(
         t=t,
         request_id=str(data["id"]),
@@ -483,7 +491,16 @@ def _ended(t: float, data: dict[str, Any]) -> RequestEnded:
         finish_reason=_opt_str(data.get("finish_reason")),
         spec_decoding=spec if isinstance(spec, dict) else None,
         error=_opt_str(data.get("error")),
+        server_timing=_timing(timing),
     )
+
+
+def _timing(value: Any) -> dict[str, Any] | None:
+    """The recorded per-request timing fields: the known numeric ones only (else None)."""
+    if not isinstance(value, dict):
+        return None
+    kept = {k: v for k in TIMING_FIELDS if type(v := value.get(k)) in (int, float)}
+    return kept or None
 
 
 def _status(t: float, data: dict[str, Any]) -> ServerStatusChanged:

@@ -23,7 +23,7 @@ from specmon.sim import logs, request_body, responses, step_model, tokenizer
 from specmon.sim.api_errors import ApiError
 from specmon.sim.faults import Faults
 from specmon.sim.http import Responder
-from specmon.sim.jsonwire import dumps
+from specmon.sim.jsonwire import JsonObject, dumps
 from specmon.sim.metrics import FinishedRequest, SimMetrics
 from specmon.sim.profiles import Profile
 from specmon.sim.schedule import Schedule
@@ -98,6 +98,8 @@ class Engine:
         self.sleep = sleep
         self.spec_metrics: SpecMetricsLevel = spec_metrics
         """`--per-request-spec-decode-metrics`: none, summary or detailed."""
+        self.timing_metrics = False
+        """`--enable-per-request-metrics`: the timing fields in each response's `metrics`."""
         self.metrics = SimMetrics(
             profile.model,
             n_spec,
@@ -348,8 +350,9 @@ class Engine:
         """The end of a complete answer: the usage chunk (with the per-request object) and
         [DONE] when streamed, else the whole response."""
         spec = gen.spec.to_dict() if gen.spec is not None else None
+        timing = self._timing(gen) if self.timing_metrics else None
         if gen.writer is not None:
-            tail = gen.writer.usage_chunk(gen.sent, spec) if gen.req.include_usage else b""
+            tail = gen.writer.usage_chunk(gen.sent, spec, timing) if gen.req.include_usage else b""
             await gen.out.write(tail + gen.writer.DONE)
             await gen.out.end()
             return
@@ -362,8 +365,20 @@ class Engine:
             gen.reason,
             self.fingerprint,
             spec,
+            timing,
         )
         await gen.out.send(200, dumps(body).encode())
+
+    def _timing(self, gen: _Generation) -> JsonObject:
+        """The request's timing fields as vLLM computes them (the simulator has no queue: a
+        request is scheduled on arrival, so queue time is 0 and TTFT runs from arrival)."""
+        return responses.timing_metrics(
+            queue_s=0.0,
+            ttft_s=max(0.0, gen.first_token_t - gen.arrival),
+            generation_s=max(0.0, gen.last_token_t - gen.first_token_t),
+            tokens=gen.sent,
+            since_scheduled_s=max(0.0, gen.last_token_t - gen.arrival),
+        )
 
     def _close(self, gen: _Generation) -> None:
         """The request leaves the engine, whatever ended it: running, KV cache, and the

@@ -40,6 +40,9 @@ class SimConfig:
     per_request_spec_decode_metrics: str = "none"
     """vLLM's `--per-request-spec-decode-metrics`: none (vLLM's default), summary or detailed
     (docs/simulator.md); anything but none needs speculation (n_spec > 0), as in vLLM."""
+    enable_per_request_metrics: bool = False
+    """vLLM's `--enable-per-request-metrics`: the per-request timing fields (queue, TTFT,
+    generation time, mean ITL, tok/s) in each response's `metrics`."""
     engines: int = 1
     """Engines (data-parallel ranks): one `engine` label per rank on /metrics, requests served
     round-robin (1..16)."""
@@ -114,6 +117,7 @@ class SimServer:
             resolved.spec_metrics,
             config.engines,
         )
+        self.app.engine.timing_metrics = config.enable_per_request_metrics
         self.http = HttpServer(self.app.handle, config.host, config.port)
         self._log_task: asyncio.Task[None] | None = None
 
