@@ -263,6 +263,28 @@ class Marker:
     label: str
 
 
+@dataclass(frozen=True, slots=True)
+class CanaryProbed:
+    """One canary probe of a server (core.canary): its AL and the baseline it was judged by.
+
+    The baseline's numbers (expected AL, tolerance, learned probes, live reference) are those in
+    force when the probe ran, so a recording replays the same judgement without the store.
+    `expected_al`/`tolerance` are None while the baseline is being learned.
+    """
+
+    t: float
+    source: str
+    outcome: RequestOutcome = "ok"
+    acceptance_length: float | None = None
+    completion_tokens: int | None = None
+    expected_al: float | None = None
+    tolerance: float | None = None
+    learned_probes: int = 0
+    live_acceptance_length: float | None = None
+    live_reference: float | None = None
+    error: str | None = None
+
+
 Event = (
     RequestStarted
     | StreamChunk
@@ -273,6 +295,7 @@ Event = (
     | GpuSampled
     | Marker
     | FleetSampled
+    | CanaryProbed
 )
 
 Emit = Callable[[Event], None]

@@ -19,6 +19,7 @@ from typing import Any
 from specmon.core.dispatch import event_table
 from specmon.core.errors import RecordingFormatError
 from specmon.core.events import (
+    CanaryProbed,
     Event,
     FleetSampled,
     GpuReading,
@@ -88,6 +89,7 @@ CODE_LOG = "l"
 CODE_GPU = "g"
 CODE_MARKER = "m"
 CODE_FLEET = "fl"
+CODE_CANARY = "cn"
 
 CODES: dict[type, str] = {
     RequestStarted: CODE_REQUEST_STARTED,
@@ -99,6 +101,7 @@ CODES: dict[type, str] = {
     GpuSampled: CODE_GPU,
     Marker: CODE_MARKER,
     FleetSampled: CODE_FLEET,
+    CanaryProbed: CODE_CANARY,
 }
 """The code of each event type (every event type has one: tests/unit/test_dispatch.py)."""
 
@@ -205,6 +208,7 @@ class EventEncoder:
                 ServerLogLine: self._log,
                 Marker: self._marker,
                 FleetSampled: self._fleet,
+                CanaryProbed: self._canary,
             },
             name="recording encoder",
         )
@@ -292,6 +296,20 @@ class EventEncoder:
     def _marker(self, event: Marker) -> dict[str, Any]:
         return {"label": self._text(event.label)}
 
+    def _canary(self, event: CanaryProbed) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "src": redact_url(event.source),
+            "outcome": event.outcome,
+            "learned": event.learned_probes,
+        }
+        for name in _CANARY_NUMBERS:
+            value = getattr(event, name)
+            if value is not None:
+                data[name] = value
+        if event.error is not None:
+            data["error"] = self._text(event.error)
+        return data
+
     def _fleet(self, event: FleetSampled) -> dict[str, Any]:
         return encode_fleet(event, text=self._text, url=redact_url, gpu=_gpu_dict)
 
@@ -377,6 +395,7 @@ class EventDecoder:
                 ServerLogLine: _log,
                 Marker: _marker,
                 FleetSampled: _fleet,
+                CanaryProbed: _canary,
             },
             name="recording decoder",
         )
@@ -514,6 +533,36 @@ def _status(t: float, data: dict[str, Any]) -> ServerStatusChanged:
 
 def _log(t: float, data: dict[str, Any]) -> ServerLogLine:
     return ServerLogLine(t=t, source=str(data.get("src", "")), line=str(data["line"]))
+
+
+_CANARY_NUMBERS = (
+    "acceptance_length",
+    "completion_tokens",
+    "expected_al",
+    "tolerance",
+    "live_acceptance_length",
+    "live_reference",
+)
+
+
+def _canary(t: float, data: dict[str, Any]) -> CanaryProbed:
+    def al(name: str) -> float | None:
+        value = _opt_float(data.get(name))
+        return value if value is None or 0.0 <= value <= MAX_INT else None
+
+    return CanaryProbed(
+        t=t,
+        source=str(data["src"]),
+        outcome=_outcome(data.get("outcome", "ok")),
+        acceptance_length=al("acceptance_length"),
+        completion_tokens=_opt_int(data.get("completion_tokens")),
+        expected_al=al("expected_al"),
+        tolerance=al("tolerance"),
+        learned_probes=_int(data.get("learned", 0)),
+        live_acceptance_length=al("live_acceptance_length"),
+        live_reference=al("live_reference"),
+        error=_opt_str(data.get("error")),
+    )
 
 
 def _marker(t: float, data: dict[str, Any]) -> Marker:

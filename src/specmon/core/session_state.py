@@ -26,12 +26,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from specmon.core import families
+from specmon.core.canary import CanaryTracker
 from specmon.core.counters import CounterBank, CounterPoint, sum_by_name, window_between
 from specmon.core.detectors import vanilla
 from specmon.core.detectors.cycle import detect_cycle
 from specmon.core.detectors.speed_class import speed_class, speed_levels
 from specmon.core.dispatch import event_table
 from specmon.core.events import (
+    CanaryProbed,
     Event,
     FleetSampled,
     GpuSampled,
@@ -168,6 +170,7 @@ class SessionState:
         self._gpu_view_cache: GpuView | None = None
         self._t: float | None = None
         self.events = 0
+        self._canary = CanaryTracker()
         self._handlers: dict[type, Callable[[Any], None]] = event_table(
             {
                 MetricsScraped: self._scraped,
@@ -179,6 +182,7 @@ class SessionState:
                 ServerLogLine: self._log,
                 Marker: self._marker,
                 FleetSampled: self._fleet_sampled,
+                CanaryProbed: self._canary.apply,
             },
             name="session fold",
         )
@@ -429,6 +433,7 @@ class SessionState:
             markers=tuple(self._markers),
             cycle=self._cycle(),
             events=self.events,
+            canaries=self._canary.views(),
         )
 
     def server_views(self) -> tuple[ServerView, ...]:

@@ -24,8 +24,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from specmon.core.canary import CanaryView
 from specmon.core.events import GpuReading, ServerStatus, SessionInfo
 from specmon.core.fleet_views import FleetTargetInfo, ServerOrigin
+from specmon.core.server_timing import TtftSplit
 
 AcceptanceSource = Literal["server", "chunks", "metrics"]
 """Where a request's acceptance numbers came from:
@@ -154,6 +156,10 @@ class RequestRow:
     speed_class: SpeedClassView | None = None
     """ok / transition / vanilla-speed against the session's recent speeds; None while running,
     for failed/cancelled requests and for rows without a decode speed."""
+    ttft_split: TtftSplit | None = None
+    """The TTFT split into the engine's share (queue + server TTFT, from vLLM's per-request
+    timing metrics) and the rest (network, API server, client); None when the server sent no
+    timings (core.server_timing)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -426,6 +432,9 @@ class SessionView:
     """None before any ok request."""
     events: int
     """Events folded so far (a reader can tell two views apart)."""
+    canaries: tuple[CanaryView, ...] = ()
+    """The canary probe of each probed server (`watch --canary`, chat's host mode; core.canary),
+    by source; empty when no canary ran."""
 
     def server(self, source: str) -> ServerView | None:
         """The view of one server by its base URL."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from specmon.core.canary import canary_json
 from specmon.core.events import GpuReading
 from specmon.core.fleet_views import FleetTargetInfo
 from specmon.core.views import (
@@ -70,6 +71,7 @@ def snapshot_of(view: SessionView) -> dict[str, Any]:
             "window_seconds": view.window_seconds,
         },
         "servers": {s.source: server_json(s) for s in view.servers},
+        "canary": [canary_json(c) for c in view.canaries],
         "requests": {
             "rows": [row_json(r) for r in view.rows],
             "in_flight": [row_json(r) for r in view.in_flight],
@@ -132,6 +134,9 @@ def row_json(r: RequestRow) -> dict[str, Any]:
         "prompt_tokens": r.prompt_tokens,
         "completion_tokens": r.completion_tokens,
         "ttft_s": r.ttft_s,
+        "server_ttft_s": r.ttft_split.server_ttft_s if r.ttft_split else None,
+        "server_queue_s": r.ttft_split.queue_s if r.ttft_split else None,
+        "ttft_outside_engine_s": r.ttft_split.outside_s if r.ttft_split else None,
         "e2el_s": r.e2el_s,
         "tpot_s": r.tpot_s,
         "decode_tok_s": r.decode_tok_s,
