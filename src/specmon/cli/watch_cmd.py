@@ -57,6 +57,10 @@ FLEET_INTERVAL_S = 5.0
 """Default seconds between reads of a Prometheus (its own scrape interval is usually 15 s)."""
 MAX_INTERVAL_S = 3600.0
 """Longest --interval accepted (an hour): an unbounded one (inf, 1e308) overflowed the wait."""
+DEFAULT_CANARY_S = 300.0
+"""`--canary` without a value (core.canary.DEFAULT_INTERVAL_S)."""
+MIN_CANARY_S = 10.0
+MAX_CANARY_S = 86_400.0
 
 
 def register(subparsers: Any) -> None:
@@ -134,6 +138,16 @@ def register(subparsers: Any) -> None:
     p.add_argument("--once", action="store_true", help="print one snapshot and exit")
     p.add_argument("--json", action="store_true", help="JSON output (one line per snapshot)")
     add_export_argument(p)
+    p.add_argument(
+        "--canary",
+        nargs="?",
+        type=float,
+        const=DEFAULT_CANARY_S,
+        default=None,
+        metavar="SECONDS",
+        help="probe each server with one fixed greedy request at most every SECONDS (default "
+        f"{DEFAULT_CANARY_S:g}) while it has live traffic, and flag engine drift (docs/canary.md)",
+    )
 
 
 def _http_url(text: str) -> str:
@@ -147,6 +161,20 @@ def _http_url(text: str) -> str:
 def _error(message: str) -> int:
     print(f"specmon watch: {message}", file=sys.stderr)
     return 2
+
+
+def _canary_problem(args: argparse.Namespace) -> str | None:
+    """Why --canary cannot be used with these arguments (None: it can)."""
+    if not MIN_CANARY_S <= args.canary <= MAX_CANARY_S:  # NaN fails too
+        return (
+            f"--canary must be a number of seconds from {MIN_CANARY_S:g} to {MAX_CANARY_S:g}, "
+            f"got {args.canary}"
+        )
+    if args.prometheus is not None:
+        return "--canary goes with --attach (it sends requests to the servers themselves)"
+    if args.once:
+        return "--canary needs a running watch, not --once"
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -167,6 +195,10 @@ def run(args: argparse.Namespace) -> int:
         export = parse_export(args.export)
     except ValueError as exc:
         return _error(str(exc))
+    if args.canary is not None:
+        problem = _canary_problem(args)
+        if problem is not None:
+            return _error(problem)
     if args.prometheus is not None:
         return _fleet(args, export)
     gpu = args.gpu if args.gpu is not None else default_gpu_source(args.attach)
@@ -179,6 +211,8 @@ def run(args: argparse.Namespace) -> int:
     from specmon.cli.app_runner import wants_app  # a terminal, or a browser (specmon web)
 
     if not args.json and not args.once and wants_app():
+        if args.canary is not None:  # the dashboard's collector process does not run it yet
+            return _error("--canary runs with --json or plain output for now (not the dashboard)")
         return _app(targets, gpu, args, export)
     try:
         monitor = Monitor(
@@ -215,6 +249,10 @@ def _run_monitor(
             monitor.start(run_loops=not args.once)
         except RecordingError as exc:
             return _error(str(exc))
+        if getattr(args, "canary", None) is not None and not args.once:
+            from specmon.runtime.canary import start_canaries
+
+            start_canaries(monitor, args.canary)
         if fleet_spec is not None:
             from specmon.runtime.fleet_run import start_fleet
 

@@ -40,7 +40,9 @@ from specmon.core.events import (
     RequestStarted,
     StreamChunk,
 )
+from specmon.core.redaction import redact_url
 from specmon.core.stream_stats import RequestTrace, request_stats
+from specmon.runtime.monitor import Monitor
 from specmon.sources.canary_store import CanaryStore, CanaryStoreError
 from specmon.sources.stream_client import ChatRequest, StreamClient
 
@@ -206,3 +208,54 @@ class CanaryProbe:
         except CanaryStoreError as exc:
             self._store_note = f"canary baseline learned in memory only: {exc}"
             self.store = None
+
+
+def canary_key(monitor: Monitor, index: int) -> CanaryKey:
+    """The key of server number `index` of a started monitor: its base URL (credentials
+    removed), the model it lists first, and the session's drafter, method and K (those only
+    when it watches this one server: they are the session's, not per server)."""
+    client = monitor.clients[index]
+    identity = monitor.identities[index] if index < len(monitor.identities) else None
+    info = monitor.info
+    alone = len(monitor.clients) == 1 and info is not None
+    model = identity.models[0] if identity is not None and identity.models else None
+    if model is None and alone and info is not None:
+        model = info.model
+    n_spec = identity.n_spec if identity is not None else None
+    if n_spec is None and alone and info is not None:
+        n_spec = info.n_spec
+    return CanaryKey(
+        server=redact_url(client.base_url) or client.base_url,
+        model=model or "",
+        draft=info.draft_model if alone and info is not None else None,
+        method=info.method if alone and info is not None else None,
+        n_spec=n_spec,
+    )
+
+
+def start_canaries(
+    monitor: Monitor,
+    interval_s: float,
+    *,
+    store: CanaryStore | None = None,
+    check_s: float = DEFAULT_CHECK_S,
+) -> list[CanaryProbe]:
+    """Start one canary per attached server of a started monitor (until monitor.stop()).
+    `store` None: the default file under XDG data."""
+    if monitor.info is None:
+        raise RuntimeError("the monitor is not started")
+    store = store if store is not None else CanaryStore()
+    probes = []
+    for index, client in enumerate(monitor.clients):
+        probe = CanaryProbe(
+            client,
+            canary_key(monitor, index),
+            interval_s=interval_s,
+            clock=monitor.hub.clock,
+            store=store,
+            check_s=check_s,
+        )
+        monitor.hub.subscribe(probe.observe)
+        monitor.run_source(probe.run)
+        probes.append(probe)
+    return probes
