@@ -81,6 +81,13 @@ def test_every_number_shown_is_defined() -> None:
         "position_share",
         "trim_hint",
         "heat",
+        "server_ttft_s",
+        "ttft_outside_s",
+        "canary_al",
+        "canary_expected_al",
+        "canary_tolerance",
+        "canary_status",
+        "canary_diagnosis",
     }
     for key in required:
         definition(key)  # KeyError names the missing one

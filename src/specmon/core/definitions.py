@@ -11,6 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from specmon.core.canary import (
+    CANARY_MAX_TOKENS,
+    CONFIRM_PROBES,
+    LEARN_PROBES,
+    MIN_TOLERANCE_AL,
+    NOISE_SIGMAS,
+    WORKLOAD_SHIFT,
+)
 from specmon.core.detectors.vanilla import DEFAULT_MARGIN, DEFAULT_MIN_TOKENS
 from specmon.core.gpu_reasons import SLOWDOWN_REASONS
 from specmon.core.position_worth import HINT_MIN_KEPT_SHARE, HINT_RATE_THRESHOLD
@@ -43,6 +51,7 @@ GROUPS: tuple[tuple[str, str], ...] = (
     ("cycle", "Cycle report"),
     ("positions", "Draft positions and acceptance heat"),
     ("gpu", "GPU readings"),
+    ("canary", "Canary probe"),
 )
 """Group keys and titles, in display order."""
 
@@ -437,6 +446,81 @@ DEFINITIONS: tuple[Definition, ...] = (
         "their token counts; merged, cut or uncounted chunks are unknown; the first token is the "
         f"prefill's. Without K the bar for many is {MANY_WITHOUT_K} accepted "
         "(core/step_heat.py).",
+    ),
+    _d(
+        "server_ttft_s",
+        "request",
+        "server TTFT",
+        "s",
+        "The engine's share of TTFT: queue time + vLLM's own TTFT (first token - scheduled).",
+        "From vLLM's per-request timing metrics (`--enable-per-request-metrics`, which host mode "
+        "turns on; newest vLLM only), sent in the final usage chunk. Missing when the server does "
+        "not send them (core/server_timing.py).",
+    ),
+    _d(
+        "ttft_outside_s",
+        "request",
+        "TTFT outside engine",
+        "s",
+        "Client TTFT - server TTFT: the network, the API server's own work, the client's reading.",
+        "Large when the client is far from the server, the API server is busy (tokenising, the "
+        "chat template) or the reader lags. It can be slightly negative: the server counts from "
+        "when the request was queued, the client from when it sent it (core/server_timing.py).",
+    ),
+    # ------------------------------------------------------------ canary
+    _d(
+        "canary_al",
+        "canary",
+        "canary AL",
+        "tokens/step",
+        "The acceptance length of the canary: one fixed greedy request (temperature 0, fixed "
+        f"prompt, {CANARY_MAX_TOKENS} tokens) sent now and then.",
+        "The server's per-request AL when it gives one, else the client's chunk AL. Greedy and "
+        "fixed, so it changes with the engine (model, drafter, K, kernels), not with the "
+        "workload. Sent only while the server has live traffic (`watch --canary [SECONDS]`, "
+        "chat's host mode; core/canary.py).",
+    ),
+    _d(
+        "canary_expected_al",
+        "canary",
+        "expected AL",
+        "tokens/step",
+        f"The mean AL of the first {LEARN_PROBES} canary probes of this "
+        "server+model+draft+method+K, stored under XDG data.",
+        "Learned once and kept (a drifting engine must not teach it its drift). To learn it "
+        "again, remove its entry from `$XDG_DATA_HOME/specmon/canary.json` (docs/canary.md).",
+    ),
+    _d(
+        "canary_tolerance",
+        "canary",
+        "noise",
+        "tokens/step",
+        f"How far below the expected AL a probe may fall: {NOISE_SIGMAS:g} standard deviations "
+        f"of the learning probes, at least {MIN_TOLERANCE_AL:g}.",
+        "Greedy answers vary a little with the batch they share with live traffic; the spread "
+        "of the learning probes measures that noise on this server.",
+    ),
+    _d(
+        "canary_status",
+        "canary",
+        "canary",
+        "",
+        "learning, ok, drifting (one probe beyond the noise), drifted (several in a row), or "
+        "failed (the probe did not complete).",
+        f"Drifted after {CONFIRM_PROBES} probes in a row below expected AL - noise: the engine "
+        "lost acceptance on a request that did not change, which a restart of the server "
+        "usually cures (acceptance that decays with uptime).",
+    ),
+    _d(
+        "canary_diagnosis",
+        "canary",
+        "diagnosis",
+        "",
+        "engine drift (the canary fell), workload change (live AL moved while the canary held), "
+        "or steady.",
+        "Live AL is the live traffic's acceptance between two probes, from the /metrics "
+        "counters with the canary's own steps taken out; a workload change is live AL more "
+        f"than {WORKLOAD_SHIFT:.0%} away from its level while the baseline was learned.",
     ),
     # ------------------------------------------------------------ gpu
     _d(
