@@ -28,6 +28,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "bench",
     "sweep",
     "compare",
+    "card",
     "presets",
     "sim",
     "web",
