@@ -103,3 +103,44 @@ def test_a_stored_baseline_judges_the_first_probe_of_a_new_session(tmp_path):
     (probe,) = later
     assert isinstance(probe, CanaryProbed)
     assert probe.learned_probes == LEARN_PROBES and probe.expected_al is not None
+
+
+def test_watch_s_canary_runs_on_the_hub_is_recorded_and_replays(tmp_path):
+    """The wiring of `watch --canary`: start_canaries on a started monitor probes while live
+    traffic runs, the view and the recording carry the probes, the canary is not an answer."""
+    from specmon.core.session_state import SessionState
+    from specmon.runtime.canary import start_canaries
+    from specmon.runtime.monitor import Monitor, Target
+    from specmon.runtime.prompt_loop import prompt_loop
+    from specmon.sources.recording_player import RecordingPlayer, read_recording
+
+    path = tmp_path / "watch.ndjson"
+    with start_in_thread(_config(None), log_sink=lambda _l: None) as sim:
+        monitor = Monitor([Target(sim.url)], SessionState, interval=0.1, record=path)
+        monitor.start()
+        store = CanaryStore(tmp_path / "canary.json")
+        (probe,) = start_canaries(monitor, 0.05, store=store, check_s=0.05)
+        hub = monitor.hub
+        requests = [ChatRequest(f"prompt {i}", max_tokens=64) for i in range(3)]
+        deadline = time.monotonic() + 60
+        live = monitor.snapshot()
+        while not live["canary"] and time.monotonic() < deadline:
+            hub.submit(
+                prompt_loop(
+                    monitor.clients[0], requests, hub.emit, scraper=monitor.scrapers[0], count=3
+                )
+            ).result(60)
+            time.sleep(0.3)
+            live = monitor.snapshot()
+        monitor.stop()  # then the final state: a probe may have come after the last snapshot
+        assert monitor.state is not None
+        live = monitor.state.snapshot()
+    (canary,) = live["canary"]
+    assert canary["source"] == probe.source and canary["probes"] >= 1
+    assert canary["status"] in ("learning", "ok")  # the simulator does not drift here
+    assert all(r["request_id"] != "canary" for r in live["requests"]["rows"])
+    recording = read_recording(path)
+    assert any(isinstance(e, CanaryProbed) for e in recording.events)
+    replayed = SessionState(recording.info)
+    asyncio.run(RecordingPlayer(path).run(replayed.apply))
+    assert replayed.snapshot()["canary"] == live["canary"]
