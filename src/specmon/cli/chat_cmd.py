@@ -112,6 +112,10 @@ def register(subparsers: Any) -> None:
     add_host_arguments(p, model=False)
 
 
+DEFAULT_CANARY_S = 300.0
+"""Seconds between canary probes in host mode (runtime.canary.EXTRA_KEY)."""
+
+
 def _error(message: str) -> int:
     print(f"specmon chat: {message}", file=sys.stderr)
     return 2
@@ -245,6 +249,8 @@ def _chat_hosted(args: argparse.Namespace, plan: HostPlan, gpu: str) -> int:
                 quiet=True,
                 known=host.session_info(),
                 stream_limits=stream_limits_from(args),
+                # host mode probes its server with the canary (docs/canary.md)
+                extra={"canary": DEFAULT_CANARY_S},
             )
             return CollectorProcess(config, state_factory(None))
 
