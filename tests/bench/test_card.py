@@ -157,3 +157,16 @@ def test_output_goes_to_a_file(bench_json, tmp_path, capsys):
 def test_redaction_of_card_texts(text, shown):
     assert Redaction().text(text) == shown
     assert Redaction(include_hosts=True, include_paths=True).text("/srv/m") == "/srv/m"
+
+
+def test_terminal_escapes_and_non_finite_numbers_are_shown_safely(bench_json, tmp_path, capsys):
+    data = json.loads(bench_json.read_text())
+    data["server"]["model"] = "evil\x1b]0;pwned\x07model"
+    data["spec_decode"]["acceptance_length"] = float("nan")
+    planted = tmp_path / "evil.json"
+    planted.write_text(json.dumps(data))  # NaN as Python's json writes it
+    code, md, _ = _card(capsys, str(planted))
+    assert code == 0 and "\x1b" not in md and "evil\\x1b]0;pwned\\x07model" in md
+    assert "| Acceptance length | — |" in md
+    code, text, _ = _card(capsys, str(planted), "--json")
+    assert code == 0 and json.loads(text)["acceptance_length"] is None

@@ -14,6 +14,7 @@ Redaction (core.redaction): every text goes through `redact_text` (API keys, tok
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
@@ -32,6 +33,8 @@ NOT_RECORDED = "not recorded"
 _PATHLIKE = re.compile(r"(?<![\w:])(?:~|\.{1,2})?/(?:[^\s/'\"]+/)+([^\s/'\"]+)")
 """A local path (absolute, ~/, ./ or ../, with at least one folder): group 1 is its last part."""
 _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"]+", re.IGNORECASE)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+"""Control characters (terminal escapes among them): shown as `\\xNN`, never sent raw."""
 
 
 class CardError(ValueError):
@@ -46,7 +49,7 @@ class Redaction:
     def text(self, value: str | None) -> str | None:
         if value is None:
             return None
-        out = redact_text(value)
+        out = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", redact_text(value))
         if not self.include_hosts:
             out = _URL.sub("<server>", out)
         if not self.include_paths:
@@ -105,10 +108,10 @@ class RigCard:
     specmon_version: str | None = None
 
 
-def _thermals(result: BenchResult) -> tuple[ThermalRow, ...]:
+def _thermals(result: BenchResult, r: Redaction) -> tuple[ThermalRow, ...]:
     return tuple(
         ThermalRow(
-            gpu=g.name,
+            gpu=r.text(g.name),
             index=g.index,
             samples=g.samples,
             temperature_c=(g.temperature_c.min, g.temperature_c.mean, g.temperature_c.max),
@@ -144,12 +147,12 @@ def bench_card(result: BenchResult, redaction: Redaction = Redaction()) -> RigCa
     return RigCard(
         kind="bench",
         simulated=server.simulated,
-        gpu=server.gpu or next((g.name for g in result.gpu if g.name), None),
+        gpu=r.text(server.gpu or next((g.name for g in result.gpu if g.name), None)),
         driver=None,
-        vllm_version=server.vllm_version,
+        vllm_version=r.text(server.vllm_version),
         model=r.text(server.model),
         draft_model=r.text(server.draft_model),
-        method=server.method,
+        method=r.text(server.method),
         n_spec=n_spec,
         server=r.text(server.url) if r.include_hosts else None,
         acceptance_length=spec.acceptance_length,
@@ -159,10 +162,10 @@ def bench_card(result: BenchResult, redaction: Redaction = Redaction()) -> RigCa
         decode_tok_s=s.decode_tok_s.mean,
         ttft_ms=s.ttft_ms.median,
         workload=_workload(result, r),
-        thermals=_thermals(result),
+        thermals=_thermals(result, r),
         serve_line=r.text(serve),
-        created_at=result.created_at,
-        specmon_version=result.specmon_version,
+        created_at=r.text(result.created_at),
+        specmon_version=r.text(result.specmon_version),
     )
 
 
@@ -192,7 +195,7 @@ def sweep_card(
         SweepRow(
             n_spec=c.n_spec,
             concurrency=c.concurrency,
-            serve=" ".join(f"{k}={v}" for k, v in c.serve),
+            serve=r.text(" ".join(f"{k}={v}" for k, v in c.serve)) or "",
             tok_s=c.tok_s.value if c.tok_s else None,
             acceptance_length=c.acceptance_length.value if c.acceptance_length else None,
             speedup=c.speedup,
@@ -206,7 +209,7 @@ def sweep_card(
         simulated=summary.simulated or base.simulated,
         model=r.text(ident.model) or base.model,
         draft_model=r.text(ident.draft_model) or base.draft_model,
-        method=ident.method or base.method,
+        method=r.text(ident.method) or base.method,
         serve_line=r.text(summary.command()),
         sweep=rows,
     )
@@ -236,10 +239,21 @@ def load_card(path: str | Path, redaction: Redaction = Redaction()) -> RigCard:
 # ---------------------------------------------------------------- renderings
 
 
+def _finite(value: Any) -> Any:
+    """`value` with non-finite floats as None (JSON has no NaN or Infinity)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
 def card_json(card: RigCard) -> dict[str, Any]:
-    d = asdict(card)
+    d = _finite(asdict(card))
     d["per_position"] = [
-        {"position": i + 1, "acceptance_rate": v} for i, v in enumerate(card.per_position)
+        {"position": i + 1, "acceptance_rate": _finite(v)} for i, v in enumerate(card.per_position)
     ]
     return {"format": FORMAT, "version": VERSION, **d}
 
@@ -249,7 +263,7 @@ def card_json_text(card: RigCard) -> str:
 
 
 def _f(value: float | None, digits: int = 2) -> str:
-    return "—" if value is None else f"{value:.{digits}f}"
+    return "—" if value is None or not math.isfinite(value) else f"{value:.{digits}f}"
 
 
 def _cell(text: str | None) -> str:
