@@ -170,3 +170,20 @@ def test_terminal_escapes_and_non_finite_numbers_are_shown_safely(bench_json, tm
     assert "| Acceptance length | — |" in md
     code, text, _ = _card(capsys, str(planted), "--json")
     assert code == 0 and json.loads(text)["acceptance_length"] is None
+
+
+@pytest.mark.parametrize("kind", ["deeply-nested", "nan-summary", "dev-zero", "fifo", "empty"])
+def test_hostile_result_files_are_one_line_errors(kind, tmp_path, capsys):
+    import os
+
+    path = tmp_path / "a.json"
+    if kind == "deeply-nested":
+        path.write_text("[" * 100_000 + "]" * 100_000)
+    elif kind == "nan-summary":
+        path.write_text('{"format": "specmon-bench", "version": 1, "summary": NaN}')
+    elif kind == "dev-zero":
+        path = Path("/dev/zero")
+    elif kind == "fifo":
+        os.mkfifo(path)
+    code, out, err = _card(capsys, "" if kind == "empty" else str(path))
+    assert code == 2 and out == "" and err.count("\n") == 1 and err.startswith("specmon card: ")
