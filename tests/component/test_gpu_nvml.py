@@ -49,6 +49,8 @@ def test_every_field_maps_with_its_unit():
                 utilization_pct=97.0,
                 power_w=512.345,  # mW -> W
                 power_limit_w=700.0,
+                power_limit_requested_w=700.0,
+                power_limit_default_w=700.0,
                 sm_clock_mhz=1980.0,
                 memory_clock_mhz=2619.0,
                 clock_event_reasons=("sw_power_cap",),

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from specmon.core.diagnosis.state import DiagnosisView
 from specmon.core.events import GpuReading, ServerStatus, SessionInfo
 from specmon.core.fleet_views import FleetTargetInfo, ServerOrigin
 
@@ -426,6 +427,9 @@ class SessionView:
     """None before any ok request."""
     events: int
     """Events folded so far (a reader can tell two views apart)."""
+    diagnosis: DiagnosisView | None = None
+    """Issue 21's analyses (core.diagnosis): AL by context, thermal attribution, seconds saved,
+    quality sentinel. None where a view is built without them."""
 
     def server(self, source: str) -> ServerView | None:
         """The view of one server by its base URL."""
