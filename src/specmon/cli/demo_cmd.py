@@ -67,6 +67,11 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--schedule", default=DEMO_SCHEDULE, help=f"sim schedule (default {DEMO_SCHEDULE})"
     )
+    p.add_argument(
+        "--drift",
+        default=None,
+        help="sim drifts: context:LO:HI[:FLOOR], uptime:HALF_LIFE_S, thermal[:HEAT_S], loop:EVERY",
+    )
     add_baseline_argument(p)
     add_theme_argument(p)
     add_export_argument(p)
@@ -98,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return _error(str(exc))
     kwargs: dict[str, Any] = {"speed": args.speed, "schedule": args.schedule, "port": 0}
+    if args.drift:
+        kwargs["drift"] = args.drift
     if args.profile is not None:
         kwargs["profile"] = args.profile
     if args.n_spec is not None:
