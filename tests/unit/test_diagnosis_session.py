@@ -90,3 +90,17 @@ def test_a_looping_answer_is_flagged_in_the_session() -> None:
     assert q is not None
     assert q.quality.loops == 1 and q.quality.flagged[-1].request_id == "loop"
     assert q.quality.garbled == 0
+
+
+def test_a_recording_round_trip_replays_the_same_diagnosis() -> None:
+    # The analyses are derived from recorded events only: encode, decode, fold again.
+    from specmon.core.recording_format import EventDecoder, EventEncoder
+
+    events = _day(throttle=True)
+    encoder, decoder = EventEncoder(), EventDecoder()
+    replayed = [decoder.decode(json.loads(json.dumps(encoder.encode(e)))) for e in events]
+    assert all(e is not None for e in replayed)
+    live = _fold(events, baseline=60.0).snapshot()["diagnosis"]
+    again = _fold([e for e in replayed if e is not None], baseline=60.0).snapshot()["diagnosis"]
+    assert again == live
+    assert again["thermal"]["power_limits"][0]["requested_w"] == 700.0
