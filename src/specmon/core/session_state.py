@@ -13,7 +13,9 @@ the runtime on the hub thread at most at a frame rate, rebuilds the view and swa
 Memory is bounded whatever the session length: time series are rings (`history_points` entries), the
 counter bank keeps a short time window, request rows are capped (`max_requests`; older requests are
 summarised as counts and means over ALL requests), and markers, resets, log tails, ITL values and
-the cycle detector's input are rings. MEMORY_CAP_BYTES is the stated cap, checked by a test that
+the cycle detector's input are rings; the diagnosis fold (core.diagnosis: AL by context, thermal
+attribution, seconds saved, quality sentinel) holds bins, running sums and capped rings.
+MEMORY_CAP_BYTES is the stated cap, checked by a test that
 folds a 10-hour session at 1 Hz.
 """
 
