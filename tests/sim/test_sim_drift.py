@@ -234,11 +234,19 @@ def test_degraded_answers_cost_time_against_vanilla_and_fast_ones_save_it() -> N
     assert s.saved_s == pytest.approx(sum(a.saved_s for a in s.recent))
 
 
-def test_an_answer_with_no_acceptance_on_a_good_drafter_is_flagged_garbled(start_sim) -> None:
-    # Request 10 is degraded (AL 1.0) after nine at the profile's AL ~3.7.
-    sim = start_sim(seed=6, schedule="cycle:9f,1d")
+def test_a_garbled_answer_on_a_good_drafter_is_flagged(start_sim) -> None:
+    # Request 10 is symbol soup at no acceptance after nine at the profile's AL ~3.7.
+    sim = start_sim(seed=6, drift="garble:10")
     q = _fold(_fake_timed(sim, 10, 300), n_spec=8).view().diagnosis
     assert q is not None
     assert [(v.request_id, v.flag) for v in q.quality.flagged] == [("r9", "garbled")]
     z = q.quality.flagged[0].al_z
     assert z is not None and z <= -3
+
+
+def test_an_answer_that_fell_to_vanilla_speed_is_not_called_garbled(start_sim) -> None:
+    # The demo's cycle: request 10 is degraded (AL 1.0) but its text is ordinary.
+    sim = start_sim(seed=6, schedule="cycle:9f,1d")
+    q = _fold(_fake_timed(sim, 10, 300), n_spec=8).view().diagnosis
+    assert q is not None and q.quality.flagged == ()
+    assert q.quality.checked == 10

@@ -8,6 +8,7 @@ from specmon.core.diagnosis.quality import ALStats, check_answer, repeated_ngram
 
 PROSE = " ".join(f"word{i}" for i in range(300))
 LOOP = " ".join(["the cat sat on the mat"] * 60)
+SOUP = " ".join(["##", "@!", "}{", "ok", "<>", "%%"] * 40)
 
 
 def _stats(values: list[float]) -> ALStats:
@@ -52,15 +53,22 @@ def test_near_the_ceiling_a_loop_is_flagged_without_history() -> None:
     assert v is not None and v.flag == "loop" and v.al_z is None
 
 
-def test_a_very_low_al_on_a_good_drafter_is_garbled() -> None:
+def test_a_very_low_al_on_a_good_drafter_with_symbol_soup_is_garbled() -> None:
+    stats = _stats([5.0, 5.2, 4.8, 5.1, 4.9, 5.0, 5.2, 4.8])
+    v = check_answer("r", 1.0, SOUP, 300, 1.1, stats, n_spec=8)
+    assert v is not None and v.flag == "garbled" and "z -" in v.evidence
+    assert "83% of its text is not words" in v.evidence  # 5 of every 6 pieces
+
+
+def test_an_answer_that_fell_to_vanilla_speed_but_reads_normally_is_not_garbled() -> None:
     stats = _stats([5.0, 5.2, 4.8, 5.1, 4.9, 5.0, 5.2, 4.8])
     v = check_answer("r", 1.0, PROSE, 300, 1.1, stats, n_spec=8)
-    assert v is not None and v.flag == "garbled" and "z -" in v.evidence
+    assert v is not None and v.flag is None and v.al_z is not None and v.al_z <= -3
 
 
 def test_a_low_al_on_a_weak_drafter_is_not_garbled() -> None:
     stats = _stats([1.5, 1.7, 1.3, 1.6, 1.4, 1.5, 1.7, 1.3])
-    v = check_answer("r", 1.0, PROSE, 300, 1.0, stats, n_spec=8)
+    v = check_answer("r", 1.0, SOUP, 300, 1.0, stats, n_spec=8)
     assert v is not None and v.flag is None
 
 

@@ -29,6 +29,7 @@ from specmon.cli.session_setup import (
     state_factory,
 )
 from specmon.cli.stream_args import add_stream_args, stream_limits_from
+from specmon.sim.drift import DRIFT_SYNTAX
 
 if TYPE_CHECKING:  # imported in run(): `specmon --help` must not import openai/httpx/rich
     from specmon.runtime.monitor import Monitor
@@ -70,7 +71,7 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--drift",
         default=None,
-        help="sim drifts: context:LO:HI[:FLOOR], uptime:HALF_LIFE_S, thermal[:HEAT_S], loop:EVERY",
+        help=f"sim drifts: {DRIFT_SYNTAX}",
     )
     add_baseline_argument(p)
     add_theme_argument(p)

@@ -49,7 +49,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--drift",
         default=None,
         help="drifts for the diagnosis views: context:LO:HI[:FLOOR] (acceptance falls with "
-        "context), uptime:HALF_LIFE_S, thermal[:HEAT_S] (clock throttles with heat), loop:EVERY; "
+        "context), uptime:HALF_LIFE_S, thermal[:HEAT_S] (clock throttles with heat), loop:EVERY, "
+        "garble:EVERY; "
         "comma-separated (default none)",
     )
     parser.add_argument(

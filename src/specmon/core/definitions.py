@@ -548,9 +548,11 @@ DEFINITIONS: tuple[Definition, ...] = (
         "",
         "An answer with extremely low AL on a drafter that normally does well.",
         f"Flagged when its AL is at least {quality.GARBLED_Z:g} standard deviations below the "
-        f"session's usual and the usual is at least {quality.GOOD_DRAFTER_AL:g}: the target "
-        "went where the drafter could not follow (wrong template, broken quantisation, a runaway "
-        "sampler).",
+        f"session's usual, the usual is at least {quality.GOOD_DRAFTER_AL:g}, and at least "
+        f"{quality.GARBLED_ODD_SHARE:.0%} of its text is not words (pieces without a letter or "
+        "digit): the target went where the drafter could not follow (wrong template, broken "
+        "quantisation, a runaway sampler). Low acceptance alone (an answer at vanilla speed "
+        "that reads normally) is not flagged.",
     ),
     _d(
         "repeated_ngram_share",

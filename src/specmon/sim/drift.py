@@ -13,13 +13,17 @@ SPEC is a comma-separated list of items:
   1725 MHz to 1365 MHz at 91 °C, and every decode step takes 1725 / clock times longer.
 - `loop:EVERY` — every EVERY-th request (1-based) loops: its text repeats one short phrase and
   its drafts are accepted as far as they go (as a target repeating itself is easy to draft).
+- `garble:EVERY` — every EVERY-th request is garbled: its text is symbol soup and no draft token
+  is accepted (as when the target runs off with a broken template or quantisation).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-DRIFT_SYNTAX = "context:LO:HI[:FLOOR], uptime:HALF_LIFE_S, thermal[:HEAT_S], loop:EVERY"
+DRIFT_SYNTAX = (
+    "context:LO:HI[:FLOOR], uptime:HALF_LIFE_S, thermal[:HEAT_S], loop:EVERY, garble:EVERY"
+)
 
 AMBIENT_C = 45.0
 HOT_C = 91.0
@@ -32,6 +36,8 @@ POWER_LIMIT_W = 450.0
 LOOP_SCALE = 10.0
 """Acceptance scale of a looping answer (every rate clamps at 1)."""
 LOOP_PHRASE = (" the", " same", " words", " again", " and")
+GARBLE_TOKENS = (" ##", "@!", " ~~", "}{", " <>", "%%", " ^^", ")(")
+"""The symbol soup of a garbled answer."""
 
 
 class DriftError(ValueError):
@@ -46,6 +52,7 @@ class Drift:
     uptime_half_life_s: float | None = None
     heat_s: float | None = None
     loop_every: int | None = None
+    garble_every: int | None = None
 
     @property
     def active(self) -> bool:
@@ -64,6 +71,9 @@ class Drift:
 
     def loops(self, request_number: int) -> bool:
         return self.loop_every is not None and request_number % self.loop_every == 0
+
+    def garbles(self, request_number: int) -> bool:
+        return self.garble_every is not None and request_number % self.garble_every == 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +141,8 @@ def parse_drift(spec: str) -> Drift:
             fields["heat_s"] = float(_number(args[0], item, float)) if args else 120.0
         elif kind == "loop" and len(args) == 1:
             fields["loop_every"] = int(_number(args[0], item, int))
+        elif kind == "garble" and len(args) == 1:
+            fields["garble_every"] = int(_number(args[0], item, int))
         else:
             raise DriftError(f"bad drift item {item!r} (valid: {DRIFT_SYNTAX})")
     return Drift(**fields)  # type: ignore[arg-type]

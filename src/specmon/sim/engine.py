@@ -21,7 +21,15 @@ from dataclasses import dataclass
 from specmon.core.clock import Clock
 from specmon.sim import logs, request_body, responses, step_model, tokenizer
 from specmon.sim.api_errors import ApiError
-from specmon.sim.drift import LOOP_PHRASE, LOOP_SCALE, Drift, GpuState, gpu_state, step_stretch
+from specmon.sim.drift import (
+    GARBLE_TOKENS,
+    LOOP_PHRASE,
+    LOOP_SCALE,
+    Drift,
+    GpuState,
+    gpu_state,
+    step_stretch,
+)
 from specmon.sim.faults import Faults
 from specmon.sim.http import Responder
 from specmon.sim.jsonwire import dumps
@@ -74,6 +82,7 @@ class _Generation:
     engine: int = 0
     """The engine (data-parallel rank) serving it: requests go round-robin over the engines."""
     loops: bool = False
+    garbled: bool = False
     """A `loop` drift made this answer repeat itself (sim.drift)."""
 
 
@@ -213,6 +222,9 @@ class Engine:
         loops = self.drift.loops(number)
         if loops:
             tokens = [LOOP_PHRASE[i % len(LOOP_PHRASE)] for i in range(len(tokens))]
+        garbled = not loops and self.drift.garbles(number)
+        if garbled:
+            tokens = [rng.choice(GARBLE_TOKENS) for _ in tokens]
         request_id = f"{'chatcmpl-' if req.chat else 'cmpl-'}{rng.getrandbits(128):032x}"
         created = int(time.time())
         writer = (
@@ -240,6 +252,7 @@ class Engine:
             deadline=arrival,
             stall_pending=faults.stall_s is not None,
             loops=loops,
+            garbled=garbled,
         )
 
     async def _run(self, gen: _Generation) -> None:
@@ -297,7 +310,7 @@ class Engine:
         if not drift.active:
             return None
         prompt = len(gen.req.prompt_ids)
-        loop = LOOP_SCALE if gen.loops else 1.0
+        loop = LOOP_SCALE if gen.loops else 0.0 if gen.garbled else 1.0
 
         def scale_at(emitted: int) -> float:
             uptime = (self.clock() - self.started_at) * self.speed

@@ -4,8 +4,11 @@ A drafter accepts nearly everything when the target repeats itself, so an answer
 above the session's usual (z-score ≥ LOOP_Z, or ≥ LOOP_AL_FRAC of the K+1 ceiling) over many
 tokens, AND whose text repeats (share of repeated word n-grams ≥ LOOP_REPEAT_SHARE), is flagged
 "loop". An answer whose AL is far below the usual (z ≤ -GARBLED_Z) on a drafter that normally
-does well (session mean AL ≥ GOOD_DRAFTER_AL) is flagged "garbled": the target went somewhere the
-drafter could not follow (wrong chat template, broken quantisation, a runaway sampler).
+does well (session mean AL ≥ GOOD_DRAFTER_AL), AND whose text is mostly not words (share of
+whitespace-separated pieces without a letter or digit ≥ GARBLED_ODD_SHARE), is flagged "garbled":
+the target went somewhere the drafter could not follow (wrong chat template, broken quantisation,
+a runaway sampler). Low acceptance alone is not enough: an answer that merely fell to vanilla
+speed (the vanilla detector's case) reads normally and is not flagged.
 
 `check_answer` is a pure function called once at an answer's end (off the hot path: it is cheap,
 O(text), and a runner may call it in a worker). `ALStats` keeps the session's per-answer AL mean
@@ -32,6 +35,8 @@ LOOP_AL_FRAC = 0.9
 LOOP_REPEAT_SHARE = 0.5
 GARBLED_Z = 3.0
 GOOD_DRAFTER_AL = 2.0
+GARBLED_ODD_SHARE = 0.5
+MIN_PIECES = 16
 
 QualityFlag = Literal["loop", "garbled"]
 
@@ -72,6 +77,16 @@ def repeated_ngram_share(text: str, n: int = NGRAM) -> float | None:
         return None
     seen = {tuple(words[i : i + n]) for i in range(total)}
     return 1.0 - len(seen) / total
+
+
+def odd_piece_share(text: str) -> float | None:
+    """Share of the text's whitespace-separated pieces with no letter or digit (symbol soup);
+    None with fewer than MIN_PIECES pieces."""
+    pieces = text.split()
+    if len(pieces) < MIN_PIECES:
+        return None
+    odd = sum(1 for p in pieces if not any(c.isalnum() for c in p))
+    return odd / len(pieces)
 
 
 class ALStats:
@@ -137,12 +152,17 @@ def check_answer(
             f"AL {acceptance_length:.2f} ({ztext}) over {tokens} tokens; "
             f"{share:.0%} of its word {NGRAM}-grams repeat"
         )
-    elif z is not None and z <= -GARBLED_Z and stats.mean >= GOOD_DRAFTER_AL:
+    elif (
+        z is not None
+        and z <= -GARBLED_Z
+        and stats.mean >= GOOD_DRAFTER_AL
+        and (odd := odd_piece_share(text[-MAX_TEXT_CHARS:])) is not None
+        and odd >= GARBLED_ODD_SHARE
+    ):
         flag = "garbled"
-        rep = f"; {share:.0%} of its word {NGRAM}-grams repeat" if share is not None else ""
         evidence = (
             f"AL {acceptance_length:.2f} (z {z:+.1f}) on a drafter whose answers average "
-            f"{stats.mean:.2f}, over {tokens} tokens{rep}"
+            f"{stats.mean:.2f}, over {tokens} tokens; {odd:.0%} of its text is not words"
         )
     return QualityVerdict(
         request_id=request_id,
