@@ -65,6 +65,13 @@ def register(subparsers: Any) -> None:
         help="no server: recompute the report from a recording made with --record",
     )
     p.add_argument("--label", default=None, help="a name for this run in compare tables")
+    p.add_argument(
+        "--context-sweep",
+        metavar="LIST",
+        default=None,
+        help="run the bench once per prompt length (e.g. 1024,8192,20480) and report acceptance "
+        "by context length; --json writes the sweep",
+    )
 
 
 def add_server_arguments(p: argparse.ArgumentParser, *, single: bool) -> None:
@@ -254,6 +261,15 @@ def run(args: argparse.Namespace) -> int:
     try:
         baseline = check_baseline(args.baseline)
         check_output_paths(args.json, args.csv, args.markdown, args.record)
+        if getattr(args, "context_sweep", None) is not None:
+            from specmon.bench.context_sweep import parse_lengths
+
+            parse_lengths(args.context_sweep)
+            if args.replay is not None or args.record or args.csv or args.markdown:
+                raise ConfigError(
+                    "--context-sweep runs several benches: it takes --json, not --replay, "
+                    "--record, --csv or --markdown"
+                )
         if args.replay is not None:
             return _replay(args, baseline)
         from specmon.cli.bench_host import host_requested
@@ -338,6 +354,8 @@ def _live(
     from specmon.cli.stream_args import stream_limits_from
     from specmon.core.errors import RecordingError
 
+    if getattr(args, "context_sweep", None) is not None:
+        return _context_sweep(args, config, endpoint, gpu, baseline)
     display = progress_for(sys.stderr)
     try:
         with display:
@@ -372,6 +390,60 @@ def _live(
         specmon_version=__version__,
     )
     return _report(args, result)
+
+
+def _context_sweep(
+    args: argparse.Namespace, config: Any, endpoint: Any, gpu: str, baseline: float | None
+) -> int:
+    """--context-sweep: the bench at each prompt length, then acceptance by context."""
+    import asyncio
+    import dataclasses
+    import json
+    from pathlib import Path
+
+    from specmon.bench.analysis import analyze
+    from specmon.bench.context_sweep import parse_lengths, render, run_context_sweep
+    from specmon.bench.render import progress_for
+    from specmon.bench.runner import BenchError, run_bench
+    from specmon.cli.stream_args import stream_limits_from
+
+    display = progress_for(sys.stderr)
+
+    async def one(cfg: Any) -> Any:
+        out = await run_bench(
+            endpoint,
+            cfg,
+            api_key=args.api_key,
+            gpu=gpu,
+            progress=display,
+            scrape_interval=scrape_interval(args),
+            stream_limits=stream_limits_from(args),
+        )
+        result = analyze(out.events, server=out.server, config=cfg, baseline_tok_s=baseline)
+        return out.events, result
+
+    try:
+        with display:
+            _, sweep = asyncio.run(
+                run_context_sweep(config, parse_lengths(args.context_sweep), one)
+            )
+    except BenchError as exc:
+        print(f"specmon bench: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("specmon bench: context sweep interrupted", file=sys.stderr)
+        return 130
+    print(render(sweep))
+    if args.json:
+        try:
+            _write_whole(
+                Path(args.json),
+                json.dumps({"context_sweep": dataclasses.asdict(sweep)}, indent=1) + "\n",
+            )
+        except OSError as exc:
+            print(f"specmon bench: cannot write the output: {exc}", file=sys.stderr)
+            return 1
+    return 0 if all(p.completed for p in sweep.points) else 1
 
 
 def _replay(args: argparse.Namespace, baseline: float | None) -> int:

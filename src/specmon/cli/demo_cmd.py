@@ -29,6 +29,7 @@ from specmon.cli.session_setup import (
     state_factory,
 )
 from specmon.cli.stream_args import add_stream_args, stream_limits_from
+from specmon.sim.drift import DRIFT_SYNTAX
 
 if TYPE_CHECKING:  # imported in run(): `specmon --help` must not import openai/httpx/rich
     from specmon.runtime.monitor import Monitor
@@ -67,6 +68,11 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--schedule", default=DEMO_SCHEDULE, help=f"sim schedule (default {DEMO_SCHEDULE})"
     )
+    p.add_argument(
+        "--drift",
+        default=None,
+        help=f"sim drifts: {DRIFT_SYNTAX}",
+    )
     add_baseline_argument(p)
     add_theme_argument(p)
     add_export_argument(p)
@@ -98,6 +104,8 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return _error(str(exc))
     kwargs: dict[str, Any] = {"speed": args.speed, "schedule": args.schedule, "port": 0}
+    if args.drift:
+        kwargs["drift"] = args.drift
     if args.profile is not None:
         kwargs["profile"] = args.profile
     if args.n_spec is not None:

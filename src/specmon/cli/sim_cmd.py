@@ -46,6 +46,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="degradation schedule, e.g. cycle:5f,1t,3d,1r, drop-at:N or file:PATH (default off)",
     )
     parser.add_argument(
+        "--drift",
+        default=None,
+        help="drifts for the diagnosis views: context:LO:HI[:FLOOR] (acceptance falls with "
+        "context), uptime:HALF_LIFE_S, thermal[:HEAT_S] (clock throttles with heat), loop:EVERY, "
+        "garble:EVERY; "
+        "comma-separated (default none)",
+    )
+    parser.add_argument(
         "--speed", type=float, default=1.0, help="pace multiplier (10 = ten times faster)"
     )
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
@@ -103,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
         per_request_spec_decode_metrics=args.per_request_spec_decode_metrics,
         enable_per_request_metrics=args.enable_per_request_metrics,
         engines=args.engines,
+        drift=args.drift,
     )
     try:
         resolved = resolve(config)

@@ -162,6 +162,11 @@ class GpuReading:
     utilization_pct: float | None = None
     power_w: float | None = None
     power_limit_w: float | None = None
+    """The enforced (effective) power limit."""
+    power_limit_requested_w: float | None = None
+    """The power limit set (requested) by the administrator; may differ from the enforced one."""
+    power_limit_default_w: float | None = None
+    """The board's default power limit."""
     sm_clock_mhz: float | None = None
     memory_clock_mhz: float | None = None
     clock_event_reasons: tuple[str, ...] | None = None

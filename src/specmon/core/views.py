@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from specmon.core.canary import CanaryView
+from specmon.core.diagnosis.state import DiagnosisView
 from specmon.core.events import GpuReading, ServerStatus, SessionInfo
 from specmon.core.fleet_views import FleetTargetInfo, ServerOrigin
 from specmon.core.server_timing import TtftSplit
@@ -435,6 +436,9 @@ class SessionView:
     canaries: tuple[CanaryView, ...] = ()
     """The canary probe of each probed server (`watch --canary`, chat's host mode; core.canary),
     by source; empty when no canary ran."""
+    diagnosis: DiagnosisView | None = None
+    """Issue 21's analyses (core.diagnosis): AL by context, thermal attribution, seconds saved,
+    quality sentinel. None where a view is built without them."""
 
     def server(self, source: str) -> ServerView | None:
         """The view of one server by its base URL."""

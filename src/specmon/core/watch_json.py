@@ -8,9 +8,11 @@ No NaN or infinity is ever written: the views hold None for anything not finite.
 
 from __future__ import annotations
 
+from dataclasses import fields, is_dataclass
 from typing import Any
 
 from specmon.core.canary import canary_json
+from specmon.core.diagnosis.state import DiagnosisView
 from specmon.core.events import GpuReading
 from specmon.core.fleet_views import FleetTargetInfo
 from specmon.core.views import (
@@ -100,7 +102,28 @@ def snapshot_of(view: SessionView) -> dict[str, Any]:
         "gpu": gpu_json(view.gpu),
         "markers": [{"t": m.t, "kind": m.kind, "label": m.label} for m in view.markers],
         "cycle": cycle_json(view.cycle),
+        "diagnosis": diagnosis_json(view.diagnosis),
     }
+
+
+def _plain(value: Any) -> Any:
+    """A view's value as JSON data: dataclasses as objects, tuples as lists, floats finite."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    if isinstance(value, float):
+        return _num(value)
+    return value
+
+
+def diagnosis_json(d: DiagnosisView | None) -> dict[str, Any] | None:
+    """Issue 21's analyses (added within version 1): `context`, `thermal`, `seconds_saved`,
+    `quality`, each the fields of its view (docs/diagnosis.md)."""
+    if d is None:
+        return None
+    out: dict[str, Any] = _plain(d)
+    return out
 
 
 def _pct(p: PercentileView) -> dict[str, float | None]:
@@ -308,6 +331,8 @@ def gpu_reading_json(r: GpuReading) -> dict[str, Any]:
         "utilization_pct": _num(r.utilization_pct),
         "power_w": _num(r.power_w),
         "power_limit_w": _num(r.power_limit_w),
+        "power_limit_requested_w": _num(r.power_limit_requested_w),
+        "power_limit_default_w": _num(r.power_limit_default_w),
         "sm_clock_mhz": _num(r.sm_clock_mhz),
         "memory_clock_mhz": _num(r.memory_clock_mhz),
         "clock_event_reasons": (
