@@ -20,6 +20,7 @@ import httpx
 from specmon.core.events import SessionInfo
 from specmon.core.redaction import redact_text
 from specmon.sources.http_read import Answer, HttpReadError, read_answer
+from specmon.sources.tls import verifying_context
 
 SIMULATED_HEADER = "x-specmon-simulated"
 """The header every response of the built-in simulator carries ("1")."""
@@ -110,6 +111,7 @@ async def identify(
 
     async with httpx.AsyncClient(
         timeout=httpx.Timeout(timeout),
+        verify=verifying_context(),
         headers=headers,
         transport=transport,
     ) as http:
