@@ -6,8 +6,8 @@ Each run starts the command in a tmux pane of its own (160x45, a tmux server of 
 reads the pane every ~10 ms, as a person would read the screen, until it shows:
 
 - first frame: anything drawn at all (the app's first screen);
-- connected: the header no longer says `connecting…` (the app's session is started and the
-  server identified: what issue 19 item 12 timed as "connecting…");
+- connected: the header names the model instead of `connecting…` (the app's session is started
+  and the server identified: what issue 19 item 12 timed as "connecting…");
 - up: the side panel shows `● up` (the first /metrics scrape folded and drawn).
 
 Times are from just before tmux is asked to start the pane (tmux's own start, ~10 ms, is
@@ -54,10 +54,10 @@ def one_run(command: str) -> dict[str, float | None]:
         while time.perf_counter() - t0 < LIMIT_S and found["up"] is None:
             screen = _pane(socket)
             now = time.perf_counter() - t0
-            lines = [line for line in screen.splitlines() if line.strip()]
-            if lines and found["first frame"] is None:
+            top = (screen.splitlines() or [""])[0].strip()  # the app's header row
+            if top and found["first frame"] is None:
                 found["first frame"] = now
-            if lines and found["connected"] is None and "connecting" not in lines[0]:
+            if found["connected"] is None and top.startswith("model "):
                 found["connected"] = now
             if "● up" in screen:
                 found["up"] = now
