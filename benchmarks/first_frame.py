@@ -51,7 +51,7 @@ def one_run(command: str) -> dict[str, float | None]:
         check=True,
     )
     try:
-        while time.perf_counter() - t0 < LIMIT_S and found["up"] is None:
+        while time.perf_counter() - t0 < LIMIT_S and None in found.values():
             screen = _pane(socket)
             now = time.perf_counter() - t0
             top = (screen.splitlines() or [""])[0].strip()  # the app's header row
