@@ -248,13 +248,20 @@ class ResetView:
 
 @dataclass(frozen=True, slots=True)
 class ServerHistory:
-    """One entry per scrape (oldest first): parallel tuples of the same length."""
+    """One entry per scrape (oldest first): parallel tuples of the same length.
+
+    The one history of a server's numbers: the graphs and `watch --json` both read it (window
+    numbers over the state's window, since-start numbers from the counters' absolute values, as
+    in `WindowNumbers` and `LifetimeNumbers` at that scrape)."""
 
     t: tuple[float, ...]
     decode_tok_s: tuple[float | None, ...]
     acceptance_length: tuple[float | None, ...]
     requests_running: tuple[float | None, ...]
     kv_cache_usage_frac: tuple[float | None, ...]
+    draft_acceptance_rate: tuple[float | None, ...]
+    acceptance_length_lifetime: tuple[float | None, ...]
+    draft_acceptance_rate_lifetime: tuple[float | None, ...]
 
 
 @dataclass(frozen=True, slots=True)
