@@ -11,7 +11,7 @@ reads the pane every ~10 ms, as a person would read the screen, until it shows:
 - up: the side panel shows `● up` (the first /metrics scrape folded and drawn).
 
 Times are from just before tmux is asked to start the pane (tmux's own start, ~10 ms, is
-included). Prints each run, then the median and the spread (min–max) of each, the load average
+included). Prints each run, then the median and the spread (min-max) of each, the load average
 before and after, and the specmon source measured. Compare two trees by running the script with
 PYTHONPATH pointing at each, in the same minutes (the machine's load moves these numbers more
 than anything else).
@@ -72,7 +72,7 @@ def _row(name: str, values: list[float]) -> str:
         return f"| {name} | — | — | 0 |"
     return (
         f"| {name} | {statistics.median(values):.2f} s | "
-        f"{min(values):.2f}–{max(values):.2f} s | {len(values)} |"
+        f"{min(values):.2f}-{max(values):.2f} s | {len(values)} |"
     )
 
 
@@ -97,21 +97,17 @@ def main() -> None:
     for i in range(args.runs):
         found = one_run(command)
         runs.append(found)
-        shown = "  ".join(
-            f"{k} {v:.2f} s" if v is not None else f"{k} —" for k, v in found.items()
-        )
+        shown = "  ".join(f"{k} {v:.2f} s" if v is not None else f"{k} —" for k, v in found.items())
         print(f"run {i + 1}: {shown}", flush=True)
     load_after = os.getloadavg()
     print(f"load average (1 min) before {load_before[0]:.2f}, after {load_after[0]:.2f}")
-    print("| from process start to | median | spread (min–max) | runs |")
+    print("| from process start to | median | spread (min-max) | runs |")
     print("|---|---:|---:|---:|")
     for key in ("first frame", "connected", "up"):
         print(_row(key, [v for r in runs if (v := r[key]) is not None]))
     for key in ("connected", "up"):
         gaps = [
-            c - f
-            for r in runs
-            if (c := r[key]) is not None and (f := r["first frame"]) is not None
+            c - f for r in runs if (c := r[key]) is not None and (f := r["first frame"]) is not None
         ]
         print(_row(f"{key}, after the first frame", gaps))
     print(f"# command: {shlex.join(shlex.split(args.command))}")

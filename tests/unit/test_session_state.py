@@ -324,14 +324,17 @@ def test_one_history_holds_what_the_graphs_draw_and_json_shows_it():
             )
         )
     h = state.view().servers[0].history
-    assert list(
-        zip(
-            h.draft_acceptance_rate,
-            h.acceptance_length_lifetime,
-            h.draft_acceptance_rate_lifetime,
-            strict=True,
+    assert (
+        list(
+            zip(
+                h.draft_acceptance_rate,
+                h.acceptance_length_lifetime,
+                h.draft_acceptance_rate_lifetime,
+                strict=True,
+            )
         )
-    ) == seen
+        == seen
+    )
     assert h.acceptance_length_lifetime[-1] == pytest.approx(3.0)  # 60 steps at 4, 60 at 2
     js = snap(state)["servers"][SRC]["history"]
     assert js["draft_acceptance_rate"] == list(h.draft_acceptance_rate)

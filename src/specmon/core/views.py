@@ -33,9 +33,6 @@ AcceptanceSource = Literal["server", "chunks", "metrics"]
 - "chunks": tokens per stream chunk with continuous usage stats (client side);
 - "metrics": /metrics counter deltas around the request (exact only when it ran alone)."""
 
-ACCEPTANCE_PREFERENCE: tuple[AcceptanceSource, ...] = ("server", "chunks", "metrics")
-"""The order in which a request's acceptance sources are preferred (DESIGN.md)."""
-
 MarkerKind = Literal["user", "counter_reset", "status"]
 RequestOutcomeView = Literal["ok", "failed", "cancelled", "running"]
 

@@ -401,7 +401,6 @@ class CollectorProcess:
         self._stopped = threading.Event()
         self._error: str | None = None
         self.errors: list[str] = []
-        self.event_count = 0
         self._servers: tuple[ServerSeen, ...] = ()
         self._clock_offset: float | None = None
         """time.monotonic() minus the collector's session clock (both system-wide monotonic)."""
@@ -508,7 +507,6 @@ class CollectorProcess:
         with self._lock:
             state = self.state
             for event in events:
-                self.event_count += 1
                 if state is not None:
                     try:
                         state.apply(event)
