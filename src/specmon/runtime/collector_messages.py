@@ -28,6 +28,12 @@ class ServerSeen:
     base_url: str
     models: tuple[str, ...]
     error: str | None
+    context_lengths: tuple[tuple[str, int], ...] = ()
+    """(model id, max_model_len) as its /v1/models cards give them (sources.server_identity)."""
+
+    def context_length(self, model: str) -> int | None:
+        """The context length the server gives for `model` (None: not given)."""
+        return dict(self.context_lengths).get(model)
 
 
 @dataclass(frozen=True, slots=True)

@@ -167,7 +167,7 @@ def _install_switch(monitor: Monitor, secrets: tuple[str, ...]) -> RecordingSwit
 
 
 def _seen(monitor: Monitor) -> tuple[ServerSeen, ...]:
-    return tuple(ServerSeen(i.base_url, tuple(i.models), i.error) for i in monitor.identities)
+    return tuple(_seen_one(i) for i in monitor.identities)
 
 
 async def _call(action: Callable[[], Any]) -> Any:
@@ -175,7 +175,9 @@ async def _call(action: Callable[[], Any]) -> Any:
 
 
 def _seen_one(identity: ServerIdentity) -> ServerSeen:
-    return ServerSeen(identity.base_url, tuple(identity.models), identity.error)
+    return ServerSeen(
+        identity.base_url, tuple(identity.models), identity.error, identity.context_lengths
+    )
 
 
 def _add_seen(monitor: Monitor, target: Target) -> ServerSeen:
@@ -408,7 +410,12 @@ class CollectorProcess:
         self._call_ids = 0
         self._recording: str | None = config.record
 
-    def start(self) -> SessionInfo:
+    def launch(self) -> None:
+        """Spawn the collector now, without waiting for it: it imports, identifies the servers
+        and says hello while the caller does other work (the app its first frame); `start()`
+        then waits for the hello. Does nothing when already launched."""
+        if self._process is not None:
+            return
         ctx = multiprocessing.get_context("spawn")
         parent, child = ctx.Pipe(duplex=True)
         self._conn = parent
@@ -425,6 +432,10 @@ class CollectorProcess:
             target=self._receive, name="specmon-session-receiver", daemon=True
         )
         self._receiver.start()
+
+    def start(self) -> SessionInfo:
+        """Launch the collector (unless `launch()` did) and wait for its hello (bounded)."""
+        self.launch()
         if not self._started.wait(START_TIMEOUT_S) or self.info is None:
             self.stop()
             raise RuntimeError(self._error or "the collector process did not start")
@@ -641,6 +652,20 @@ class CollectorProcess:
         with contextlib.suppress(OSError):
             conn.close()
         self._process = None
+
+
+def launched_first(make: Callable[[], CollectorProcess]) -> Callable[[], CollectorProcess]:
+    """A session factory whose first session is made and launched now (see `launch()`): the
+    collector starts while the app draws its first frame, instead of after it. Later calls (a
+    retry) make fresh sessions. An unused launched collector ends with this process (it dies
+    with its parent)."""
+    first: list[CollectorProcess] = [make()]
+    first[0].launch()
+
+    def factory() -> CollectorProcess:
+        return first.pop() if first else make()
+
+    return factory
 
 
 @contextlib.contextmanager
