@@ -67,6 +67,17 @@ def one_run(command: str) -> dict[str, float | None]:
     return found
 
 
+def _source(where: str) -> str:
+    """The measured tree as a commit (no machine paths in the output)."""
+    done = subprocess.run(
+        ["git", "-C", where, "describe", "--always", "--dirty"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return f"at {done.stdout.strip()}" if done.returncode == 0 else "(not a git checkout)"
+
+
 def _row(name: str, values: list[float]) -> str:
     if not values:
         return f"| {name} | — | — | 0 |"
@@ -89,7 +100,7 @@ def main() -> None:
     print(
         f"# first frame of `{args.command}`, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
         f"{os.cpu_count()} cores, Python {platform.python_version()}, "
-        f"specmon from {os.path.dirname(specmon.__file__)}"
+        f"specmon {_source(os.path.dirname(specmon.__file__))}"
     )
     # the pane runs in this environment (PYTHONPATH included); `exec` leaves no shell between
     command = f"exec {args.command}"
