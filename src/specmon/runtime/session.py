@@ -654,20 +654,6 @@ class CollectorProcess:
         self._process = None
 
 
-def launched_first(make: Callable[[], CollectorProcess]) -> Callable[[], CollectorProcess]:
-    """A session factory whose first session is made and launched now (see `launch()`): the
-    collector starts while the app draws its first frame, instead of after it. Later calls (a
-    retry) make fresh sessions. An unused launched collector ends with this process (it dies
-    with its parent)."""
-    first: list[CollectorProcess] = [make()]
-    first[0].launch()
-
-    def factory() -> CollectorProcess:
-        return first.pop() if first else make()
-
-    return factory
-
-
 @contextlib.contextmanager
 def _stderr_with_fd() -> Iterator[None]:
     """While spawning: a sys.stderr with a real file descriptor. A full-screen app (Textual)
