@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from tests.ui.conftest import FakePort, screen_text, wait_for
+from tests.support.ui_fakes import FakePort, screen_text, wait_for
 
 from specmon.core.startup_log import StartupPhase, StartupProgress
 from specmon.ui.app.app import SpecmonApp

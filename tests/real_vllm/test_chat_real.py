@@ -15,7 +15,7 @@ import threading
 
 import pytest
 from tests.real_vllm.server import VllmServer
-from tests.ui.conftest import screen_text, wait_for
+from tests.support.ui_fakes import screen_text, wait_for
 
 from specmon.cli.session_setup import state_factory
 from specmon.core.events import RequestEnded

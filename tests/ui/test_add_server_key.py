@@ -3,7 +3,7 @@ it; the key field is masked, and what is typed goes with that server only."""
 
 from __future__ import annotations
 
-from tests.ui.conftest import screen_text, wait_for
+from tests.support.ui_fakes import screen_text, wait_for
 from tests.ui.test_watch_screen import SIZE, WatchPort, _ready
 from tests.ui.watch_views import watch_view
 from textual.widgets import Input

@@ -10,7 +10,7 @@ import gc
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from tests.ui.conftest import screen_text, wait_for
+from tests.support.ui_fakes import screen_text, wait_for
 from textual.app import App, ComposeResult
 
 from specmon.sim.corpus import ANSWERS

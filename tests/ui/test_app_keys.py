@@ -4,7 +4,7 @@ panel, the transition badge and F3, the answers table (F4), recording (F5 / r) a
 
 from __future__ import annotations
 
-from tests.ui.conftest import FakePort, screen_text, wait_for
+from tests.support.ui_fakes import FakePort, screen_text, wait_for
 from tests.ui.fake_views import session_view
 from textual.widgets import DataTable, Input
 

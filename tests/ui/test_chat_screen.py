@@ -3,11 +3,11 @@ and action asserts what it visibly does."""
 
 from __future__ import annotations
 
+from tests.support.ui_fakes import SIM_SERVER, FakePort, screen_text, wait_for
 from tests.ui.chat_pilot import SIZE
 from tests.ui.chat_pilot import answers as _answers
 from tests.ui.chat_pilot import ask as _ask
 from tests.ui.chat_pilot import connected as _connected
-from tests.ui.conftest import SIM_SERVER, FakePort, screen_text, wait_for
 from textual.containers import VerticalScroll
 from textual.widgets import Button, Input
 

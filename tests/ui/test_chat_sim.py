@@ -7,8 +7,8 @@ from __future__ import annotations
 import socket
 from dataclasses import replace
 
-from tests.component.conftest import CannedServer
-from tests.ui.conftest import screen_text, sim_port, wait_for
+from tests.support.canned_server import CannedServer
+from tests.support.ui_fakes import screen_text, sim_port, wait_for
 from textual.widgets import Static
 
 from specmon.cli.session_setup import state_factory

@@ -8,11 +8,11 @@ import time
 import tracemalloc
 
 from tests.hostile_stream import ROLE, HostileServer, content, event, send
+from tests.support.ui_fakes import FakePort, screen_text, wait_for
 from tests.ui.chat_pilot import SIZE
 from tests.ui.chat_pilot import answers as _answers
 from tests.ui.chat_pilot import ask as _ask
 from tests.ui.chat_pilot import connected as _connected
-from tests.ui.conftest import FakePort, screen_text, wait_for
 
 from specmon.cli.session_setup import state_factory
 from specmon.core.events import RequestEnded

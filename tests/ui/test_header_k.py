@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tests.ui.conftest import SIM_SERVER, FakePort, wait_for
+from tests.support.ui_fakes import SIM_SERVER, FakePort, wait_for
 from tests.ui.fake_views import session_view
 
 from specmon.ui.app.app import SpecmonApp

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from tests.ui.conftest import FakePort, screen_text, wait_for
+from tests.support.ui_fakes import FakePort, screen_text, wait_for
 from tests.ui.fake_views import session_view
 from textual.binding import Binding
 from textual.command import CommandPalette

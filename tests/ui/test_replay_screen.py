@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from tests.ui.conftest import screen_text, wait_for
+from tests.support.ui_fakes import screen_text, wait_for
 
 from specmon.cli.replay_cmd import recorded_label, replay_port
 from specmon.core.clock import FakeClock

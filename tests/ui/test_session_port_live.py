@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from tests.loopback import SilentServer
-from tests.ui.conftest import sim_port
+from tests.support.ui_fakes import sim_port
 
 from specmon.core.session_state import SessionState
 from specmon.runtime.monitor import Target

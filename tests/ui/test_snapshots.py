@@ -4,7 +4,7 @@ number is fixed. The snapshots are committed under tests/ui/__snapshots__; CI ne
 
 from __future__ import annotations
 
-from tests.ui.conftest import FakePort, wait_for
+from tests.support.ui_fakes import FakePort, wait_for
 from tests.ui.fake_views import session_view
 from textual.widgets import Input
 

@@ -4,7 +4,7 @@ has looked at the new picture."""
 
 from __future__ import annotations
 
-from tests.ui.conftest import FakePort, wait_for
+from tests.support.ui_fakes import FakePort, wait_for
 from textual.widgets import Input
 
 from specmon.core.events import StreamChunk

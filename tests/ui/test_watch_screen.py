@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tests.ui.conftest import FakePort, screen_text, wait_for
+from tests.support.ui_fakes import FakePort, screen_text, wait_for
 from tests.ui.watch_views import A, B, C, watch_view
 from tests.unit.session_feed import gpu_sample
 from textual.widgets import Input

@@ -5,7 +5,7 @@ who has looked at the new picture)."""
 
 from __future__ import annotations
 
-from tests.ui.conftest import wait_for
+from tests.support.ui_fakes import wait_for
 from tests.ui.test_watch_screen import WatchPort
 from tests.ui.watch_views import watch_view
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tests.ui.conftest import SIM_SERVER, screen_text
+from tests.support.ui_fakes import SIM_SERVER, screen_text
 from textual.app import App, ComposeResult
 
 from specmon.ui.app.blocks import top_level_starts

@@ -36,9 +36,6 @@ AcceptanceSource = Literal["server", "chunks", "metrics"]
 - "chunks": tokens per stream chunk with continuous usage stats (client side);
 - "metrics": /metrics counter deltas around the request (exact only when it ran alone)."""
 
-ACCEPTANCE_PREFERENCE: tuple[AcceptanceSource, ...] = ("server", "chunks", "metrics")
-"""The order in which a request's acceptance sources are preferred (DESIGN.md)."""
-
 MarkerKind = Literal["user", "counter_reset", "status"]
 RequestOutcomeView = Literal["ok", "failed", "cancelled", "running"]
 
@@ -255,13 +252,20 @@ class ResetView:
 
 @dataclass(frozen=True, slots=True)
 class ServerHistory:
-    """One entry per scrape (oldest first): parallel tuples of the same length."""
+    """One entry per scrape (oldest first): parallel tuples of the same length.
+
+    The one history of a server's numbers: the graphs and `watch --json` both read it (window
+    numbers over the state's window, since-start numbers from the counters' absolute values, as
+    in `WindowNumbers` and `LifetimeNumbers` at that scrape)."""
 
     t: tuple[float, ...]
     decode_tok_s: tuple[float | None, ...]
     acceptance_length: tuple[float | None, ...]
     requests_running: tuple[float | None, ...]
     kv_cache_usage_frac: tuple[float | None, ...]
+    draft_acceptance_rate: tuple[float | None, ...]
+    acceptance_length_lifetime: tuple[float | None, ...]
+    draft_acceptance_rate_lifetime: tuple[float | None, ...]
 
 
 @dataclass(frozen=True, slots=True)

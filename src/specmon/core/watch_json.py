@@ -259,6 +259,9 @@ def server_json(s: ServerView) -> dict[str, Any]:
             "acceptance_length": list(h.acceptance_length),
             "requests_running": list(h.requests_running),
             "kv_cache_usage": list(h.kv_cache_usage_frac),
+            "draft_acceptance_rate": list(h.draft_acceptance_rate),
+            "acceptance_length_lifetime": list(h.acceptance_length_lifetime),
+            "draft_acceptance_rate_lifetime": list(h.draft_acceptance_rate_lifetime),
         },
         "log": {
             "lines": s.log.lines,
