@@ -73,6 +73,7 @@ from specmon.runtime.collector_messages import (
     is_report,
     unknown,
 )
+from specmon.runtime.canary import start_canary_from_extra
 from specmon.runtime.fleet_run import start_fleet_from_extra
 from specmon.runtime.hub import STOP_TIMEOUT_S, Hub, Subscriber
 from specmon.runtime.monitor import Monitor, State, StateFactory, Target
@@ -763,6 +764,7 @@ def collector_main(config: SessionConfig, conn: Connection, parent_pid: int) -> 
     try:
         info = monitor.start()
         start_fleet_from_extra(monitor, config.extra)  # watch --prometheus
+        start_canary_from_extra(monitor, config.extra)  # watch --canary, chat's host mode
     except Exception as exc:
         send(StartFailed(f"{type(exc).__name__}: {_one_line(exc)}"))
         monitor.stop()
