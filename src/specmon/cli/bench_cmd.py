@@ -36,15 +36,23 @@ import argparse
 import sys
 from typing import Any
 
+from specmon.cli.args import (
+    add_api_key_argument,
+    add_command,
+    add_gpu_argument,
+    fail,
+    server_url,
+)
+
 NAME = "bench"
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         NAME,
-        help="benchmark a running server: tok/s, latency, acceptance, vanilla-speed requests",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "benchmark a running server: tok/s, latency, acceptance, vanilla-speed requests",
+        __doc__,
     )
     from specmon.cli.host_args import add_host_arguments
 
@@ -70,26 +78,20 @@ def register(subparsers: Any) -> None:
 def add_server_arguments(p: argparse.ArgumentParser, *, single: bool) -> None:
     if single:
         p.add_argument(
-            "--attach", metavar="URL", help="the server's base URL, e.g. http://127.0.0.1:8000"
+            "--attach",
+            type=server_url,
+            metavar="URL",
+            help="the server's base URL, e.g. http://127.0.0.1:8000",
         )
         p.add_argument(
             "--metrics-url",
+            type=server_url,
             metavar="URL",
             help="where the server's /metrics page is when not at URL/metrics",
         )
-    p.add_argument(
-        "--api-key",
-        default=None,
-        help="API key (default: $OPENAI_API_KEY or $VLLM_API_KEY); never printed or recorded",
-    )
+    add_api_key_argument(p)
     p.add_argument("--model", default=None, help="model to request (default: the server's first)")
-    p.add_argument(
-        "--gpu",
-        default=None,
-        metavar="local|none|DCGM_URL",
-        help="GPU readings from local NVML, a dcgm-exporter URL, or none (default: local when the "
-        "server is on this machine, else none)",
-    )
+    add_gpu_argument(p, "local when the server is on this machine, else none")
     p.add_argument(
         "--baseline",
         default=None,
@@ -151,11 +153,6 @@ def add_workload_arguments(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="stop as 'engine dead' after N failed requests in a row (default 10)",
     )
-
-
-def error(command: str, message: str) -> int:
-    print(f"specmon {command}: {message}", file=sys.stderr)
-    return 2
 
 
 def workload_config(
@@ -222,13 +219,10 @@ def scrape_interval(args: argparse.Namespace) -> float:
 
 
 def check_gpu(value: str | None, urls: list[str]) -> str:
-    from specmon.bench.config import ConfigError
+    """`--gpu` as given (checked by its argument type), else from where the servers are."""
     from specmon.cli.session_setup import default_gpu_source
 
-    gpu = value if value is not None else default_gpu_source(urls)
-    if gpu not in ("local", "none") and not gpu.startswith(("http://", "https://")):
-        raise ConfigError(f"--gpu must be local, none or a dcgm-exporter http(s) URL, got {gpu!r}")
-    return gpu
+    return value if value is not None else default_gpu_source(urls)
 
 
 def check_baseline(value: str | None) -> float | None:
@@ -279,8 +273,8 @@ def run(args: argparse.Namespace) -> int:
         gpu = check_gpu(args.gpu, [args.attach])
         scrape_interval(args)
     except ConfigError as exc:
-        return error(NAME, str(exc))
-    return _live(args, config, endpoint, gpu, baseline)
+        return fail(NAME, str(exc))
+    return _live(args, config, endpoint, gpu, baseline, args.api_key)
 
 
 def _host(args: argparse.Namespace, baseline: float | None) -> int:
@@ -288,45 +282,50 @@ def _host(args: argparse.Namespace, baseline: float | None) -> int:
     from specmon.bench.config import ConfigError
     from specmon.bench.servers import ServerUnavailable
     from specmon.cli.bench_host import hosted, served_api_key
-    from specmon.cli.host_args import dry_run_text, plan_host, resolve_settings
+    from specmon.cli.host_args import HostFlags, dry_run_text, plan_host, resolve_settings
     from specmon.core.errors import SpecmonError
     from specmon.sources.host.checks import find_vllm
     from specmon.sources.host.spec import build_command
 
+    flags = HostFlags.of(args)
     try:
         config = workload_config(args, hosted=True)
-        gpu = check_gpu(args.gpu, [f"http://{args.host or '127.0.0.1'}:1"])
+        gpu = check_gpu(args.gpu, [f"http://{flags.host or '127.0.0.1'}:1"])
         scrape_interval(args)
-        if args.n_spec == 0:
+        if flags.n_spec == 0:
             raise ConfigError(
                 "--n-spec 0 in host mode: leave out --n-spec, --draft and --method for vanilla"
             )
         try:
-            if args.dry_run:
-                print(dry_run_text(plan_host(args, launching=False)))
+            if flags.dry_run:
+                print(dry_run_text(plan_host(flags, launching=False)))
                 return 0
-            settings, _ = resolve_settings(args)
+            settings, _ = resolve_settings(flags)
             build_command(settings, "vllm")
-            find_vllm(args.vllm)
+            find_vllm(flags.vllm)
         except SpecmonError as exc:
             raise ConfigError(str(exc)) from None
     except ConfigError as exc:
-        return error(NAME, str(exc))
-    if args.api_key is None:  # the server's own key, given after `--`
-        args.api_key = served_api_key(args)
+        return fail(NAME, str(exc))
+    # Without --api-key: the server's own key, given after `--`.
+    api_key = args.api_key if args.api_key is not None else served_api_key(flags)
     try:
-        with hosted(args, "vllm") as endpoint:
-            return _live(args, config, endpoint, gpu, baseline)
+        with hosted(flags, "vllm") as endpoint:
+            return _live(args, config, endpoint, gpu, baseline, api_key)
     except ServerUnavailable as exc:
-        print(f"specmon bench: {exc}", file=sys.stderr)
-        return 1
+        return fail(NAME, f"{exc}", 1)
     except KeyboardInterrupt:
         print("specmon bench: interrupted while the server started; stopped it", file=sys.stderr)
         return 130
 
 
 def _live(
-    args: argparse.Namespace, config: Any, endpoint: Any, gpu: str, baseline: float | None
+    args: argparse.Namespace,
+    config: Any,
+    endpoint: Any,
+    gpu: str,
+    baseline: float | None,
+    api_key: str | None,
 ) -> int:
     import datetime as dt
 
@@ -345,7 +344,7 @@ def _live(
                 run_bench(
                     endpoint,
                     config,
-                    api_key=args.api_key,
+                    api_key=api_key,
                     gpu=gpu,
                     record=args.record,
                     progress=display,
@@ -354,8 +353,7 @@ def _live(
                 )
             )
     except (BenchError, RecordingError) as exc:
-        print(f"specmon bench: {exc}", file=sys.stderr)
-        return 1
+        return fail(NAME, f"{exc}", 1)
     except KeyboardInterrupt:
         print(
             "specmon bench: interrupted before the measured phase; nothing measured",
@@ -384,13 +382,11 @@ def _replay(args: argparse.Namespace, baseline: float | None) -> int:
     try:
         recording = read_recording(args.replay)
     except (RecordingError, OSError) as exc:
-        print(f"specmon bench: cannot replay {args.replay}: {exc}", file=sys.stderr)
-        return 1
+        return fail(NAME, f"cannot replay {args.replay}: {exc}", 1)
     except (RecursionError, MemoryError, ValueError) as exc:
         # The reader's own checks did not catch it (JSON nested thousands deep, a huge line).
         why = "JSON nested too deeply" if isinstance(exc, RecursionError) else type(exc).__name__
-        print(f"specmon bench: cannot replay {args.replay}: unreadable ({why})", file=sys.stderr)
-        return 1
+        return fail(NAME, f"cannot replay {args.replay}: unreadable ({why})", 1)
     info = recording.info
     bench = info.extra.get("bench") if isinstance(info.extra, dict) else None
     if not isinstance(bench, dict):
@@ -440,12 +436,10 @@ def _report(args: argparse.Namespace, result: Any) -> int:
                 _write_whole(Path(path), render())
                 written.append(path)
     except OSError as exc:
-        print(f"specmon bench: cannot write the output: {exc}", file=sys.stderr)
-        return 1
+        return fail(NAME, f"cannot write the output: {exc}", 1)
     if result.errors.interrupted:
         where = f"; written to {', '.join(written)}" if written else ""
-        print(f"specmon bench: interrupted: what was measured is kept{where}", file=sys.stderr)
-        return 130
+        return fail(NAME, f"interrupted: what was measured is kept{where}", 130)
     if result.errors.engine_dead or result.summary.completed == 0:
         return 1
     return 0

@@ -21,13 +21,21 @@ pre-launch check; 130/143 after SIGINT/SIGTERM.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
+from specmon.cli.args import (
+    add_api_key_argument,
+    add_command,
+    add_gpu_argument,
+    fail,
+    positive_int,
+    server_url,
+    temperature,
+    top_p,
+)
 from specmon.cli.export_args import add_export_argument, parse_export
-from specmon.cli.host_args import add_host_arguments
+from specmon.cli.host_args import HostFlags, add_host_arguments
 from specmon.cli.session_setup import add_redact_argument, add_theme_argument
 from specmon.cli.stream_args import add_stream_args, stream_limits_from
 
@@ -35,58 +43,28 @@ if TYPE_CHECKING:
     from specmon.cli.host_args import HostPlan
     from specmon.runtime.session import LiveSession
 
-
-def _temperature(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 <= value <= 100.0 or math.isnan(value):
-        raise argparse.ArgumentTypeError(f"must be from 0 to 100, got {text!r}")
-    return value
-
-
-def _top_p(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 < value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be above 0 and at most 1, got {text!r}")
-    return value
-
-
-def _max_tokens(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
-    return value
+NAME = "chat"
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "chat",
-        help="chat with a vLLM server and see its speculative decoding live",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    p = add_command(
+        subparsers, "chat", "chat with a vLLM server and see its speculative decoding live", __doc__
     )
     p.add_argument(
         "--attach",
+        type=server_url,
         default=None,
         metavar="URL",
         help="base URL of a running server (without it, --model starts one: host mode)",
     )
     p.add_argument(
-        "--metrics-url", default=None, metavar="URL", help="/metrics page when not at URL/metrics"
-    )
-    p.add_argument(
-        "--api-key",
+        "--metrics-url",
+        type=server_url,
         default=None,
-        help="API key (default: $OPENAI_API_KEY or $VLLM_API_KEY); never shown or recorded",
+        metavar="URL",
+        help="/metrics page when not at URL/metrics",
     )
+    add_api_key_argument(p)
     p.add_argument(
         "--model",
         default=None,
@@ -95,84 +73,36 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--record", metavar="FILE", help="record the session (.gz compresses)")
     add_redact_argument(p)
-    p.add_argument("--temperature", type=_temperature, default=None, metavar="T")
-    p.add_argument("--top-p", type=_top_p, default=None, metavar="P")
-    p.add_argument("--max-tokens", type=_max_tokens, default=None, metavar="N")
+    p.add_argument("--temperature", type=temperature, default=None, metavar="T")
+    p.add_argument("--top-p", type=top_p, default=None, metavar="P")
+    p.add_argument("--max-tokens", type=positive_int, default=None, metavar="N")
     p.add_argument("--system", default=None, metavar="TEXT", help="system prompt")
-    p.add_argument(
-        "--gpu",
-        default=None,
-        metavar="local|none|DCGM_URL",
-        help="GPU numbers from local NVML, a dcgm-exporter URL, or none (default: local for a "
-        "server on this machine, else none)",
-    )
+    add_gpu_argument(p, "local for a server on this machine, else none")
     add_theme_argument(p)
     add_export_argument(p)
     add_stream_args(p)
     add_host_arguments(p, model=False)
 
 
-def _error(message: str) -> int:
-    print(f"specmon chat: {message}", file=sys.stderr)
-    return 2
-
-
-def _check_url(url: str, flag: str) -> str | None:
-    """A quick check of a server URL (the full one runs when connecting); None if fine."""
-    text = url.strip()
-    parts = urlsplit(text if "://" in text else "http://" + text)
-    if parts.scheme not in ("http", "https"):
-        return f"{flag} must be an http or https URL, got {url!r}"
-    try:
-        _ = parts.port
-    except ValueError:
-        return f"{flag} has a bad port: {url!r}"
-    if not parts.hostname:
-        return f"{flag} has no host: {url!r}"
-    return None
-
-
-HOST_ONLY = (
-    ("draft", "--draft"),
-    ("method", "--method"),
-    ("n_spec", "--n-spec"),
-    ("n_spec_per_batch", "--n-spec-per-batch"),
-    ("spec_option", "--spec-option"),
-    ("preset", "--preset"),
-    ("host", "--host"),
-    ("port", "--port"),
-    ("vllm", "--vllm"),
-    ("env", "--env"),
-    ("dry_run", "--dry-run"),
-    ("ready_timeout", "--ready-timeout"),
-    ("log_file", "--log-file"),
-    ("skip_arg_check", "--skip-arg-check"),
-    ("vllm_args", "-- VLLM_ARGS"),
-)
-"""Flags that only host mode reads: given with --attach they are an error, not ignored."""
-
-
-def _host_flags_given(args: argparse.Namespace) -> list[str]:
-    return [flag for dest, flag in HOST_ONLY if getattr(args, dest, None)]
-
-
 def run(args: argparse.Namespace) -> int:
     try:
         parse_export(args.export)
     except ValueError as exc:
-        return _error(str(exc))
+        return fail(NAME, str(exc))
     if args.attach is None:
         if not (args.model or args.preset):
-            return _error(
+            return fail(
+                NAME,
                 "give --attach URL (a running server) or --model MODEL (specmon starts vLLM; "
-                "`specmon chat --help`)"
+                "`specmon chat --help`)",
             )
         return _run_hosted(args)
-    given = _host_flags_given(args)
+    given = HostFlags.of(args).given()
     if given:
-        return _error(
+        return fail(
+            NAME,
             f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for host mode (specmon "
-            "starts vLLM) and cannot be used with --attach"
+            "starts vLLM) and cannot be used with --attach",
         )
     return _run_attached(args)
 
@@ -182,10 +112,8 @@ def _run_hosted(args: argparse.Namespace) -> int:
     from specmon.cli.host_launch import plan_or_exit, raise_stop_grace, stop_signals
 
     if args.metrics_url:
-        return _error("--metrics-url is for --attach; a hosted server's /metrics is known")
+        return fail(NAME, "--metrics-url is for --attach; a hosted server's /metrics is known")
     gpu = args.gpu if args.gpu is not None else "local"
-    if gpu not in ("local", "none") and not gpu.startswith(("http://", "https://")):
-        return _error(f"--gpu must be local, none or a dcgm-exporter http(s) URL, got {gpu!r}")
     plan = plan_or_exit(args, "chat")
     if isinstance(plan, int):
         return plan
@@ -282,13 +210,7 @@ def _run_attached(args: argparse.Namespace) -> int:
     from specmon.ui.app.conversation import ChatSettings
     from specmon.ui.app.session_port import SessionPort
 
-    for url, flag in ((args.attach, "--attach"), (args.metrics_url, "--metrics-url")):
-        problem = _check_url(url, flag) if url else None
-        if problem:
-            return _error(problem)
     gpu = args.gpu if args.gpu is not None else default_gpu_source([args.attach])
-    if gpu not in ("local", "none") and not gpu.startswith(("http://", "https://")):
-        return _error(f"--gpu must be local, none or a dcgm-exporter http(s) URL, got {gpu!r}")
 
     def make_session() -> LiveSession:
         # The collector (hub, stream client, scrapers, recorder) runs in its own process, so

@@ -21,6 +21,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
+from specmon.cli.args import add_command, fail, positive_float, positive_int
 from specmon.cli.export_args import add_export_argument, parse_export
 from specmon.cli.session_setup import (
     add_baseline_argument,
@@ -47,18 +48,25 @@ DEMO_PROMPTS: tuple[str, ...] = (
 )
 
 
+NAME = "demo"
+
+
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "demo",
-        help="run the built-in simulated server and watch it (no GPU needed; labelled SIMULATED)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    p = add_command(
+        subparsers,
+        NAME,
+        "run the built-in simulated server and watch it (no GPU needed; labelled SIMULATED)",
+        __doc__,
     )
     p.add_argument("--profile", default=None, help="simulator profile (default: the sim's)")
     p.add_argument("--n-spec", type=int, default=None, help="num_speculative_tokens to simulate")
-    p.add_argument("--speed", type=float, default=1.0, help="pace multiplier (default 1.0)")
-    p.add_argument("--requests", type=int, default=None, help="stop after N requests")
-    p.add_argument("--max-tokens", type=int, default=256, help="tokens per answer (default 256)")
+    p.add_argument(
+        "--speed", type=positive_float, default=1.0, help="pace multiplier (default 1.0)"
+    )
+    p.add_argument("--requests", type=positive_int, default=None, help="stop after N requests")
+    p.add_argument(
+        "--max-tokens", type=positive_int, default=256, help="tokens per answer (default 256)"
+    )
     p.add_argument("--record", metavar="FILE", help="record the session (.gz compresses)")
     add_redact_argument(p)
     p.add_argument(
@@ -73,11 +81,6 @@ def register(subparsers: Any) -> None:
     add_stream_args(p)
 
 
-def _error(message: str) -> int:
-    print(f"specmon demo: {message}", file=sys.stderr)
-    return 2
-
-
 def run(args: argparse.Namespace) -> int:
     from specmon.cli.export_args import start_exporter
     from specmon.core.errors import RecordingError
@@ -87,16 +90,10 @@ def run(args: argparse.Namespace) -> int:
     from specmon.sim.server import SimConfig, SimConfigError, start_in_thread
     from specmon.sources.log_lines import LogLineSource
 
-    if args.requests is not None and args.requests < 1:
-        return _error(f"--requests must be at least 1, got {args.requests}")
-    if args.speed <= 0:
-        return _error(f"--speed must be positive, got {args.speed}")
-    if args.max_tokens < 1:
-        return _error(f"--max-tokens must be at least 1, got {args.max_tokens}")
     try:
         parse_export(args.export)
     except ValueError as exc:
-        return _error(str(exc))
+        return fail(NAME, str(exc))
     kwargs: dict[str, Any] = {"speed": args.speed, "schedule": args.schedule, "port": 0}
     if args.profile is not None:
         kwargs["profile"] = args.profile
@@ -112,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         sim = start_in_thread(SimConfig(**kwargs), log_sink=logs.push)
     except (SimConfigError, ValueError) as exc:
-        return _error(str(exc))
+        return fail(NAME, str(exc))
     logs.source = sim.url
     from specmon.cli.app_runner import wants_app  # a terminal, or a browser (specmon web)
 
@@ -138,11 +135,11 @@ def run(args: argparse.Namespace) -> int:
             try:
                 exporter = start_exporter(export, monitor.view, "demo")
             except ExporterError as exc:
-                return _error(str(exc))
+                return fail(NAME, str(exc))
         try:
             monitor.start()
         except RecordingError as exc:
-            return _error(str(exc))
+            return fail(NAME, str(exc))
         monitor.run_source(logs.run)
         return _drive(monitor, args)
     finally:
@@ -226,8 +223,7 @@ def _drive(monitor: Monitor, args: argparse.Namespace) -> int:
         interrupted = True
     loop.cancel()
     if not interrupted and loop.done() and not loop.cancelled() and loop.exception() is not None:
-        print(f"specmon demo: the prompt loop failed: {loop.exception()}", file=sys.stderr)
-        return 1
+        return fail(NAME, f"the prompt loop failed: {loop.exception()}", 1)
     if args.json:
         print(json.dumps(monitor.snapshot()))
     return 130 if interrupted else 0

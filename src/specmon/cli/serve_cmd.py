@@ -22,6 +22,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
+from specmon.cli.args import add_command, fail, scrape_interval
 from specmon.cli.export_args import add_export_argument, parse_export
 from specmon.cli.host_args import add_host_arguments
 from specmon.cli.session_setup import add_baseline_argument, add_theme_argument
@@ -35,13 +36,16 @@ if TYPE_CHECKING:
     from specmon.sources.host.process import HostedServer
 
 
+NAME = "serve"
+
+
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "serve",
-        help="start vLLM with speculative decoding (DFlash, EAGLE-3, MTP, ngram, draft model) "
+    p = add_command(
+        subparsers,
+        NAME,
+        "start vLLM with speculative decoding (DFlash, EAGLE-3, MTP, ngram, draft model) "
         "and watch it",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        __doc__,
     )
     add_host_arguments(p)
     add_theme_argument(p)
@@ -53,26 +57,22 @@ def register(subparsers: Any) -> None:
         default="local",
         help="GPU numbers from local NVML (default) or none",
     )
-    p.add_argument("--interval", type=float, default=1.0, help="seconds between /metrics scrapes")
+    p.add_argument(
+        "--interval",
+        type=scrape_interval,
+        default=1.0,
+        help="seconds between /metrics scrapes",
+    )
     add_baseline_argument(p)
-
-
-def _error(message: str) -> int:
-    print(f"specmon serve: {message}", file=sys.stderr)
-    return 2
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         parse_export(args.export)
     except ValueError as exc:
-        return _error(str(exc))
+        return fail(NAME, str(exc))
     from specmon.cli.host_launch import plan_or_exit, raise_stop_grace, stop_signals
 
-    if not 0.1 <= args.interval <= 3600:
-        return _error(
-            f"--interval must be a number of seconds from 0.1 to 3600, got {args.interval}"
-        )
     plan = plan_or_exit(args, "serve")
     if isinstance(plan, int):
         return plan
@@ -123,8 +123,7 @@ def _host(args: argparse.Namespace, plan: HostPlan) -> int:
             try:
                 recorder = Recorder(args.record, plan.session_info(), secrets=plan.command.secrets)
             except RecordingError as exc:
-                print(f"specmon serve: {exc}", file=sys.stderr)
-                return 2
+                return fail(NAME, str(exc))
             hub.subscribe(recorder)
             hub.every(0.5, recorder.flush_if_due)
             hub.add_closer(recorder.close)
@@ -214,7 +213,7 @@ def _app(
             exporter = start_exporter(export, port.view, "serve")
         except ExporterError as exc:
             server.stop()
-            return _error(str(exc))
+            return fail(NAME, str(exc))
     process_shutdown = shutdown.current()
     if process_shutdown is not None:  # as run_app does, and the startup wait abandoned too
         process_shutdown.add_stop_hook(port.abort)
