@@ -61,6 +61,14 @@ def positive_float(text: str) -> float:
     return value
 
 
+def pace(text: str) -> float:
+    """A pace multiplier above 0; `inf` for no pacing at all (the simulator's meaning)."""
+    value = float(_number(text))
+    if not value > 0:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"must be above 0 (inf: no pacing), got {text!r}")
+    return value
+
+
 def positive_seconds(text: str) -> float:
     """A finite number of seconds above 0 (a timeout)."""
     value = float(_number(text))

@@ -34,7 +34,7 @@ from specmon.cli.args import (
     temperature,
     top_p,
 )
-from specmon.cli.export_args import add_export_argument, parse_export
+from specmon.cli.export_args import add_export_argument
 from specmon.cli.host_args import HostFlags, add_host_arguments
 from specmon.cli.session_setup import add_redact_argument, add_theme_argument
 from specmon.cli.stream_args import add_stream_args, stream_limits_from
@@ -85,10 +85,6 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        parse_export(args.export)
-    except ValueError as exc:
-        return fail(NAME, str(exc))
     if args.attach is None:
         if not (args.model or args.preset):
             return fail(
@@ -186,7 +182,7 @@ def _chat_hosted(args: argparse.Namespace, plan: HostPlan, gpu: str) -> int:
         process_shutdown = shutdown.current()
         if process_shutdown is not None:
             process_shutdown.add_stop_hook(host.abort)
-        code = run_app(app, port, export=parse_export(args.export), command="chat")
+        code = run_app(app, port, export=args.export, command="chat")
         if code != 0:
             return code
         if app.host_failure is not None:
@@ -239,4 +235,4 @@ def _run_attached(args: argparse.Namespace) -> int:
     )
     settings = ChatSettings(args.temperature, args.top_p, args.max_tokens)
     app = SpecmonApp(port, settings=settings, system=args.system, theme=args.theme)
-    return run_app(app, port, export=parse_export(args.export), command="chat")
+    return run_app(app, port, export=args.export, command="chat")

@@ -21,8 +21,8 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
-from specmon.cli.args import add_command, fail, positive_float, positive_int
-from specmon.cli.export_args import add_export_argument, parse_export
+from specmon.cli.args import add_command, fail, pace, positive_int
+from specmon.cli.export_args import add_export_argument
 from specmon.cli.session_setup import (
     add_baseline_argument,
     add_redact_argument,
@@ -60,9 +60,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--profile", default=None, help="simulator profile (default: the sim's)")
     p.add_argument("--n-spec", type=int, default=None, help="num_speculative_tokens to simulate")
-    p.add_argument(
-        "--speed", type=positive_float, default=1.0, help="pace multiplier (default 1.0)"
-    )
+    p.add_argument("--speed", type=pace, default=1.0, help="pace multiplier (default 1.0)")
     p.add_argument("--requests", type=positive_int, default=None, help="stop after N requests")
     p.add_argument(
         "--max-tokens", type=positive_int, default=256, help="tokens per answer (default 256)"
@@ -90,10 +88,6 @@ def run(args: argparse.Namespace) -> int:
     from specmon.sim.server import SimConfig, SimConfigError, start_in_thread
     from specmon.sources.log_lines import LogLineSource
 
-    try:
-        parse_export(args.export)
-    except ValueError as exc:
-        return fail(NAME, str(exc))
     kwargs: dict[str, Any] = {"speed": args.speed, "schedule": args.schedule, "port": 0}
     if args.profile is not None:
         kwargs["profile"] = args.profile
@@ -130,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
             hub=Hub(clock=clock),
             stream_limits=stream_limits_from(args),
         )
-        export = parse_export(args.export)
+        export = args.export
         if export is not None:
             try:
                 exporter = start_exporter(export, monitor.view, "demo")
@@ -182,7 +176,7 @@ def _app(url: str, args: argparse.Namespace) -> int:
         max_answers=args.requests,
         theme=args.theme,
     )
-    return run_app(app, port, export=parse_export(args.export), command="demo")
+    return run_app(app, port, export=args.export, command="demo")
 
 
 def _drive(monitor: Monitor, args: argparse.Namespace) -> int:

@@ -23,7 +23,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from specmon.cli.args import add_command, fail, scrape_interval
-from specmon.cli.export_args import add_export_argument, parse_export
+from specmon.cli.export_args import add_export_argument
 from specmon.cli.host_args import add_host_arguments
 from specmon.cli.session_setup import add_baseline_argument, add_theme_argument
 
@@ -67,10 +67,6 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        parse_export(args.export)
-    except ValueError as exc:
-        return fail(NAME, str(exc))
     from specmon.cli.host_launch import plan_or_exit, raise_stop_grace, stop_signals
 
     plan = plan_or_exit(args, "serve")
@@ -204,7 +200,7 @@ def _app(
     port = SessionPort(make_session, require_model=False)
     app = SpecmonApp(port, mode="watch", host=host, theme=args.theme)
     exporter = None
-    export = parse_export(args.export)
+    export = args.export
     if export is not None:
         from specmon.cli.export_args import start_exporter
         from specmon.runtime.exporter import ExporterError

@@ -43,7 +43,7 @@ from specmon.cli.args import (
     seconds_within,
     server_url,
 )
-from specmon.cli.export_args import add_export_argument, parse_export, start_exporter
+from specmon.cli.export_args import add_export_argument, start_exporter
 from specmon.cli.session_setup import (
     add_baseline_argument,
     add_redact_argument,
@@ -147,10 +147,7 @@ def run(args: argparse.Namespace) -> int:
         return fail(NAME, "--match goes with --prometheus")
     if args.bearer_token_file is not None and not args.prometheus:
         return fail(NAME, "--bearer-token-file goes with --prometheus")
-    try:
-        export = parse_export(args.export)
-    except ValueError as exc:
-        return fail(NAME, str(exc))
+    export = args.export
     if args.prometheus is not None:
         return _fleet(args, export, interval)
     gpu = args.gpu if args.gpu is not None else default_gpu_source(args.attach)

@@ -52,57 +52,76 @@ from specmon.web.plan import (
 NAME = "web"
 
 
+WEB_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
+    (
+        "--host",
+        {
+            "default": DEFAULT_HOST,
+            "help": f"address to listen on (default {DEFAULT_HOST}; anything else is reachable "
+            "by others, and the token travels unencrypted)",
+        },
+    ),
+    (
+        "--port",
+        {
+            "type": port,
+            "default": DEFAULT_PORT,
+            "help": f"port (default {DEFAULT_PORT}; 0: any free)",
+        },
+    ),
+    (
+        "--public-url",
+        {
+            "default": None,
+            "help": "the address browsers use to reach this server, when it is not "
+            "http://HOST:PORT (behind a proxy, or listening on 0.0.0.0)",
+        },
+    ),
+    (
+        "--max-tabs",
+        {
+            "type": positive_int,
+            "default": DEFAULT_MAX_TABS,
+            "help": "pages served at once, each with its own app process (default "
+            f"{DEFAULT_MAX_TABS})",
+        },
+    ),
+    (
+        "--token-file",
+        {
+            "default": None,
+            "metavar": "FILE",
+            "help": "the token's file: read when it exists (it must be mode 0600), else a new "
+            "token is written there (default: a new token in a private file, removed at stop)",
+        },
+    ),
+    (
+        "--no-token",
+        {
+            "action": "store_true",
+            "default": False,
+            "help": f"serve without a token (loopback only, and only with {NO_TOKEN_CONFIRM})",
+        },
+    ),
+    (
+        NO_TOKEN_CONFIRM,
+        {
+            "action": "store_true",
+            "default": False,
+            "help": "with --no-token: confirm that every user of this machine may drive the app",
+        },
+    ),
+)
+"""specmon web's own options, taken from anywhere in the command line before a `--`."""
+
+
 def add_web_options(parser: argparse.ArgumentParser, *, defaults: bool = True) -> None:
     """specmon web's own options. With `defaults` False (the options read again after the
     served command) one not given is left out of the namespace, so one given before stands."""
-
-    def default(value: Any) -> Any:
-        return value if defaults else argparse.SUPPRESS
-
-    parser.add_argument(
-        "--host",
-        default=default(DEFAULT_HOST),
-        help=f"address to listen on (default {DEFAULT_HOST}; anything else is reachable by "
-        "others, and the token travels unencrypted)",
-    )
-    parser.add_argument(
-        "--port",
-        type=port,
-        default=default(DEFAULT_PORT),
-        help=f"port (default {DEFAULT_PORT}; 0: any free)",
-    )
-    parser.add_argument(
-        "--public-url",
-        default=default(None),
-        help="the address browsers use to reach this server, when it is not http://HOST:PORT "
-        "(behind a proxy, or listening on 0.0.0.0)",
-    )
-    parser.add_argument(
-        "--max-tabs",
-        type=positive_int,
-        default=default(DEFAULT_MAX_TABS),
-        help=f"pages served at once, each with its own app process (default {DEFAULT_MAX_TABS})",
-    )
-    parser.add_argument(
-        "--token-file",
-        default=default(None),
-        metavar="FILE",
-        help="the token's file: read when it exists (it must be mode 0600), else a new token is "
-        "written there (default: a new token in a private file, removed at stop)",
-    )
-    parser.add_argument(
-        "--no-token",
-        action="store_true",
-        default=default(False),
-        help=f"serve without a token (loopback only, and only with {NO_TOKEN_CONFIRM})",
-    )
-    parser.add_argument(
-        NO_TOKEN_CONFIRM,
-        dest="allow_any_local_user",
-        action="store_true",
-        default=default(False),
-        help="with --no-token: confirm that every user of this machine may drive the app",
-    )
+    for flag, settings in WEB_OPTIONS:
+        parser.add_argument(
+            flag, **settings if defaults else {**settings, "default": argparse.SUPPRESS}
+        )
 
 
 def register(subparsers: Any) -> None:
