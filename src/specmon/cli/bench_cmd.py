@@ -43,6 +43,7 @@ from specmon.cli.args import (
     fail,
     server_url,
 )
+from specmon.cli.host_args import add_host_arguments
 
 NAME = "bench"
 
@@ -54,14 +55,8 @@ def register(subparsers: Any) -> None:
         "benchmark a running server: tok/s, latency, acceptance, vanilla-speed requests",
         __doc__,
     )
-    from specmon.cli.host_args import add_host_arguments
-
     add_server_arguments(p, single=True)
     add_host_arguments(p, model=False)
-    for action in p._actions:
-        if action.dest == "model":
-            action.help = "host mode: the target model (a preset can give it); attached: the "
-            action.help += "model to request (default: the server's first)"
     add_workload_arguments(p)
     p.add_argument("--json", metavar="FILE", help="write the result as JSON (compare reads it)")
     p.add_argument("--csv", metavar="FILE", help="write one CSV row per measured request")
@@ -90,7 +85,12 @@ def add_server_arguments(p: argparse.ArgumentParser, *, single: bool) -> None:
             help="where the server's /metrics page is when not at URL/metrics",
         )
     add_api_key_argument(p)
-    p.add_argument("--model", default=None, help="model to request (default: the server's first)")
+    p.add_argument(
+        "--model",
+        default=None,
+        help="host mode: the target model (a preset can give it); attached: the model to "
+        "request (default: the server's first)",
+    )
     add_gpu_argument(p, "local when the server is on this machine, else none")
     p.add_argument(
         "--baseline",

@@ -131,6 +131,7 @@ def _chat_hosted(args: argparse.Namespace, plan: HostPlan, gpu: str) -> int:
         launch_or_exit,
         ready_timeout,
         stop_server,
+        stopped_status,
         wait_in_text,
     )
     from specmon.runtime import shutdown
@@ -189,10 +190,8 @@ def _chat_hosted(args: argparse.Namespace, plan: HostPlan, gpu: str) -> int:
             print(failure_report(app.host_failure), file=sys.stderr)
             return 1
         return 0
-    except KeyboardInterrupt:
-        return 130
-    except Terminated as exc:
-        return 128 + exc.signum
+    except (KeyboardInterrupt, Terminated) as stop:
+        return stopped_status(stop)
     finally:
         stop_server(server, "chat")
 

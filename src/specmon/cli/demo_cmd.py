@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -180,8 +179,9 @@ def _app(url: str, args: argparse.Namespace) -> int:
 
 
 def _drive(monitor: Monitor, args: argparse.Namespace) -> int:
+    from specmon.cli.app_runner import show_console
     from specmon.sources.stream_client import ChatRequest
-    from specmon.ui.live_console import TextTail, run_live, run_plain
+    from specmon.ui.live_console import TextTail
 
     hub = monitor.hub
     tail = TextTail()
@@ -194,21 +194,13 @@ def _drive(monitor: Monitor, args: argparse.Namespace) -> int:
     title = f"specmon demo — simulated server {url}"
     interrupted = False
     try:
-        if sys.stdout.isatty() and not args.json:
-            run_live(
-                monitor.view,
+        if not args.json:
+            show_console(
+                monitor,
                 title=title,
                 done=done,
+                banner=f"[SIMULATED] specmon demo against {url}",
                 read_text=lambda: hub.read(tail.read),
-                final_view=lambda: monitor.view(fresh=True),
-            )
-        elif not args.json:
-            print(f"[SIMULATED] specmon demo against {url}", flush=True)
-            run_plain(
-                monitor.view,
-                done=done,
-                write=lambda s: print(s, flush=True),
-                final_view=lambda: monitor.view(fresh=True),
             )
         else:
             while not done.wait(0.25):  # timed: the main thread stays responsive to signals

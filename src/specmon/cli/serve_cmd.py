@@ -84,6 +84,7 @@ def _host(args: argparse.Namespace, plan: HostPlan) -> int:
         launch_or_exit,
         ready_timeout,
         stop_server,
+        stopped_status,
         wait_in_text,
     )
     from specmon.core.errors import RecordingError
@@ -136,10 +137,8 @@ def _host(args: argparse.Namespace, plan: HostPlan) -> int:
         info = plan.session_info(ready)
         server.session_info = info
         return _dashboard(args, hub, server, info, early)
-    except KeyboardInterrupt:
-        return 130
-    except Terminated as exc:
-        return 128 + exc.signum
+    except (KeyboardInterrupt, Terminated) as stop:
+        return stopped_status(stop)
     finally:
         # Stop the server first (its last lines still reach the hub), then the hub: the
         # recorder's closer fsyncs the file.
@@ -236,7 +235,7 @@ def _dashboard(
     info: SessionInfo,
     early: collections.deque[Any],
 ) -> int:
-    from specmon.ui.live_console import run_live, run_plain
+    from specmon.cli.app_runner import show_console
 
     monitor = _monitor(args, hub, server, info, early)
     monitor.start()
@@ -248,16 +247,12 @@ def _dashboard(
 
     threading.Thread(target=watch_exit, name="vllm-exit", daemon=True).start()
     title = f"specmon serve — {info.model} at {server.base_url}"
-    if sys.stdout.isatty():
-        run_live(monitor.view, title=title, done=done, final_view=lambda: monitor.view(fresh=True))
-    else:
-        print(f"ready: {server.base_url} (Ctrl-C stops the server)", flush=True)
-        run_plain(
-            monitor.view,
-            done=done,
-            write=lambda s: print(s, flush=True),
-            final_view=lambda: monitor.view(fresh=True),
-        )
+    show_console(
+        monitor,
+        title=title,
+        done=done,
+        banner=f"ready: {server.base_url} (Ctrl-C stops the server)",
+    )
     code = server.poll()
     if code is not None:
         error = server.failure(f"the server exited with code {code} while serving")

@@ -42,7 +42,7 @@ from typing import Any
 
 from specmon.cli.args import add_command, fail, server_url
 from specmon.cli.bench_cmd import add_server_arguments, add_workload_arguments
-from specmon.cli.host_args import HostFlags
+from specmon.cli.host_args import HostFlags, add_host_arguments
 from specmon.cli.stream_args import stream_limits_from
 from specmon.core.stream_limits import StreamLimits
 
@@ -50,8 +50,6 @@ NAME = "sweep"
 
 
 def register(subparsers: Any) -> None:
-    from specmon.cli.host_args import add_host_arguments
-
     p = add_command(
         subparsers,
         NAME,
@@ -118,10 +116,6 @@ def register(subparsers: Any) -> None:
         "--speculative-config; needs --concurrency with two or more values)",
     )
     add_server_arguments(p, single=False)
-    for action in p._actions:
-        if action.dest == "model":
-            action.help = "host mode: the target model (a preset can give it); attached: the "
-            action.help += "model to request (default: the server's first)"
     add_workload_arguments(p)
     # --concurrency takes a list here (1,4,16): one schedule entry per value.
     for action in p._actions:

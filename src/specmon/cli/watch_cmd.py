@@ -386,22 +386,8 @@ def _json_lines(monitor: Monitor) -> int:
 
 
 def _live(monitor: Monitor, title: str | None = None) -> int:
-    from specmon.ui.live_console import run_live, run_plain
+    from specmon.cli.app_runner import show_console
 
-    done = threading.Event()
     servers = title or ", ".join(t.base for t in monitor.targets)
-    if sys.stdout.isatty():
-        run_live(
-            monitor.view,
-            title=f"specmon watch — {servers}",
-            done=done,
-            final_view=lambda: monitor.view(fresh=True),
-        )
-    else:
-        run_plain(
-            monitor.view,
-            done=done,
-            write=lambda s: print(s, flush=True),
-            final_view=lambda: monitor.view(fresh=True),
-        )
+    show_console(monitor, title=f"specmon watch — {servers}", done=threading.Event())
     return 0
