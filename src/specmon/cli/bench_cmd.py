@@ -46,15 +46,11 @@ from specmon.cli.args import (
 from specmon.cli.host_args import add_host_arguments
 
 NAME = "bench"
+SUMMARY = "benchmark a running server: tok/s, latency, acceptance, vanilla-speed requests"
 
 
 def register(subparsers: Any) -> None:
-    p = add_command(
-        subparsers,
-        NAME,
-        "benchmark a running server: tok/s, latency, acceptance, vanilla-speed requests",
-        __doc__,
-    )
+    p = add_command(subparsers, NAME, SUMMARY, __doc__)
     add_server_arguments(p, single=True)
     add_host_arguments(p, model=False)
     add_workload_arguments(p)

@@ -44,12 +44,11 @@ if TYPE_CHECKING:
     from specmon.runtime.session import LiveSession
 
 NAME = "chat"
+SUMMARY = "chat with a vLLM server and see its speculative decoding live"
 
 
 def register(subparsers: Any) -> None:
-    p = add_command(
-        subparsers, "chat", "chat with a vLLM server and see its speculative decoding live", __doc__
-    )
+    p = add_command(subparsers, NAME, SUMMARY, __doc__)
     p.add_argument(
         "--attach",
         type=server_url,

@@ -24,15 +24,11 @@ from typing import Any
 from specmon.cli.args import add_command, fail
 
 NAME = "compare"
+SUMMARY = "show bench runs side by side with ratios and noise verdicts"
 
 
 def register(subparsers: Any) -> None:
-    p = add_command(
-        subparsers,
-        NAME,
-        "show bench runs side by side with ratios and noise verdicts",
-        __doc__,
-    )
+    p = add_command(subparsers, NAME, SUMMARY, __doc__)
     p.add_argument("files", nargs="+", metavar="RUN.json", help="bench results (--json output)")
     p.add_argument("--markdown", metavar="FILE", help="also write the table as Markdown")
     p.add_argument(

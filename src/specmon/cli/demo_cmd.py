@@ -48,15 +48,11 @@ DEMO_PROMPTS: tuple[str, ...] = (
 
 
 NAME = "demo"
+SUMMARY = "run the built-in simulated server and watch it (no GPU needed; labelled SIMULATED)"
 
 
 def register(subparsers: Any) -> None:
-    p = add_command(
-        subparsers,
-        NAME,
-        "run the built-in simulated server and watch it (no GPU needed; labelled SIMULATED)",
-        __doc__,
-    )
+    p = add_command(subparsers, NAME, SUMMARY, __doc__)
     p.add_argument("--profile", default=None, help="simulator profile (default: the sim's)")
     p.add_argument("--n-spec", type=int, default=None, help="num_speculative_tokens to simulate")
     p.add_argument("--speed", type=pace, default=1.0, help="pace multiplier (default 1.0)")

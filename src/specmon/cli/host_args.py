@@ -18,7 +18,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -188,9 +188,9 @@ def add_host_arguments(parser: argparse.ArgumentParser, *, model: bool = True) -
     )
 
 
-@dataclass
+@dataclass(frozen=True)
 class HostPlan:
-    """Everything decided before launch."""
+    """Everything decided before launch (the log file's path included)."""
 
     settings: HostSettings
     command: HostCommand
@@ -200,8 +200,8 @@ class HostPlan:
     vllm_version: str | None
     gpu: str | None
     detailed_metrics: bool
-    warnings: list[str] = field(default_factory=list)
-    log_path: Path | None = None
+    log_path: Path
+    warnings: tuple[str, ...] = ()
 
     def session_info(self, progress: StartupProgress | None = None) -> SessionInfo:
         """The recording header's fields: model, draft, method, K, vLLM version, GPU, and in
@@ -219,8 +219,7 @@ class HostPlan:
         if self.preset is not None:
             host["preset_seed"] = self.preset.seed
             host["preset_proven_on"] = self.preset.proven_on
-        if self.log_path is not None:
-            host["log_file"] = str(self.log_path)
+        host["log_file"] = str(self.log_path)
         return SessionInfo(
             server=self.command.base_url,
             model=self.settings.model,
@@ -363,9 +362,11 @@ def plan_host(
         if warning:
             warnings.append(warning)
     command = build_command(settings, str(vllm or "vllm"), detailed_metrics=detailed)
-    log_path = Path(args.log_file) if args.log_file else None
+    from specmon.sources.host.process import default_log_path
+
+    log_path = Path(args.log_file) if args.log_file else default_log_path(settings.port)
     return HostPlan(
-        settings, command, preset, vllm, python, version, gpu, detailed, warnings, log_path
+        settings, command, preset, vllm, python, version, gpu, detailed, log_path, tuple(warnings)
     )
 
 
@@ -391,11 +392,9 @@ def dry_run_text(plan: HostPlan, environ: dict[str, str] | None = None) -> str:
 def launch_host(
     plan: HostPlan, *, on_line: Callable[[str], None] | None = None, grace_s: float | None = None
 ) -> HostedServer:
-    """Start the planned server (does not wait). The log file path is decided here."""
-    from specmon.sources.host.process import DEFAULT_GRACE_S, HostedServer, default_log_path
+    """Start the planned server (does not wait), its log in the plan's file."""
+    from specmon.sources.host.process import DEFAULT_GRACE_S, HostedServer
 
-    if plan.log_path is None:
-        plan.log_path = default_log_path(plan.settings.port)
     server = HostedServer.launch(
         plan.command, plan.log_path, grace_s=DEFAULT_GRACE_S if grace_s is None else grace_s
     )

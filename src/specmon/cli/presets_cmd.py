@@ -13,15 +13,11 @@ from typing import Any
 from specmon.cli.args import add_command, fail
 
 NAME = "presets"
+SUMMARY = "list the host-mode presets (the seeds' working vLLM configurations, and yours)"
 
 
 def register(subparsers: Any) -> None:
-    p = add_command(
-        subparsers,
-        NAME,
-        "list the host-mode presets (the seeds' working vLLM configurations, and yours)",
-        __doc__,
-    )
+    p = add_command(subparsers, NAME, SUMMARY, __doc__)
     p.add_argument("name", nargs="?", help="show one preset")
 
 

@@ -37,15 +37,11 @@ if TYPE_CHECKING:
 
 
 NAME = "replay"
+SUMMARY = "replay a recorded session (--json: print its final snapshot)"
 
 
 def register(subparsers: Any) -> None:
-    p = add_command(
-        subparsers,
-        NAME,
-        "replay a recorded session (--json: print its final snapshot)",
-        __doc__,
-    )
+    p = add_command(subparsers, NAME, SUMMARY, __doc__)
     p.add_argument("file", metavar="FILE", help="a recording (.ndjson, or .ndjson.gz)")
     p.add_argument(
         "--speed",

@@ -37,16 +37,13 @@ if TYPE_CHECKING:
 
 
 NAME = "serve"
+SUMMARY = (
+    "start vLLM with speculative decoding (DFlash, EAGLE-3, MTP, ngram, draft model) and watch it"
+)
 
 
 def register(subparsers: Any) -> None:
-    p = add_command(
-        subparsers,
-        NAME,
-        "start vLLM with speculative decoding (DFlash, EAGLE-3, MTP, ngram, draft model) "
-        "and watch it",
-        __doc__,
-    )
+    p = add_command(subparsers, NAME, SUMMARY, __doc__)
     add_host_arguments(p)
     add_theme_argument(p)
     add_export_argument(p)
@@ -92,7 +89,6 @@ def _host(args: argparse.Namespace, plan: HostPlan) -> int:
     from specmon.core.server_state import MAX_LOG_TAIL
     from specmon.runtime.hub import Hub
     from specmon.runtime.recorder import Recorder
-    from specmon.sources.host.process import default_log_path
 
     hub = Hub().start()
     source = plan.command.base_url
@@ -112,8 +108,6 @@ def _host(args: argparse.Namespace, plan: HostPlan) -> int:
                 return
 
     server: HostedServer | None = None
-    if plan.log_path is None:
-        plan.log_path = default_log_path(plan.settings.port)
     try:
         if args.record:
             # Subscribed before launch, so the recording has every line vLLM prints.

@@ -47,13 +47,14 @@ from specmon.cli.stream_args import stream_limits_from
 from specmon.core.stream_limits import StreamLimits
 
 NAME = "sweep"
+SUMMARY = "sweep num_speculative_tokens (host mode or attached servers) and recommend a setting"
 
 
 def register(subparsers: Any) -> None:
     p = add_command(
         subparsers,
         NAME,
-        "sweep num_speculative_tokens (host mode or attached servers) and recommend a setting",
+        SUMMARY,
         __doc__,
         conflict_handler="resolve",  # the sweep's --n-spec (a list) replaces host mode's
     )

@@ -66,15 +66,11 @@ MAX_RATE_WINDOW_S = 24 * 3600.0
 """Longest --rate-window accepted: a day."""
 
 NAME = "watch"
+SUMMARY = "attach to running vLLM servers: live tok/s, acceptance, GPU, flags"
 
 
 def register(subparsers: Any) -> None:
-    p = add_command(
-        subparsers,
-        NAME,
-        "attach to running vLLM servers: live tok/s, acceptance, GPU, flags",
-        __doc__,
-    )
+    p = add_command(subparsers, NAME, SUMMARY, __doc__)
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument(
         "--attach",

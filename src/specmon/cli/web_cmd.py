@@ -50,6 +50,7 @@ from specmon.web.plan import (
 )
 
 NAME = "web"
+SUMMARY = "serve the app to a browser (textual-serve; 127.0.0.1 unless --host)"
 
 
 WEB_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
@@ -125,12 +126,7 @@ def add_web_options(parser: argparse.ArgumentParser, *, defaults: bool = True) -
 
 
 def register(subparsers: Any) -> None:
-    p = add_command(
-        subparsers,
-        NAME,
-        "serve the app to a browser (textual-serve; 127.0.0.1 unless --host)",
-        __doc__,
-    )
+    p = add_command(subparsers, NAME, SUMMARY, __doc__)
     add_web_options(p)
     p.add_argument(
         "app", nargs="?", default=DEFAULT_APP, help=f"{' | '.join(APPS)} (default {DEFAULT_APP})"
