@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass, field
 from typing import Any
 
 from specmon.cli.args import (
@@ -44,6 +45,7 @@ from specmon.cli.args import (
     server_url,
 )
 from specmon.cli.host_args import add_host_arguments
+from specmon.core.stream_limits import StreamLimits
 
 NAME = "bench"
 SUMMARY = "benchmark a running server: tok/s, latency, acceptance, vanilla-speed requests"
@@ -238,6 +240,58 @@ def check_output_paths(*paths: str | None) -> None:
             raise ConfigError(f"cannot write {p}: its folder does not exist")
 
 
+@dataclass(frozen=True)
+class Outputs:
+    """Where the result goes besides the terminal: --json, --csv, --markdown (None: not asked)."""
+
+    json: str | None
+    csv: str | None
+    markdown: str | None
+    label: str | None
+    """--label: the run's name in compare tables."""
+
+    @classmethod
+    def of(cls, args: argparse.Namespace) -> Outputs:
+        return cls(args.json, args.csv, args.markdown, args.label)
+
+
+@dataclass(frozen=True)
+class BenchRun:
+    """One measured run, read from the command line once (the server comes separately:
+    attached, or started in host mode)."""
+
+    config: Any
+    """The bench.config.BenchConfig (the workload)."""
+    gpu: str
+    baseline: float | None
+    api_key: str | None = field(repr=False)
+    scrape_interval: float
+    stream_limits: StreamLimits
+    record: str | None
+    outputs: Outputs
+
+
+def _bench_run(
+    args: argparse.Namespace,
+    config: Any,
+    gpu: str,
+    baseline: float | None,
+    api_key: str | None,
+) -> BenchRun:
+    from specmon.cli.stream_args import stream_limits_from
+
+    return BenchRun(
+        config=config,
+        gpu=gpu,
+        baseline=baseline,
+        api_key=api_key,
+        scrape_interval=scrape_interval(args),
+        stream_limits=stream_limits_from(args),
+        record=args.record,
+        outputs=Outputs.of(args),
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     from specmon.bench.config import ConfigError
 
@@ -267,10 +321,10 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
         gpu = check_gpu(args.gpu, [args.attach])
-        scrape_interval(args)
+        bench = _bench_run(args, config, gpu, baseline, args.api_key)
     except ConfigError as exc:
         return fail(NAME, str(exc))
-    return _live(args, config, endpoint, gpu, baseline, args.api_key)
+    return _live(bench, endpoint)
 
 
 def _host(args: argparse.Namespace, baseline: float | None) -> int:
@@ -287,7 +341,9 @@ def _host(args: argparse.Namespace, baseline: float | None) -> int:
     try:
         config = workload_config(args, hosted=True)
         gpu = check_gpu(args.gpu, [f"http://{flags.host or '127.0.0.1'}:1"])
-        scrape_interval(args)
+        # Without --api-key: the server's own key, given after `--`.
+        api_key = args.api_key if args.api_key is not None else served_api_key(flags)
+        bench = _bench_run(args, config, gpu, baseline, api_key)
         if flags.n_spec == 0:
             raise ConfigError(
                 "--n-spec 0 in host mode: leave out --n-spec, --draft and --method for vanilla"
@@ -303,26 +359,17 @@ def _host(args: argparse.Namespace, baseline: float | None) -> int:
             raise ConfigError(str(exc)) from None
     except ConfigError as exc:
         return fail(NAME, str(exc))
-    # Without --api-key: the server's own key, given after `--`.
-    api_key = args.api_key if args.api_key is not None else served_api_key(flags)
     try:
         with hosted(flags, "vllm") as endpoint:
-            return _live(args, config, endpoint, gpu, baseline, api_key)
+            return _live(bench, endpoint)
     except ServerUnavailable as exc:
-        return fail(NAME, f"{exc}", 1)
+        return fail(NAME, str(exc), 1)
     except KeyboardInterrupt:
         print("specmon bench: interrupted while the server started; stopped it", file=sys.stderr)
         return 130
 
 
-def _live(
-    args: argparse.Namespace,
-    config: Any,
-    endpoint: Any,
-    gpu: str,
-    baseline: float | None,
-    api_key: str | None,
-) -> int:
+def _live(bench: BenchRun, endpoint: Any) -> int:
     import datetime as dt
 
     from specmon import __version__
@@ -330,7 +377,6 @@ def _live(
     from specmon.bench.interruptible import run_interruptible
     from specmon.bench.render import progress_for
     from specmon.bench.runner import BenchError, run_bench
-    from specmon.cli.stream_args import stream_limits_from
     from specmon.core.errors import RecordingError
 
     display = progress_for(sys.stderr)
@@ -339,17 +385,17 @@ def _live(
             out = run_interruptible(
                 run_bench(
                     endpoint,
-                    config,
-                    api_key=api_key,
-                    gpu=gpu,
-                    record=args.record,
+                    bench.config,
+                    api_key=bench.api_key,
+                    gpu=bench.gpu,
+                    record=bench.record,
                     progress=display,
-                    scrape_interval=scrape_interval(args),
-                    stream_limits=stream_limits_from(args),
+                    scrape_interval=bench.scrape_interval,
+                    stream_limits=bench.stream_limits,
                 )
             )
     except (BenchError, RecordingError) as exc:
-        return fail(NAME, f"{exc}", 1)
+        return fail(NAME, str(exc), 1)
     except KeyboardInterrupt:
         print(
             "specmon bench: interrupted before the measured phase; nothing measured",
@@ -359,13 +405,13 @@ def _live(
     result = analyze(
         out.events,
         server=out.server,
-        config=config,
-        baseline_tok_s=baseline,
-        label=args.label,
+        config=bench.config,
+        baseline_tok_s=bench.baseline,
+        label=bench.outputs.label,
         created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         specmon_version=__version__,
     )
-    return _report(args, result)
+    return _report(bench.outputs, result)
 
 
 def _replay(args: argparse.Namespace, baseline: float | None) -> int:
@@ -411,10 +457,10 @@ def _replay(args: argparse.Namespace, baseline: float | None) -> int:
         label=args.label,
         created_at=recording.started_at,
     )
-    return _report(args, result)
+    return _report(Outputs.of(args), result)
 
 
-def _report(args: argparse.Namespace, result: Any) -> int:
+def _report(outputs: Outputs, result: Any) -> int:
     from pathlib import Path
 
     from specmon.bench.render import print_summary
@@ -424,9 +470,9 @@ def _report(args: argparse.Namespace, result: Any) -> int:
     written: list[str] = []
     try:
         for path, render in (
-            (args.json, lambda: result.to_json() + "\n"),
-            (args.csv, lambda: requests_csv(result)),
-            (args.markdown, lambda: summary_markdown(result)),
+            (outputs.json, lambda: result.to_json() + "\n"),
+            (outputs.csv, lambda: requests_csv(result)),
+            (outputs.markdown, lambda: summary_markdown(result)),
         ):
             if path:
                 _write_whole(Path(path), render())
