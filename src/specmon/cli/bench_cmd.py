@@ -280,16 +280,8 @@ def _bench_run(
 ) -> BenchRun:
     from specmon.cli.stream_args import stream_limits_from
 
-    return BenchRun(
-        config=config,
-        gpu=gpu,
-        baseline=baseline,
-        api_key=api_key,
-        scrape_interval=scrape_interval(args),
-        stream_limits=stream_limits_from(args),
-        record=args.record,
-        outputs=Outputs.of(args),
-    )
+    interval, limits = scrape_interval(args), stream_limits_from(args)
+    return BenchRun(config, gpu, baseline, api_key, interval, limits, args.record, Outputs.of(args))
 
 
 def run(args: argparse.Namespace) -> int:
