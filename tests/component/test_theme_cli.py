@@ -58,5 +58,5 @@ def test_each_command_hands_its_theme_to_the_app(recorder: _Recorder) -> None:
     assert recorder.kwargs["theme"] == "specmon-high-contrast"
     args = parser.parse_args([*COMMANDS[2], "--theme", "nord"])
     assert isinstance(args, argparse.Namespace)
-    assert watch_cmd._app([Target("http://127.0.0.1:9")], "none", args, None) == 0
+    assert watch_cmd._app([Target("http://127.0.0.1:9")], "none", args, None, 1.0) == 0
     assert recorder.kwargs["theme"] == "nord"

@@ -14,6 +14,7 @@ import signal
 import sys
 from typing import TYPE_CHECKING
 
+from specmon.cli.args import fail
 from specmon.sim.profiles import DEFAULT_PROFILE, PROFILES
 from specmon.sim.spec_metrics import LEVELS
 
@@ -21,9 +22,12 @@ if TYPE_CHECKING:
     from specmon.sim.server import SimConfig
 
 
+NAME = "sim"
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
-        "sim",
+        NAME,
         help="run the SIMULATED vLLM server (OpenAI API, /metrics, DFlash-like speculation)",
         description=(
             "Run a simulated vLLM server with speculative decoding. Everything it serves is "
@@ -116,8 +120,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         resolved = resolve(config)
     except SimConfigError as err:
-        print(f"specmon sim: {err}", file=sys.stderr)
-        return 2
+        return fail(NAME, str(err))
     try:
         return asyncio.run(_serve(config, resolved.n_spec))
     except OSError as err:

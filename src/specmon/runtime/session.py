@@ -51,6 +51,7 @@ from typing import Any, Protocol, assert_never
 from specmon.core.events import Event, Marker, RequestEnded, SessionInfo
 from specmon.core.stream_limits import DEFAULT_LIMITS, StreamLimits
 from specmon.core.views import SessionView
+from specmon.runtime.canary import start_canary_from_extra
 from specmon.runtime.collector_messages import (
     AddTarget,
     Call,
@@ -73,7 +74,6 @@ from specmon.runtime.collector_messages import (
     is_report,
     unknown,
 )
-from specmon.runtime.canary import start_canary_from_extra
 from specmon.runtime.fleet_run import start_fleet_from_extra
 from specmon.runtime.hub import STOP_TIMEOUT_S, Hub, Subscriber
 from specmon.runtime.monitor import Monitor, State, StateFactory, Target
