@@ -52,7 +52,7 @@ def _held_by_the_feed(snapshot: tracemalloc.Snapshot) -> int:
     files = (
         tracemalloc.Filter(True, "*/ui/app/session_port.py"),
         tracemalloc.Filter(True, "*/core/stream_stats.py"),
-        tracemalloc.Filter(True, "*/tests/ui/conftest.py"),
+        tracemalloc.Filter(True, "*/tests/support/ui_fakes.py"),
     )
     return sum(s.size for s in snapshot.filter_traces(files).statistics("filename"))
 
