@@ -7,9 +7,9 @@ from dataclasses import replace
 from tests.ui.conftest import SIM_SERVER, screen_text
 from textual.app import App, ComposeResult
 
-from specmon.ui.app.blocks import top_level_starts
-from specmon.ui.app.session_port import AnswerNumbers
-from specmon.ui.app.widgets import AnswerView, HeaderBar, format_numbers
+from specmon.ui.answer_numbers import AnswerNumbers
+from specmon.ui.widgets.blocks import top_level_starts
+from specmon.ui.widgets.turn import AnswerView, HeaderBar, format_numbers
 
 
 class Host(App[None]):

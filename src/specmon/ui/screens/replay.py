@@ -22,11 +22,12 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label, Static
 
 from specmon.core.views import RequestRow, SessionView
-from specmon.ui.app.dashboard import GraphSeries, SidePanel
-from specmon.ui.app.safe_text import visible
-from specmon.ui.app.screens import ANSWER_COLUMNS, row_cells
-from specmon.ui.app.session_port import AnswerNumbers, ReplayPort, numbers_from_row
-from specmon.ui.app.timeline import Timeline, clock_text, speed_text
+from specmon.ui.answer_numbers import AnswerNumbers, numbers_from_row
+from specmon.ui.replay_port import ReplayPort
+from specmon.ui.safe_text import visible
+from specmon.ui.screens.dialogs import ANSWER_COLUMNS, row_cells
+from specmon.ui.widgets.side_panel import GraphSeries, SidePanel
+from specmon.ui.widgets.timeline import Timeline, clock_text, speed_text
 
 if TYPE_CHECKING:
     from specmon.runtime.replay_session import ReplayPosition

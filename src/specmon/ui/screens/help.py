@@ -19,8 +19,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Label, Static
 
 from specmon.core.definitions import DEFINITIONS, Definition, definition
-from specmon.ui.app.answer_text import TextLines
-from specmon.ui.app.palette import ActionCommand
+from specmon.ui.palette import ActionCommand
+from specmon.ui.widgets.answer import TextLines
 
 SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (

@@ -39,13 +39,13 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from specmon.core.step_heat import AnswerHeat, HeatClass, coalesce, many_bar
-from specmon.ui.app.blocks import BlockSplitter, skip_blank_lines, top_level_starts
-from specmon.ui.app.safe_text import visible
+from specmon.ui.safe_text import visible
+from specmon.ui.widgets.blocks import BlockSplitter, skip_blank_lines, top_level_starts
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from specmon.ui.app.session_port import AnswerNumbers
+    from specmon.ui.answer_numbers import AnswerNumbers
 
 CODE_THEME = "monokai"
 BACKGROUND_MIN_CHARS = 512

@@ -10,6 +10,7 @@ The text of each section is built by pure functions (`panel_sections`), tested w
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -20,11 +21,11 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from specmon.core.events import GpuReading
+from specmon.core.position_worth import ServerPositionWorth, TrimHint, server_position_worth
 from specmon.core.views import ServerView, SessionView
-from specmon.ui.app.safe_text import visible
-from specmon.ui.app.session_port import AnswerNumbers
-from specmon.ui.app.worth_screen import hint_line
+from specmon.ui.answer_numbers import AnswerNumbers
 from specmon.ui.formatting import DASH, GIB, MAX_NUMBER_CHARS, cycle_text, fit
+from specmon.ui.safe_text import visible
 
 GRAPH_SECONDS = 60
 """The graphs show the last minute, one sample a second."""
@@ -349,6 +350,34 @@ def panel_sections(
         ("gpu", gpu_section(view)),
         ("flags", flags_section(view)),
     ]
+
+
+def chosen_hint(worth: ServerPositionWorth) -> tuple[TrimHint, str] | None:
+    """The hint to show and which numbers it came from: since start first (enough steps behind
+    it), else the window."""
+    if worth.lifetime is not None and worth.lifetime.hint is not None:
+        return worth.lifetime.hint, "since start"
+    if worth.window is not None and worth.window.hint is not None:
+        return worth.window.hint, "window"
+    return None
+
+
+def hint_line(server: ServerView | None) -> Text:
+    """The trim hint, short enough for one line of the side panel, e.g. "hint: n_spec 8 keeps
+    97%; pos 9-13 < 5% (w)" ("" when there is none; the modal has the whole sentence)."""
+    if server is None:
+        return Text()
+    found = chosen_hint(server_position_worth(server))
+    if found is None:
+        return Text()
+    hint, _which = found
+    first, last = hint.first_position, hint.last_position
+    where = f"pos {first}" if first == last else f"pos {first}-{last}"
+    kept = math.floor(hint.kept_share * 100 + 1e-9)
+    return Text(
+        f"\nhint: n_spec {hint.n_spec} keeps {kept}%; {where} < {hint.threshold * 100:.0f}% (w)",
+        style="yellow",
+    )
 
 
 class SidePanel(VerticalScroll):

@@ -12,9 +12,10 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Input, Static
 
-from specmon.ui.app.answer_text import AnswerView
-from specmon.ui.app.safe_text import visible
-from specmon.ui.app.session_port import AnswerNumbers, ServerSummary
+from specmon.ui.answer_numbers import AnswerNumbers
+from specmon.ui.port import ServerSummary
+from specmon.ui.safe_text import visible
+from specmon.ui.widgets.answer import AnswerView
 
 DASH = "—"
 CODE_THEME = "monokai"

@@ -23,9 +23,9 @@ from textual.widgets import Static
 
 from specmon.core.events import GpuReading
 from specmon.core.views import EngineView, ServerView, SessionView
-from specmon.ui.app.dashboard import NOT_READING, live_numbers
-from specmon.ui.app.safe_text import visible
 from specmon.ui.formatting import fit
+from specmon.ui.safe_text import visible
+from specmon.ui.widgets.side_panel import NOT_READING, live_numbers
 
 RESTART_SHOWN_S = 30.0
 """For this long after a counter reset the state says "restarted"."""
