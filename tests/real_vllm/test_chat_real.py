@@ -22,8 +22,8 @@ from specmon.core.events import RequestEnded
 from specmon.runtime.monitor import Monitor, Target
 from specmon.ui.app import SpecmonApp
 from specmon.ui.conversation import ChatSettings
+from specmon.ui.formatting import visible
 from specmon.ui.live_port import LivePort
-from specmon.ui.safe_text import visible
 from specmon.ui.widgets.turn import AnswerView
 
 SIZE = (200, 40)  # wide enough that the numbers line does not wrap beside the side panel

@@ -344,7 +344,7 @@ async def test_f3_says_why_the_last_answer_was_flagged():
             1.02,
             0.01,
             "chunks",
-            flag="vanilla",
+            flag="vanilla-speed",
             reasons=("acceptance near 0 (AL 1.02)", "net loss against vanilla 64 tok/s"),
         )
         await pilot.press("f3")

@@ -13,7 +13,7 @@ from specmon.ui.conversation import (
     estimate_tokens,
     parse_settings,
 )
-from specmon.ui.safe_text import visible
+from specmon.ui.formatting import visible
 from specmon.ui.widgets.blocks import BlockSplitter
 
 # ---------------------------------------------------------------- safe text

@@ -83,7 +83,7 @@ def test_numbers_line_says_dash_for_missing_and_names_sources_and_flags():
     )
     missing = AnswerNumbers(None, None, None, None, None, None)
     assert format_numbers(missing) == "— tokens · — tok/s · TTFT — · AL — · accept —"
-    flagged = replace(n, al_source="metrics", flag="vanilla", gpu_temp_c=None)
+    flagged = replace(n, al_source="metrics", flag="vanilla-speed", gpu_temp_c=None)
     line = format_numbers(flagged)
     assert "AL 4.32 (/metrics)" in line and "GPU — °C SM 2520 MHz" in line
     assert line.endswith("VANILLA SPEED (F3: why)")

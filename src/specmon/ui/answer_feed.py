@@ -125,7 +125,7 @@ class AnswerFeed:
             if self._final is not None:
                 return self._final
             stats = request_stats(self._trace, n_spec=self._n_spec)
-        return numbers_from(stats)
+        return numbers_from(stats, self._n_spec)
 
     def release(self) -> None:
         """Drop what the stream grew (its chunks, text fragments and trace), keeping only its
@@ -133,7 +133,9 @@ class AnswerFeed:
         stays (the acceptance heat of such an answer is not drawn)."""
         with self._lock:
             if self._final is None:
-                self._final = numbers_from(request_stats(self._trace, n_spec=self._n_spec))
+                self._final = numbers_from(
+                    request_stats(self._trace, n_spec=self._n_spec), self._n_spec
+                )
             self._trace = RequestTrace(self.request_id)
             self._chunks = []
             self.all_text = []

@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
+from specmon.core.request_rows import chunks_acceptance, server_acceptance
 from specmon.core.stream_stats import RequestStats
-from specmon.core.views import GpuView, RequestRow
-
-FlagKind = Literal["ok", "transition", "vanilla", "failed", "unjudged"]
+from specmon.core.verdict import VerdictKind, request_verdict
+from specmon.core.views import GpuView, RequestRow, choose_acceptance
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,30 +27,27 @@ class AnswerNumbers:
     """Highest GPU temperature sampled while the request ran."""
     sm_clock_mhz: float | None = None
     """Lowest SM clock sampled while the request ran."""
-    flag: FlagKind = "unjudged"
+    flag: VerdictKind = "unjudged"
+    """The request's verdict (core.verdict); "unjudged" until the session's row has one."""
     reasons: tuple[str, ...] = ()
     """Why the request was flagged (vanilla speed, transition) or failed, in words."""
     request_id: str | None = None
 
 
-def numbers_from(stats: RequestStats) -> AnswerNumbers:
-    """The answer's numbers from the feed's own trace (before the session's view has the row);
-    the server's per-request speculative metrics first, the client's chunk sizes second."""
-    spec = stats.server_spec
-    al: float | None = None
-    rate: float | None = None
-    source: str | None = None
-    if spec is not None and spec.mean_acceptance_length is not None:
-        al, rate, source = spec.mean_acceptance_length, spec.draft_acceptance_rate, "server"
-    elif stats.client_acceptance_length is not None:
-        al, source = stats.client_acceptance_length, "chunks"
+def numbers_from(stats: RequestStats, n_spec: int | None) -> AnswerNumbers:
+    """The answer's numbers from the feed's own trace (before the session's view has the row),
+    the acceptance chosen by core's rule (`core.views.choose_acceptance`: the server's
+    per-request metrics first, the client's chunk sizes second), as the row will have it."""
+    a = choose_acceptance(
+        server_acceptance(stats.server_spec), chunks_acceptance(stats, n_spec), None
+    )
     return AnswerNumbers(
         tokens=stats.completion_tokens,
         decode_tok_s=stats.decode_tok_s,
         ttft_s=stats.ttft_s,
-        acceptance_length=al,
-        acceptance_rate=rate,
-        al_source=source,
+        acceptance_length=a.acceptance_length if a else None,
+        acceptance_rate=a.draft_acceptance_rate if a else None,
+        al_source=a.source if a else None,
     )
 
 
@@ -78,19 +74,10 @@ def numbers_from_row(row: RequestRow, gpu: GpuView) -> AnswerNumbers:
     """The answer's numbers from the session's typed view of its request."""
     a = row.acceptance
     temp, clock = gpu_during(gpu, row.t_send, row.t_end)
-    flag: FlagKind = "unjudged"
-    reasons: tuple[str, ...] = ()
-    if row.outcome in ("failed", "cancelled"):
-        flag = "failed"
-        reasons = (f"{row.outcome}: {row.error or ''}",)
-    elif row.speed_class is not None and row.speed_class.kind != "ok":
-        flag = "vanilla" if row.speed_class.kind == "vanilla-speed" else "transition"
-        reasons = tuple(text or code for code, text in row.speed_class.reasons)
-    elif row.vanilla is not None and row.vanilla.flagged:
-        flag = "vanilla"
-        reasons = tuple(text or code for code, text in row.vanilla.reasons)
-    elif row.vanilla is not None and row.vanilla.judged:
-        flag = "ok"
+    verdict = request_verdict(row)
+    reasons = verdict.sentences
+    if verdict.kind in ("failed", "cancelled"):
+        reasons = (f"{verdict.kind}: {verdict.error or ''}",)
     return AnswerNumbers(
         tokens=row.completion_tokens,
         decode_tok_s=row.decode_tok_s,
@@ -100,7 +87,7 @@ def numbers_from_row(row: RequestRow, gpu: GpuView) -> AnswerNumbers:
         al_source=a.source if a else None,
         gpu_temp_c=temp,
         sm_clock_mhz=clock,
-        flag=flag,
+        flag=verdict.kind,
         reasons=reasons,
         request_id=row.request_id,
     )

@@ -462,7 +462,7 @@ class ChatScreen(RecordingMixin, Screen[None]):
         """Write the reasons of an answer's badge as a line in the conversation."""
         if n is None:
             message = "no finished answer yet"
-        elif n.flag == "vanilla":
+        elif n.flag == "vanilla-speed":
             message = "VANILLA SPEED: " + "; ".join(n.reasons)
         elif n.flag == "transition":
             message = "TRANSITION: " + "; ".join(n.reasons)

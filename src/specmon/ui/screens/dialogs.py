@@ -13,10 +13,11 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Input, Label, Static
 
+from specmon.core.verdict import request_verdict
 from specmon.core.views import RequestRow
 from specmon.ui.conversation import ChatSettings, parse_settings
+from specmon.ui.formatting import DASH, fmt, fmt_acceptance, fmt_frac_pct, visible
 from specmon.ui.port import SessionPort, server_address
-from specmon.ui.safe_text import visible
 
 
 def blank(value: float | int | None) -> str:
@@ -87,34 +88,18 @@ class MarkerScreen(ModalScreen[str | None]):
 
 
 def row_cells(row: RequestRow) -> tuple[str, ...]:
-    """One line of the answers table: id, tokens, tok/s, TTFT, AL (source), accept, badge."""
-    from specmon.ui.formatting import DASH, SOURCE_WORDS
-
-    def num(value: float | int | None, spec: str) -> str:
-        return DASH if value is None else format(value, spec)
-
+    """One line of the answers table: id, tokens, tok/s, TTFT, AL (source), accept, badge (the
+    request's verdict, core.verdict)."""
     a = row.acceptance
-    al = DASH
-    if a is not None and a.acceptance_length is not None:
-        al = f"{a.acceptance_length:.2f} {SOURCE_WORDS[a.source]}"
-    rate = a.draft_acceptance_rate if a is not None else None
-    badge: str
-    if row.outcome != "ok":
-        badge = row.outcome
-    elif row.speed_class is not None:
-        badge = row.speed_class.kind
-    elif row.vanilla is not None and row.vanilla.flagged:
-        badge = "vanilla-speed"
-    else:
-        badge = DASH
+    verdict = request_verdict(row)
     return (
         row.request_id,
-        num(row.completion_tokens, "d"),
-        num(row.decode_tok_s, ".1f"),
-        DASH if row.ttft_s is None else f"{row.ttft_s * 1000:.0f} ms",
-        al,
-        DASH if rate is None else f"{rate:.0%}",
-        badge,
+        fmt(row.completion_tokens, "d"),
+        fmt(row.decode_tok_s, ".1f"),
+        fmt(None if row.ttft_s is None else row.ttft_s * 1000, ".0f", " ms"),
+        fmt_acceptance(a),
+        fmt_frac_pct(a.draft_acceptance_rate if a is not None else None),
+        DASH if verdict.kind == "unjudged" else verdict.kind,
     )
 
 
@@ -157,7 +142,7 @@ class AnswersScreen(ModalScreen[None]):
         for cells in rows:
             table.add_row(*(Text(c) for c in cells))
         if not rows:
-            table.add_row(*(Text("—") for _ in ANSWER_COLUMNS))
+            table.add_row(*(Text(DASH) for _ in ANSWER_COLUMNS))
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -10,8 +10,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Label
 
+from specmon.ui.formatting import visible
 from specmon.ui.host import LogSource
-from specmon.ui.safe_text import visible
 from specmon.ui.widgets.log_pane import LogPane
 
 

@@ -23,8 +23,8 @@ from textual.widgets import DataTable, Footer, Label, Static
 
 from specmon.core.views import RequestRow, SessionView
 from specmon.ui.answer_numbers import AnswerNumbers, numbers_from_row
+from specmon.ui.formatting import visible
 from specmon.ui.replay_port import ReplayPort
-from specmon.ui.safe_text import visible
 from specmon.ui.screens.dialogs import ANSWER_COLUMNS, row_cells
 from specmon.ui.widgets.side_panel import GraphSeries, SidePanel
 from specmon.ui.widgets.timeline import Timeline, clock_text, speed_text

@@ -22,9 +22,9 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from specmon.core.startup_log import PHASE_WORDS, StartupPhase, StartupProgress
+from specmon.ui.formatting import visible
 from specmon.ui.host import HostWatch, StartupFailed
 from specmon.ui.messages import HostFailed, HostReady
-from specmon.ui.safe_text import visible
 from specmon.ui.widgets.log_pane import LogPane
 
 REDRAW_HZ = 4.0

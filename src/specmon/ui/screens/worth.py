@@ -24,18 +24,14 @@ from specmon.core.position_worth import (
     server_position_worth,
 )
 from specmon.core.views import SessionView
+from specmon.ui.formatting import DASH, fmt_field
 from specmon.ui.widgets.side_panel import chosen_hint
 
-DASH = "—"
 REFRESH_S = 1.0
 
 
-def _num(value: float | None, spec: str, width: int) -> str:
-    return (DASH if value is None else format(value, spec)).rjust(width)
-
-
 def _pct(value: float | None, width: int) -> str:
-    return _num(None if value is None else value * 100, ".1f", width - 1) + (
+    return fmt_field(None if value is None else value * 100, ".1f", width - 1) + (
         "%" if value is not None else " "
     )
 
@@ -55,7 +51,7 @@ def _table(worth: PositionWorth | None, other: PositionWorth | None, k: int) -> 
                 cells.append(f"{DASH:>11} {DASH:>7}")
                 continue
             kept = w.kept_share[n] if w.kept_share is not None else None
-            cells.append(f"{_num(w.expected_tokens[n], '.2f', 11)} {_pct(kept, 7)}")
+            cells.append(f"{fmt_field(w.expected_tokens[n], '.2f', 11)} {_pct(kept, 7)}")
         out.append(f"{n:>6}  {cells[0]}   {cells[1]}\n")
     return out
 

@@ -39,7 +39,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from specmon.core.step_heat import AnswerHeat, HeatClass, coalesce, many_bar
-from specmon.ui.safe_text import visible
+from specmon.ui.formatting import visible
 from specmon.ui.widgets.blocks import BlockSplitter, skip_blank_lines, top_level_starts
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """The hosted vLLM server's own log, shown literally: a bounded pane (the startup view shows it, and
 screens/log.py over the chat or the dashboard, toggled with `l` or ctrl+l).
 
-Log text is untrusted: every control character becomes a visible stand-in (`safe_text.visible`, so
+Log text is untrusted: every control character becomes a visible stand-in (`formatting.visible`, so
 an ANSI escape shows as `␛[31m` and cannot act on the terminal), and Textual's `Log` widget never
 parses markup, so `[bold]` or `[@click=...]` stay text. The pane keeps at most `LOG_PANE_LINES`
 lines and pulls new ones from its source at `PULL_HZ` (never per line from the log thread).
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from textual.widgets import Log
 
+from specmon.ui.formatting import visible
 from specmon.ui.host import LogSource
-from specmon.ui.safe_text import visible
 
 LOG_PANE_LINES = 1000
 """The most lines the pane keeps (older ones scroll away)."""

@@ -1,5 +1,5 @@
 """The chat's widgets. Every text that came from a model or a server is shown through
-`safe_text.visible` and as a Text object (never a markup string)."""
+`formatting.visible` and as a Text object (never a markup string)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,11 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Input, Static
 
+from specmon.core.verdict import VerdictKind
 from specmon.ui.answer_numbers import AnswerNumbers
+from specmon.ui.formatting import DASH, fmt, fmt_frac_pct, visible
 from specmon.ui.port import ServerSummary
-from specmon.ui.safe_text import visible
 from specmon.ui.widgets.answer import AnswerView
-
-DASH = "—"
-CODE_THEME = "monokai"
 
 
 def literal(text: str) -> Text:
@@ -102,36 +100,36 @@ class PromptInput(Input):
         self.cursor_position = len(self.value)
 
 
-FLAG_WORDS = {
+FLAG_WORDS: dict[VerdictKind, str] = {
     "ok": "ok",
     "transition": "TRANSITION (F3: why)",
-    "vanilla": "VANILLA SPEED (F3: why)",
+    "vanilla-speed": "VANILLA SPEED (F3: why)",
     "failed": "",
+    "cancelled": "",
+    "running": "",
     "unjudged": "",
 }
+"""The badge under an answer, per verdict (a failed answer says so in its status line)."""
 
 
 def format_numbers(n: AnswerNumbers) -> str:
     """The line of numbers under an answer; missing values are —."""
 
-    def num(value: float | None, fmt: str) -> str:
-        return DASH if value is None else format(value, fmt)
-
-    al = num(n.acceptance_length, ".2f")
+    al = fmt(n.acceptance_length, ".2f")
     if n.acceptance_length is not None and n.al_source:
         al += f" ({'/metrics' if n.al_source == 'metrics' else n.al_source})"
-    rate = DASH if n.acceptance_rate is None else f"{n.acceptance_rate:.0%}"
-    tokens = DASH if n.tokens is None else str(n.tokens)
-    ttft = DASH if n.ttft_s is None else f"{n.ttft_s * 1000:.0f} ms"
+    rate = fmt_frac_pct(n.acceptance_rate)
+    tokens = fmt(n.tokens, "d")
+    ttft = fmt(None if n.ttft_s is None else n.ttft_s * 1000, ".0f", " ms")
     parts = [
         f"{tokens} tokens",
-        f"{num(n.decode_tok_s, '.1f')} tok/s",
+        f"{fmt(n.decode_tok_s, '.1f')} tok/s",
         f"TTFT {ttft}",
         f"AL {al}",
         f"accept {rate}",
     ]
     if n.gpu_temp_c is not None or n.sm_clock_mhz is not None:
-        parts.append(f"GPU {num(n.gpu_temp_c, '.0f')} °C SM {num(n.sm_clock_mhz, '.0f')} MHz")
+        parts.append(f"GPU {fmt(n.gpu_temp_c, '.0f')} °C SM {fmt(n.sm_clock_mhz, '.0f')} MHz")
     flag = FLAG_WORDS[n.flag]
     if flag:
         parts.append(flag)
