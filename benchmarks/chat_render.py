@@ -58,7 +58,7 @@ from specmon.ui.app import SpecmonApp
 from specmon.ui.conversation import ChatSettings
 from specmon.ui.live_port import LivePort
 from specmon.ui.widgets import blocks
-from specmon.ui.widgets.turn import AnswerView
+from specmon.ui.widgets.answer import AnswerView
 
 PROFILE = "gemma4-26b-h100"
 PROMPT = "Explain speculative decoding with prose and code."

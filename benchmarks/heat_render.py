@@ -27,14 +27,8 @@ import time
 from collections.abc import Callable
 
 from specmon.core.step_heat import TextPiece, TokenMap, answer_heat, heat_from_steps
-from specmon.ui.widgets.answer import (
-    HEAT_DEFAULTS,
-    Piece,
-    heat_styles,
-    heat_text,
-    render_lines,
-    render_text_lines,
-)
+from specmon.ui.widgets.heat import HEAT_DEFAULTS, heat_styles, heat_text
+from specmon.ui.widgets.markdown_lines import Piece, render_lines, render_text_lines
 
 K = 8
 WIDTH = 100

@@ -18,7 +18,7 @@ from specmon.sim.server import SimConfig, start_in_thread
 from specmon.ui.app import SpecmonApp
 from specmon.ui.conversation import ChatSettings
 from specmon.ui.live_port import LivePort
-from specmon.ui.widgets.turn import AnswerView
+from specmon.ui.widgets.answer import AnswerView
 
 PROMPTS = (
     "What does speculative decoding buy me?",

@@ -24,7 +24,7 @@ from specmon.ui.app import SpecmonApp
 from specmon.ui.conversation import ChatSettings
 from specmon.ui.formatting import visible
 from specmon.ui.live_port import LivePort
-from specmon.ui.widgets.turn import AnswerView
+from specmon.ui.widgets.answer import AnswerView
 
 SIZE = (200, 40)  # wide enough that the numbers line does not wrap beside the side panel
 MAX_TOKENS = 48

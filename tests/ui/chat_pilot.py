@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tests.ui.conftest import wait_for
 
-from specmon.ui.widgets.turn import AnswerView
+from specmon.ui.widgets.answer import AnswerView
 
 SIZE = (160, 40)
 

@@ -15,8 +15,10 @@ from textual.app import App, ComposeResult
 
 from specmon.sim.corpus import ANSWERS
 from specmon.ui.widgets import answer as answer_text
-from specmon.ui.widgets.answer import AnswerView, Piece, SettledLines, render_lines
+from specmon.ui.widgets.answer import AnswerView
 from specmon.ui.widgets.blocks import FENCE_LINES, RUN_CHARS, RUN_LINES, BlockSplitter
+from specmon.ui.widgets.lines import SettledLines
+from specmon.ui.widgets.markdown_lines import Piece, render_lines
 
 ONE_PARAGRAPH = " ".join(" ".join(ANSWERS).split())
 """The corpus as one endless paragraph without a newline (as a tiny random model writes), with

@@ -10,8 +10,9 @@ from textual.widgets import DataTable, Input
 
 from specmon.ui.app import SpecmonApp
 from specmon.ui.screens.dialogs import AnswersScreen, MarkerScreen
+from specmon.ui.widgets.answer import AnswerView
 from specmon.ui.widgets.side_panel import SidePanel
-from specmon.ui.widgets.turn import AnswerView, StatusLine
+from specmon.ui.widgets.turn import StatusLine
 
 SIZE = (160, 45)
 

@@ -28,7 +28,9 @@ from specmon.ui.screens.help import SECTIONS, HelpScreen, help_sections, help_te
 from specmon.ui.screens.watch import DashboardScreen
 from specmon.ui.screens.worth import WorthScreen
 from specmon.ui.themes import bundled_theme_dir, load_themes
-from specmon.ui.widgets.answer import HEAT_DEFAULTS, AnswerView, TextLines, heat_colors
+from specmon.ui.widgets.answer import AnswerView
+from specmon.ui.widgets.heat import HEAT_DEFAULTS, heat_colors
+from specmon.ui.widgets.lines import TextLines
 
 SIZE = (160, 45)
 

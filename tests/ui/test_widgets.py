@@ -8,8 +8,9 @@ from tests.ui.conftest import SIM_SERVER, screen_text
 from textual.app import App, ComposeResult
 
 from specmon.ui.answer_numbers import AnswerNumbers
+from specmon.ui.widgets.answer import AnswerView
 from specmon.ui.widgets.blocks import top_level_starts
-from specmon.ui.widgets.turn import AnswerView, HeaderBar, format_numbers
+from specmon.ui.widgets.turn import HeaderBar, format_numbers
 
 
 class Host(App[None]):

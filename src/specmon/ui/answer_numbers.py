@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from specmon.core.request_rows import chunks_acceptance, server_acceptance
 from specmon.core.stream_stats import RequestStats
 from specmon.core.verdict import VerdictKind, request_verdict
-from specmon.core.views import GpuView, RequestRow, choose_acceptance
+from specmon.core.views import Acceptance, GpuView, RequestRow, choose_acceptance
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +34,22 @@ class AnswerNumbers:
     request_id: str | None = None
 
 
+def _numbers(
+    tokens: int | None,
+    decode_tok_s: float | None,
+    ttft_s: float | None,
+    a: Acceptance | None,
+) -> AnswerNumbers:
+    return AnswerNumbers(
+        tokens=tokens,
+        decode_tok_s=decode_tok_s,
+        ttft_s=ttft_s,
+        acceptance_length=a.acceptance_length if a else None,
+        acceptance_rate=a.draft_acceptance_rate if a else None,
+        al_source=a.source if a else None,
+    )
+
+
 def numbers_from(stats: RequestStats, n_spec: int | None) -> AnswerNumbers:
     """The answer's numbers from the feed's own trace (before the session's view has the row),
     the acceptance chosen by core's rule (`core.views.choose_acceptance`: the server's
@@ -41,14 +57,7 @@ def numbers_from(stats: RequestStats, n_spec: int | None) -> AnswerNumbers:
     a = choose_acceptance(
         server_acceptance(stats.server_spec), chunks_acceptance(stats, n_spec), None
     )
-    return AnswerNumbers(
-        tokens=stats.completion_tokens,
-        decode_tok_s=stats.decode_tok_s,
-        ttft_s=stats.ttft_s,
-        acceptance_length=a.acceptance_length if a else None,
-        acceptance_rate=a.draft_acceptance_rate if a else None,
-        al_source=a.source if a else None,
-    )
+    return _numbers(stats.completion_tokens, stats.decode_tok_s, stats.ttft_s, a)
 
 
 def gpu_during(
@@ -78,13 +87,8 @@ def numbers_from_row(row: RequestRow, gpu: GpuView) -> AnswerNumbers:
     reasons = verdict.sentences
     if verdict.kind in ("failed", "cancelled"):
         reasons = (f"{verdict.kind}: {verdict.error or ''}",)
-    return AnswerNumbers(
-        tokens=row.completion_tokens,
-        decode_tok_s=row.decode_tok_s,
-        ttft_s=row.ttft_s,
-        acceptance_length=a.acceptance_length if a else None,
-        acceptance_rate=a.draft_acceptance_rate if a else None,
-        al_source=a.source if a else None,
+    return replace(
+        _numbers(row.completion_tokens, row.decode_tok_s, row.ttft_s, a),
         gpu_temp_c=temp,
         sm_clock_mhz=clock,
         flag=verdict.kind,

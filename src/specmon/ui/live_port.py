@@ -41,6 +41,23 @@ MODELS_TIMEOUT_S = 10.0
 _answer_ids = itertools.count(1)
 
 
+MAX_MODELS_NAMED = 8
+"""The most model names a "not served" message lists (a server may list thousands)."""
+
+
+def model_not_served(base_url: str, model: str, served: tuple[str, ...]) -> str:
+    """Why `--model` cannot be used: the server's /v1/models does not list it; names the models
+    it has (the first MAX_MODELS_NAMED, then how many more). Names are untrusted text: the
+    screen shows them literally."""
+    names = ", ".join(served[:MAX_MODELS_NAMED])
+    if len(served) > MAX_MODELS_NAMED:
+        names += f" and {len(served) - MAX_MODELS_NAMED} more"
+    return (
+        f"cannot use {base_url}: it does not serve model {model!r}; it serves {names} "
+        "(--model picks one)"
+    )
+
+
 def _unauthorized(error: str) -> bool:
     return "401" in error or "AuthenticationError" in error
 
@@ -110,6 +127,12 @@ class LivePort:
             where = seen.base_url if seen else "the server"
             return Connection(
                 None, f"cannot use {where}: {error}", unauthorized=_unauthorized(error)
+            )
+        wanted = self._model
+        if self._require_model and wanted is not None and seen and wanted not in seen.models:
+            session.stop()
+            return Connection(
+                None, model_not_served(seen.base_url, wanted, seen.models), retryable=False
             )
         session.subscribe(self._route)
         self._session = session

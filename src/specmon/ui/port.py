@@ -49,6 +49,8 @@ class Connection:
     server: ServerSummary | None
     error: str | None = None
     unauthorized: bool = False
+    retryable: bool = True
+    """Whether trying again later can help (False: a model the server does not serve)."""
 
 
 class SessionPort(Protocol):

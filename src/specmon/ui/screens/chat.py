@@ -19,8 +19,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.events import Resize
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Button, Footer, Input, Static
-from textual.worker import Worker, WorkerState
+from textual.widgets import Footer, Input, Static
+from textual.worker import Worker
 
 from specmon.core.step_heat import AnswerHeat, answer_heat, pieces_from_chunks
 from specmon.core.views import SessionView
@@ -31,7 +31,9 @@ from specmon.ui.messages import SettingsChanged
 from specmon.ui.port import Ask, Connection, SessionPort
 from specmon.ui.screens.dialogs import AnswersScreen, SettingsScreen, blank
 from specmon.ui.screens.recording import RecordingMixin
-from specmon.ui.widgets.answer import AnswerView, heat_colors, heat_legend, heat_styles
+from specmon.ui.widgets.answer import AnswerView
+from specmon.ui.widgets.connect_box import ConnectBox
+from specmon.ui.widgets.heat import heat_colors, heat_legend, heat_styles
 from specmon.ui.widgets.side_panel import SidePanel
 from specmon.ui.widgets.turn import (
     HeaderBar,
@@ -142,9 +144,7 @@ class ChatScreen(RecordingMixin, Screen[None]):
         yield HeaderBar(id="header", command=self.command, simulated=self.command == "demo")
         with Horizontal(id="main"):
             with Vertical(id="chat-column"):
-                with Horizontal(id="connect-box"):
-                    yield Static("connecting…", id="connect-status", markup=False)
-                    yield Button("Retry", id="retry")
+                yield ConnectBox(self.port.connect, id="connect-box")
                 yield VerticalScroll(id="conversation")
                 yield Static("", id="heat-legend", markup=False)
                 yield PromptInput(
@@ -156,7 +156,6 @@ class ChatScreen(RecordingMixin, Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one("#conversation", VerticalScroll).anchor()
-        self.query_one("#retry", Button).display = False
         self.query_one("#heat-legend", Static).display = False
         self.app.theme_changed_signal.subscribe(self, self._theme_changed)
         self._timer = self.set_interval(1 / TEXT_HZ, self._frame, pause=True)
@@ -240,46 +239,25 @@ class ChatScreen(RecordingMixin, Screen[None]):
     # ------------------------------------------------------------ connection
 
     def connect(self) -> None:
-        self.query_one("#connect-box").display = True
-        self.query_one("#retry", Button).display = False
-        self.query_one("#connect-status", Static).update("connecting…")
         self.query_one(HeaderBar).show(None, state="connecting…")
-        self.run_worker(self.port.connect, thread=True, group="connect", exclusive=True)
+        self.query_one(ConnectBox).start()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if self._record_worker_done(event) or event.worker.group != "connect":
-            return
-        if event.state == WorkerState.SUCCESS:
-            result = event.worker.result
-            assert isinstance(result, Connection)
-            self._connected(result)
-        elif event.state == WorkerState.ERROR:
-            error = event.worker.error
-            self._connected(Connection(None, f"{type(error).__name__}: {error}"))
+        self._record_worker_done(event)
 
-    def _connected(self, connection: Connection) -> None:
-        self.connection = connection
+    @on(ConnectBox.Connected)
+    def _connected(self, event: ConnectBox.Connected) -> None:
+        connection = self.connection = event.connection
         header = self.query_one(HeaderBar)
-        status = self.query_one("#connect-status", Static)
         if connection.server is None:
-            message = connection.error or "cannot connect"
-            if connection.unauthorized:
-                message = "401 Unauthorized: the server refused the API key. " + message
-            status.update(literal(message + "  (Retry: ctrl+r)"))
-            self.query_one("#retry", Button).display = True
             header.show(None, state="not connected")
             return
-        self.query_one("#connect-box").display = False
         header.show(connection.server)
         self._update_too_small()
 
     def action_retry(self) -> None:
         if self.feed is None and not self.port.connected:
             self.connect()
-
-    @on(Button.Pressed, "#retry")
-    def _retry_pressed(self) -> None:
-        self.action_retry()
 
     # ------------------------------------------------------------ sending
 

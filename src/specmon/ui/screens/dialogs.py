@@ -35,7 +35,7 @@ class SettingsScreen(ModalScreen[ChatSettings | None]):
 
     def compose(self) -> ComposeResult:
         s = self.settings
-        with Vertical(id="settings-box"):
+        with Vertical(id="settings-box", classes="dialog-box"):
             yield Label("Sampling (blank = server default)")
             yield Label("temperature")
             yield Input(blank(s.temperature), id="temperature")
@@ -75,7 +75,7 @@ class MarkerScreen(ModalScreen[str | None]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss_none", "cancel")]
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="marker-box"):
+        with Vertical(id="marker-box", classes="dialog-box"):
             yield Label("Marker label (Enter adds it, Esc cancels)")
             yield Input(placeholder="e.g. slow after the 3rd answer", id="marker-label")
 
@@ -120,7 +120,7 @@ class AnswersScreen(ModalScreen[None]):
         self._shown: tuple[tuple[str, ...], ...] | None = None
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="answers-box"):
+        with Vertical(id="answers-box", classes="dialog-box"):
             yield Label("All answers of this session (Esc closes)")
             table: DataTable[str] = DataTable(id="answers-table", zebra_stripes=True)
             yield table
@@ -163,15 +163,9 @@ class AddServerScreen(ModalScreen[tuple[str, str | None] | None]):
     not go to a server added here)."""
 
     DEFAULT_CSS = """
-    AddServerScreen {
-        align: center middle;
-    }
     #add-box {
         width: 70;
         height: auto;
-        border: round $primary;
-        padding: 0 1;
-        background: $surface;
     }
     #add-error {
         color: $error;
@@ -182,7 +176,7 @@ class AddServerScreen(ModalScreen[tuple[str, str | None] | None]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss_none", "cancel")]
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="add-box"):
+        with Vertical(id="add-box", classes="dialog-box"):
             yield Label("Watch one more server (http(s) address, Enter adds, Escape cancels):")
             yield Input(placeholder="http://gpu-box:8000", id="add-url")
             yield Input(

@@ -36,8 +36,6 @@ TICK_HZ = 10.0
 """The play head, the timeline and the table move this often."""
 PANEL_EVERY = 2
 """The side panel is redrawn every this many ticks (5 Hz; the live panel draws at 4 Hz)."""
-SEEK_S = 10.0
-SEEK_LONG_S = 60.0
 REPLAY_COLUMNS = ("ended", *ANSWER_COLUMNS)
 
 

@@ -14,18 +14,18 @@ from typing import ClassVar
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Button, Footer, Static
+from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
 
 from specmon.core.views import SessionView
 from specmon.ui.port import Connection, SessionPort
 from specmon.ui.screens.dialogs import AddServerScreen, AnswersScreen
 from specmon.ui.screens.recording import RecordingMixin
+from specmon.ui.widgets.connect_box import ConnectBox
 from specmon.ui.widgets.servers_table import ServersTable
 from specmon.ui.widgets.side_panel import SidePanel
-from specmon.ui.widgets.turn import HeaderBar, literal
+from specmon.ui.widgets.turn import HeaderBar
 
 PANEL_HZ = 4.0
 """The table's and the panel's numbers are redrawn this often."""
@@ -66,15 +66,12 @@ class DashboardScreen(RecordingMixin, Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield HeaderBar(id="header", command="watch")
-        with Horizontal(id="connect-box"):
-            yield Static("connecting…", id="connect-status", markup=False)
-            yield Button("Retry", id="retry")
+        yield ConnectBox(self.port.connect, id="connect-box")
         yield ServersTable(id="servers")
         yield SidePanel(id="dashboard")
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#retry", Button).display = False
         self.set_interval(1 / PANEL_HZ, self.refresh_panel)
         self.set_interval(GRAPH_SAMPLE_S, self.sample_graphs)
         self.refresh_panel()
@@ -83,44 +80,20 @@ class DashboardScreen(RecordingMixin, Screen[None]):
     # ------------------------------------------------------------ connecting
 
     def connect(self) -> None:
-        self.query_one("#connect-box").display = True
-        self.query_one("#retry", Button).display = False
-        self.query_one("#connect-status", Static).update("connecting…")
-        self.run_worker(self.port.connect, thread=True, group="connect", exclusive=True)
+        self.query_one(ConnectBox).start()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if self._record_worker_done(event) or self._target_worker_done(event):
-            return
-        if event.worker.group != "connect":
-            return
-        if event.state == WorkerState.SUCCESS:
-            result = event.worker.result
-            assert isinstance(result, Connection)
-            self._connected(result)
-        elif event.state == WorkerState.ERROR:
-            self._connected(Connection(None, f"{type(event.worker.error).__name__}"))
+        if not self._record_worker_done(event):
+            self._target_worker_done(event)
 
-    def _connected(self, connection: Connection) -> None:
-        self.connection = connection
-        header = self.query_one(HeaderBar)
-        if connection.server is None:
-            message = connection.error or "cannot connect"
-            if connection.unauthorized:
-                message = "401 Unauthorized: the server refused the API key. " + message
-            self.query_one("#connect-status", Static).update(literal(message + "  (Retry: ctrl+r)"))
-            self.query_one("#retry", Button).display = True
-            header.show(None, state="not connected")
-            return
-        self.query_one("#connect-box").display = False
-        header.show(connection.server)
+    @on(ConnectBox.Connected)
+    def _connected(self, event: ConnectBox.Connected) -> None:
+        self.connection = event.connection
+        self.query_one(HeaderBar).show(event.connection.server)
 
     def action_retry(self) -> None:
         if not self.port.connected:
             self.connect()
-
-    @on(Button.Pressed, "#retry")
-    def _retry_pressed(self) -> None:
-        self.action_retry()
 
     # ------------------------------------------------------------ drawing
 

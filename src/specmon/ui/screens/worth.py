@@ -119,10 +119,7 @@ class WorthScreen(ModalScreen[None]):
     """What each draft position is worth, refreshed once a second; Esc (or w) closes."""
 
     DEFAULT_CSS = """
-    WorthScreen { align: center middle; }
-    #worth-box {
-        width: 72; height: 90%; border: round $primary; background: $surface; padding: 0 1;
-    }
+    #worth-box { width: 72; height: 90%; }
     #worth-scroll { height: 1fr; }
     """
 
@@ -138,7 +135,7 @@ class WorthScreen(ModalScreen[None]):
         self._shown = ""
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="worth-box"):
+        with Vertical(id="worth-box", classes="dialog-box"):
             yield Label("What each draft position is worth (Esc closes)")
             with VerticalScroll(id="worth-scroll"):
                 yield Static("", id="worth-body", markup=False)

@@ -23,7 +23,7 @@ from textual import events
 from textual.message import Message
 from textual.widget import Widget
 
-if TYPE_CHECKING:  # the runtime's types reach the app through the port (session_port.py)
+if TYPE_CHECKING:  # the runtime's types reach the app through the port (replay_port.py)
     from specmon.runtime.replay_session import (
         PhaseKind,
         ReplayPosition,

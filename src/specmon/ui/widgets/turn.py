@@ -28,9 +28,12 @@ class HeaderBar(Horizontal):
     """Server, model, draft and n_spec; a SIMULATED badge that stays while the server is one."""
 
     DEFAULT_CSS = """
-    HeaderBar { height: 1; }
+    HeaderBar { dock: top; height: 1; background: $primary-background; }
     HeaderBar #server-line { width: 1fr; height: 1; text-wrap: nowrap; text-overflow: ellipsis; }
-    HeaderBar #sim-badge { width: auto; height: 1; padding: 0 1; text-style: bold; }
+    HeaderBar #sim-badge {
+        width: auto; height: 1; padding: 0 1; background: $warning; color: $background;
+        text-style: bold;
+    }
     """
 
     def __init__(self, *, command: str = "chat", simulated: bool = False, **kwargs: object) -> None:
