@@ -14,7 +14,7 @@ from specmon.cli.session_setup import state_factory
 from specmon.runtime.monitor import Target
 from specmon.runtime.session import CollectorProcess, SessionConfig
 from specmon.sim.server import SimConfig, start_in_thread
-from specmon.ui.app import SpecmonApp
+from specmon.ui.app import Mode, SpecmonApp
 from specmon.ui.live_port import MAX_MODELS_NAMED, LivePort, model_not_served
 from specmon.ui.widgets import connect_box
 from specmon.ui.widgets.connect_box import ConnectBox
@@ -29,11 +29,11 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _port(url: str, **kwargs: object) -> LivePort:
+def _port(url: str, *, model: str | None = None, require_model: bool = True) -> LivePort:
     def make() -> CollectorProcess:
         return CollectorProcess(SessionConfig((Target(url),)), state_factory(None))
 
-    return LivePort(make, **kwargs)  # type: ignore[arg-type]
+    return LivePort(make, model=model, require_model=require_model)
 
 
 def _status(app: SpecmonApp) -> str:
@@ -41,12 +41,14 @@ def _status(app: SpecmonApp) -> str:
 
 
 @pytest.mark.parametrize("mode", ["chat", "watch"])
-async def test_a_server_that_comes_up_later_is_connected_to_by_itself(monkeypatch, mode) -> None:
+async def test_a_server_that_comes_up_later_is_connected_to_by_itself(
+    monkeypatch: pytest.MonkeyPatch, mode: Mode
+) -> None:
     monkeypatch.setattr(connect_box, "RETRY_DELAYS_S", (0.5,))
     number = _free_port()
     url = f"http://127.0.0.1:{number}"
     port = _port(url, require_model=mode == "chat")
-    app = SpecmonApp(port, mode=mode)  # type: ignore[arg-type]
+    app = SpecmonApp(port, mode=mode)
     try:
         async with app.run_test(size=SIZE) as pilot:
             if mode == "chat":
@@ -62,7 +64,9 @@ async def test_a_server_that_comes_up_later_is_connected_to_by_itself(monkeypatc
         port.close()
 
 
-async def test_a_model_the_server_does_not_serve_is_named_with_the_ones_it_has(monkeypatch) -> None:
+async def test_a_model_the_server_does_not_serve_is_named_with_the_ones_it_has(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(connect_box, "RETRY_DELAYS_S", (0.5,))
     with start_in_thread(SimConfig(speed=50.0, seed=1), log_sink=lambda _l: None) as sim:
         port = _port(sim.url, model="no/such-model")

@@ -4,6 +4,7 @@ table and `watch`'s console all say that one decision."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from tests.unit.session_feed import SRC, request_events
 
@@ -21,11 +22,11 @@ JUDGED_OK = VanillaView(False, True)
 UNJUDGED = VanillaView(False, False)
 
 
-def _row(**changes: object) -> RequestRow:
+def _row(**changes: Any) -> RequestRow:
     state = SessionState(SessionInfo(server=SRC, n_spec=4))
     for e in request_events("r1", 0.0, tokens_per_step=3, steps=10, step_s=0.01):
         state.apply(e)
-    return dataclasses.replace(state.view().rows[-1], **changes)  # type: ignore[arg-type]
+    return dataclasses.replace(state.view().rows[-1], **changes)
 
 
 def _badge(row: RequestRow) -> str:

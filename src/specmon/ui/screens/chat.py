@@ -17,7 +17,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.events import Resize
-from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 from textual.worker import Worker
@@ -30,7 +29,7 @@ from specmon.ui.conversation import ChatSettings, Conversation, Turn
 from specmon.ui.messages import SettingsChanged
 from specmon.ui.port import Ask, Connection, SessionPort
 from specmon.ui.screens.dialogs import AnswersScreen, SettingsScreen, blank
-from specmon.ui.screens.recording import RecordingMixin
+from specmon.ui.screens.recording import RecordingScreen
 from specmon.ui.widgets.answer import AnswerView
 from specmon.ui.widgets.connect_box import ConnectBox
 from specmon.ui.widgets.heat import heat_colors, heat_legend, heat_styles
@@ -70,7 +69,7 @@ _CONTEXT_ERROR = re.compile(
 )
 
 
-class ChatScreen(RecordingMixin, Screen[None]):
+class ChatScreen(RecordingScreen):
     """The conversation and the side panel: header, turns, prompt, dashboard; connects on mount,
     streams at TEXT_HZ, redraws the panel at PANEL_HZ. With `auto_prompts` (the demo) it sends
     them one after another; prompts the user types meanwhile go next."""

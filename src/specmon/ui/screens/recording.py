@@ -18,7 +18,7 @@ def recording_name(now: _dt.datetime | None = None) -> str:
     return os.path.abspath(now.strftime("specmon-%Y%m%d-%H%M%S.ndjson"))
 
 
-class RecordingMixin:
+class RecordingScreen(Screen[None]):
     """The record (start/stop) and marker keys, shared by the chat and dashboard screens."""
 
     port: SessionPort
@@ -31,7 +31,6 @@ class RecordingMixin:
         if not port.connected:
             self._say("not connected: nothing to record", failed=True)
             return
-        screen: Screen[None] = self  # type: ignore[assignment]
 
         def toggle() -> str:
             current = port.recording
@@ -40,13 +39,12 @@ class RecordingMixin:
                 return f"recording stopped: {path or current}"
             return f"recording to {port.start_recording(recording_name())}"
 
-        screen.run_worker(toggle, thread=True, group="record", exclusive=False)
+        self.run_worker(toggle, thread=True, group="record", exclusive=False)
 
     def action_marker(self) -> None:
         if not self.port.connected:
             self._say("not connected: no marker added", failed=True)
             return
-        screen: Screen[None] = self  # type: ignore[assignment]
 
         def add(label: str | None) -> None:
             if label is None:
@@ -59,7 +57,7 @@ class RecordingMixin:
             where = self.port.recording
             self._say(f"marker: {label}" + (f" (in {where})" if where else " (not recording)"))
 
-        screen.app.push_screen(MarkerScreen(), add)
+        self.app.push_screen(MarkerScreen(), add)
 
     def _record_worker_done(self, event: Worker.StateChanged) -> bool:
         """Say what the record key did; True when the event was the record worker's."""

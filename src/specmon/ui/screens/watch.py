@@ -14,14 +14,13 @@ from typing import ClassVar
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.screen import Screen
 from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
 
 from specmon.core.views import SessionView
 from specmon.ui.port import Connection, SessionPort
 from specmon.ui.screens.dialogs import AddServerScreen, AnswersScreen
-from specmon.ui.screens.recording import RecordingMixin
+from specmon.ui.screens.recording import RecordingScreen
 from specmon.ui.widgets.connect_box import ConnectBox
 from specmon.ui.widgets.servers_table import ServersTable
 from specmon.ui.widgets.side_panel import SidePanel
@@ -33,7 +32,7 @@ GRAPH_SAMPLE_S = 1.0
 """The panel's graphs take one sample this often."""
 
 
-class DashboardScreen(RecordingMixin, Screen[None]):
+class DashboardScreen(RecordingScreen):
     """`specmon watch` on a terminal: the servers table and the selected server in detail."""
 
     AUTO_FOCUS = None  # the arrows select servers; nothing else on the screen takes them

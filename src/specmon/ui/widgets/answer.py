@@ -55,10 +55,12 @@ class AnswerView(Vertical):
     mounted is kept and shown once it is.
     """
 
-    def __init__(self, *, status: Static | None = None, **kwargs: object) -> None:
+    def __init__(
+        self, *, status: Static | None = None, id: str | None = None, classes: str | None = None
+    ) -> None:
         """`status` is the widget of the numbers line under the answer (a plain `Static` by
         default; the app may pass its own, e.g. one that reacts to a click)."""
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+        super().__init__(id=id, classes=classes)
         executor()  # started (and warmed up) before the first text arrives
         self.splitter = BlockSplitter()
         self.finished = False

@@ -84,8 +84,10 @@ class TextLines(Widget):
     TextLines { height: auto; }
     """
 
-    def __init__(self, text: Text | None = None, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(
+        self, text: Text | None = None, *, id: str | None = None, classes: str | None = None
+    ) -> None:
+        super().__init__(id=id, classes=classes)
         self.text = text if text is not None else Text()
         self._width = 0
         self._lines: list[Strip] = []

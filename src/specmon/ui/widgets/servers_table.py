@@ -192,8 +192,8 @@ class ServersTable(Static):
     }
     """
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__("", markup=False, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("", markup=False, id=id)
         self.border_title = "servers"
         self._shown = ""
 

@@ -379,8 +379,8 @@ class SidePanel(VerticalScroll):
 
     SECTIONS = ("server", "speed", "acceptance", "positions", "load", "gpu", "flags")
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
         self.series = GraphSeries.empty()
         """The graphs of the server shown (the first, or the one `show` was last asked for)."""
         self._series: dict[str, GraphSeries] = {}

@@ -155,8 +155,8 @@ class Timeline(Widget):
             super().__init__()
             self.t = t
 
-    def __init__(self, timeline: ReplayTimeline, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, timeline: ReplayTimeline, *, id: str | None = None) -> None:
+        super().__init__(id=id)
         self.timeline = timeline
         self.position: ReplayPosition | None = None
 

@@ -36,8 +36,10 @@ class HeaderBar(Horizontal):
     }
     """
 
-    def __init__(self, *, command: str = "chat", simulated: bool = False, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(
+        self, *, command: str = "chat", simulated: bool = False, id: str | None = None
+    ) -> None:
+        super().__init__(id=id)
         self.command = command
         self.always_simulated = simulated
         """The demo: SIMULATED from the first frame on, before the server answered."""
@@ -77,8 +79,8 @@ class PromptInput(Input):
         Binding("down", "history(1)", "next prompt", show=False),
     ]
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, *, placeholder: str = "", id: str | None = None) -> None:
+        super().__init__(placeholder=placeholder, id=id)
         self.history: list[str] = []
         self._index = 0
         self._draft = ""
@@ -156,8 +158,8 @@ class StatusLine(Static):
 class TurnView(Vertical):
     """One turn on screen: the user's prompt, then the answer."""
 
-    def __init__(self, prompt: str, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, prompt: str) -> None:
+        super().__init__()
         self.prompt = prompt
         self.answer = AnswerView(status=StatusLine("", classes="answer-status", markup=False))
 
