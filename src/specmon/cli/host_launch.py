@@ -9,7 +9,7 @@
     host = AppHost(server, plan, timeout)      what the app's startup view and log pane read
     stop_server(server, "chat")                TERM, group TERM, KILL; says what is left
 
-The Textual app gets an `AppHost` (ui.screens.startup.HostWatch): it waits for /health 200 in a
+The Textual app gets an `AppHost` (ui.host.HostWatch): it waits for /health 200 in a
 worker thread, shows progress and the log, and on a failure shows the tail and the cause.
 """
 
