@@ -12,11 +12,15 @@ from tests.loopback import LoopbackServer
 
 from specmon.cli.session_setup import state_factory
 from specmon.core.events import RequestEnded, RequestStarted, StreamChunk
+from specmon.core.stream_limits import DEFAULT_IDLE_TIMEOUT_S
 from specmon.core.views import SessionView
 from specmon.runtime.monitor import Target
 from specmon.runtime.session import CollectorProcess, SessionConfig
 from specmon.sim.server import SimConfig, start_in_thread
-from specmon.ui.app.session_port import AnswerFeed, Ask, Connection, ServerSummary, SessionPort
+from specmon.ui.answer_feed import AnswerFeed, feed_numbers, quiet_note
+from specmon.ui.answer_numbers import AnswerNumbers
+from specmon.ui.live_port import LivePort
+from specmon.ui.port import Ask, Connection, ServerSummary, SessionPort
 
 SIM_SERVER = ServerSummary(
     url="http://127.0.0.1:8000",
@@ -30,7 +34,7 @@ SIM_SERVER = ServerSummary(
 )
 
 
-class FakePort(SessionPort):
+class FakePort:
     """A port without a server: `connect()` returns `connection`; each `ask()` answers at once
     with the next scripted answer (text chunks of fixed sizes at fixed times), or stays open
     (`hold=True`) until the test feeds it."""
@@ -42,7 +46,6 @@ class FakePort(SessionPort):
         *,
         hold: bool = False,
     ) -> None:
-        super().__init__(lambda: None)  # type: ignore[arg-type,return-value]
         self.connection = connection or Connection(SIM_SERVER)
         self.answers = list(answers or [])
         self.hold = hold
@@ -55,6 +58,12 @@ class FakePort(SessionPort):
         self.marks: list[str] = []
         self.fake_recording: str | None = None
         self.recordings: list[str] = []
+        self.server: ServerSummary | None = None
+        self.aborted = False
+        self.idle_timeout_s = DEFAULT_IDLE_TIMEOUT_S
+
+    def abort(self) -> None:
+        self.aborted = True
 
     def connect(self) -> Connection:
         self.connects += 1
@@ -90,6 +99,21 @@ class FakePort(SessionPort):
         path, self.fake_recording = self.fake_recording, None
         return path
 
+    def numbers(self, feed: AnswerFeed) -> AnswerNumbers:
+        return feed_numbers(feed, self.fake_view)
+
+    def quiet_note(self, feed: AnswerFeed) -> str | None:
+        return quiet_note(feed, self.now(), self.idle_timeout_s)
+
+    def now(self) -> float:
+        return 0.0
+
+    def add_target(self, url: str, *, api_key: str | None = None) -> str:
+        raise RuntimeError("the fake port watches no other server")
+
+    def remove_target(self, url: str) -> str:
+        raise RuntimeError("the fake port watches no other server")
+
     def ask(self, request: Ask) -> AnswerFeed:
         self.requests.append(request)
         rid = f"r{len(self.requests)}"
@@ -101,6 +125,11 @@ class FakePort(SessionPort):
             feed.play(chunks)
             feed.end()
         return feed
+
+
+def as_port(port: FakePort) -> SessionPort:
+    """A FakePort is a SessionPort (mypy checks it has everything of the Protocol)."""
+    return port
 
 
 class FakeFeed(AnswerFeed):
@@ -140,14 +169,14 @@ class FakeFeed(AnswerFeed):
 
 
 @contextlib.contextmanager
-def sim_port(config: SimConfig) -> Iterator[tuple[SessionPort, str]]:
+def sim_port(config: SimConfig) -> Iterator[tuple[LivePort, str]]:
     with start_in_thread(config, log_sink=lambda _l: None) as sim:
 
         def make() -> CollectorProcess:
             # The collector in its own process, as `specmon chat` runs it.
             return CollectorProcess(SessionConfig((Target(sim.url),)), state_factory(None))
 
-        port = SessionPort(make)
+        port = LivePort(make)
         try:
             yield port, sim.url
         finally:

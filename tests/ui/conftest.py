@@ -8,11 +8,11 @@ import pytest
 from tests.support.ui_fakes import Status401Server, sim_port
 
 from specmon.sim.server import SimConfig
-from specmon.ui.app.session_port import SessionPort
+from specmon.ui.live_port import LivePort
 
 
 @pytest.fixture
-def fast_sim_port() -> Iterator[tuple[SessionPort, str]]:
+def fast_sim_port() -> Iterator[tuple[LivePort, str]]:
     """A real port on a simulator paced 50x faster than the profile."""
     with sim_port(SimConfig(speed=50.0, seed=1)) as pair:
         yield pair

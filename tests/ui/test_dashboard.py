@@ -7,14 +7,14 @@ from dataclasses import replace
 
 from tests.ui.fake_views import SEED_SPEEDS, session_view
 
-from specmon.ui.app.dashboard import (
+from specmon.ui.answer_numbers import AnswerNumbers
+from specmon.ui.widgets.side_panel import (
     GraphSeries,
     bar,
     panel_sections,
     spark,
     speed_section,
 )
-from specmon.ui.app.session_port import AnswerNumbers
 
 
 def _sections(view, answer=None, series=None) -> dict[str, str]:

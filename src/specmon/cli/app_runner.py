@@ -13,8 +13,8 @@ if TYPE_CHECKING:  # imported by the commands' run(), not when `specmon --help` 
 
     from specmon.runtime.exporter import Exporter
     from specmon.runtime.monitor import Monitor
-    from specmon.ui.app.app import SpecmonApp
-    from specmon.ui.app.session_port import SessionPort
+    from specmon.ui.app import SpecmonApp
+    from specmon.ui.port import SessionPort
 
 WEB_DRIVER = "textual.drivers.web_driver:WebDriver"
 """The Textual driver that textual-serve (`specmon web`) sets in TEXTUAL_DRIVER for the app

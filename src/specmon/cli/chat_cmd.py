@@ -138,9 +138,9 @@ def _chat_hosted(args: argparse.Namespace, plan: HostPlan, gpu: str) -> int:
         wait_in_text,
     )
     from specmon.runtime import shutdown
-    from specmon.ui.app.app import SpecmonApp
-    from specmon.ui.app.conversation import ChatSettings
-    from specmon.ui.app.session_port import SessionPort
+    from specmon.ui.app import SpecmonApp
+    from specmon.ui.conversation import ChatSettings
+    from specmon.ui.live_port import LivePort
 
     server = None
     try:
@@ -178,7 +178,7 @@ def _chat_hosted(args: argparse.Namespace, plan: HostPlan, gpu: str) -> int:
             )
             return CollectorProcess(config, state_factory(None))
 
-        port = SessionPort(
+        port = LivePort(
             make_session,
             api_key=args.api_key,
             idle_timeout_s=stream_limits_from(args).idle_timeout_s,
@@ -206,9 +206,9 @@ def _run_attached(args: argparse.Namespace) -> int:
     # the app's connect worker (make_monitor below), so the screen shows at once.
     from specmon.cli.app_runner import run_app
     from specmon.cli.session_setup import default_gpu_source
-    from specmon.ui.app.app import SpecmonApp
-    from specmon.ui.app.conversation import ChatSettings
-    from specmon.ui.app.session_port import SessionPort
+    from specmon.ui.app import SpecmonApp
+    from specmon.ui.conversation import ChatSettings
+    from specmon.ui.live_port import LivePort
 
     gpu = args.gpu if args.gpu is not None else default_gpu_source([args.attach])
 
@@ -231,7 +231,7 @@ def _run_attached(args: argparse.Namespace) -> int:
         )
         return CollectorProcess(config, state_factory(None))
 
-    port = SessionPort(
+    port = LivePort(
         make_session,
         api_key=args.api_key,
         model=args.model,

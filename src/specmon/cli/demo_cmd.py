@@ -154,9 +154,9 @@ def _app(url: str, args: argparse.Namespace) -> int:
     from specmon.cli.app_runner import run_app
     from specmon.runtime.monitor import Target
     from specmon.runtime.session import CollectorProcess, SessionConfig
-    from specmon.ui.app.app import SpecmonApp
-    from specmon.ui.app.conversation import ChatSettings
-    from specmon.ui.app.session_port import SessionPort
+    from specmon.ui.app import SpecmonApp
+    from specmon.ui.conversation import ChatSettings
+    from specmon.ui.live_port import LivePort
 
     limits = stream_limits_from(args)
     config = SessionConfig(
@@ -170,7 +170,7 @@ def _app(url: str, args: argparse.Namespace) -> int:
     def make_session() -> CollectorProcess:
         return CollectorProcess(config, state_factory(args.baseline))
 
-    port = SessionPort(make_session, idle_timeout_s=limits.idle_timeout_s)
+    port = LivePort(make_session, idle_timeout_s=limits.idle_timeout_s)
     app = SpecmonApp(
         port,
         settings=ChatSettings(max_tokens=args.max_tokens),

@@ -9,7 +9,7 @@
     host = AppHost(server, plan, timeout)      what the app's startup view and log pane read
     stop_server(server, "chat")                TERM, group TERM, KILL; says what is left
 
-The Textual app gets an `AppHost` (ui.app.startup_view.HostWatch): it waits for /health 200 in a
+The Textual app gets an `AppHost` (ui.host.HostWatch): it waits for /health 200 in a
 worker thread, shows progress and the log, and on a failure shows the tail and the cause.
 """
 
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from specmon.core.events import SessionInfo
     from specmon.core.startup_log import StartupProgress
     from specmon.sources.host.process import HostedServer, HostStartError
-    from specmon.ui.app.startup_view import StartupFailed
+    from specmon.ui.host import StartupFailed
 
 
 def _stderr(message: str) -> None:
@@ -167,7 +167,7 @@ def stop_server(server: HostedServer | None, command: str) -> None:
 
 
 def startup_failed(error: HostStartError, *, after_ready: bool = False) -> StartupFailed:
-    from specmon.ui.app.startup_view import StartupFailed
+    from specmon.ui.host import StartupFailed
 
     cause = error.cause
     return StartupFailed(

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from specmon.core.events import SessionInfo
     from specmon.core.session_state import SessionState
     from specmon.sources.recording_player import ReadProblem, RecordingPlayer
-    from specmon.ui.app.session_port import ReplayPort
+    from specmon.ui.replay_port import ReplayPort
 
 
 NAME = "replay"
@@ -220,7 +220,7 @@ def replay_port(
     from specmon.core.session_state import SessionState
     from specmon.runtime.replay_session import ReplaySession, clamp_speed
     from specmon.sources.recording_player import read_recording
-    from specmon.ui.app.session_port import ReplayPort
+    from specmon.ui.replay_port import ReplayPort
 
     recording = read_recording(path)
     info = recording.info
@@ -241,11 +241,11 @@ def replay_port(
 def _app(
     path: str, baseline_tok_s: float | None, speed: float, label: str, theme: str | None
 ) -> int:
-    """On a terminal: the Textual replay screen (ui/app/replay_screen.py). The whole recording
+    """On a terminal: the Textual replay screen (ui/screens/replay.py). The whole recording
     is read here, before the app starts; a torn or skipped line is named on the screen and, after
     the app, on stderr."""
     from specmon.core.errors import RecordingError
-    from specmon.ui.app.app import SpecmonApp
+    from specmon.ui.app import SpecmonApp
 
     try:
         port = replay_port(path, baseline_tok_s=baseline_tok_s, speed=speed, label=label)

@@ -184,13 +184,13 @@ def _app(
     """On a terminal: the Textual app, its startup view first, then the dashboard."""
     from specmon.cli.host_launch import failure_report
     from specmon.runtime import shutdown
-    from specmon.ui.app.app import SpecmonApp
-    from specmon.ui.app.session_port import SessionPort
+    from specmon.ui.app import SpecmonApp
+    from specmon.ui.live_port import LivePort
 
     def make_session() -> Monitor:  # called once the server answered /health 200
         return _monitor(args, hub, server, host.session_info(), early)
 
-    port = SessionPort(make_session, require_model=False)
+    port = LivePort(make_session, require_model=False)
     app = SpecmonApp(port, mode="watch", host=host, theme=args.theme)
     exporter = None
     export = args.export

@@ -328,8 +328,8 @@ def _app(
     collector in its own process."""
     from specmon.cli.app_runner import run_app
     from specmon.runtime.session import CollectorProcess, SessionConfig
-    from specmon.ui.app.app import SpecmonApp
-    from specmon.ui.app.session_port import SessionPort
+    from specmon.ui.app import SpecmonApp
+    from specmon.ui.live_port import LivePort
 
     config = SessionConfig(
         tuple(targets),
@@ -345,7 +345,7 @@ def _app(
     def make_session() -> CollectorProcess:
         return CollectorProcess(config, state_factory(args.baseline))
 
-    port = SessionPort(make_session, api_key=args.api_key, require_model=False)
+    port = LivePort(make_session, api_key=args.api_key, require_model=False)
     app = SpecmonApp(port, mode="watch", theme=args.theme)
     return run_app(app, port, export=export, command="watch")
 

@@ -2,14 +2,13 @@
 window and since start (`core/position_worth.py`): for every n_spec up to the current one, the
 expected tokens per step and the share of the accepted tokens it keeps; per position, its rate
 and its share of the accepted tokens; and the trim hint when the last positions rarely accept.
-`hint_line` is the same hint as one line for the side panel.
+The side panel shows the same hint as one line (`widgets/side_panel.hint_line`).
 
-The text is built by pure functions (`worth_text`, `hint_line`), tested without an app.
+The text is built by a pure function (`worth_text`), tested without an app.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -22,51 +21,18 @@ from textual.widgets import Footer, Label, Static
 
 from specmon.core.position_worth import (
     PositionWorth,
-    ServerPositionWorth,
-    TrimHint,
     server_position_worth,
 )
-from specmon.core.views import ServerView, SessionView
+from specmon.core.views import SessionView
+from specmon.ui.formatting import DASH, fmt_field
+from specmon.ui.widgets.side_panel import chosen_hint
 
-DASH = "—"
 REFRESH_S = 1.0
 
 
-def _num(value: float | None, spec: str, width: int) -> str:
-    return (DASH if value is None else format(value, spec)).rjust(width)
-
-
 def _pct(value: float | None, width: int) -> str:
-    return _num(None if value is None else value * 100, ".1f", width - 1) + (
+    return fmt_field(None if value is None else value * 100, ".1f", width - 1) + (
         "%" if value is not None else " "
-    )
-
-
-def chosen_hint(worth: ServerPositionWorth) -> tuple[TrimHint, str] | None:
-    """The hint to show and which numbers it came from: since start first (enough steps behind
-    it), else the window."""
-    if worth.lifetime is not None and worth.lifetime.hint is not None:
-        return worth.lifetime.hint, "since start"
-    if worth.window is not None and worth.window.hint is not None:
-        return worth.window.hint, "window"
-    return None
-
-
-def hint_line(server: ServerView | None) -> Text:
-    """The trim hint, short enough for one line of the side panel, e.g. "hint: n_spec 8 keeps
-    97%; pos 9-13 < 5% (w)" ("" when there is none; the modal has the whole sentence)."""
-    if server is None:
-        return Text()
-    found = chosen_hint(server_position_worth(server))
-    if found is None:
-        return Text()
-    hint, _which = found
-    first, last = hint.first_position, hint.last_position
-    where = f"pos {first}" if first == last else f"pos {first}-{last}"
-    kept = math.floor(hint.kept_share * 100 + 1e-9)
-    return Text(
-        f"\nhint: n_spec {hint.n_spec} keeps {kept}%; {where} < {hint.threshold * 100:.0f}% (w)",
-        style="yellow",
     )
 
 
@@ -85,7 +51,7 @@ def _table(worth: PositionWorth | None, other: PositionWorth | None, k: int) -> 
                 cells.append(f"{DASH:>11} {DASH:>7}")
                 continue
             kept = w.kept_share[n] if w.kept_share is not None else None
-            cells.append(f"{_num(w.expected_tokens[n], '.2f', 11)} {_pct(kept, 7)}")
+            cells.append(f"{fmt_field(w.expected_tokens[n], '.2f', 11)} {_pct(kept, 7)}")
         out.append(f"{n:>6}  {cells[0]}   {cells[1]}\n")
     return out
 
@@ -153,10 +119,7 @@ class WorthScreen(ModalScreen[None]):
     """What each draft position is worth, refreshed once a second; Esc (or w) closes."""
 
     DEFAULT_CSS = """
-    WorthScreen { align: center middle; }
-    #worth-box {
-        width: 72; height: 90%; border: round $primary; background: $surface; padding: 0 1;
-    }
+    #worth-box { width: 72; height: 90%; }
     #worth-scroll { height: 1fr; }
     """
 
@@ -172,7 +135,7 @@ class WorthScreen(ModalScreen[None]):
         self._shown = ""
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="worth-box"):
+        with Vertical(id="worth-box", classes="dialog-box"):
             yield Label("What each draft position is worth (Esc closes)")
             with VerticalScroll(id="worth-scroll"):
                 yield Static("", id="worth-body", markup=False)

@@ -1,16 +1,15 @@
 """The chat screen (with the dashboard's side panel) and the dialogs it shares with the dashboard
-screen of `specmon watch` (ui/app/watch_screen.py): settings, marker label, the table of all
+screen of `specmon watch` (ui/screens/watch.py): settings, marker label, the table of all
 answers."""
 
 from __future__ import annotations
 
-import datetime as _dt
-import os
 import re
+import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from rich.text import Text
 from textual import on
@@ -18,18 +17,24 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.events import Resize
-from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
-from textual.widgets import Button, DataTable, Footer, Input, Label, Static
-from textual.worker import Worker, WorkerState
+from textual.widgets import Footer, Input, Static
+from textual.worker import Worker
 
 from specmon.core.step_heat import AnswerHeat, answer_heat, pieces_from_chunks
-from specmon.core.views import RequestRow, SessionView
-from specmon.ui.app.answer_text import AnswerView, heat_colors, heat_legend, heat_styles
-from specmon.ui.app.conversation import ChatSettings, Conversation, Turn, parse_settings
-from specmon.ui.app.dashboard import SidePanel
-from specmon.ui.app.session_port import AnswerFeed, AnswerNumbers, Ask, Connection, SessionPort
-from specmon.ui.app.widgets import (
+from specmon.core.views import SessionView
+from specmon.ui.answer_feed import AnswerFeed
+from specmon.ui.answer_numbers import AnswerNumbers
+from specmon.ui.conversation import ChatSettings, Conversation, Turn
+from specmon.ui.messages import SettingsChanged
+from specmon.ui.port import Ask, Connection, SessionPort
+from specmon.ui.screens.dialogs import AnswersScreen, SettingsScreen, blank
+from specmon.ui.screens.recording import RecordingScreen
+from specmon.ui.widgets.answer import AnswerView
+from specmon.ui.widgets.connect_box import ConnectBox
+from specmon.ui.widgets.heat import heat_colors, heat_legend, heat_styles
+from specmon.ui.widgets.side_panel import SidePanel
+from specmon.ui.widgets.turn import (
     HeaderBar,
     PromptInput,
     StatusLine,
@@ -38,8 +43,8 @@ from specmon.ui.app.widgets import (
     literal,
 )
 
-if TYPE_CHECKING:
-    from specmon.ui.app.app import SpecmonApp
+FrameHook = Callable[[tuple[float, ...], bool], None]
+"""Told the arrival times of the text drawn in a frame, and whether the answer ended."""
 
 MIN_WIDTH = 60
 MIN_HEIGHT = 15
@@ -64,211 +69,7 @@ _CONTEXT_ERROR = re.compile(
 )
 
 
-def _blank(value: float | int | None) -> str:
-    return "" if value is None else str(value)
-
-
-class SettingsScreen(ModalScreen[ChatSettings | None]):
-    """Temperature, top-p and max tokens; blank means the server's default."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss_none", "cancel")]
-
-    def __init__(self, settings: ChatSettings) -> None:
-        super().__init__()
-        self.settings = settings
-
-    def compose(self) -> ComposeResult:
-        s = self.settings
-        with Vertical(id="settings-box"):
-            yield Label("Sampling (blank = server default)")
-            yield Label("temperature")
-            yield Input(_blank(s.temperature), id="temperature")
-            yield Label("top-p")
-            yield Input(_blank(s.top_p), id="top-p")
-            yield Label("max tokens")
-            yield Input(_blank(s.max_tokens), id="max-tokens")
-            yield Static("", id="settings-error", markup=False)
-            with Horizontal(id="settings-buttons"):
-                yield Button("Save", variant="primary", id="save")
-                yield Button("Cancel", id="cancel")
-
-    def action_dismiss_none(self) -> None:
-        self.dismiss(None)
-
-    @on(Button.Pressed, "#cancel")
-    def _cancel(self) -> None:
-        self.dismiss(None)
-
-    @on(Button.Pressed, "#save")
-    @on(Input.Submitted)
-    def _save(self) -> None:
-        result = parse_settings(
-            self.query_one("#temperature", Input).value,
-            self.query_one("#top-p", Input).value,
-            self.query_one("#max-tokens", Input).value,
-        )
-        if isinstance(result, str):
-            self.query_one("#settings-error", Static).update(Text(result))
-            return
-        self.dismiss(result)
-
-
-def recording_name(now: _dt.datetime | None = None) -> str:
-    """The file a recording started with the record key goes to (in the working directory)."""
-    now = now or _dt.datetime.now()
-    return os.path.abspath(now.strftime("specmon-%Y%m%d-%H%M%S.ndjson"))
-
-
-class MarkerScreen(ModalScreen[str | None]):
-    """Asks for a marker's label (Enter adds it, Esc cancels)."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss_none", "cancel")]
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="marker-box"):
-            yield Label("Marker label (Enter adds it, Esc cancels)")
-            yield Input(placeholder="e.g. slow after the 3rd answer", id="marker-label")
-
-    def action_dismiss_none(self) -> None:
-        self.dismiss(None)
-
-    @on(Input.Submitted, "#marker-label")
-    def _add(self, event: Input.Submitted) -> None:
-        self.dismiss(event.value.strip() or "marker")
-
-
-def row_cells(row: RequestRow) -> tuple[str, ...]:
-    """One line of the answers table: id, tokens, tok/s, TTFT, AL (source), accept, badge."""
-    from specmon.ui.formatting import DASH, SOURCE_WORDS
-
-    def num(value: float | int | None, spec: str) -> str:
-        return DASH if value is None else format(value, spec)
-
-    a = row.acceptance
-    al = DASH
-    if a is not None and a.acceptance_length is not None:
-        al = f"{a.acceptance_length:.2f} {SOURCE_WORDS[a.source]}"
-    rate = a.draft_acceptance_rate if a is not None else None
-    badge: str
-    if row.outcome != "ok":
-        badge = row.outcome
-    elif row.speed_class is not None:
-        badge = row.speed_class.kind
-    elif row.vanilla is not None and row.vanilla.flagged:
-        badge = "vanilla-speed"
-    else:
-        badge = DASH
-    return (
-        row.request_id,
-        num(row.completion_tokens, "d"),
-        num(row.decode_tok_s, ".1f"),
-        DASH if row.ttft_s is None else f"{row.ttft_s * 1000:.0f} ms",
-        al,
-        DASH if rate is None else f"{rate:.0%}",
-        badge,
-    )
-
-
-ANSWER_COLUMNS = ("id", "tokens", "tok/s", "TTFT", "AL (source)", "accept", "badge")
-
-
-class AnswersScreen(ModalScreen[None]):
-    """Every answer of the session (the session's rows), refreshed once a second."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "close", "close"),
-        Binding("f4", "close", "close", show=False),
-    ]
-
-    def __init__(self, port: SessionPort) -> None:
-        super().__init__()
-        self.port = port
-        self._shown: tuple[tuple[str, ...], ...] | None = None
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="answers-box"):
-            yield Label("All answers of this session (Esc closes)")
-            table: DataTable[str] = DataTable(id="answers-table", zebra_stripes=True)
-            yield table
-
-    def on_mount(self) -> None:
-        table = self.query_one("#answers-table", DataTable)
-        table.add_columns(*ANSWER_COLUMNS)
-        self.refresh_rows()
-        self.set_interval(1.0, self.refresh_rows)
-
-    def refresh_rows(self) -> None:
-        view = self.port.view()
-        rows = tuple(row_cells(r) for r in view.rows) if view is not None else ()
-        if rows == self._shown:
-            return
-        self._shown = rows
-        table = self.query_one("#answers-table", DataTable)
-        table.clear()
-        for cells in rows:
-            table.add_row(*(Text(c) for c in cells))
-        if not rows:
-            table.add_row(*(Text("—") for _ in ANSWER_COLUMNS))
-
-    def action_close(self) -> None:
-        self.dismiss(None)
-
-
-class RecordingMixin:
-    """The record (start/stop) and marker keys, shared by the chat and dashboard screens."""
-
-    port: SessionPort
-
-    def _say(self, text: str, *, failed: bool = False) -> None:
-        raise NotImplementedError
-
-    def action_record(self) -> None:
-        port = self.port
-        if not port.connected:
-            self._say("not connected: nothing to record", failed=True)
-            return
-        screen: Screen[None] = self  # type: ignore[assignment]
-
-        def toggle() -> str:
-            current = port.recording
-            if current is not None:
-                path = port.stop_recording()
-                return f"recording stopped: {path or current}"
-            return f"recording to {port.start_recording(recording_name())}"
-
-        screen.run_worker(toggle, thread=True, group="record", exclusive=False)
-
-    def action_marker(self) -> None:
-        if not self.port.connected:
-            self._say("not connected: no marker added", failed=True)
-            return
-        screen: Screen[None] = self  # type: ignore[assignment]
-
-        def add(label: str | None) -> None:
-            if label is None:
-                return
-            try:
-                self.port.mark(label)
-            except RuntimeError as exc:
-                self._say(f"marker not added: {exc}", failed=True)
-                return
-            where = self.port.recording
-            self._say(f"marker: {label}" + (f" (in {where})" if where else " (not recording)"))
-
-        screen.app.push_screen(MarkerScreen(), add)
-
-    def _record_worker_done(self, event: Worker.StateChanged) -> bool:
-        """Say what the record key did; True when the event was the record worker's."""
-        if event.worker.group != "record":
-            return False
-        if event.state == WorkerState.SUCCESS:
-            self._say(str(event.worker.result))
-        elif event.state == WorkerState.ERROR:
-            self._say(f"recording: {event.worker.error}", failed=True)
-        return True
-
-
-class ChatScreen(RecordingMixin, Screen[None]):
+class ChatScreen(RecordingScreen):
     """The conversation and the side panel: header, turns, prompt, dashboard; connects on mount,
     streams at TEXT_HZ, redraws the panel at PANEL_HZ. With `auto_prompts` (the demo) it sends
     them one after another; prompts the user types meanwhile go next."""
@@ -301,10 +102,20 @@ class ChatScreen(RecordingMixin, Screen[None]):
         *,
         auto_prompts: Sequence[str] = (),
         command: str = "chat",
+        clock: Callable[[], float] = time.monotonic,
+        frame_hook: FrameHook | None = None,
+        max_answers: int | None = None,
     ) -> None:
         super().__init__()
         self.port = port
         self.command = command
+        self.clock = clock
+        """Paces the demo's prompts (injectable for tests)."""
+        self.frame_hook = frame_hook
+        """Told the arrival times of the text drawn in each frame, once it is on screen
+        (benchmarks, tests)."""
+        self.max_answers = max_answers
+        """The demo's `--requests N`: quit once N answers have finished (None: never)."""
         self.auto_prompts = tuple(auto_prompts)
         self._auto_index = 0
         self.queued: deque[str] = deque()
@@ -328,20 +139,11 @@ class ChatScreen(RecordingMixin, Screen[None]):
         self.answer_feeds: dict[AnswerView, AnswerFeed] = {}
         """Each answer's feed (its chunks and token counts, for the acceptance heat)."""
 
-    @property
-    def specmon_app(self) -> SpecmonApp:
-        from specmon.ui.app.app import SpecmonApp
-
-        assert isinstance(self.app, SpecmonApp)
-        return self.app
-
     def compose(self) -> ComposeResult:
         yield HeaderBar(id="header", command=self.command, simulated=self.command == "demo")
         with Horizontal(id="main"):
             with Vertical(id="chat-column"):
-                with Horizontal(id="connect-box"):
-                    yield Static("connecting…", id="connect-status", markup=False)
-                    yield Button("Retry", id="retry")
+                yield ConnectBox(self.port.connect, id="connect-box")
                 yield VerticalScroll(id="conversation")
                 yield Static("", id="heat-legend", markup=False)
                 yield PromptInput(
@@ -353,7 +155,6 @@ class ChatScreen(RecordingMixin, Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one("#conversation", VerticalScroll).anchor()
-        self.query_one("#retry", Button).display = False
         self.query_one("#heat-legend", Static).display = False
         self.app.theme_changed_signal.subscribe(self, self._theme_changed)
         self._timer = self.set_interval(1 / TEXT_HZ, self._frame, pause=True)
@@ -406,10 +207,10 @@ class ChatScreen(RecordingMixin, Screen[None]):
 
     def _say(self, text: str, *, failed: bool = False) -> None:
         self._notice(text, failed=failed)
-        self.specmon_app.notify(text, markup=False, severity="error" if failed else "information")
+        self.app.notify(text, markup=False, severity="error" if failed else "information")
 
     def action_answers(self) -> None:
-        self.specmon_app.push_screen(AnswersScreen(self.port))
+        self.app.push_screen(AnswersScreen(self.port))
 
     # ------------------------------------------------------------ demo prompts
 
@@ -422,7 +223,7 @@ class ChatScreen(RecordingMixin, Screen[None]):
         if self.queued:
             self.send(self.queued.popleft())
             return
-        now = self.specmon_app.clock()
+        now = self.clock()
         if self._auto_index == 0 and self.auto_prompts:
             self._idle_since = now - AUTO_PROMPT_GAP_S  # the first prompt goes out at once
         if self._idle_since is None:
@@ -437,46 +238,25 @@ class ChatScreen(RecordingMixin, Screen[None]):
     # ------------------------------------------------------------ connection
 
     def connect(self) -> None:
-        self.query_one("#connect-box").display = True
-        self.query_one("#retry", Button).display = False
-        self.query_one("#connect-status", Static).update("connecting…")
         self.query_one(HeaderBar).show(None, state="connecting…")
-        self.run_worker(self.port.connect, thread=True, group="connect", exclusive=True)
+        self.query_one(ConnectBox).start()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if self._record_worker_done(event) or event.worker.group != "connect":
-            return
-        if event.state == WorkerState.SUCCESS:
-            result = event.worker.result
-            assert isinstance(result, Connection)
-            self._connected(result)
-        elif event.state == WorkerState.ERROR:
-            error = event.worker.error
-            self._connected(Connection(None, f"{type(error).__name__}: {error}"))
+        self._record_worker_done(event)
 
-    def _connected(self, connection: Connection) -> None:
-        self.connection = connection
+    @on(ConnectBox.Connected)
+    def _connected(self, event: ConnectBox.Connected) -> None:
+        connection = self.connection = event.connection
         header = self.query_one(HeaderBar)
-        status = self.query_one("#connect-status", Static)
         if connection.server is None:
-            message = connection.error or "cannot connect"
-            if connection.unauthorized:
-                message = "401 Unauthorized: the server refused the API key. " + message
-            status.update(literal(message + "  (Retry: ctrl+r)"))
-            self.query_one("#retry", Button).display = True
             header.show(None, state="not connected")
             return
-        self.query_one("#connect-box").display = False
         header.show(connection.server)
         self._update_too_small()
 
     def action_retry(self) -> None:
         if self.feed is None and not self.port.connected:
             self.connect()
-
-    @on(Button.Pressed, "#retry")
-    def _retry_pressed(self) -> None:
-        self.action_retry()
 
     # ------------------------------------------------------------ sending
 
@@ -486,14 +266,12 @@ class ChatScreen(RecordingMixin, Screen[None]):
         if not prompt:
             return
         if not self.port.connected:
-            self.specmon_app.notify("not connected to a server (ctrl+r retries)", markup=False)
+            self.app.notify("not connected to a server (ctrl+r retries)", markup=False)
             return
         prompt_input = self.query_one("#prompt", PromptInput)
         if self.feed is not None:
             if not self.auto_prompts:
-                self.specmon_app.notify(
-                    "an answer is still streaming (Esc cancels it)", markup=False
-                )
+                self.app.notify("an answer is still streaming (Esc cancels it)", markup=False)
                 return
             self.queued.append(prompt)  # the demo: the user's prompt goes next
             prompt_input.remember(prompt)
@@ -557,6 +335,12 @@ class ChatScreen(RecordingMixin, Screen[None]):
 
     # ------------------------------------------------------------ streaming
 
+    def _frame_drawn(self, arrivals: tuple[float, ...], ended: bool = False) -> None:
+        """After each text frame: the frame hook gets the arrivals once they are painted."""
+        hook = self.frame_hook
+        if hook is not None and (arrivals or ended):
+            self.app.call_after_refresh(hook, arrivals, ended)
+
     def _frame(self) -> None:
         """One text frame: drain what arrived, redraw the tail; finish when the answer ended."""
         feed, view, turn = self.feed, self.view, self.turn
@@ -574,7 +358,7 @@ class ChatScreen(RecordingMixin, Screen[None]):
                 status = format_numbers(answer.numbers)
                 quiet = self.port.quiet_note(feed)
                 answer.set_status(f"{status} · ⏳ {quiet}" if quiet else status)
-            self.specmon_app.frame_drawn(drained.arrivals)
+            self._frame_drawn(drained.arrivals)
             return
         ended = drained.ended
         turn.answer = answer.text
@@ -618,12 +402,12 @@ class ChatScreen(RecordingMixin, Screen[None]):
             )
         if self.heat_on:
             self._paint_heat(answer)
-        self.specmon_app.frame_drawn(drained.arrivals, ended=True)
-        limit = self.specmon_app.max_answers
+        self._frame_drawn(drained.arrivals, ended=True)
+        limit = self.max_answers
         finished = sum(t.status != "streaming" for t in self.conversation.turns)
         if limit is not None and finished >= limit:
             self.auto_prompts = ()  # no more demo prompts; quit once the last one is drawn
-            self.set_timer(1.0, self.specmon_app.exit)
+            self.set_timer(1.0, self.app.exit)
 
     def _settle_frame(self) -> None:
         settling = self._settling
@@ -655,7 +439,7 @@ class ChatScreen(RecordingMixin, Screen[None]):
         """Write the reasons of an answer's badge as a line in the conversation."""
         if n is None:
             message = "no finished answer yet"
-        elif n.flag == "vanilla":
+        elif n.flag == "vanilla-speed":
             message = "VANILLA SPEED: " + "; ".join(n.reasons)
         elif n.flag == "transition":
             message = "TRANSITION: " + "; ".join(n.reasons)
@@ -726,15 +510,15 @@ class ChatScreen(RecordingMixin, Screen[None]):
         def apply(result: ChatSettings | None) -> None:
             if result is not None:
                 self.settings = result
-                self.specmon_app.settings = result
+                self.post_message(SettingsChanged(result))
                 self._notice(
                     "settings: temperature "
-                    f"{_blank(result.temperature) or 'default'}, top-p "
-                    f"{_blank(result.top_p) or 'default'}, max tokens "
-                    f"{_blank(result.max_tokens) or 'default'}"
+                    f"{blank(result.temperature) or 'default'}, top-p "
+                    f"{blank(result.top_p) or 'default'}, max tokens "
+                    f"{blank(result.max_tokens) or 'default'}"
                 )
 
-        self.specmon_app.push_screen(SettingsScreen(self.settings), apply)
+        self.app.push_screen(SettingsScreen(self.settings), apply)
 
     def action_scroll_up(self) -> None:
         self.query_one("#conversation", VerticalScroll).scroll_page_up(animate=False)

@@ -19,8 +19,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Label, Static
 
 from specmon.core.definitions import DEFINITIONS, Definition, definition
-from specmon.ui.app.answer_text import TextLines
-from specmon.ui.app.palette import ActionCommand
+from specmon.ui.palette import ActionCommand
+from specmon.ui.widgets.lines import TextLines
 
 SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
@@ -148,10 +148,7 @@ class HelpScreen(ModalScreen[None]):
     """Every number's definition and the keys; type to search, Esc closes."""
 
     DEFAULT_CSS = """
-    HelpScreen { align: center middle; }
-    #help-box {
-        width: 90%; height: 90%; border: round $primary; background: $surface; padding: 0 1;
-    }
+    #help-box { width: 90%; height: 90%; }
     #help-search { height: 3; }
     #help-scroll { height: 1fr; }
     #help-count { color: $text-muted; height: 1; }
@@ -169,7 +166,7 @@ class HelpScreen(ModalScreen[None]):
         """Definitions shown for the current search."""
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="help-box"):
+        with Vertical(id="help-box", classes="dialog-box"):
             yield Label("Help: what every number means (type to search, Esc closes)")
             yield Input(placeholder="search, e.g. acceptance", id="help-search")
             yield Static("", id="help-count", markup=False)

@@ -1,7 +1,7 @@
-"""The hosted vLLM server's own log, shown literally: a bounded pane and the screen that shows it
-over the chat or the dashboard (toggled with `l` or ctrl+l).
+"""The hosted vLLM server's own log, shown literally: a bounded pane (the startup view shows it, and
+screens/log.py over the chat or the dashboard, toggled with `l` or ctrl+l).
 
-Log text is untrusted: every control character becomes a visible stand-in (`safe_text.visible`, so
+Log text is untrusted: every control character becomes a visible stand-in (`formatting.visible`, so
 an ANSI escape shows as `␛[31m` and cannot act on the terminal), and Textual's `Log` widget never
 parses markup, so `[bold]` or `[@click=...]` stay text. The pane keeps at most `LOG_PANE_LINES`
 lines and pulls new ones from its source at `PULL_HZ` (never per line from the log thread).
@@ -9,31 +9,15 @@ lines and pulls new ones from its source at `PULL_HZ` (never per line from the l
 
 from __future__ import annotations
 
-from typing import ClassVar, Protocol
+from textual.widgets import Log
 
-from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
-from textual.containers import Vertical
-from textual.screen import ModalScreen
-from textual.widgets import Label, Log
-
-from specmon.ui.app.safe_text import visible
+from specmon.ui.formatting import visible
+from specmon.ui.host import LogSource
 
 LOG_PANE_LINES = 1000
 """The most lines the pane keeps (older ones scroll away)."""
 PULL_HZ = 4.0
 """How often the pane asks its source for new lines."""
-
-
-class LogSource(Protocol):
-    """Where the lines come from (the cli adapts the hosted server to it)."""
-
-    @property
-    def log_path(self) -> str: ...
-
-    def lines_after(self, seen: int) -> tuple[int, list[str]]:
-        """(count of lines so far, the lines after the first `seen` of them)."""
-        ...
 
 
 def shown_line(line: str) -> str:
@@ -83,45 +67,3 @@ class LogPane(Log):
         self.write_lines([shown_line(line) for line in lines])
         # The pane may shrink once the failure is shown above it: end on the last line after.
         self.call_after_refresh(self.scroll_end, animate=False)
-
-
-class LogScreen(ModalScreen[None]):
-    """The log pane over the lower part of the running chat or dashboard."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "close", "close log"),
-        Binding("l", "close", "close log", show=False),
-        Binding("ctrl+l", "close", "close log", show=False),
-    ]
-
-    DEFAULT_CSS = """
-    LogScreen {
-        align: center bottom;
-        background: $background 30%;
-    }
-    LogScreen > #log-box {
-        height: 60%;
-        width: 100%;
-        background: $surface;
-    }
-    LogScreen #log-where {
-        color: $text-muted;
-        width: 100%;
-    }
-    """
-
-    def __init__(self, source: LogSource) -> None:
-        super().__init__()
-        self.source = source
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="log-box"):
-            yield Label(
-                f"vLLM log: {visible(self.source.log_path)}  (l, ctrl+l or Esc closes)",
-                id="log-where",
-                markup=False,
-            )
-            yield LogPane(self.source, id="log-pane")
-
-    def action_close(self) -> None:
-        self.dismiss(None)

@@ -12,8 +12,7 @@ thread, the screen redraws from `progress()` at `REDRAW_HZ`. Nothing here starts
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -23,61 +22,12 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from specmon.core.startup_log import PHASE_WORDS, StartupPhase, StartupProgress
-from specmon.ui.app.log_pane import LogPane, LogSource
-from specmon.ui.app.safe_text import visible
-
-if TYPE_CHECKING:
-    from specmon.ui.app.app import SpecmonApp
+from specmon.ui.formatting import visible
+from specmon.ui.host import HostWatch, StartupFailed
+from specmon.ui.messages import HostFailed, HostReady
+from specmon.ui.widgets.log_pane import LogPane
 
 REDRAW_HZ = 4.0
-
-
-@dataclass(frozen=True, slots=True)
-class StartupFailed:
-    """Why the hosted server is not (or no longer) serving: the reason, the last log lines and
-    the recognised cause (None when not recognised). All log text is untrusted."""
-
-    reason: str
-    tail: tuple[str, ...]
-    log_path: str
-    cause: str | None = None
-    hint: str | None = None
-    seen_in: str | None = None
-    after_ready: bool = False
-    """True when the server stopped while serving (not during the start)."""
-
-
-class HostWatch(LogSource, Protocol):
-    """What the startup view needs of the hosted server."""
-
-    @property
-    def base_url(self) -> str: ...
-
-    @property
-    def title(self) -> str:
-        """What is being started, e.g. the model and the method, for the heading."""
-        ...
-
-    @property
-    def exit_on_failure(self) -> bool:
-        """True when no one can read the failure view (not on a terminal): the app ends at once
-        on a failure instead of waiting for the user to quit."""
-        ...
-
-    def progress(self) -> StartupProgress: ...
-
-    def elapsed_s(self) -> float:
-        """Seconds since launch."""
-        ...
-
-    def wait_ready(self, cancel: threading.Event) -> StartupFailed | None:
-        """Block until /health answers 200 (None) or the start failed; returns early (with a
-        failure) once `cancel` is set."""
-        ...
-
-    def exit_failure(self) -> StartupFailed | None:
-        """After the start: None while the server runs, else why it stopped."""
-        ...
 
 
 def _phase_detail(phase: StartupPhase, p: StartupProgress) -> str:
@@ -174,13 +124,6 @@ class StartupScreen(Screen[None]):
         self.failure = failure
         self._cancel = threading.Event()
 
-    @property
-    def specmon_app(self) -> SpecmonApp:
-        from specmon.ui.app.app import SpecmonApp
-
-        assert isinstance(self.app, SpecmonApp)
-        return self.app
-
     def compose(self) -> ComposeResult:
         with Vertical(id="startup-box"):
             yield Static(Text(visible(self.host.title), "bold"), id="startup-title")
@@ -209,9 +152,9 @@ class StartupScreen(Screen[None]):
     def _finished(self, failure: StartupFailed | None) -> None:
         self.redraw()
         if failure is None:
-            self.specmon_app.host_ready()
+            self.post_message(HostReady())
         else:
-            self.specmon_app.host_failed(failure)
+            self.post_message(HostFailed(failure))
             self.show_failure(failure)
 
     def redraw(self) -> None:

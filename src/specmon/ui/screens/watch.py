@@ -9,27 +9,22 @@ q or ctrl+q quits. Adding and removing run off the UI thread (they wait on the c
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
-from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, Footer, Input, Label, Static
+from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
 
 from specmon.core.views import SessionView
-from specmon.ui.app.dashboard import SidePanel
-from specmon.ui.app.safe_text import visible
-from specmon.ui.app.screens import AnswersScreen, RecordingMixin
-from specmon.ui.app.servers_table import ServersTable
-from specmon.ui.app.session_port import Connection, SessionPort
-from specmon.ui.app.widgets import HeaderBar, literal
-
-if TYPE_CHECKING:
-    from specmon.ui.app.app import SpecmonApp
+from specmon.ui.port import Connection, SessionPort
+from specmon.ui.screens.dialogs import AddServerScreen, AnswersScreen
+from specmon.ui.screens.recording import RecordingScreen
+from specmon.ui.widgets.connect_box import ConnectBox
+from specmon.ui.widgets.servers_table import ServersTable
+from specmon.ui.widgets.side_panel import SidePanel
+from specmon.ui.widgets.turn import HeaderBar
 
 PANEL_HZ = 4.0
 """The table's and the panel's numbers are redrawn this often."""
@@ -37,64 +32,7 @@ GRAPH_SAMPLE_S = 1.0
 """The panel's graphs take one sample this often."""
 
 
-def check_server_url(text: str) -> str:
-    """The base URL of a server address typed by the user; ValueError with a one-line reason when
-    it is empty or not an http(s) server address (host:port alone means http://host:port)."""
-    if not text.strip():
-        raise ValueError("type a server address, e.g. http://gpu-box:8000")
-    return SessionPort.server_address(text)
-
-
-class AddServerScreen(ModalScreen[tuple[str, str | None] | None]):
-    """Asks for a server address and, optionally, an API key for it alone; dismisses with
-    (base URL, key or None), or None (escape). A bad address is said in the dialog, which stays
-    open. The key is typed masked, and goes to that server only (the command line's key does
-    not go to a server added here)."""
-
-    DEFAULT_CSS = """
-    AddServerScreen {
-        align: center middle;
-    }
-    #add-box {
-        width: 70;
-        height: auto;
-        border: round $primary;
-        padding: 0 1;
-        background: $surface;
-    }
-    #add-error {
-        color: $error;
-        height: auto;
-    }
-    """
-
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss_none", "cancel")]
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="add-box"):
-            yield Label("Watch one more server (http(s) address, Enter adds, Escape cancels):")
-            yield Input(placeholder="http://gpu-box:8000", id="add-url")
-            yield Input(
-                placeholder="API key for this server only (optional)", password=True, id="add-key"
-            )
-            yield Static("", id="add-error", markup=False)
-
-    def action_dismiss_none(self) -> None:
-        self.dismiss(None)
-
-    @on(Input.Submitted, "#add-url")
-    @on(Input.Submitted, "#add-key")
-    def _add(self, event: Input.Submitted) -> None:
-        try:
-            url = check_server_url(self.query_one("#add-url", Input).value)
-        except ValueError as exc:
-            self.query_one("#add-error", Static).update(Text(visible(str(exc))))
-            return
-        key = self.query_one("#add-key", Input).value.strip()
-        self.dismiss((url, key or None))
-
-
-class DashboardScreen(RecordingMixin, Screen[None]):
+class DashboardScreen(RecordingScreen):
     """`specmon watch` on a terminal: the servers table and the selected server in detail."""
 
     AUTO_FOCUS = None  # the arrows select servers; nothing else on the screen takes them
@@ -125,24 +63,14 @@ class DashboardScreen(RecordingMixin, Screen[None]):
         self.selected = 0
         """Its row in the latest view."""
 
-    @property
-    def specmon_app(self) -> SpecmonApp:
-        from specmon.ui.app.app import SpecmonApp
-
-        assert isinstance(self.app, SpecmonApp)
-        return self.app
-
     def compose(self) -> ComposeResult:
         yield HeaderBar(id="header", command="watch")
-        with Horizontal(id="connect-box"):
-            yield Static("connecting…", id="connect-status", markup=False)
-            yield Button("Retry", id="retry")
+        yield ConnectBox(self.port.connect, id="connect-box")
         yield ServersTable(id="servers")
         yield SidePanel(id="dashboard")
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#retry", Button).display = False
         self.set_interval(1 / PANEL_HZ, self.refresh_panel)
         self.set_interval(GRAPH_SAMPLE_S, self.sample_graphs)
         self.refresh_panel()
@@ -151,44 +79,20 @@ class DashboardScreen(RecordingMixin, Screen[None]):
     # ------------------------------------------------------------ connecting
 
     def connect(self) -> None:
-        self.query_one("#connect-box").display = True
-        self.query_one("#retry", Button).display = False
-        self.query_one("#connect-status", Static).update("connecting…")
-        self.run_worker(self.port.connect, thread=True, group="connect", exclusive=True)
+        self.query_one(ConnectBox).start()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if self._record_worker_done(event) or self._target_worker_done(event):
-            return
-        if event.worker.group != "connect":
-            return
-        if event.state == WorkerState.SUCCESS:
-            result = event.worker.result
-            assert isinstance(result, Connection)
-            self._connected(result)
-        elif event.state == WorkerState.ERROR:
-            self._connected(Connection(None, f"{type(event.worker.error).__name__}"))
+        if not self._record_worker_done(event):
+            self._target_worker_done(event)
 
-    def _connected(self, connection: Connection) -> None:
-        self.connection = connection
-        header = self.query_one(HeaderBar)
-        if connection.server is None:
-            message = connection.error or "cannot connect"
-            if connection.unauthorized:
-                message = "401 Unauthorized: the server refused the API key. " + message
-            self.query_one("#connect-status", Static).update(literal(message + "  (Retry: ctrl+r)"))
-            self.query_one("#retry", Button).display = True
-            header.show(None, state="not connected")
-            return
-        self.query_one("#connect-box").display = False
-        header.show(connection.server)
+    @on(ConnectBox.Connected)
+    def _connected(self, event: ConnectBox.Connected) -> None:
+        self.connection = event.connection
+        self.query_one(HeaderBar).show(event.connection.server)
 
     def action_retry(self) -> None:
         if not self.port.connected:
             self.connect()
-
-    @on(Button.Pressed, "#retry")
-    def _retry_pressed(self) -> None:
-        self.action_retry()
 
     # ------------------------------------------------------------ drawing
 
@@ -217,7 +121,7 @@ class DashboardScreen(RecordingMixin, Screen[None]):
         self.query_one(SidePanel).sample(self.port.view())
 
     def _say(self, text: str, *, failed: bool = False) -> None:
-        self.specmon_app.notify(text, markup=False, severity="error" if failed else "information")
+        self.app.notify(text, markup=False, severity="error" if failed else "information")
         self.query_one(SidePanel).note(text)
 
     # ------------------------------------------------------------ keys
@@ -233,7 +137,7 @@ class DashboardScreen(RecordingMixin, Screen[None]):
         self.refresh_panel()
 
     def action_answers(self) -> None:
-        self.specmon_app.push_screen(AnswersScreen(self.port))
+        self.app.push_screen(AnswersScreen(self.port))
 
     def action_add_server(self) -> None:
         if not self.port.connected:
@@ -253,7 +157,7 @@ class DashboardScreen(RecordingMixin, Screen[None]):
 
             self.run_worker(adding, thread=True, group="target", exclusive=False)
 
-        self.specmon_app.push_screen(AddServerScreen(), add)
+        self.app.push_screen(AddServerScreen(), add)
 
     def action_remove_server(self) -> None:
         view = self.port.view()

@@ -5,25 +5,28 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.command import Provider
+from textual.screen import Screen
 
-from specmon.ui.app.conversation import ChatSettings
-from specmon.ui.app.help_screen import HelpScreen
-from specmon.ui.app.palette import ActionsProvider, binding_commands
-from specmon.ui.app.screens import ChatScreen
-from specmon.ui.app.session_port import ReplayPort, SessionPort
-from specmon.ui.app.watch_screen import DashboardScreen
-from specmon.ui.app.worth_screen import WorthScreen
+from specmon.ui.conversation import ChatSettings
+from specmon.ui.host import HostWatch, StartupFailed
+from specmon.ui.messages import HostFailed, HostReady, SettingsChanged
+from specmon.ui.palette import ActionsProvider, binding_commands
+from specmon.ui.port import SessionPort
+from specmon.ui.replay_port import ReplayPort
+from specmon.ui.screens.chat import ChatScreen, FrameHook
+from specmon.ui.screens.help import HelpScreen
+from specmon.ui.screens.log import LogScreen
+from specmon.ui.screens.replay import ReplayScreen
+from specmon.ui.screens.startup import StartupScreen
+from specmon.ui.screens.watch import DashboardScreen
+from specmon.ui.screens.worth import WorthScreen
 from specmon.ui.themes import load_themes, resolve_theme
 
-if TYPE_CHECKING:
-    from specmon.ui.app.startup_view import HostWatch, StartupFailed
-
-FrameHook = Callable[[tuple[float, ...], bool], None]
 Mode = Literal["chat", "demo", "watch", "replay"]
 
 
@@ -31,7 +34,7 @@ class SpecmonApp(App[None]):
     """The app of `specmon chat` (mode "chat"), `specmon demo` (the chat against the built-in
     simulator, sending `auto_prompts` one after another, SIMULATED from the first frame) and
     `specmon watch` (the dashboard screen, no chat); with a ReplayPort, `specmon replay` (mode
-    "replay": a recording played back, ui/app/replay_screen.py). `port` talks to the runtime;
+    "replay": a recording played back, ui/screens/replay.py). `port` talks to the runtime;
     `frame_hook` (benchmarks, tests) is told the arrival times of the text drawn in each frame,
     after the frame is on screen; `clock` paces the demo's prompts (injectable for tests).
 
@@ -103,23 +106,45 @@ class SpecmonApp(App[None]):
 
     def on_mount(self) -> None:
         self.call_after_refresh(self._theme_notices)  # on the first screen, once it is shown
+        self.push_screen(self.first_screen())
+
+    def first_screen(self) -> Screen[None]:
+        """The screen the app starts on: the replay screen for a ReplayPort, the startup view in
+        host mode, else the main screen of the mode."""
         if isinstance(self.port, ReplayPort):
-            from specmon.ui.app.replay_screen import ReplayScreen
-
-            self.push_screen(ReplayScreen(self.port))
-            return
+            return ReplayScreen(self.port)
         if self.host is not None:
-            from specmon.ui.app.startup_view import StartupScreen
+            return StartupScreen(self.host)
+        return self.main_screen()
 
-            self.push_screen(StartupScreen(self.host))
-            return
-        self._push_main()
+    def main_screen(self) -> Screen[None]:
+        """The chat (chat, demo) or the dashboard (watch), built from the app's settings."""
+        port = self.port
+        assert not isinstance(port, ReplayPort)  # a ReplayPort has its own screen
+        if self.mode == "watch":
+            return DashboardScreen(port)
+        return ChatScreen(
+            port,
+            self.settings,
+            self.system,
+            auto_prompts=self.auto_prompts,
+            command=self.mode,
+            clock=self.clock,
+            frame_hook=self.frame_hook,
+            max_answers=self.max_answers,
+        )
 
-    def host_ready(self) -> None:
+    def on_host_ready(self, _message: HostReady) -> None:
         """The hosted server answered /health 200: its chat or dashboard replaces the startup
         view, and the server is watched from then on."""
-        self._push_main(replace=True)
+        self.switch_screen(self.main_screen())
         self.set_interval(1.0, self._watch_host)
+
+    def on_host_failed(self, message: HostFailed) -> None:
+        self.host_failed(message.failure)
+
+    def on_settings_changed(self, message: SettingsChanged) -> None:
+        self.settings = message.settings
 
     def host_failed(self, failure: StartupFailed) -> None:
         self.host_failure = failure
@@ -131,38 +156,17 @@ class SpecmonApp(App[None]):
             return
         failure = self.host.exit_failure()
         if failure is not None:
-            from specmon.ui.app.startup_view import StartupScreen
-
             if not self.host.exit_on_failure:
                 self.push_screen(StartupScreen(self.host, failure=failure))
             self.host_failed(failure)
 
     def action_toggle_log(self) -> None:
-        from specmon.ui.app.log_pane import LogScreen
-        from specmon.ui.app.startup_view import StartupScreen
-
         if self.host is None:
             self.notify("no log: specmon did not start this server", timeout=3)
         elif isinstance(self.screen, LogScreen):
             self.screen.dismiss(None)
         elif not isinstance(self.screen, StartupScreen):  # the startup view shows it already
             self.push_screen(LogScreen(self.host))
-
-    def _push_main(self, *, replace: bool = False) -> None:
-        push = self.switch_screen if replace else self.push_screen
-        assert isinstance(self.port, SessionPort)  # a ReplayPort has its own screen
-        if self.mode == "watch":
-            push(DashboardScreen(self.port))
-            return
-        push(
-            ChatScreen(
-                self.port,
-                self.settings,
-                self.system,
-                auto_prompts=self.auto_prompts,
-                command=self.mode,
-            )
-        )
 
     def _theme_notices(self) -> None:
         for message in self.theme_messages:
@@ -183,9 +187,3 @@ class SpecmonApp(App[None]):
             self.screen.dismiss(None)
             return
         self.push_screen(WorthScreen(self.port.view))
-
-    def frame_drawn(self, arrivals: tuple[float, ...], ended: bool = False) -> None:
-        """Called by the chat after each text frame; passes arrivals on once it is painted."""
-        hook = self.frame_hook
-        if hook is not None and (arrivals or ended):
-            self.call_after_refresh(hook, arrivals, ended)

@@ -10,6 +10,7 @@ The text of each section is built by pure functions (`panel_sections`), tested w
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -20,11 +21,18 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from specmon.core.events import GpuReading
+from specmon.core.position_worth import ServerPositionWorth, TrimHint, server_position_worth
 from specmon.core.views import ServerView, SessionView
-from specmon.ui.app.safe_text import visible
-from specmon.ui.app.session_port import AnswerNumbers
-from specmon.ui.app.worth_screen import hint_line
-from specmon.ui.formatting import DASH, GIB, MAX_NUMBER_CHARS, cycle_text, fit
+from specmon.ui.answer_numbers import AnswerNumbers
+from specmon.ui.formatting import (
+    DASH,
+    GIB,
+    STATUS_STYLES,
+    cycle_text,
+    fmt_field,
+    visible,
+    visible_line,
+)
 
 GRAPH_SECONDS = 60
 """The graphs show the last minute, one sample a second."""
@@ -47,15 +55,6 @@ REASON_WORDS: dict[str, str] = {
     "reliability": "reliability",
 }
 """Clock-event reason codes (core.gpu_reasons) in words; idle is not a throttle and is left out."""
-
-STATUS_STYLE = {"up": "green", "stale": "yellow", "down": "bold red", "unreadable": "bold red"}
-
-
-def num(value: float | int | None, spec: str, width: int = 0) -> str:
-    """A number in a fixed-width field, or — (right-aligned in the same width); out of range
-    when it does not fit (ui.formatting.fit; at most MAX_NUMBER_CHARS without a width)."""
-    text = fit(value, spec, width or MAX_NUMBER_CHARS)
-    return text.rjust(width) if width else text
 
 
 def spark(values: Sequence[float | None], lo: float, hi: float, width: int = GRAPH_WIDTH) -> str:
@@ -142,11 +141,6 @@ def _t(text: str, style: str = "") -> Text:
     return Text(text, style=style)
 
 
-def _lit(text: str | None) -> str:
-    """Untrusted text (model names, errors): control characters made visible, one line."""
-    return visible(" ".join((text or DASH).split()))
-
-
 def server_section(view: SessionView, server: ServerView | None) -> Text:
     info = view.info
     if server is not None and len(view.servers) > 1 and info.server not in (None, server.source):
@@ -155,19 +149,19 @@ def server_section(view: SessionView, server: ServerView | None) -> Text:
         info = replace(info, model=None, draft_model=None, method=None, vllm_version=None)
     status = server.status if server and server.status else "connecting"
     out = Text()
-    out.append("● ", style=STATUS_STYLE.get(status, ""))
-    out.append(f"{status:<10}", style=STATUS_STYLE.get(status, ""))
-    out.append(f" vLLM {_lit(info.vllm_version)}")
+    out.append("● ", style=STATUS_STYLES.get(status, ""))
+    out.append(f"{status:<10}", style=STATUS_STYLES.get(status, ""))
+    out.append(f" vLLM {visible_line(info.vllm_version)}")
     if view.simulated:
         out.append("  SIMULATED", style="bold reverse yellow")
     if server and server.status in ("stale", "down", "unreadable") and server.status_detail:
-        out.append("\n  " + _lit(server.status_detail)[:80], style="red")
+        out.append("\n  " + visible_line(server.status_detail)[:80], style="red")
     n_spec = server.n_spec if server and server.n_spec is not None else info.n_spec
     if len(view.servers) > 1 and server is not None:
-        out.append(f"\nurl    {_lit(server.source)}")
-    out.append(f"\nmodel  {_lit(info.model)}")
-    out.append(f"\ndraft  {_lit(info.draft_model)}")
-    out.append(f"\nmethod {_lit(info.method)} · n_spec {num(n_spec, 'd')}")
+        out.append(f"\nurl    {visible_line(server.source)}")
+    out.append(f"\nmodel  {visible_line(info.model)}")
+    out.append(f"\ndraft  {visible_line(info.draft_model)}")
+    out.append(f"\nmethod {visible_line(info.method)} · n_spec {fmt_field(n_spec, 'd')}")
     return out
 
 
@@ -175,7 +169,8 @@ def speed_section(server: ServerView | None, answer: AnswerNumbers | None) -> Te
     server_tok_s = server.window.decode_tok_s if server else None
     answer_tok_s = answer.decode_tok_s if answer else None
     return _t(
-        f"tok/s  server {num(server_tok_s, '.1f', 7)}   this answer {num(answer_tok_s, '.1f', 7)}"
+        f"tok/s  server {fmt_field(server_tok_s, '.1f', 7)}   "
+        f"this answer {fmt_field(answer_tok_s, '.1f', 7)}"
     )
 
 
@@ -189,16 +184,16 @@ def acceptance_section(view: SessionView, server: ServerView | None, series: Gra
         label = f"since reset {life.since_reset_t:.0f}s"
     out = Text()
     out.append(f"{'':6}{'window':<{GRAPH_WIDTH}} {label}\n", style="dim")
-    out.append(f"AL    {num(w.acceptance_length if w else None, '.2f', 6)}")
+    out.append(f"AL    {fmt_field(w.acceptance_length if w else None, '.2f', 6)}")
     out.append(" " * (GRAPH_WIDTH - 5))
-    out.append(f"{num(life.acceptance_length if life else None, '.2f', 6)}\n")
+    out.append(f"{fmt_field(life.acceptance_length if life else None, '.2f', 6)}\n")
     out.append(f"1-{top:<4.0f}", style="dim")
     out.append(spark(series.al_window, 1.0, top), style="cyan")
     out.append(" ")
     out.append(spark(series.al_lifetime, 1.0, top), style="blue")
-    out.append(f"\nrate  {num(_pct(w.draft_acceptance_rate if w else None), '.0f', 5)}%")
+    out.append(f"\nrate  {fmt_field(_pct(w.draft_acceptance_rate if w else None), '.0f', 5)}%")
     out.append(" " * (GRAPH_WIDTH - 5))
-    out.append(f"{num(_pct(life.draft_acceptance_rate if life else None), '.0f', 6)}%\n")
+    out.append(f"{fmt_field(_pct(life.draft_acceptance_rate if life else None), '.0f', 6)}%\n")
     out.append("0-1   ", style="dim")
     out.append(spark(series.rate_window, 0.0, 1.0), style="cyan")
     out.append(" ")
@@ -232,7 +227,7 @@ def positions_section(server: ServerView | None, n_spec: int | None) -> Text:
             r = rates[i] if rates and i < len(rates) else None
             out.append(f"{i + 1:>2} ")
             out.append(bar(r), style="green")
-            out.append(f" {num(r, '.2f', 4)}   ")
+            out.append(f" {fmt_field(r, '.2f', 4)}   ")
     return out + hint_line(server)
 
 
@@ -240,14 +235,14 @@ def load_section(view: SessionView, server: ServerView | None) -> Text:
     p = view.percentiles
 
     def ms(value: float | None) -> str:
-        return num(None if value is None else value * 1000, ".0f", 6)
+        return fmt_field(None if value is None else value * 1000, ".0f", 6)
 
     kv = _pct(server.kv_cache_usage_frac) if server else None
     running = server.requests_running if server else None
     waiting = server.requests_waiting if server else None
     return _t(
-        f"running {num(running, '.0f', 3)}  waiting {num(waiting, '.0f', 3)}  "
-        f"KV {num(kv, '.0f', 3)}%\n"
+        f"running {fmt_field(running, '.0f', 3)}  waiting {fmt_field(waiting, '.0f', 3)}  "
+        f"KV {fmt_field(kv, '.0f', 3)}%\n"
         f"{'ms':<5}{'p50':>7}{'p95':>7}{'p99':>7}\n"
         f"TTFT {ms(p.ttft_s.p50)} {ms(p.ttft_s.p95)} {ms(p.ttft_s.p99)}\n"
         f"ITL  {ms(p.itl_s.p50)} {ms(p.itl_s.p95)} {ms(p.itl_s.p99)}"
@@ -267,7 +262,7 @@ def gpu_section(view: SessionView) -> Text:
         why = gpu.error or ("no GPU source (--gpu none)" if gpu.source is None else "no reading")
         if view.simulated and gpu.source is None:
             why = "simulated server, no GPU source"
-        why = _lit(why)
+        why = visible_line(why)
         if why.lower().startswith("no gpu:"):
             why = why[len("no gpu:") :].strip()
         return _t(f"no GPU: {why}", "dim")
@@ -280,21 +275,21 @@ def gpu_section(view: SessionView) -> Text:
             and g.slowdown_temperature_c is not None
             and g.temperature_c >= g.slowdown_temperature_c - 5
         )
-        out.append(f"GPU {g.index} {_lit(g.name)[:30]}\n")
+        out.append(f"GPU {g.index} {visible_line(g.name)[:30]}\n")
         out.append(
-            f"temp {num(g.temperature_c, '.0f', 3)} °C / slowdown "
-            f"{num(g.slowdown_temperature_c, '.0f', 3)} °C\n",
+            f"temp {fmt_field(g.temperature_c, '.0f', 3)} °C / slowdown "
+            f"{fmt_field(g.slowdown_temperature_c, '.0f', 3)} °C\n",
             style="bold red" if hot else "",
         )
         used = None if g.memory_used_bytes is None else g.memory_used_bytes / GIB
         total = None if g.memory_total_bytes is None else g.memory_total_bytes / GIB
         out.append(
-            f"VRAM {num(used, '.1f', 5)}/{num(total, '.1f', 5)} GiB  "
-            f"util {num(g.utilization_pct, '.0f', 3)}%\n"
+            f"VRAM {fmt_field(used, '.1f', 5)}/{fmt_field(total, '.1f', 5)} GiB  "
+            f"util {fmt_field(g.utilization_pct, '.0f', 3)}%\n"
         )
         out.append(
-            f"power {num(g.power_w, '.0f', 4)}/{num(g.power_limit_w, '.0f', 4)} W  "
-            f"SM {num(g.sm_clock_mhz, '.0f', 4)} MHz\n"
+            f"power {fmt_field(g.power_w, '.0f', 4)}/{fmt_field(g.power_limit_w, '.0f', 4)} W  "
+            f"SM {fmt_field(g.sm_clock_mhz, '.0f', 4)} MHz\n"
         )
         words = throttle_words(g)
         out.append(f"throttle: {words}", style="bold yellow" if words not in ("none", DASH) else "")
@@ -351,13 +346,41 @@ def panel_sections(
     ]
 
 
+def chosen_hint(worth: ServerPositionWorth) -> tuple[TrimHint, str] | None:
+    """The hint to show and which numbers it came from: since start first (enough steps behind
+    it), else the window."""
+    if worth.lifetime is not None and worth.lifetime.hint is not None:
+        return worth.lifetime.hint, "since start"
+    if worth.window is not None and worth.window.hint is not None:
+        return worth.window.hint, "window"
+    return None
+
+
+def hint_line(server: ServerView | None) -> Text:
+    """The trim hint, short enough for one line of the side panel, e.g. "hint: n_spec 8 keeps
+    97%; pos 9-13 < 5% (w)" ("" when there is none; the modal has the whole sentence)."""
+    if server is None:
+        return Text()
+    found = chosen_hint(server_position_worth(server))
+    if found is None:
+        return Text()
+    hint, _which = found
+    first, last = hint.first_position, hint.last_position
+    where = f"pos {first}" if first == last else f"pos {first}-{last}"
+    kept = math.floor(hint.kept_share * 100 + 1e-9)
+    return Text(
+        f"\nhint: n_spec {hint.n_spec} keeps {kept}%; {where} < {hint.threshold * 100:.0f}% (w)",
+        style="yellow",
+    )
+
+
 class SidePanel(VerticalScroll):
     """The dashboard's sections, one Static each; `show()` at ~4 Hz, `sample()` once a second."""
 
     SECTIONS = ("server", "speed", "acceptance", "positions", "load", "gpu", "flags")
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
         self.series = GraphSeries.empty()
         """The graphs of the server shown (the first, or the one `show` was last asked for)."""
         self._series: dict[str, GraphSeries] = {}

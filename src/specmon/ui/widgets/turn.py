@@ -1,5 +1,5 @@
 """The chat's widgets. Every text that came from a model or a server is shown through
-`safe_text.visible` and as a Text object (never a markup string)."""
+`formatting.visible` and as a Text object (never a markup string)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,11 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Input, Static
 
-from specmon.ui.app.answer_text import AnswerView
-from specmon.ui.app.safe_text import visible
-from specmon.ui.app.session_port import AnswerNumbers, ServerSummary
-
-DASH = "—"
-CODE_THEME = "monokai"
+from specmon.core.verdict import VerdictKind
+from specmon.ui.answer_numbers import AnswerNumbers
+from specmon.ui.formatting import DASH, fmt, fmt_frac_pct, visible
+from specmon.ui.port import ServerSummary
+from specmon.ui.widgets.answer import AnswerView
 
 
 def literal(text: str) -> Text:
@@ -29,13 +28,18 @@ class HeaderBar(Horizontal):
     """Server, model, draft and n_spec; a SIMULATED badge that stays while the server is one."""
 
     DEFAULT_CSS = """
-    HeaderBar { height: 1; }
+    HeaderBar { dock: top; height: 1; background: $primary-background; }
     HeaderBar #server-line { width: 1fr; height: 1; text-wrap: nowrap; text-overflow: ellipsis; }
-    HeaderBar #sim-badge { width: auto; height: 1; padding: 0 1; text-style: bold; }
+    HeaderBar #sim-badge {
+        width: auto; height: 1; padding: 0 1; background: $warning; color: $background;
+        text-style: bold;
+    }
     """
 
-    def __init__(self, *, command: str = "chat", simulated: bool = False, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(
+        self, *, command: str = "chat", simulated: bool = False, id: str | None = None
+    ) -> None:
+        super().__init__(id=id)
         self.command = command
         self.always_simulated = simulated
         """The demo: SIMULATED from the first frame on, before the server answered."""
@@ -75,8 +79,8 @@ class PromptInput(Input):
         Binding("down", "history(1)", "next prompt", show=False),
     ]
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, *, placeholder: str = "", id: str | None = None) -> None:
+        super().__init__(placeholder=placeholder, id=id)
         self.history: list[str] = []
         self._index = 0
         self._draft = ""
@@ -101,36 +105,36 @@ class PromptInput(Input):
         self.cursor_position = len(self.value)
 
 
-FLAG_WORDS = {
+FLAG_WORDS: dict[VerdictKind, str] = {
     "ok": "ok",
     "transition": "TRANSITION (F3: why)",
-    "vanilla": "VANILLA SPEED (F3: why)",
+    "vanilla-speed": "VANILLA SPEED (F3: why)",
     "failed": "",
+    "cancelled": "",
+    "running": "",
     "unjudged": "",
 }
+"""The badge under an answer, per verdict (a failed answer says so in its status line)."""
 
 
 def format_numbers(n: AnswerNumbers) -> str:
     """The line of numbers under an answer; missing values are —."""
 
-    def num(value: float | None, fmt: str) -> str:
-        return DASH if value is None else format(value, fmt)
-
-    al = num(n.acceptance_length, ".2f")
+    al = fmt(n.acceptance_length, ".2f")
     if n.acceptance_length is not None and n.al_source:
         al += f" ({'/metrics' if n.al_source == 'metrics' else n.al_source})"
-    rate = DASH if n.acceptance_rate is None else f"{n.acceptance_rate:.0%}"
-    tokens = DASH if n.tokens is None else str(n.tokens)
-    ttft = DASH if n.ttft_s is None else f"{n.ttft_s * 1000:.0f} ms"
+    rate = fmt_frac_pct(n.acceptance_rate)
+    tokens = fmt(n.tokens, "d")
+    ttft = fmt(None if n.ttft_s is None else n.ttft_s * 1000, ".0f", " ms")
     parts = [
         f"{tokens} tokens",
-        f"{num(n.decode_tok_s, '.1f')} tok/s",
+        f"{fmt(n.decode_tok_s, '.1f')} tok/s",
         f"TTFT {ttft}",
         f"AL {al}",
         f"accept {rate}",
     ]
     if n.gpu_temp_c is not None or n.sm_clock_mhz is not None:
-        parts.append(f"GPU {num(n.gpu_temp_c, '.0f')} °C SM {num(n.sm_clock_mhz, '.0f')} MHz")
+        parts.append(f"GPU {fmt(n.gpu_temp_c, '.0f')} °C SM {fmt(n.sm_clock_mhz, '.0f')} MHz")
     flag = FLAG_WORDS[n.flag]
     if flag:
         parts.append(flag)
@@ -154,8 +158,8 @@ class StatusLine(Static):
 class TurnView(Vertical):
     """One turn on screen: the user's prompt, then the answer."""
 
-    def __init__(self, prompt: str, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, prompt: str) -> None:
+        super().__init__()
         self.prompt = prompt
         self.answer = AnswerView(status=StatusLine("", classes="answer-status", markup=False))
 

@@ -23,7 +23,7 @@ from textual import events
 from textual.message import Message
 from textual.widget import Widget
 
-if TYPE_CHECKING:  # the runtime's types reach the app through the port (session_port.py)
+if TYPE_CHECKING:  # the runtime's types reach the app through the port (replay_port.py)
     from specmon.runtime.replay_session import (
         PhaseKind,
         ReplayPosition,
@@ -155,8 +155,8 @@ class Timeline(Widget):
             super().__init__()
             self.t = t
 
-    def __init__(self, timeline: ReplayTimeline, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, timeline: ReplayTimeline, *, id: str | None = None) -> None:
+        super().__init__(id=id)
         self.timeline = timeline
         self.position: ReplayPosition | None = None
 

@@ -22,11 +22,12 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label, Static
 
 from specmon.core.views import RequestRow, SessionView
-from specmon.ui.app.dashboard import GraphSeries, SidePanel
-from specmon.ui.app.safe_text import visible
-from specmon.ui.app.screens import ANSWER_COLUMNS, row_cells
-from specmon.ui.app.session_port import AnswerNumbers, ReplayPort, numbers_from_row
-from specmon.ui.app.timeline import Timeline, clock_text, speed_text
+from specmon.ui.answer_numbers import AnswerNumbers, numbers_from_row
+from specmon.ui.formatting import visible
+from specmon.ui.replay_port import ReplayPort
+from specmon.ui.screens.dialogs import ANSWER_COLUMNS, row_cells
+from specmon.ui.widgets.side_panel import GraphSeries, SidePanel
+from specmon.ui.widgets.timeline import Timeline, clock_text, speed_text
 
 if TYPE_CHECKING:
     from specmon.runtime.replay_session import ReplayPosition
@@ -35,8 +36,6 @@ TICK_HZ = 10.0
 """The play head, the timeline and the table move this often."""
 PANEL_EVERY = 2
 """The side panel is redrawn every this many ticks (5 Hz; the live panel draws at 4 Hz)."""
-SEEK_S = 10.0
-SEEK_LONG_S = 60.0
 REPLAY_COLUMNS = ("ended", *ANSWER_COLUMNS)
 
 

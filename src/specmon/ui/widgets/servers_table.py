@@ -23,9 +23,8 @@ from textual.widgets import Static
 
 from specmon.core.events import GpuReading
 from specmon.core.views import EngineView, ServerView, SessionView
-from specmon.ui.app.dashboard import NOT_READING, live_numbers
-from specmon.ui.app.safe_text import visible
-from specmon.ui.formatting import fit
+from specmon.ui.formatting import STATUS_STYLES, fmt_field, visible
+from specmon.ui.widgets.side_panel import NOT_READING, live_numbers
 
 RESTART_SHOWN_S = 30.0
 """For this long after a counter reset the state says "restarted"."""
@@ -34,15 +33,6 @@ NAME_WIDTH = 26
 ERROR_WIDTH = 100
 """Characters of a down server's last error."""
 EMPTY_TEXT = "no server: press a to add one"
-
-STATE_STYLE = {
-    "up": "green",
-    "restarted": "bold cyan",
-    "stale": "yellow",
-    "down": "bold red",
-    "unreadable": "bold red",
-    "connecting": "dim",
-}
 
 COLUMNS: tuple[tuple[str, int], ...] = (
     ("tok/s", 7),
@@ -55,10 +45,6 @@ COLUMNS: tuple[tuple[str, int], ...] = (
     ("W", 5),
 )
 """The number columns after the server's name and state: (title, width)."""
-
-
-def _num(value: float | None, spec: str, width: int) -> str:
-    return fit(value, spec, width).rjust(width)
 
 
 def _pct(frac: float | None) -> float | None:
@@ -121,14 +107,18 @@ def _cells(
 ) -> str:
     """The fixed-width number cells of a row; `gpu` None leaves the GPU columns blank."""
     cells = [
-        _num(tok_s, ".1f", 7),
-        _num(al, ".2f", 5),
-        _num(_pct(rate), ".0f", 4),
-        _num(running, ".0f", 4),
-        _num(waiting, ".0f", 4),
-        _num(_pct(kv_frac), ".0f", 4),
+        fmt_field(tok_s, ".1f", 7),
+        fmt_field(al, ".2f", 5),
+        fmt_field(_pct(rate), ".0f", 4),
+        fmt_field(running, ".0f", 4),
+        fmt_field(waiting, ".0f", 4),
+        fmt_field(_pct(kv_frac), ".0f", 4),
     ]
-    cells += [" " * 4, " " * 5] if gpu is None else [_num(gpu[0], ".0f", 4), _num(gpu[1], ".0f", 5)]
+    cells += (
+        [" " * 4, " " * 5]
+        if gpu is None
+        else [fmt_field(gpu[0], ".0f", 4), fmt_field(gpu[1], ".0f", 5)]
+    )
     return "".join(" " + cell for cell in cells)
 
 
@@ -176,7 +166,7 @@ def table_text(view: SessionView | None, selected: int, *, waiting: str = "conne
         out.append("\n")
         out.append("▶ " if chosen else "  ", style="bold")
         out.append(f"{short_name(server.source):<{NAME_WIDTH}} ", style="bold" if chosen else "")
-        out.append(f"{state:<10}", style=STATE_STYLE.get(state, ""))
+        out.append(f"{state:<10}", style=STATUS_STYLES.get(state, ""))
         out.append(server_cells(view, server), style="bold" if chosen else "")
         if server.status in ("down", "stale", "unreadable") and server.status_detail:
             detail = visible(" ".join(server.status_detail.split()))
@@ -202,8 +192,8 @@ class ServersTable(Static):
     }
     """
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__("", markup=False, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("", markup=False, id=id)
         self.border_title = "servers"
         self._shown = ""
 
