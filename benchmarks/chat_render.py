@@ -54,11 +54,11 @@ from specmon.core.events import Event, RequestEnded, StreamChunk
 from specmon.runtime.monitor import Monitor, Target
 from specmon.runtime.prompt_loop import run_request
 from specmon.sources.stream_client import ChatRequest, new_request_id
-from specmon.ui.app import blocks
-from specmon.ui.app.app import SpecmonApp
-from specmon.ui.app.conversation import ChatSettings
-from specmon.ui.app.session_port import SessionPort
-from specmon.ui.app.widgets import AnswerView
+from specmon.ui.app import SpecmonApp
+from specmon.ui.conversation import ChatSettings
+from specmon.ui.live_port import LivePort
+from specmon.ui.widgets import blocks
+from specmon.ui.widgets.answer import AnswerView
 
 PROFILE = "gemma4-26b-h100"
 PROMPT = "Explain speculative decoding with prose and code."
@@ -176,7 +176,7 @@ async def measure_chat(
     `settle_s`: a pause before asking (a GPU sample or two); `give_up_after_s`: how long the
     answer may take (default: as at 50 tok/s, plus GIVE_UP_S); `on_done(app, shown, received)`:
     a look at the finished screen (a screenshot); without it, shown text must equal received."""
-    port = SessionPort(monitor)
+    port = LivePort(monitor)
     lags: list[float] = []
     done = asyncio.Event()
     feeds = []

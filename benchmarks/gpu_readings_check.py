@@ -122,12 +122,12 @@ def render_dashboard(path: Path) -> None:
     from specmon.runtime.monitor import Target
     from specmon.runtime.session import CollectorProcess, SessionConfig
     from specmon.sim.server import SimConfig, start_in_thread
-    from specmon.ui.app.app import SpecmonApp
-    from specmon.ui.app.session_port import SessionPort
+    from specmon.ui.app import SpecmonApp
+    from specmon.ui.live_port import LivePort
 
     with start_in_thread(SimConfig(speed=5.0, seed=1), log_sink=lambda _l: None) as sim:
         config = SessionConfig((Target(sim.url),), gpu="local", interval=0.5, quiet=True)
-        port = SessionPort(lambda: CollectorProcess(config, SessionState), require_model=False)
+        port = LivePort(lambda: CollectorProcess(config, SessionState), require_model=False)
         app = SpecmonApp(port, mode="watch")
         busy = threading.Event()
 

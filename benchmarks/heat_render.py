@@ -2,7 +2,7 @@
 Markdown render the app already does once per finished answer, in the same run.
 
 Per answer: the heat from its chunks (`core.step_heat.answer_heat`) and from a server step array,
-the coloured Text (`ui.app.answer_text.heat_text`: one span per run of a class) and its wrapping
+the coloured Text (`ui.widgets.answer.heat_text`: one span per run of a class) and its wrapping
 to lines at 100 columns (`render_text_lines`, what `TextLines` keeps) — against `render_lines` of
 the same text as Markdown at 100 columns (the final render). Answers: Python-like code and prose
 of 1k, 4k and 16k tokens (a token is a word or a piece of a code line, about 9 characters), steps
@@ -27,14 +27,8 @@ import time
 from collections.abc import Callable
 
 from specmon.core.step_heat import TextPiece, TokenMap, answer_heat, heat_from_steps
-from specmon.ui.app.answer_text import (
-    HEAT_DEFAULTS,
-    Piece,
-    heat_styles,
-    heat_text,
-    render_lines,
-    render_text_lines,
-)
+from specmon.ui.widgets.heat import HEAT_DEFAULTS, heat_styles, heat_text
+from specmon.ui.widgets.markdown_lines import Piece, render_lines, render_text_lines
 
 K = 8
 WIDTH = 100

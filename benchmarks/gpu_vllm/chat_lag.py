@@ -27,7 +27,7 @@ from chat_render import GIVE_UP_S, SIZE, Result, header, machine, measure_chat, 
 from specmon.cli.session_setup import state_factory
 from specmon.runtime.monitor import Monitor, Target
 from specmon.sources.gpu import NvmlSampler
-from specmon.ui.app.app import SpecmonApp
+from specmon.ui.app import SpecmonApp
 
 
 async def one_round(

@@ -15,10 +15,10 @@ from specmon.cli.session_setup import state_factory
 from specmon.runtime.monitor import Target
 from specmon.runtime.session import CollectorProcess, SessionConfig
 from specmon.sim.server import SimConfig, start_in_thread
-from specmon.ui.app.app import SpecmonApp
-from specmon.ui.app.conversation import ChatSettings
-from specmon.ui.app.session_port import SessionPort
-from specmon.ui.app.widgets import AnswerView
+from specmon.ui.app import SpecmonApp
+from specmon.ui.conversation import ChatSettings
+from specmon.ui.live_port import LivePort
+from specmon.ui.widgets.answer import AnswerView
 
 PROMPTS = (
     "What does speculative decoding buy me?",
@@ -33,7 +33,7 @@ async def shoot(out_dir: str) -> None:
         schedule="cycle:2f,1d", speed=1.5, seed=0, per_request_spec_decode_metrics="detailed"
     )
     with start_in_thread(config, log_sink=lambda _line: None) as sim:
-        port = SessionPort(
+        port = LivePort(
             lambda: CollectorProcess(SessionConfig((Target(sim.url),)), state_factory(None))
         )
         app = SpecmonApp(port, settings=ChatSettings(max_tokens=600))

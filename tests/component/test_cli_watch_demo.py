@@ -54,14 +54,25 @@ def test_watch_separate_metrics_url(sim, capsys):
     assert snap["servers"][nowhere]["status"] == "up"
 
 
+def exit_status(argv: list[str]) -> int:
+    """The status `specmon ARGV` exits with (argparse's own errors raise SystemExit 2)."""
+    try:
+        return main(argv)
+    except SystemExit as stop:
+        return int(stop.code or 0)
+
+
 def test_watch_bad_arguments_are_one_line_errors(capsys):
-    assert main(["watch", "--attach", "ftp://x", "--once", "--json"]) == 2
+    assert exit_status(["watch", "--attach", "ftp://x", "--once", "--json"]) == 2
     assert "http or https" in capsys.readouterr().err
     assert (
-        main(["watch", "--attach", "http://a", "--metrics-url", "u1", "--metrics-url", "u2"]) == 2
+        exit_status(["watch", "--attach", "http://a", "--metrics-url", "u1", "--metrics-url", "u2"])
+        == 2
     )
     assert "--metrics-url" in capsys.readouterr().err
-    assert main(["watch", "--attach", "http://a", "--gpu", "cuda"]) == 2
+    assert exit_status(["watch", "--attach", "http://a", "--gpu", "cuda"]) == 2
+    err = capsys.readouterr().err
+    assert "argument --gpu: must be local, none or a dcgm-exporter http(s) URL" in err
 
 
 def test_demo_runs_n_requests_records_and_leaves_no_threads(tmp_path, capsys):
@@ -121,7 +132,7 @@ def test_watch_metrics_url_without_scheme_is_read_over_http(sim, capsys):
 def test_watch_interval_out_of_range_is_a_one_line_error(capsys):
     for value in ("inf", "1e308", "1e-9", "0"):
         assert (
-            main(
+            exit_status(
                 ["watch", "--attach", "http://127.0.0.1:9", "--interval", value, "--once", "--json"]
             )
             == 2

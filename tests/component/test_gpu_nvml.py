@@ -49,6 +49,8 @@ def test_every_field_maps_with_its_unit():
                 utilization_pct=97.0,
                 power_w=512.345,  # mW -> W
                 power_limit_w=700.0,
+                power_limit_requested_w=700.0,
+                power_limit_default_w=700.0,
                 sm_clock_mhz=1980.0,
                 memory_clock_mhz=2619.0,
                 clock_event_reasons=("sw_power_cap",),
@@ -330,3 +332,23 @@ def test_field_groups_limit_what_is_read():
 def test_unknown_field_group_is_refused_with_its_name():
     with pytest.raises(ValueError, match="fan"):
         NvmlSampler(nvml=FakeNvml(), groups=("fan",))
+
+
+def test_the_requested_and_default_power_limits_are_read_beside_the_enforced_one():
+    # Issue 21: "requested vs effective power limit". An admin asked for 700 W, the GPU enforces
+    # 600 W (another cap won); older drivers lack the calls: those fields are None, the rest stay.
+    _, sampler = one_gpu(
+        power_limit_mw=600_000, power_limit_requested_mw=700_000, power_default_limit_mw=700_000
+    )
+    reading = sampler.sample(0.0).gpus[0]
+    assert (reading.power_limit_w, reading.power_limit_requested_w) == (600.0, 700.0)
+    assert reading.power_limit_default_w == 700.0
+    _, old = one_gpu(
+        not_supported={
+            "nvmlDeviceGetPowerManagementLimit",
+            "nvmlDeviceGetPowerManagementDefaultLimit",
+        }
+    )
+    reading = old.sample(0.0).gpus[0]
+    assert reading.power_limit_requested_w is None and reading.power_limit_default_w is None
+    assert reading.power_limit_w == 700.0

@@ -227,8 +227,8 @@ def test_gauges_of_1e308_keep_every_row_on_one_line_and_json_strict(hostile, sig
     """The reported case: 309-digit numbers spread a table row over 5 lines and KV% read `inf`."""
     from rich.console import Console
 
-    from specmon.ui.app.servers_table import table_text
     from specmon.ui.live_console import render
+    from specmon.ui.widgets.servers_table import table_text
 
     server = hostile({"/metrics": Page(huge_page(sign))})
     state = SessionState(SessionInfo())

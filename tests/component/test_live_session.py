@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -163,3 +164,58 @@ def test_a_collector_still_starting_is_ended_when_stopped_from_another_thread():
         assert session.errors == []  # ended on purpose, not "did not stop in time"
     finally:
         silent.stop()
+
+
+def test_a_message_of_no_known_kind_on_the_pipe_is_refused_not_fatal(sim):
+    """Both ends of the collector pipe take only their typed messages: anything else (here the
+    tuple a chat command used to be) is noted in one line, and the session goes on."""
+    session = CollectorProcess(
+        SessionConfig(targets=(Target(sim.url),), interval=0.3), SessionState
+    )
+    session.start()
+    try:
+        conn = session._conn
+        assert conn is not None
+        conn.send(("chat", "r1"))  # not a command: the collector must not die of it
+        session.mark("still here")
+        for _ in range(int(WAIT_S / 0.05)):
+            labels = [m["label"] for m in session.snapshot()["markers"]]
+            if "still here" in labels:
+                break
+            time.sleep(0.05)
+        assert "still here" in labels
+        assert session.alive
+    finally:
+        session.stop()
+    assert any("unknown kind tuple" in e for e in session.errors), session.errors
+
+
+def test_the_receiver_refuses_a_report_of_no_known_kind():
+    import multiprocessing
+
+    from specmon.runtime.collector_messages import Stopped
+
+    session = CollectorProcess(SessionConfig(targets=()), SessionState)
+    ours, theirs = multiprocessing.Pipe()
+    session._conn = ours
+    theirs.send(("events", []))  # the old untyped form
+    theirs.send(Stopped(("hub: an error",)))
+    session._receive()  # returns at Stopped, instead of dying on the tuple
+    assert session.errors == [
+        "collector pipe: ignored a message of unknown kind tuple",
+        "hub: an error",
+    ]
+
+
+@pytest.mark.parametrize("kind", [InProcessSession, CollectorProcess])
+def test_the_servers_context_length_comes_with_its_identity(sim, kind):
+    """The context length of the model is read from the same /v1/models answer that identified
+    the server (the app asked /v1/models a second time for it after the start, issue 18)."""
+    session = kind(SessionConfig(targets=(Target(sim.url),)), SessionState)
+    session.start()
+    try:
+        seen = session.servers[0]
+    finally:
+        session.stop()
+    assert seen.models and seen.context_length(seen.models[0]) == 8192
+    assert seen.context_length("not-listed") is None

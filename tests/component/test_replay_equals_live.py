@@ -19,9 +19,9 @@ from specmon.runtime.prompt_loop import prompt_loop
 from specmon.runtime.replay_session import ReplaySession
 from specmon.sources.recording_player import read_recording
 from specmon.sources.stream_client import ChatRequest
-from specmon.ui.app.dashboard import GraphSeries, panel_sections
-from specmon.ui.app.replay_screen import last_answer, table_rows
-from specmon.ui.app.widgets import format_numbers
+from specmon.ui.screens.replay import last_answer, table_rows
+from specmon.ui.widgets.side_panel import GraphSeries, panel_sections
+from specmon.ui.widgets.turn import format_numbers
 
 
 def _record_live(path: Path) -> SessionView:

@@ -310,3 +310,29 @@ def test_identify_gives_up_on_a_server_that_never_answers(monkeypatch):
         identity = asyncio.run(go())
     assert identity.models == () and identity.vllm_version is None
     assert "/version" in identity.error and "/v1/models" in identity.error
+
+
+def test_the_simulator_s_per_request_timing_metrics_reach_the_answer_s_stats():
+    """End to end: a server with --enable-per-request-metrics sends the timing fields in the
+    final usage chunk; the client keeps them and the stats split the TTFT."""
+    from specmon.core.stream_stats import RequestTrace, request_stats
+    from specmon.sim.server import SimConfig, start_in_thread
+
+    config = SimConfig(speed=50.0, n_spec=8, seed=1, enable_per_request_metrics=True)
+    with start_in_thread(config, log_sink=lambda _l: None) as server:
+        events = _chat(server.url, ChatRequest("hi", max_tokens=24, temperature=0.0))
+    end = events[-1]
+    assert isinstance(end, RequestEnded) and end.server_timing is not None
+    assert set(end.server_timing) >= {"time_to_first_token_ms", "queue_time_ms", "mean_itl_ms"}
+    trace = RequestTrace(end.request_id)
+    for e in events:
+        trace.add(e)
+    stats = request_stats(trace, n_spec=8)
+    assert stats.ttft_split is not None and stats.server_timing is not None
+    assert stats.server_timing.queue_s == 0.0  # the simulator schedules on arrival
+    assert stats.ttft_split.server_ttft_s <= stats.ttft_split.client_ttft_s
+
+
+def test_without_the_server_flag_there_are_no_timing_metrics(sim):
+    end = _chat(sim.url, ChatRequest("hi", max_tokens=8))[-1]
+    assert isinstance(end, RequestEnded) and end.server_timing is None

@@ -43,7 +43,7 @@ class _Recorder:
 @pytest.fixture
 def recorder(monkeypatch: pytest.MonkeyPatch) -> _Recorder:
     rec = _Recorder()
-    monkeypatch.setattr("specmon.ui.app.app.SpecmonApp", rec.app)
+    monkeypatch.setattr("specmon.ui.app.SpecmonApp", rec.app)
     monkeypatch.setattr("specmon.cli.app_runner.run_app", lambda app, port, **_kw: 0)
     return rec
 
@@ -58,5 +58,5 @@ def test_each_command_hands_its_theme_to_the_app(recorder: _Recorder) -> None:
     assert recorder.kwargs["theme"] == "specmon-high-contrast"
     args = parser.parse_args([*COMMANDS[2], "--theme", "nord"])
     assert isinstance(args, argparse.Namespace)
-    assert watch_cmd._app([Target("http://127.0.0.1:9")], "none", args, None) == 0
+    assert watch_cmd._app([Target("http://127.0.0.1:9")], "none", args, None, 1.0) == 0
     assert recorder.kwargs["theme"] == "nord"

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from tests.component.conftest import CannedServer
+from tests.support.canned_server import CannedServer
 from tests.terminal import MISSING, SPECMON, Terminal, needs_terminal
 
 from specmon.sim.corpus import ANSWERS

@@ -5,11 +5,12 @@ that starts Prometheus processes on loopback, stopped at the end of each test.""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from tests.fleet.prom import Prometheus, PrometheusUnavailable, find_or_install_prometheus
+from tests.support.fleet import StartPrometheus
 
 
 def _in_ci() -> bool:
@@ -24,9 +25,6 @@ def prometheus_bin() -> str:
         if _in_ci():
             pytest.fail(f"the fleet tests need a real Prometheus and none could be had: {exc}")
         pytest.skip(f"no prometheus binary (apt-get install -y prometheus): {exc}")
-
-
-StartPrometheus = Callable[..., Prometheus]
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests.fleet.conftest import StartPrometheus
 from tests.fleet.test_fleet_prometheus import _specmon
+from tests.support.fleet import StartPrometheus
 
 from specmon.core.session_state import SessionState
 from specmon.runtime.exporter import Exporter, ExporterError, is_loopback, parse_listen

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests.fleet.conftest import StartPrometheus
+from tests.support.fleet import StartPrometheus
 
 from specmon.core.events import FleetSampled, SessionInfo
 from specmon.core.session_state import SessionState

@@ -9,19 +9,20 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from tests.ui.conftest import FakePort, screen_text, wait_for
+from tests.support.ui_fakes import FakePort, screen_text, wait_for
 
 from specmon.core.startup_log import StartupPhase, StartupProgress
-from specmon.ui.app.app import SpecmonApp
-from specmon.ui.app.log_pane import LogPane, LogScreen
-from specmon.ui.app.screens import ChatScreen
-from specmon.ui.app.startup_view import (
-    StartupFailed,
+from specmon.ui.app import SpecmonApp
+from specmon.ui.host import StartupFailed
+from specmon.ui.screens.chat import ChatScreen
+from specmon.ui.screens.log import LogScreen
+from specmon.ui.screens.startup import (
     StartupScreen,
     elapsed_words,
     progress_lines,
 )
-from specmon.ui.app.watch_screen import DashboardScreen
+from specmon.ui.screens.watch import DashboardScreen
+from specmon.ui.widgets.log_pane import LogPane
 
 SIZE = (140, 45)
 CRAFTED = "\x1b]0;pwned\x07\x1b[31mred\x1b[0m [bold]not bold[/bold] [@click=app.quit]q[/]"

@@ -77,11 +77,11 @@ def test_bad_input_is_one_line_and_exit_2(fake_vllm, capsys, argv, words):
 
 def test_attach_with_model_still_names_the_model_to_chat_with():
     # --model with --attach keeps its meaning (the model to chat with): no host-mode error.
-    from specmon.cli.chat_cmd import _host_flags_given
+    from specmon.cli.host_args import HostFlags
     from specmon.cli.main import build_parser
 
     args = build_parser().parse_args(["chat", "--attach", "http://127.0.0.1:9", "--model", "x"])
-    assert _host_flags_given(args) == []
+    assert HostFlags.of(args).given() == []
     assert args.model == "x"
 
 

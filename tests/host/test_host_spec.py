@@ -121,11 +121,16 @@ def test_the_command_binds_loopback_by_default_and_adds_detailed_metrics_when_kn
     assert argv[:5] == ("/opt/vllm", "serve", "m", "--host", "127.0.0.1")
     assert argv[argv.index("--port") + 1] == "8000"
     assert spec_of(argv)["num_speculative_tokens"] == 5
-    assert argv[-2:] == ("--per-request-spec-decode-metrics", "detailed")
+    assert argv[-3:] == (
+        "--per-request-spec-decode-metrics",
+        "detailed",
+        "--enable-per-request-metrics",
+    )
     assert command.env_changes["NO_COLOR"] == "1"
     assert command.base_url == "http://127.0.0.1:8000"
     plain = build_command(settings, "/opt/vllm", detailed_metrics=False)
     assert "--per-request-spec-decode-metrics" not in plain.argv
+    assert "--enable-per-request-metrics" not in plain.argv
     wide = build_command(HostSettings(model="m", host="0.0.0.0", port=9000), "vllm")
     assert wide.argv[wide.argv.index("--host") + 1] == "0.0.0.0"
     assert wide.base_url == "http://127.0.0.1:9000"  # reached through loopback
@@ -167,3 +172,16 @@ def test_the_dry_run_text_masks_every_secret():
     assert "VLLM_USE_FLASHINFER_SAMPLER=0" in text
     assert f"# inherited: HF_TOKEN={REDACTED}" in text
     assert "NO_COLOR=1" in text
+
+
+@pytest.mark.parametrize(
+    ("extra", "count"),
+    [(("--disable-log-stats",), 0), (("--enable-per-request-metrics",), 1)],
+    ids=["stats-off", "already-given"],
+)
+def test_the_timing_metrics_flag_is_left_out_when_stats_are_off_or_already_given(extra, count):
+    # vLLM rejects --enable-per-request-metrics together with --disable-log-stats
+    settings = HostSettings(model="m", draft="d", n_spec=5, vllm_args=extra)
+    argv = build_command(settings, "vllm", detailed_metrics=True).argv
+    assert argv.count("--enable-per-request-metrics") == count
+    assert "--per-request-spec-decode-metrics" in argv

@@ -15,16 +15,16 @@ import threading
 
 import pytest
 from tests.real_vllm.server import VllmServer
-from tests.ui.conftest import screen_text, wait_for
+from tests.support.ui_fakes import screen_text, wait_for
 
 from specmon.cli.session_setup import state_factory
 from specmon.core.events import RequestEnded
 from specmon.runtime.monitor import Monitor, Target
-from specmon.ui.app.app import SpecmonApp
-from specmon.ui.app.conversation import ChatSettings
-from specmon.ui.app.safe_text import visible
-from specmon.ui.app.session_port import SessionPort
-from specmon.ui.app.widgets import AnswerView
+from specmon.ui.app import SpecmonApp
+from specmon.ui.conversation import ChatSettings
+from specmon.ui.formatting import visible
+from specmon.ui.live_port import LivePort
+from specmon.ui.widgets.answer import AnswerView
 
 SIZE = (200, 40)  # wide enough that the numbers line does not wrap beside the side panel
 MAX_TOKENS = 48
@@ -49,7 +49,7 @@ async def test_a_real_vllm_answer_is_literal_and_shows_vllms_own_acceptance(
     def make() -> Monitor:
         return Monitor([Target(server.url)], state_factory(None), gpu=None)
 
-    port = SessionPort(make)
+    port = LivePort(make)
     ask = port.ask
 
     def ask_and_watch(request):

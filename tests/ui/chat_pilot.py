@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from tests.ui.conftest import wait_for
+from tests.support.ui_fakes import wait_for
 
-from specmon.ui.app.widgets import AnswerView
+from specmon.ui.widgets.answer import AnswerView
 
 SIZE = (160, 40)
 

@@ -1,179 +1,21 @@
-"""Fixtures for the Textual app's tests: a fake session port (deterministic answers, no server),
-a real port on the simulator, a server that answers 401, and a helper that reads the screen."""
+"""Fixtures of the Textual app tests (fakes and Pilot helpers: tests/support/ui_fakes.py)."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
-from tests.loopback import LoopbackServer
+from tests.support.ui_fakes import Status401Server, sim_port
 
-from specmon.cli.session_setup import state_factory
-from specmon.core.events import RequestEnded, RequestStarted, StreamChunk
-from specmon.core.views import SessionView
-from specmon.runtime.monitor import Target
-from specmon.runtime.session import CollectorProcess, SessionConfig
-from specmon.sim.server import SimConfig, start_in_thread
-from specmon.ui.app.session_port import AnswerFeed, Ask, Connection, ServerSummary, SessionPort
-
-SIM_SERVER = ServerSummary(
-    url="http://127.0.0.1:8000",
-    model="cyankiwi/gemma-4-26B-A4B-it-AWQ-4bit",
-    draft_model="z-lab/gemma-4-26B-A4B-it-DFlash",
-    method="dflash",
-    n_spec=8,
-    vllm_version="0.20.2",
-    simulated=True,
-    max_model_len=8192,
-)
-
-
-class FakePort(SessionPort):
-    """A port without a server: `connect()` returns `connection`; each `ask()` answers at once
-    with the next scripted answer (text chunks of fixed sizes at fixed times), or stays open
-    (`hold=True`) until the test feeds it."""
-
-    def __init__(
-        self,
-        connection: Connection | None = None,
-        answers: list[list[str]] | None = None,
-        *,
-        hold: bool = False,
-    ) -> None:
-        super().__init__(lambda: None)  # type: ignore[arg-type,return-value]
-        self.connection = connection or Connection(SIM_SERVER)
-        self.answers = list(answers or [])
-        self.hold = hold
-        self.requests: list[Ask] = []
-        self.feeds: list[AnswerFeed] = []
-        self.connects = 0
-        self._up = False
-        self.fake_view: SessionView | None = None
-        """What view() returns (a deterministic view for the dashboard)."""
-        self.marks: list[str] = []
-        self.fake_recording: str | None = None
-        self.recordings: list[str] = []
-
-    def connect(self) -> Connection:
-        self.connects += 1
-        self._up = self.connection.server is not None
-        self.server = self.connection.server
-        return self.connection
-
-    @property
-    def connected(self) -> bool:
-        return self._up
-
-    def close(self) -> None:
-        self._up = False
-
-    def view(self) -> SessionView | None:
-        return self.fake_view
-
-    def mark(self, label: str) -> None:
-        self.marks.append(label)
-
-    @property
-    def recording(self) -> str | None:
-        return self.fake_recording
-
-    def start_recording(self, path: str) -> str:
-        if self.fake_recording is not None:
-            raise RuntimeError(f"already recording to {self.fake_recording}")
-        self.fake_recording = path
-        self.recordings.append(path)
-        return path
-
-    def stop_recording(self) -> str | None:
-        path, self.fake_recording = self.fake_recording, None
-        return path
-
-    def ask(self, request: Ask) -> AnswerFeed:
-        self.requests.append(request)
-        rid = f"r{len(self.requests)}"
-        feed = FakeFeed(rid, 8)
-        self.feeds.append(feed)
-        feed.on_event(RequestStarted(t=0.0, request_id=rid, source="fake", model="m"))
-        if not self.hold:
-            chunks = self.answers.pop(0) if self.answers else ["Hello."]
-            feed.play(chunks)
-            feed.end()
-        return feed
-
-
-class FakeFeed(AnswerFeed):
-    """A feed the test drives: chunks of 4 tokens every 20 ms after a 100 ms TTFT."""
-
-    def __init__(self, request_id: str, n_spec: int | None) -> None:
-        super().__init__(request_id, n_spec)
-        self.t = 0.1
-        self.tokens = 0
-        self.cancelled = False
-
-    def play(self, chunks: list[str]) -> None:
-        for text in chunks:
-            self.tokens += 1 if self.tokens == 0 else 4
-            self.on_event(
-                StreamChunk(
-                    t=self.t, request_id=self.request_id, text=text, completion_tokens=self.tokens
-                )
-            )
-            self.t += 0.02
-
-    def end(self, outcome: str = "ok", error: str | None = None) -> None:
-        self.on_event(
-            RequestEnded(
-                t=self.t,
-                request_id=self.request_id,
-                outcome=outcome,  # type: ignore[arg-type]
-                completion_tokens=self.tokens,
-                finish_reason="stop" if outcome == "ok" else None,
-                error=error,
-            )
-        )
-
-    def cancel(self) -> None:
-        self.cancelled = True
-        self.end("cancelled")
-
-
-@contextlib.contextmanager
-def sim_port(config: SimConfig) -> Iterator[tuple[SessionPort, str]]:
-    with start_in_thread(config, log_sink=lambda _l: None) as sim:
-
-        def make() -> CollectorProcess:
-            # The collector in its own process, as `specmon chat` runs it.
-            return CollectorProcess(SessionConfig((Target(sim.url),)), state_factory(None))
-
-        port = SessionPort(make)
-        try:
-            yield port, sim.url
-        finally:
-            port.close()
+from specmon.sim.server import SimConfig
+from specmon.ui.live_port import LivePort
 
 
 @pytest.fixture
-def fast_sim_port() -> Iterator[tuple[SessionPort, str]]:
+def fast_sim_port() -> Iterator[tuple[LivePort, str]]:
     """A real port on a simulator paced 50x faster than the profile."""
     with sim_port(SimConfig(speed=50.0, seed=1)) as pair:
         yield pair
-
-
-class Status401Server(LoopbackServer):
-    """A loopback server that answers every request with vLLM's 401 body."""
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await reader.readuntil(b"\r\n\r\n")
-        body = b'{"error": "Unauthorized"}'
-        writer.write(
-            b"HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\n"
-            + f"content-length: {len(body)}\r\nconnection: close\r\n\r\n".encode()
-            + body
-        )
-        await writer.drain()
-        writer.close()
 
 
 @pytest.fixture
@@ -181,19 +23,3 @@ def server_401() -> Iterator[Status401Server]:
     server = Status401Server()
     yield server
     server.stop()
-
-
-def screen_text(app) -> str:
-    """The screen as plain text, line by line (what a person would read)."""
-    # Textual's compositor renders the current screen to strips; this is what gets painted.
-    strips = app.screen._compositor.render_strips()
-    return "\n".join(strip.text for strip in strips)
-
-
-async def wait_for(pilot, predicate: Callable[[], bool], *, frames: int = 400) -> None:
-    """Let the app run (pause between checks) until `predicate()` holds; fail after `frames`."""
-    for _ in range(frames):
-        if predicate():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError("condition not reached")

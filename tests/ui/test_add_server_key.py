@@ -3,13 +3,14 @@ it; the key field is masked, and what is typed goes with that server only."""
 
 from __future__ import annotations
 
-from tests.ui.conftest import screen_text, wait_for
+from tests.support.ui_fakes import screen_text, wait_for
 from tests.ui.test_watch_screen import SIZE, WatchPort, _ready
 from tests.ui.watch_views import watch_view
 from textual.widgets import Input
 
-from specmon.ui.app.app import SpecmonApp
-from specmon.ui.app.watch_screen import AddServerScreen, DashboardScreen
+from specmon.ui.app import SpecmonApp
+from specmon.ui.screens.dialogs import AddServerScreen
+from specmon.ui.screens.watch import DashboardScreen
 
 
 class KeyedPort(WatchPort):

@@ -1,4 +1,4 @@
-"""How a streamed answer is drawn (`ui/app/answer_text.py`, `ui/app/blocks.py`): settled pieces
+"""How a streamed answer is drawn (`ui/widgets/answer.py`, `ui/widgets/blocks.py`): settled pieces
 render exactly as the whole text would, long fences and runs settle line by line (the redrawn
 tail stays short), pieces rendered in the worker thread arrive in order with nothing lost, each
 piece is rendered once per width, and the collector's full passes wait while an answer streams."""
@@ -10,13 +10,15 @@ import gc
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from tests.ui.conftest import screen_text, wait_for
+from tests.support.ui_fakes import screen_text, wait_for
 from textual.app import App, ComposeResult
 
 from specmon.sim.corpus import ANSWERS
-from specmon.ui.app import answer_text
-from specmon.ui.app.answer_text import AnswerView, Piece, SettledLines, render_lines
-from specmon.ui.app.blocks import FENCE_LINES, RUN_CHARS, RUN_LINES, BlockSplitter
+from specmon.ui.widgets import answer as answer_text
+from specmon.ui.widgets.answer import AnswerView
+from specmon.ui.widgets.blocks import FENCE_LINES, RUN_CHARS, RUN_LINES, BlockSplitter
+from specmon.ui.widgets.lines import SettledLines
+from specmon.ui.widgets.markdown_lines import Piece, render_lines
 
 ONE_PARAGRAPH = " ".join(" ".join(ANSWERS).split())
 """The corpus as one endless paragraph without a newline (as a tiny random model writes), with

@@ -4,14 +4,15 @@ panel, the transition badge and F3, the answers table (F4), recording (F5 / r) a
 
 from __future__ import annotations
 
-from tests.ui.conftest import FakePort, screen_text, wait_for
+from tests.support.ui_fakes import FakePort, screen_text, wait_for
 from tests.ui.fake_views import session_view
 from textual.widgets import DataTable, Input
 
-from specmon.ui.app.app import SpecmonApp
-from specmon.ui.app.dashboard import SidePanel
-from specmon.ui.app.screens import AnswersScreen, MarkerScreen
-from specmon.ui.app.widgets import AnswerView, StatusLine
+from specmon.ui.app import SpecmonApp
+from specmon.ui.screens.dialogs import AnswersScreen, MarkerScreen
+from specmon.ui.widgets.answer import AnswerView
+from specmon.ui.widgets.side_panel import SidePanel
+from specmon.ui.widgets.turn import StatusLine
 
 SIZE = (160, 45)
 

@@ -3,18 +3,18 @@ and action asserts what it visibly does."""
 
 from __future__ import annotations
 
+from tests.support.ui_fakes import SIM_SERVER, FakePort, screen_text, wait_for
 from tests.ui.chat_pilot import SIZE
 from tests.ui.chat_pilot import answers as _answers
 from tests.ui.chat_pilot import ask as _ask
 from tests.ui.chat_pilot import connected as _connected
-from tests.ui.conftest import SIM_SERVER, FakePort, screen_text, wait_for
 from textual.containers import VerticalScroll
 from textual.widgets import Button, Input
 
-from specmon.ui.app.app import SpecmonApp
-from specmon.ui.app.conversation import ChatSettings
-from specmon.ui.app.session_port import Connection
-from specmon.ui.app.widgets import PromptInput, TurnView
+from specmon.ui.app import SpecmonApp
+from specmon.ui.conversation import ChatSettings
+from specmon.ui.port import Connection
+from specmon.ui.widgets.turn import PromptInput, TurnView
 
 
 async def test_header_names_the_server_and_shows_simulated():
@@ -329,7 +329,7 @@ async def test_a_context_error_from_the_server_resends_with_one_turn_fewer():
 
 
 async def test_f3_says_why_the_last_answer_was_flagged():
-    from specmon.ui.app.session_port import AnswerNumbers
+    from specmon.ui.answer_numbers import AnswerNumbers
 
     app = SpecmonApp(FakePort())
     async with app.run_test(size=SIZE) as pilot:
@@ -344,7 +344,7 @@ async def test_f3_says_why_the_last_answer_was_flagged():
             1.02,
             0.01,
             "chunks",
-            flag="vanilla",
+            flag="vanilla-speed",
             reasons=("acceptance near 0 (AL 1.02)", "net loss against vanilla 64 tok/s"),
         )
         await pilot.press("f3")

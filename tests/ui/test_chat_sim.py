@@ -7,28 +7,28 @@ from __future__ import annotations
 import socket
 from dataclasses import replace
 
-from tests.component.conftest import CannedServer
-from tests.ui.conftest import screen_text, sim_port, wait_for
+from tests.support.canned_server import CannedServer
+from tests.support.ui_fakes import screen_text, sim_port, wait_for
 from textual.widgets import Static
 
 from specmon.cli.session_setup import state_factory
 from specmon.runtime.monitor import Target
 from specmon.runtime.session import CollectorProcess, SessionConfig
 from specmon.sim.server import SimConfig
-from specmon.ui.app.app import SpecmonApp
-from specmon.ui.app.conversation import ChatSettings
-from specmon.ui.app.session_port import SessionPort
-from specmon.ui.app.widgets import AnswerView
+from specmon.ui.app import SpecmonApp
+from specmon.ui.conversation import ChatSettings
+from specmon.ui.live_port import LivePort
+from specmon.ui.widgets.turn import AnswerView
 
 SIZE = (160, 40)
 
 
-def _port_for(url: str, api_key: str | None = None) -> SessionPort:
+def _port_for(url: str, api_key: str | None = None) -> LivePort:
     def make() -> CollectorProcess:
         config = SessionConfig((Target(url),), api_key=api_key)
         return CollectorProcess(config, state_factory(None))
 
-    return SessionPort(make, api_key=api_key)
+    return LivePort(make, api_key=api_key)
 
 
 async def _ask(pilot, prompt: str) -> None:

@@ -8,19 +8,20 @@ import time
 import tracemalloc
 
 from tests.hostile_stream import ROLE, HostileServer, content, event, send
+from tests.support.ui_fakes import FakePort, screen_text, wait_for
 from tests.ui.chat_pilot import SIZE
 from tests.ui.chat_pilot import answers as _answers
 from tests.ui.chat_pilot import ask as _ask
 from tests.ui.chat_pilot import connected as _connected
-from tests.ui.conftest import FakePort, screen_text, wait_for
 
 from specmon.cli.session_setup import state_factory
 from specmon.core.events import RequestEnded
 from specmon.core.stream_limits import StreamLimits
 from specmon.runtime.monitor import Target
 from specmon.runtime.session import CollectorProcess, SessionConfig
-from specmon.ui.app.app import SpecmonApp
-from specmon.ui.app.session_port import Ask, SessionPort
+from specmon.ui.app import SpecmonApp
+from specmon.ui.live_port import LivePort
+from specmon.ui.port import Ask
 
 
 async def test_a_quiet_stream_shows_how_long_and_when_it_gives_up():
@@ -50,9 +51,10 @@ def _held_by_the_feed(snapshot: tracemalloc.Snapshot) -> int:
     """Bytes still allocated by the feed's code and the test's chunk maker (the stream's
     growth; the answer's widgets and the screen's text are other files)."""
     files = (
-        tracemalloc.Filter(True, "*/ui/app/session_port.py"),
+        tracemalloc.Filter(True, "*/ui/live_port.py"),
+        tracemalloc.Filter(True, "*/ui/answer_feed.py"),
         tracemalloc.Filter(True, "*/core/stream_stats.py"),
-        tracemalloc.Filter(True, "*/tests/ui/conftest.py"),
+        tracemalloc.Filter(True, "*/tests/support/ui_fakes.py"),
     )
     return sum(s.size for s in snapshot.filter_traces(files).statistics("filename"))
 
@@ -110,12 +112,12 @@ async def test_a_failed_answer_frees_its_stream_too():
 # ---------------------------------------------------------------- through a collector process
 
 
-def _port_on(server: HostileServer, limits: StreamLimits) -> SessionPort:
+def _port_on(server: HostileServer, limits: StreamLimits) -> LivePort:
     def make() -> CollectorProcess:
         config = SessionConfig((Target(server.url),), stream_limits=limits)
         return CollectorProcess(config, state_factory(None))
 
-    return SessionPort(make, idle_timeout_s=limits.idle_timeout_s)
+    return LivePort(make, idle_timeout_s=limits.idle_timeout_s)
 
 
 def _ended(feed) -> RequestEnded:

@@ -7,14 +7,14 @@ from dataclasses import replace
 
 from tests.ui.fake_views import SEED_SPEEDS, session_view
 
-from specmon.ui.app.dashboard import (
+from specmon.ui.answer_numbers import AnswerNumbers
+from specmon.ui.widgets.side_panel import (
     GraphSeries,
     bar,
     panel_sections,
     spark,
     speed_section,
 )
-from specmon.ui.app.session_port import AnswerNumbers
 
 
 def _sections(view, answer=None, series=None) -> dict[str, str]:
@@ -117,7 +117,7 @@ def test_load_percentiles_come_from_server_histograms_without_own_streams() -> N
     from specmon.core.events import MetricsScraped, SessionInfo
     from specmon.core.session_state import SessionState
     from specmon.core.views import HistogramLatency, PercentileView
-    from specmon.ui.app.dashboard import load_section
+    from specmon.ui.widgets.side_panel import load_section
 
     state = SessionState(SessionInfo(server="http://a"))
     state.apply(MetricsScraped(t=1.0, source="http://a", samples=()))

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tests.ui.conftest import SIM_SERVER, FakePort, wait_for
+from tests.support.ui_fakes import SIM_SERVER, FakePort, wait_for
 from tests.ui.fake_views import session_view
 
-from specmon.ui.app.app import SpecmonApp
-from specmon.ui.app.session_port import Connection
-from specmon.ui.app.widgets import HeaderBar
+from specmon.ui.app import SpecmonApp
+from specmon.ui.port import Connection
+from specmon.ui.widgets.turn import HeaderBar
 
 SIZE = (160, 45)
 

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from tests.ui.conftest import FakePort, screen_text, wait_for
+from tests.support.ui_fakes import FakePort, screen_text, wait_for
 from tests.ui.fake_views import session_view
 from textual.binding import Binding
 from textual.command import CommandPalette
@@ -20,14 +20,17 @@ from specmon.core.definitions import DEFINITIONS
 from specmon.core.events import StreamChunk
 from specmon.core.step_heat import coalesce
 from specmon.core.views import SessionView, SpecSteps
-from specmon.ui.app.answer_text import HEAT_DEFAULTS, AnswerView, TextLines, heat_colors
-from specmon.ui.app.app import SpecmonApp
-from specmon.ui.app.help_screen import SECTIONS, HelpScreen, help_sections, help_text
-from specmon.ui.app.palette import binding_commands, key_name, palette_entries
-from specmon.ui.app.screens import AnswersScreen, ChatScreen
-from specmon.ui.app.watch_screen import DashboardScreen
-from specmon.ui.app.worth_screen import WorthScreen
+from specmon.ui.app import SpecmonApp
+from specmon.ui.palette import binding_commands, key_name, palette_entries
+from specmon.ui.screens.chat import ChatScreen
+from specmon.ui.screens.dialogs import AnswersScreen
+from specmon.ui.screens.help import SECTIONS, HelpScreen, help_sections, help_text
+from specmon.ui.screens.watch import DashboardScreen
+from specmon.ui.screens.worth import WorthScreen
 from specmon.ui.themes import bundled_theme_dir, load_themes
+from specmon.ui.widgets.answer import AnswerView
+from specmon.ui.widgets.heat import HEAT_DEFAULTS, heat_colors
+from specmon.ui.widgets.lines import TextLines
 
 SIZE = (160, 45)
 

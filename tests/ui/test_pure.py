@@ -6,15 +6,15 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from specmon.ui.app.blocks import BlockSplitter
-from specmon.ui.app.conversation import (
+from specmon.ui.conversation import (
     ChatSettings,
     Conversation,
     Turn,
     estimate_tokens,
     parse_settings,
 )
-from specmon.ui.app.safe_text import visible
+from specmon.ui.formatting import visible
+from specmon.ui.widgets.blocks import BlockSplitter
 
 # ---------------------------------------------------------------- safe text
 

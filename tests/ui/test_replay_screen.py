@@ -1,4 +1,4 @@
-"""The replay screen (ui/app/replay_screen.py) on the sample recordings, driven with Pilot: every
+"""The replay screen (ui/screens/replay.py) on the sample recordings, driven with Pilot: every
 key's visible effect, a click on the timeline, the RECORDED/SIMULATED header, a torn recording's
 notice; the play clock is a fake one (the head moves only when the test moves it). Plus an SVG
 snapshot of the screen on demo-cycle (never auto-updated) and the timeline's text."""
@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from tests.ui.conftest import screen_text, wait_for
+from tests.support.ui_fakes import screen_text, wait_for
 
 from specmon.cli.replay_cmd import recorded_label, replay_port
 from specmon.core.clock import FakeClock
@@ -21,10 +21,10 @@ from specmon.runtime.replay_session import (
     TimelineTick,
 )
 from specmon.sources.recording_player import read_recording
-from specmon.ui.app.app import SpecmonApp
-from specmon.ui.app.replay_screen import ReplayScreen
-from specmon.ui.app.session_port import ReplayPort
-from specmon.ui.app.timeline import HEAD, Timeline, column, timeline_text
+from specmon.ui.app import SpecmonApp
+from specmon.ui.replay_port import ReplayPort
+from specmon.ui.screens.replay import ReplayScreen
+from specmon.ui.widgets.timeline import HEAD, Timeline, column, timeline_text
 
 RECORDINGS = Path(__file__).resolve().parents[2] / "recordings"
 CYCLE = RECORDINGS / "demo-cycle.ndjson.gz"

@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 from tests.loopback import SilentServer
-from tests.ui.conftest import sim_port
+from tests.support.ui_fakes import sim_port
 
 from specmon.core.session_state import SessionState
 from specmon.runtime.monitor import Target
 from specmon.runtime.session import CollectorProcess, SessionConfig
 from specmon.sim.server import SimConfig
-from specmon.ui.app.session_port import Ask, Connection, SessionPort
+from specmon.ui.live_port import LivePort
+from specmon.ui.port import Ask, Connection
 
 
 def _wait(predicate, limit: float = 30.0) -> None:
@@ -82,15 +83,13 @@ def test_the_dashboard_port_keeps_a_server_that_is_down_and_shows_it_down() -> N
     from specmon.cli.session_setup import state_factory
     from specmon.runtime.monitor import Target
     from specmon.runtime.session import CollectorProcess, SessionConfig
-    from specmon.ui.app.session_port import SessionPort
+    from specmon.ui.live_port import LivePort
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{s.getsockname()[1]}"  # bound, not listening: refused
         config = SessionConfig((Target(dead),), interval=0.2)
-        port = SessionPort(
-            lambda: CollectorProcess(config, state_factory(None)), require_model=False
-        )
+        port = LivePort(lambda: CollectorProcess(config, state_factory(None)), require_model=False)
         try:
             assert port.connect().server is not None  # watch: shown, not refused
             _wait(lambda: bool((v := port.view()) and v.servers and v.servers[0].status == "down"))
@@ -107,7 +106,7 @@ def test_abort_abandons_a_connection_still_being_made_and_refuses_the_next() -> 
         made.append(CollectorProcess(SessionConfig((Target(silent.url),)), SessionState))
         return made[-1]
 
-    port = SessionPort(make, require_model=False)
+    port = LivePort(make, require_model=False)
     result: list[Connection] = []
     connecting = threading.Thread(target=lambda: result.append(port.connect()), daemon=True)
     try:

@@ -4,15 +4,15 @@ number is fixed. The snapshots are committed under tests/ui/__snapshots__; CI ne
 
 from __future__ import annotations
 
-from tests.ui.conftest import FakePort, wait_for
+from tests.support.ui_fakes import FakePort, wait_for
 from tests.ui.fake_views import session_view
 from textual.widgets import Input
 
-from specmon.ui.app.app import SpecmonApp
-from specmon.ui.app.conversation import ChatSettings
-from specmon.ui.app.dashboard import SidePanel
-from specmon.ui.app.session_port import Connection
-from specmon.ui.app.widgets import AnswerView
+from specmon.ui.app import SpecmonApp
+from specmon.ui.conversation import ChatSettings
+from specmon.ui.port import Connection
+from specmon.ui.widgets.side_panel import SidePanel
+from specmon.ui.widgets.turn import AnswerView
 
 SIZE = (100, 32)
 

@@ -4,13 +4,13 @@ has looked at the new picture."""
 
 from __future__ import annotations
 
-from tests.ui.conftest import FakePort, wait_for
+from tests.support.ui_fakes import FakePort, wait_for
 from textual.widgets import Input
 
 from specmon.core.events import StreamChunk
-from specmon.ui.app.app import SpecmonApp
-from specmon.ui.app.help_screen import HelpScreen
-from specmon.ui.app.widgets import AnswerView
+from specmon.ui.app import SpecmonApp
+from specmon.ui.screens.help import HelpScreen
+from specmon.ui.widgets.turn import AnswerView
 
 SIZE = (100, 32)
 

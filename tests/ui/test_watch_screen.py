@@ -7,15 +7,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tests.ui.conftest import FakePort, screen_text, wait_for
+from tests.support.ui_fakes import FakePort, screen_text, wait_for
 from tests.ui.watch_views import A, B, C, watch_view
 from tests.unit.session_feed import gpu_sample
 from textual.widgets import Input
 
 from specmon.core.events import GpuReading
-from specmon.ui.app.app import SpecmonApp
-from specmon.ui.app.dashboard import GraphSeries, SidePanel, panel_sections
-from specmon.ui.app.servers_table import (
+from specmon.ui.app import SpecmonApp
+from specmon.ui.screens.dialogs import AddServerScreen, check_server_url
+from specmon.ui.screens.watch import DashboardScreen
+from specmon.ui.widgets.servers_table import (
     EMPTY_TEXT,
     ServersTable,
     gpu_numbers,
@@ -23,7 +24,7 @@ from specmon.ui.app.servers_table import (
     state_word,
     table_text,
 )
-from specmon.ui.app.watch_screen import AddServerScreen, DashboardScreen, check_server_url
+from specmon.ui.widgets.side_panel import GraphSeries, SidePanel, panel_sections
 
 SIZE = (160, 50)
 

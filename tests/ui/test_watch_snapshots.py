@@ -5,12 +5,12 @@ who has looked at the new picture)."""
 
 from __future__ import annotations
 
-from tests.ui.conftest import wait_for
+from tests.support.ui_fakes import wait_for
 from tests.ui.test_watch_screen import WatchPort
 from tests.ui.watch_views import watch_view
 
-from specmon.ui.app.app import SpecmonApp
-from specmon.ui.app.dashboard import SidePanel
+from specmon.ui.app import SpecmonApp
+from specmon.ui.widgets.side_panel import SidePanel
 
 WIDE = (160, 48)
 

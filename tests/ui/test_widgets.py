@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tests.ui.conftest import SIM_SERVER, screen_text
+from tests.support.ui_fakes import SIM_SERVER, screen_text
 from textual.app import App, ComposeResult
 
-from specmon.ui.app.blocks import top_level_starts
-from specmon.ui.app.session_port import AnswerNumbers
-from specmon.ui.app.widgets import AnswerView, HeaderBar, format_numbers
+from specmon.ui.answer_numbers import AnswerNumbers
+from specmon.ui.widgets.answer import AnswerView
+from specmon.ui.widgets.blocks import top_level_starts
+from specmon.ui.widgets.turn import HeaderBar, format_numbers
 
 
 class Host(App[None]):
@@ -83,7 +84,7 @@ def test_numbers_line_says_dash_for_missing_and_names_sources_and_flags():
     )
     missing = AnswerNumbers(None, None, None, None, None, None)
     assert format_numbers(missing) == "— tokens · — tok/s · TTFT — · AL — · accept —"
-    flagged = replace(n, al_source="metrics", flag="vanilla", gpu_temp_c=None)
+    flagged = replace(n, al_source="metrics", flag="vanilla-speed", gpu_temp_c=None)
     line = format_numbers(flagged)
     assert "AL 4.32 (/metrics)" in line and "GPU — °C SM 2520 MHz" in line
     assert line.endswith("VANILLA SPEED (F3: why)")

@@ -8,8 +8,8 @@ import dataclasses
 from tests.ui.fake_views import session_view
 
 from specmon.core.views import SessionView
-from specmon.ui.app.dashboard import positions_section
-from specmon.ui.app.worth_screen import hint_line, worth_text
+from specmon.ui.screens.worth import worth_text
+from specmon.ui.widgets.side_panel import hint_line, positions_section
 
 # 13 drafted positions; the last five accept < 5% of steps. Accepted per step: 4.4 from the
 # first eight, 0.105 from the last five: n_spec 8 keeps 4.4 / 4.505 = 97.67% of them.

@@ -81,6 +81,13 @@ def test_every_number_shown_is_defined() -> None:
         "position_share",
         "trim_hint",
         "heat",
+        "server_ttft_s",
+        "ttft_outside_s",
+        "canary_al",
+        "canary_expected_al",
+        "canary_tolerance",
+        "canary_status",
+        "canary_diagnosis",
     }
     for key in required:
         definition(key)  # KeyError names the missing one
@@ -93,6 +100,24 @@ def test_every_vanilla_reason_code_is_defined() -> None:
         assert definition(code).name == code
 
 
+def test_every_diagnosis_view_is_defined() -> None:
+    # Issue 21: each analysis is explained by the help screen (F1).
+    for key in (
+        "al_by_context",
+        "context_cliff",
+        "thermal_attribution",
+        "clock_fit",
+        "power_limit_requested",
+        "seconds_saved",
+        "seconds_saved_reason",
+        "quality_loop",
+        "quality_garbled",
+        "repeated_ngram_share",
+        "al_z_score",
+    ):
+        assert definition(key).group == "diagnosis", key
+
+
 def test_every_gpu_number_field_is_defined() -> None:
     from specmon.core.events import GpuReading
 
@@ -101,6 +126,8 @@ def test_every_gpu_number_field_is_defined() -> None:
         "slowdown_temperature_c": "gpu_temperature",
         "power_w": "gpu_power",
         "power_limit_w": "gpu_power",
+        "power_limit_requested_w": "power_limit_requested",
+        "power_limit_default_w": "power_limit_requested",
         "sm_clock_mhz": "gpu_sm_clock",
         "memory_clock_mhz": "gpu_sm_clock",
         "memory_used_bytes": "gpu_memory",

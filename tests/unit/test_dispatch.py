@@ -11,6 +11,7 @@ import pytest
 from specmon.core import dispatch
 from specmon.core.dispatch import EVENT_TYPES, MissingHandlerError, event_table
 from specmon.core.events import (
+    CanaryProbed,
     Event,
     FleetSampled,
     FleetTarget,
@@ -47,6 +48,7 @@ ONE_OF_EACH: tuple[Event, ...] = (
         rate_window_s=60.0,
         targets=(FleetTarget(instance="h:8000", job="vllm", health="up", drafts_per_s=1.0),),
     ),
+    CanaryProbed(t=0.9, source="http://h", acceptance_length=3.2, expected_al=3.4, tolerance=0.2),
 )
 
 

@@ -302,3 +302,41 @@ def test_summary_means_count_only_finished_ok_requests():
     summary = state.snapshot()["requests"]["summary"]
     assert summary["total"] == 2 and summary["failed"] == 1
     assert summary["mean_decode_tok_s"] == pytest.approx(10 / 0.9)  # the ok request's alone
+
+
+def test_one_history_holds_what_the_graphs_draw_and_json_shows_it():
+    """Issue 18: the panel's graphs (window and since-start AL and acceptance rate) kept a
+    history of their own beside the state's; the state's one history per server now holds them,
+    each entry equal to the view's numbers at that scrape, and `watch --json` shows the same."""
+    state = SessionState(INFO, window_seconds=10)
+    srv = Server(k=4)
+    seen = []
+    for t in range(6):
+        for _ in range(20):
+            srv.step(3 if t < 3 else 1)  # AL 4 for three seconds, then AL 2
+        state.apply(srv.scrape(float(t)))
+        server = state.view().servers[0]
+        seen.append(
+            (
+                server.window.draft_acceptance_rate,
+                server.lifetime.acceptance_length,
+                server.lifetime.draft_acceptance_rate,
+            )
+        )
+    h = state.view().servers[0].history
+    assert (
+        list(
+            zip(
+                h.draft_acceptance_rate,
+                h.acceptance_length_lifetime,
+                h.draft_acceptance_rate_lifetime,
+                strict=True,
+            )
+        )
+        == seen
+    )
+    assert h.acceptance_length_lifetime[-1] == pytest.approx(3.0)  # 60 steps at 4, 60 at 2
+    js = snap(state)["servers"][SRC]["history"]
+    assert js["draft_acceptance_rate"] == list(h.draft_acceptance_rate)
+    assert js["acceptance_length_lifetime"] == list(h.acceptance_length_lifetime)
+    assert js["draft_acceptance_rate_lifetime"] == list(h.draft_acceptance_rate_lifetime)

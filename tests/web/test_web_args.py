@@ -9,17 +9,14 @@ import pytest
 
 from specmon.cli import app_runner
 from specmon.cli.main import build_parser, main
-from specmon.cli.web_cmd import (
+from specmon.cli.web_cmd import plan_from_args
+from specmon.web.net import BindError, bind, is_loopback, public_url_for
+from specmon.web.plan import (
     ARGV_SECRETS_ENV,
     DEFAULT_HOST,
     DEFAULT_PORT,
     WebArgsError,
-    bind,
-    is_loopback,
-    plan_from_args,
-    public_url_for,
     restore_argv_secrets,
-    split_web_options,
 )
 
 
@@ -47,29 +44,38 @@ def test_web_options_are_its_own_wherever_they_stand():
 
 
 def test_after_a_double_dash_everything_is_the_commands():
-    found, rest = split_web_options(["--speed", "2", "--", "--port", "7"])
-    assert found == {}
-    assert rest == ["--speed", "2", "--port", "7"]
+    p = plan("demo", "--speed", "2", "--", "--port", "7")
+    assert p.port == DEFAULT_PORT
+    assert p.app_args == ("--speed", "2", "--port", "7")
 
 
-def test_a_web_option_without_its_value_is_refused():
-    with pytest.raises(WebArgsError, match="--port needs a value"):
-        split_web_options(["--speed", "2", "--port"])
+def test_an_option_after_the_command_overrides_the_same_one_before_it():
+    p = plan("--port", "9000", "--max-tabs", "3", "demo", "--port", "9001")
+    assert (p.port, p.max_tabs) == (9001, 3)
+
+
+def test_what_cannot_be_served_is_a_one_line_error():
+    with pytest.raises(WebArgsError, match="serves demo, watch, replay"):
+        plan("chat")
 
 
 @pytest.mark.parametrize(
     ("words", "message"),
     [
-        (("chat",), "serves demo, watch, replay"),
-        (("demo", "--port", "http"), "--port must be a number"),
-        (("demo", "--port", "70000"), "--port must be from 0 to 65535"),
-        (("demo", "--max-tabs", "0"), "--max-tabs must be at least 1"),
-        (("demo", "--max-tabs", "many"), "--max-tabs must be a number"),
+        (("demo", "--port", "http"), "argument --port: not a port number: 'http'"),
+        (("demo", "--port", "70000"), "argument --port: port must be 0..65535"),
+        (("--port", "70000", "demo"), "argument --port: port must be 0..65535"),
+        (("demo", "--max-tabs", "0"), "argument --max-tabs: must be at least 1"),
+        (("demo", "--max-tabs", "many"), "argument --max-tabs: not a whole number: 'many'"),
+        (("demo", "--speed", "2", "--port"), "argument --port: expected one argument"),
     ],
 )
-def test_what_cannot_be_served_is_a_one_line_error(words, message):
-    with pytest.raises(WebArgsError, match=message):
+def test_a_bad_web_option_anywhere_is_argparses_one_line_error(capsys, words, message):
+    with pytest.raises(SystemExit) as stop:
         plan(*words)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("specmon web: error: ") and message in err.splitlines()[0]
 
 
 def test_the_app_command_survives_the_shell_literally():
@@ -159,7 +165,7 @@ def test_a_port_in_use_is_a_one_line_error():
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        with pytest.raises(WebArgsError) as error:
+        with pytest.raises(BindError) as error:
             bind("127.0.0.1", port)
         assert str(error.value) == f"port {port} on 127.0.0.1 is in use"
 
@@ -249,7 +255,7 @@ def test_a_new_token_file_is_the_owners_only_and_a_shared_one_is_refused(tmp_pat
     import os
     import stat
 
-    from specmon.cli.web_auth import (
+    from specmon.web.auth import (
         MIN_TOKEN_CHARS,
         WebAuthError,
         read_token_file,
@@ -275,7 +281,7 @@ def test_a_new_token_file_is_the_owners_only_and_a_shared_one_is_refused(tmp_pat
 
 
 def test_the_guard_knows_this_servers_origins_only():
-    from specmon.cli.web_auth import Guard, allowed_origins
+    from specmon.web.auth import Guard, allowed_origins
 
     origins = allowed_origins("http://127.0.0.1:8000", "127.0.0.1", 8000, loopback=True)
     guard = Guard(token=None, cookie="c", origins=origins)

@@ -100,21 +100,6 @@ def parse_int_list(flag: str, text: str, lo: int, hi: int) -> tuple[int, ...]:
     return tuple(values)
 
 
-def validate(config: BenchConfig) -> BenchConfig:
-    """Raise ConfigError on the first value out of range; return the config unchanged."""
-    parse_int("--input-len", config.input_len, 1, MAX_TOKENS_LIMIT)
-    parse_int("--output-len", config.output_len, 1, MAX_TOKENS_LIMIT)
-    parse_int("--num-prompts", config.num_prompts, 1, MAX_PROMPTS)
-    parse_int("--warmups", config.warmups, 0, 10_000)
-    parse_int("--concurrency", config.concurrency, 1, MAX_CONCURRENCY)
-    parse_float("--request-rate", config.request_rate, 0, 1e6, lo_open=True, allow_inf=True)
-    if config.duration_s is not None:
-        parse_float("--duration", config.duration_s, 0, MAX_DURATION_S, lo_open=True)
-    parse_float("--temperature", config.temperature, 0, MAX_TEMPERATURE)
-    parse_int("--max-consecutive-errors", config.max_consecutive_errors, 1, 1_000_000)
-    return config
-
-
 def parse_duration(text: str) -> float:
     """`90`, `90s`, `15m`, `2h` → seconds (ConfigError naming the forms and the range)."""
     raw = str(text).strip().lower()

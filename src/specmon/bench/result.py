@@ -211,7 +211,7 @@ class BenchResult:
             raise ResultError(f"{where}: result version {version!r} is not one this reads")
         try:
             return _from_dict(d)
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ResultError(
                 f"{where}: damaged bench result ({type(exc).__name__}: {exc})"
             ) from None

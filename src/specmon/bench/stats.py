@@ -186,14 +186,3 @@ def ratio(a: float | None, b: float | None) -> float | None:
     if a is None or b is None or a == 0:
         return None
     return b / a
-
-
-def scaled_estimate(est: Estimate | None, factor: float) -> Estimate | None:
-    if est is None:
-        return None
-    return Estimate(
-        est.value * factor,
-        None if est.se is None else est.se * abs(factor),
-        est.n,
-        None if est.sd is None else est.sd * abs(factor),
-    )

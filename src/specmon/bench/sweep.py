@@ -22,7 +22,7 @@ import csv
 import datetime as dt
 import io
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -544,9 +544,3 @@ def run_sweep(
     summary = summarize(spec, runs, failures, interrupted=interrupted)
     store.save_summary(summary)
     return SweepOutcome(summary, interrupted)
-
-
-def cells_of(
-    summary: SweepSummary, concurrency: int, serve: tuple[tuple[str, str], ...] = ()
-) -> Sequence[CellStats]:
-    return [c for c in summary.cells if c.concurrency == concurrency and c.serve == serve]

@@ -1,15 +1,20 @@
-"""Running the Textual app from a command: the same start and stop for chat, demo and watch."""
+"""Running a command's screen: the Textual app (the same start and stop for chat, demo and
+watch), or without it the Rich live view (watch, demo, serve)."""
 
 from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported by the commands' run(), not when `specmon --help` registers
+    import threading
+    from collections.abc import Callable
+
     from specmon.runtime.exporter import Exporter
-    from specmon.ui.app.app import SpecmonApp
-    from specmon.ui.app.session_port import SessionPort
+    from specmon.runtime.monitor import Monitor
+    from specmon.ui.app import SpecmonApp
+    from specmon.ui.port import SessionPort
 
 WEB_DRIVER = "textual.drivers.web_driver:WebDriver"
 """The Textual driver that textual-serve (`specmon web`) sets in TEXTUAL_DRIVER for the app
@@ -40,6 +45,7 @@ def run_app(
 
     `export` (`--export`): specmon's /metrics served from the session's view while the app runs;
     a port in use is a one-line error (exit 2) before the app starts."""
+    from specmon.cli.args import fail
     from specmon.runtime import shutdown
 
     exporter: Exporter | None = None
@@ -50,8 +56,7 @@ def run_app(
         try:
             exporter = start_exporter(export, port.view, command)
         except ExporterError as exc:
-            print(f"specmon {command}: {exc}", file=sys.stderr)
-            return 2
+            return fail(command, str(exc))
     process_shutdown = shutdown.current()
     if process_shutdown is not None:
         process_shutdown.add_stop_hook(port.abort)
@@ -62,3 +67,26 @@ def run_app(
         if exporter is not None:
             exporter.stop()
     return 0
+
+
+def show_console(
+    monitor: Monitor,
+    *,
+    title: str,
+    done: threading.Event,
+    banner: str | None = None,
+    read_text: Callable[[], tuple[str | None, str]] | None = None,
+) -> None:
+    """The monitor's live view until `done` is set (Ctrl-C propagates): redrawn in place on a
+    terminal, else `banner` (when given) then one plain line per finished request on stdout."""
+    from specmon.ui.live_console import run_live, run_plain
+
+    def final_view() -> Any:
+        return monitor.view(fresh=True)
+
+    if sys.stdout.isatty():
+        run_live(monitor.view, title=title, done=done, read_text=read_text, final_view=final_view)
+        return
+    if banner is not None:
+        print(banner, flush=True)
+    run_plain(monitor.view, done=done, write=lambda s: print(s, flush=True), final_view=final_view)

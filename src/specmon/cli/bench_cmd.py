@@ -34,26 +34,27 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass, field
 from typing import Any
 
+from specmon.cli.args import (
+    add_api_key_argument,
+    add_command,
+    add_gpu_argument,
+    fail,
+    server_url,
+)
+from specmon.cli.host_args import add_host_arguments
+from specmon.core.stream_limits import StreamLimits
+
 NAME = "bench"
+SUMMARY = "benchmark a running server: tok/s, latency, acceptance, vanilla-speed requests"
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        NAME,
-        help="benchmark a running server: tok/s, latency, acceptance, vanilla-speed requests",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    from specmon.cli.host_args import add_host_arguments
-
+    p = add_command(subparsers, NAME, SUMMARY, __doc__)
     add_server_arguments(p, single=True)
     add_host_arguments(p, model=False)
-    for action in p._actions:
-        if action.dest == "model":
-            action.help = "host mode: the target model (a preset can give it); attached: the "
-            action.help += "model to request (default: the server's first)"
     add_workload_arguments(p)
     p.add_argument("--json", metavar="FILE", help="write the result as JSON (compare reads it)")
     p.add_argument("--csv", metavar="FILE", help="write one CSV row per measured request")
@@ -65,31 +66,37 @@ def register(subparsers: Any) -> None:
         help="no server: recompute the report from a recording made with --record",
     )
     p.add_argument("--label", default=None, help="a name for this run in compare tables")
+    p.add_argument(
+        "--context-sweep",
+        metavar="LIST",
+        default=None,
+        help="run the bench once per prompt length (e.g. 1024,8192,20480) and report acceptance "
+        "by context length; --json writes the sweep",
+    )
 
 
 def add_server_arguments(p: argparse.ArgumentParser, *, single: bool) -> None:
     if single:
         p.add_argument(
-            "--attach", metavar="URL", help="the server's base URL, e.g. http://127.0.0.1:8000"
+            "--attach",
+            type=server_url,
+            metavar="URL",
+            help="the server's base URL, e.g. http://127.0.0.1:8000",
         )
         p.add_argument(
             "--metrics-url",
+            type=server_url,
             metavar="URL",
             help="where the server's /metrics page is when not at URL/metrics",
         )
+    add_api_key_argument(p)
     p.add_argument(
-        "--api-key",
+        "--model",
         default=None,
-        help="API key (default: $OPENAI_API_KEY or $VLLM_API_KEY); never printed or recorded",
+        help="host mode: the target model (a preset can give it); attached: the model to "
+        "request (default: the server's first)",
     )
-    p.add_argument("--model", default=None, help="model to request (default: the server's first)")
-    p.add_argument(
-        "--gpu",
-        default=None,
-        metavar="local|none|DCGM_URL",
-        help="GPU readings from local NVML, a dcgm-exporter URL, or none (default: local when the "
-        "server is on this machine, else none)",
-    )
+    add_gpu_argument(p, "local when the server is on this machine, else none")
     p.add_argument(
         "--baseline",
         default=None,
@@ -151,11 +158,6 @@ def add_workload_arguments(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="stop as 'engine dead' after N failed requests in a row (default 10)",
     )
-
-
-def error(command: str, message: str) -> int:
-    print(f"specmon {command}: {message}", file=sys.stderr)
-    return 2
 
 
 def workload_config(
@@ -222,13 +224,10 @@ def scrape_interval(args: argparse.Namespace) -> float:
 
 
 def check_gpu(value: str | None, urls: list[str]) -> str:
-    from specmon.bench.config import ConfigError
+    """`--gpu` as given (checked by its argument type), else from where the servers are."""
     from specmon.cli.session_setup import default_gpu_source
 
-    gpu = value if value is not None else default_gpu_source(urls)
-    if gpu not in ("local", "none") and not gpu.startswith(("http://", "https://")):
-        raise ConfigError(f"--gpu must be local, none or a dcgm-exporter http(s) URL, got {gpu!r}")
-    return gpu
+    return value if value is not None else default_gpu_source(urls)
 
 
 def check_baseline(value: str | None) -> float | None:
@@ -248,12 +247,77 @@ def check_output_paths(*paths: str | None) -> None:
             raise ConfigError(f"cannot write {p}: its folder does not exist")
 
 
+@dataclass(frozen=True)
+class Outputs:
+    """Where the result goes besides the terminal: --json, --csv, --markdown (None: not asked)."""
+
+    json: str | None
+    csv: str | None
+    markdown: str | None
+    label: str | None
+    """--label: the run's name in compare tables."""
+
+    @classmethod
+    def of(cls, args: argparse.Namespace) -> Outputs:
+        return cls(args.json, args.csv, args.markdown, args.label)
+
+
+@dataclass(frozen=True)
+class BenchRun:
+    """One measured run, read from the command line once (the server comes separately:
+    attached, or started in host mode)."""
+
+    config: Any
+    """The bench.config.BenchConfig (the workload)."""
+    gpu: str
+    baseline: float | None
+    api_key: str | None = field(repr=False)
+    scrape_interval: float
+    stream_limits: StreamLimits
+    record: str | None
+    outputs: Outputs
+    context_sweep: str | None = None
+    """--context-sweep LENGTHS: the bench once per prompt length (bench.context_sweep)."""
+
+
+def _bench_run(
+    args: argparse.Namespace,
+    config: Any,
+    gpu: str,
+    baseline: float | None,
+    api_key: str | None,
+) -> BenchRun:
+    from specmon.cli.stream_args import stream_limits_from
+
+    interval, limits = scrape_interval(args), stream_limits_from(args)
+    return BenchRun(
+        config,
+        gpu,
+        baseline,
+        api_key,
+        interval,
+        limits,
+        args.record,
+        Outputs.of(args),
+        getattr(args, "context_sweep", None),
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     from specmon.bench.config import ConfigError
 
     try:
         baseline = check_baseline(args.baseline)
         check_output_paths(args.json, args.csv, args.markdown, args.record)
+        if getattr(args, "context_sweep", None) is not None:
+            from specmon.bench.context_sweep import parse_lengths
+
+            parse_lengths(args.context_sweep)
+            if args.replay is not None or args.record or args.csv or args.markdown:
+                raise ConfigError(
+                    "--context-sweep runs several benches: it takes --json, not --replay, "
+                    "--record, --csv or --markdown"
+                )
         if args.replay is not None:
             return _replay(args, baseline)
         from specmon.cli.bench_host import host_requested
@@ -277,10 +341,10 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
         gpu = check_gpu(args.gpu, [args.attach])
-        scrape_interval(args)
+        bench = _bench_run(args, config, gpu, baseline, args.api_key)
     except ConfigError as exc:
-        return error(NAME, str(exc))
-    return _live(args, config, endpoint, gpu, baseline)
+        return fail(NAME, str(exc))
+    return _live(bench, endpoint)
 
 
 def _host(args: argparse.Namespace, baseline: float | None) -> int:
@@ -288,46 +352,44 @@ def _host(args: argparse.Namespace, baseline: float | None) -> int:
     from specmon.bench.config import ConfigError
     from specmon.bench.servers import ServerUnavailable
     from specmon.cli.bench_host import hosted, served_api_key
-    from specmon.cli.host_args import dry_run_text, plan_host, resolve_settings
+    from specmon.cli.host_args import HostFlags, dry_run_text, plan_host, resolve_settings
     from specmon.core.errors import SpecmonError
     from specmon.sources.host.checks import find_vllm
     from specmon.sources.host.spec import build_command
 
+    flags = HostFlags.of(args)
     try:
         config = workload_config(args, hosted=True)
-        gpu = check_gpu(args.gpu, [f"http://{args.host or '127.0.0.1'}:1"])
-        scrape_interval(args)
-        if args.n_spec == 0:
+        gpu = check_gpu(args.gpu, [f"http://{flags.host or '127.0.0.1'}:1"])
+        # Without --api-key: the server's own key, given after `--`.
+        api_key = args.api_key if args.api_key is not None else served_api_key(flags)
+        bench = _bench_run(args, config, gpu, baseline, api_key)
+        if flags.n_spec == 0:
             raise ConfigError(
                 "--n-spec 0 in host mode: leave out --n-spec, --draft and --method for vanilla"
             )
         try:
-            if args.dry_run:
-                print(dry_run_text(plan_host(args, launching=False)))
+            if flags.dry_run:
+                print(dry_run_text(plan_host(flags, launching=False)))
                 return 0
-            settings, _ = resolve_settings(args)
+            settings, _ = resolve_settings(flags)
             build_command(settings, "vllm")
-            find_vllm(args.vllm)
+            find_vllm(flags.vllm)
         except SpecmonError as exc:
             raise ConfigError(str(exc)) from None
     except ConfigError as exc:
-        return error(NAME, str(exc))
-    if args.api_key is None:  # the server's own key, given after `--`
-        args.api_key = served_api_key(args)
+        return fail(NAME, str(exc))
     try:
-        with hosted(args, "vllm") as endpoint:
-            return _live(args, config, endpoint, gpu, baseline)
+        with hosted(flags, "vllm") as endpoint:
+            return _live(bench, endpoint)
     except ServerUnavailable as exc:
-        print(f"specmon bench: {exc}", file=sys.stderr)
-        return 1
+        return fail(NAME, str(exc), 1)
     except KeyboardInterrupt:
         print("specmon bench: interrupted while the server started; stopped it", file=sys.stderr)
         return 130
 
 
-def _live(
-    args: argparse.Namespace, config: Any, endpoint: Any, gpu: str, baseline: float | None
-) -> int:
+def _live(bench: BenchRun, endpoint: Any) -> int:
     import datetime as dt
 
     from specmon import __version__
@@ -335,27 +397,27 @@ def _live(
     from specmon.bench.interruptible import run_interruptible
     from specmon.bench.render import progress_for
     from specmon.bench.runner import BenchError, run_bench
-    from specmon.cli.stream_args import stream_limits_from
     from specmon.core.errors import RecordingError
 
+    if bench.context_sweep is not None:
+        return _context_sweep(bench, endpoint)
     display = progress_for(sys.stderr)
     try:
         with display:
             out = run_interruptible(
                 run_bench(
                     endpoint,
-                    config,
-                    api_key=args.api_key,
-                    gpu=gpu,
-                    record=args.record,
+                    bench.config,
+                    api_key=bench.api_key,
+                    gpu=bench.gpu,
+                    record=bench.record,
                     progress=display,
-                    scrape_interval=scrape_interval(args),
-                    stream_limits=stream_limits_from(args),
+                    scrape_interval=bench.scrape_interval,
+                    stream_limits=bench.stream_limits,
                 )
             )
     except (BenchError, RecordingError) as exc:
-        print(f"specmon bench: {exc}", file=sys.stderr)
-        return 1
+        return fail(NAME, str(exc), 1)
     except KeyboardInterrupt:
         print(
             "specmon bench: interrupted before the measured phase; nothing measured",
@@ -365,13 +427,60 @@ def _live(
     result = analyze(
         out.events,
         server=out.server,
-        config=config,
-        baseline_tok_s=baseline,
-        label=args.label,
+        config=bench.config,
+        baseline_tok_s=bench.baseline,
+        label=bench.outputs.label,
         created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         specmon_version=__version__,
     )
-    return _report(args, result)
+    return _report(bench.outputs, result)
+
+
+def _context_sweep(bench: BenchRun, endpoint: Any) -> int:
+    """--context-sweep: the bench at each prompt length, then acceptance by context."""
+    import asyncio
+    import dataclasses
+    import json
+    from pathlib import Path
+
+    from specmon.bench.analysis import analyze
+    from specmon.bench.context_sweep import parse_lengths, render, run_context_sweep
+    from specmon.bench.render import progress_for
+    from specmon.bench.runner import BenchError, run_bench
+
+    display = progress_for(sys.stderr)
+    lengths = parse_lengths(bench.context_sweep or "")
+
+    async def one(cfg: Any) -> Any:
+        out = await run_bench(
+            endpoint,
+            cfg,
+            api_key=bench.api_key,
+            gpu=bench.gpu,
+            progress=display,
+            scrape_interval=bench.scrape_interval,
+            stream_limits=bench.stream_limits,
+        )
+        result = analyze(out.events, server=out.server, config=cfg, baseline_tok_s=bench.baseline)
+        return out.events, result
+
+    try:
+        with display:
+            _, sweep = asyncio.run(run_context_sweep(bench.config, lengths, one))
+    except BenchError as exc:
+        return fail(NAME, str(exc), 1)
+    except KeyboardInterrupt:
+        return fail(NAME, "context sweep interrupted", 130)
+    print(render(sweep))
+    if bench.outputs.json:
+        try:
+            _write_whole(
+                Path(bench.outputs.json),
+                json.dumps({"context_sweep": dataclasses.asdict(sweep)}, indent=1) + "\n",
+            )
+        except OSError as exc:
+            return fail(NAME, f"cannot write the output: {exc}", 1)
+    return 0 if all(p.completed for p in sweep.points) else 1
 
 
 def _replay(args: argparse.Namespace, baseline: float | None) -> int:
@@ -384,13 +493,11 @@ def _replay(args: argparse.Namespace, baseline: float | None) -> int:
     try:
         recording = read_recording(args.replay)
     except (RecordingError, OSError) as exc:
-        print(f"specmon bench: cannot replay {args.replay}: {exc}", file=sys.stderr)
-        return 1
+        return fail(NAME, f"cannot replay {args.replay}: {exc}", 1)
     except (RecursionError, MemoryError, ValueError) as exc:
         # The reader's own checks did not catch it (JSON nested thousands deep, a huge line).
         why = "JSON nested too deeply" if isinstance(exc, RecursionError) else type(exc).__name__
-        print(f"specmon bench: cannot replay {args.replay}: unreadable ({why})", file=sys.stderr)
-        return 1
+        return fail(NAME, f"cannot replay {args.replay}: unreadable ({why})", 1)
     info = recording.info
     bench = info.extra.get("bench") if isinstance(info.extra, dict) else None
     if not isinstance(bench, dict):
@@ -419,10 +526,10 @@ def _replay(args: argparse.Namespace, baseline: float | None) -> int:
         label=args.label,
         created_at=recording.started_at,
     )
-    return _report(args, result)
+    return _report(Outputs.of(args), result)
 
 
-def _report(args: argparse.Namespace, result: Any) -> int:
+def _report(outputs: Outputs, result: Any) -> int:
     from pathlib import Path
 
     from specmon.bench.render import print_summary
@@ -432,20 +539,18 @@ def _report(args: argparse.Namespace, result: Any) -> int:
     written: list[str] = []
     try:
         for path, render in (
-            (args.json, lambda: result.to_json() + "\n"),
-            (args.csv, lambda: requests_csv(result)),
-            (args.markdown, lambda: summary_markdown(result)),
+            (outputs.json, lambda: result.to_json() + "\n"),
+            (outputs.csv, lambda: requests_csv(result)),
+            (outputs.markdown, lambda: summary_markdown(result)),
         ):
             if path:
                 _write_whole(Path(path), render())
                 written.append(path)
     except OSError as exc:
-        print(f"specmon bench: cannot write the output: {exc}", file=sys.stderr)
-        return 1
+        return fail(NAME, f"cannot write the output: {exc}", 1)
     if result.errors.interrupted:
         where = f"; written to {', '.join(written)}" if written else ""
-        print(f"specmon bench: interrupted: what was measured is kept{where}", file=sys.stderr)
-        return 130
+        return fail(NAME, f"interrupted: what was measured is kept{where}", 130)
     if result.errors.engine_dead or result.summary.completed == 0:
         return 1
     return 0

@@ -16,33 +16,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import copy
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from specmon.bench.config import ConfigError
 from specmon.bench.servers import Endpoint, Point, ServerUnavailable
+from specmon.cli.host_args import HostFlags
 
 Writer = Callable[[str], None]
-
-HOST_FIELDS = (
-    "model",
-    "draft",
-    "method",
-    "n_spec_per_batch",
-    "spec_option",
-    "preset",
-    "host",
-    "port",
-    "vllm",
-    "env",
-    "ready_timeout",
-    "log_file",
-    "skip_arg_check",
-    "vllm_args",
-)
-"""The host-mode flags saved in a sweep folder so `--resume` can start the same servers."""
 
 SECRET_MARK = "<secret: give it again>"
 
@@ -56,46 +39,44 @@ def host_requested(args: argparse.Namespace) -> bool:
     return bool(getattr(args, "model", None) or getattr(args, "preset", None))
 
 
-def _extra_args(args: argparse.Namespace) -> list[str]:
-    extra = list(getattr(args, "vllm_args", None) or [])
-    return extra[1:] if extra[:1] == ["--"] else extra
-
-
-def served_api_key(args: argparse.Namespace) -> str | None:
+def served_api_key(flags: HostFlags) -> str | None:
     """The `--api-key` given to `vllm serve` after `--` (bench's requests need it too)."""
     from specmon.sources.host.spec import option_value
 
-    return option_value(_extra_args(args), "api-key")
+    return option_value(list(flags.vllm_args), "api-key")
 
 
-def point_namespace(args: argparse.Namespace, point: Point) -> argparse.Namespace:
+def point_flags(flags: HostFlags, point: Point) -> HostFlags:
     """The host-mode flags of one sweep point (ConfigError for a setting that cannot be)."""
     from specmon.cli.host_args import resolve_settings
     from specmon.sources.host.spec import HostSpecError, merge_args
 
-    ns = copy.copy(args)
-    if point.n_spec == 0:
-        try:
-            settings, _preset = resolve_settings(args)
-        except HostSpecError as exc:
-            raise ConfigError(str(exc)) from None
-        # Vanilla: the same model and serve arguments, no speculative config at all.
-        ns.preset = None
-        ns.model = settings.model
-        ns.draft = None
-        ns.method = None
-        ns.n_spec = None
-        ns.n_spec_per_batch = None
-        ns.spec_option = []
-        ns.env = list(settings.env.items())
-        ns.vllm_args = merge_args(settings.vllm_args, point.serve_args())
-    else:
-        ns.n_spec = point.n_spec
-        ns.vllm_args = merge_args(_extra_args(args), point.serve_args())
-    return ns
+    if point.n_spec != 0:
+        return replace(
+            flags,
+            n_spec=point.n_spec,
+            vllm_args=tuple(merge_args(list(flags.vllm_args), point.serve_args())),
+        )
+    try:
+        settings, _preset = resolve_settings(flags)
+    except HostSpecError as exc:
+        raise ConfigError(str(exc)) from None
+    # Vanilla: the same model and serve arguments, no speculative config at all.
+    return replace(
+        flags,
+        preset=None,
+        model=settings.model,
+        draft=None,
+        method=None,
+        n_spec=None,
+        n_spec_per_batch=None,
+        spec_option=(),
+        env=tuple(settings.env.items()),
+        vllm_args=tuple(merge_args(settings.vllm_args, point.serve_args())),
+    )
 
 
-def check_points(args: argparse.Namespace, points: Sequence[Point]) -> dict[str, Any]:
+def check_points(flags: HostFlags, points: Sequence[Point]) -> dict[str, Any]:
     """Before anything starts: the vllm executable is there and every point's command can be
     built (method, K range, option conflicts). Returns what the recommendation's command line
     needs: {"model", "draft", "method"}. Raises ConfigError (one line)."""
@@ -106,17 +87,17 @@ def check_points(args: argparse.Namespace, points: Sequence[Point]) -> dict[str,
     from specmon.sources.host.spec import build_command, resolve_method, speculative_config
     from specmon.sources.vllm_args import secret_values
 
-    if getattr(args, "n_spec_per_batch", None):
+    if flags.n_spec_per_batch:
         raise ConfigError(
             "--n-spec-per-batch does not fit a sweep: sweep --concurrency 1,4,16 recommends a "
             "per-batch-size schedule instead"
         )
     try:
-        if not getattr(args, "dry_run", False):  # a dry run prints commands without vLLM
-            find_vllm(args.vllm)
+        if not flags.dry_run:  # a dry run prints commands without vLLM
+            find_vllm(flags.vllm)
         identity: dict[str, Any] = {}
         for point in points:
-            settings, _ = resolve_settings(point_namespace(args, point))
+            settings, _ = resolve_settings(point_flags(flags, point))
             build_command(settings, "vllm")
             if point.n_spec != 0:
                 config = speculative_config(settings) or {}
@@ -131,7 +112,7 @@ def check_points(args: argparse.Namespace, points: Sequence[Point]) -> dict[str,
                     },
                 }
             identity.setdefault("model", settings.model)
-            base, _ = resolve_settings(point_namespace(args, Point(point.n_spec)))
+            base, _ = resolve_settings(point_flags(flags, Point(point.n_spec)))
             secrets = secret_values(base.vllm_args)
             identity["serve_args"] = [
                 REDACTED if any(x in a for x in secrets) else a for a in base.vllm_args
@@ -143,26 +124,26 @@ def check_points(args: argparse.Namespace, points: Sequence[Point]) -> dict[str,
 
 @contextlib.contextmanager
 def host_point(
-    args: argparse.Namespace,
+    flags: HostFlags,
     point: Point,
     *,
     say: Writer = _stderr,
     on_line: Callable[[str], None] | None = None,
 ) -> Iterator[Endpoint]:
     """Start the point's server, wait until ready, yield its endpoint, stop it on exit."""
-    with hosted(point_namespace(args, point), point.label, say=say, on_line=on_line) as endpoint:
+    with hosted(point_flags(flags, point), point.label, say=say, on_line=on_line) as endpoint:
         yield endpoint
 
 
 @contextlib.contextmanager
 def hosted(
-    ns: argparse.Namespace,
+    flags: HostFlags,
     label: str,
     *,
     say: Writer = _stderr,
     on_line: Callable[[str], None] | None = None,
 ) -> Iterator[Endpoint]:
-    """Start the server the host-mode flags `ns` describe, wait until ready, yield its endpoint,
+    """Start the server the host-mode `flags` describe, wait until ready, yield its endpoint,
     stop its whole process group on exit. ServerUnavailable (the cause) when it does not start."""
     import shlex
 
@@ -174,7 +155,7 @@ def hosted(
     from specmon.sources.metrics_scraper import metrics_url_for
 
     try:
-        plan = plan_host(ns, say=say)
+        plan = plan_host(flags, say=say)
     except SpecmonError as exc:
         raise ServerUnavailable(str(exc)) from None
     for warning in plan.warnings:
@@ -193,7 +174,7 @@ def hosted(
                 say(f"{label}: {p.phase.name.lower().replace('_', ' ')}")
 
         try:
-            server.wait_ready(ns.ready_timeout or DEFAULT_READY_TIMEOUT_S, on_progress=progress)
+            server.wait_ready(flags.ready_timeout or DEFAULT_READY_TIMEOUT_S, on_progress=progress)
         except HostStartError as exc:
             say(exc.report())
             cause = exc.cause.summary if exc.cause is not None else exc.reason
@@ -211,40 +192,34 @@ def hosted(
             )
 
 
-def saved_host_flags(args: argparse.Namespace) -> dict[str, Any]:
+def saved_host_flags(flags: HostFlags) -> dict[str, Any]:
     """The host-mode flags for the sweep folder, secret values replaced by SECRET_MARK."""
+    from pathlib import Path
+
+    from specmon.cli.host_args import HOST_FIELDS
     from specmon.sources.host.spec import mask_env
     from specmon.sources.vllm_args import secret_values
 
-    out: dict[str, Any] = {name: getattr(args, name, None) for name in HOST_FIELDS}
-    from pathlib import Path
-
+    out: dict[str, Any] = {name: getattr(flags, name) for name in HOST_FIELDS}
     for name in ("vllm", "log_file"):  # --resume may run from another folder
         if out[name]:
             out[name] = str(Path(out[name]).expanduser().resolve())
-    out["vllm_args"] = _extra_args(args)
-    secrets = set(secret_values(out["vllm_args"]))
-    out["vllm_args"] = [
-        SECRET_MARK if any(x in a for x in secrets) else a for a in out["vllm_args"]
-    ]
-    out["env"] = [[k, v if mask_env(k, v) == v else SECRET_MARK] for k, v in (args.env or [])]
-    out["spec_option"] = [list(kv) for kv in (args.spec_option or [])]
+    secrets = set(secret_values(list(flags.vllm_args)))
+    out["vllm_args"] = [SECRET_MARK if any(x in a for x in secrets) else a for a in flags.vllm_args]
+    out["env"] = [[k, v if mask_env(k, v) == v else SECRET_MARK] for k, v in flags.env]
+    out["spec_option"] = [list(kv) for kv in flags.spec_option]
     return out
 
 
-def restore_host_flags(args: argparse.Namespace, saved: dict[str, Any]) -> argparse.Namespace:
-    """`args` with the saved host-mode flags (ConfigError when a secret was left out of the
-    folder: the flags must then be given again with --resume)."""
+def restore_host_flags(saved: dict[str, Any]) -> HostFlags:
+    """The saved host-mode flags (ConfigError when a secret was left out of the folder: the
+    flags must then be given again with --resume)."""
+    from specmon.cli.host_args import HOST_FIELDS
+
     flat = [*(saved.get("vllm_args") or []), *(v for _k, v in saved.get("env") or [])]
     if SECRET_MARK in flat:
         raise ConfigError(
             "this sweep's host-mode flags held a secret, which is never saved: give the "
             "host-mode flags (--model ... -- ...) again with --resume"
         )
-    ns = copy.copy(args)
-    for name in HOST_FIELDS:
-        if name in saved:
-            setattr(ns, name, saved[name])
-    ns.env = [tuple(kv) for kv in saved.get("env") or []]
-    ns.spec_option = [tuple(kv) for kv in saved.get("spec_option") or []]
-    return ns
+    return HostFlags.of(argparse.Namespace(**{k: saved[k] for k in HOST_FIELDS if k in saved}))

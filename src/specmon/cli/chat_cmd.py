@@ -21,13 +21,21 @@ pre-launch check; 130/143 after SIGINT/SIGTERM.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
-from specmon.cli.export_args import add_export_argument, parse_export
-from specmon.cli.host_args import add_host_arguments
+from specmon.cli.args import (
+    add_api_key_argument,
+    add_command,
+    add_gpu_argument,
+    fail,
+    positive_int,
+    server_url,
+    temperature,
+    top_p,
+)
+from specmon.cli.export_args import add_export_argument
+from specmon.cli.host_args import HostFlags, add_host_arguments
 from specmon.cli.session_setup import add_redact_argument, add_theme_argument
 from specmon.cli.stream_args import add_stream_args, stream_limits_from
 
@@ -35,58 +43,27 @@ if TYPE_CHECKING:
     from specmon.cli.host_args import HostPlan
     from specmon.runtime.session import LiveSession
 
-
-def _temperature(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 <= value <= 100.0 or math.isnan(value):
-        raise argparse.ArgumentTypeError(f"must be from 0 to 100, got {text!r}")
-    return value
-
-
-def _top_p(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 < value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be above 0 and at most 1, got {text!r}")
-    return value
-
-
-def _max_tokens(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
-    return value
+NAME = "chat"
+SUMMARY = "chat with a vLLM server and see its speculative decoding live"
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "chat",
-        help="chat with a vLLM server and see its speculative decoding live",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(subparsers, NAME, SUMMARY, __doc__)
     p.add_argument(
         "--attach",
+        type=server_url,
         default=None,
         metavar="URL",
         help="base URL of a running server (without it, --model starts one: host mode)",
     )
     p.add_argument(
-        "--metrics-url", default=None, metavar="URL", help="/metrics page when not at URL/metrics"
-    )
-    p.add_argument(
-        "--api-key",
+        "--metrics-url",
+        type=server_url,
         default=None,
-        help="API key (default: $OPENAI_API_KEY or $VLLM_API_KEY); never shown or recorded",
+        metavar="URL",
+        help="/metrics page when not at URL/metrics",
     )
+    add_api_key_argument(p)
     p.add_argument(
         "--model",
         default=None,
@@ -95,84 +72,36 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--record", metavar="FILE", help="record the session (.gz compresses)")
     add_redact_argument(p)
-    p.add_argument("--temperature", type=_temperature, default=None, metavar="T")
-    p.add_argument("--top-p", type=_top_p, default=None, metavar="P")
-    p.add_argument("--max-tokens", type=_max_tokens, default=None, metavar="N")
+    p.add_argument("--temperature", type=temperature, default=None, metavar="T")
+    p.add_argument("--top-p", type=top_p, default=None, metavar="P")
+    p.add_argument("--max-tokens", type=positive_int, default=None, metavar="N")
     p.add_argument("--system", default=None, metavar="TEXT", help="system prompt")
-    p.add_argument(
-        "--gpu",
-        default=None,
-        metavar="local|none|DCGM_URL",
-        help="GPU numbers from local NVML, a dcgm-exporter URL, or none (default: local for a "
-        "server on this machine, else none)",
-    )
+    add_gpu_argument(p, "local for a server on this machine, else none")
     add_theme_argument(p)
     add_export_argument(p)
     add_stream_args(p)
     add_host_arguments(p, model=False)
 
 
-def _error(message: str) -> int:
-    print(f"specmon chat: {message}", file=sys.stderr)
-    return 2
-
-
-def _check_url(url: str, flag: str) -> str | None:
-    """A quick check of a server URL (the full one runs when connecting); None if fine."""
-    text = url.strip()
-    parts = urlsplit(text if "://" in text else "http://" + text)
-    if parts.scheme not in ("http", "https"):
-        return f"{flag} must be an http or https URL, got {url!r}"
-    try:
-        _ = parts.port
-    except ValueError:
-        return f"{flag} has a bad port: {url!r}"
-    if not parts.hostname:
-        return f"{flag} has no host: {url!r}"
-    return None
-
-
-HOST_ONLY = (
-    ("draft", "--draft"),
-    ("method", "--method"),
-    ("n_spec", "--n-spec"),
-    ("n_spec_per_batch", "--n-spec-per-batch"),
-    ("spec_option", "--spec-option"),
-    ("preset", "--preset"),
-    ("host", "--host"),
-    ("port", "--port"),
-    ("vllm", "--vllm"),
-    ("env", "--env"),
-    ("dry_run", "--dry-run"),
-    ("ready_timeout", "--ready-timeout"),
-    ("log_file", "--log-file"),
-    ("skip_arg_check", "--skip-arg-check"),
-    ("vllm_args", "-- VLLM_ARGS"),
-)
-"""Flags that only host mode reads: given with --attach they are an error, not ignored."""
-
-
-def _host_flags_given(args: argparse.Namespace) -> list[str]:
-    return [flag for dest, flag in HOST_ONLY if getattr(args, dest, None)]
+DEFAULT_CANARY_S = 300.0
+"""Seconds between canary probes in host mode (runtime.canary.EXTRA_KEY)."""
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        parse_export(args.export)
-    except ValueError as exc:
-        return _error(str(exc))
     if args.attach is None:
         if not (args.model or args.preset):
-            return _error(
+            return fail(
+                NAME,
                 "give --attach URL (a running server) or --model MODEL (specmon starts vLLM; "
-                "`specmon chat --help`)"
+                "`specmon chat --help`)",
             )
         return _run_hosted(args)
-    given = _host_flags_given(args)
+    given = HostFlags.of(args).given()
     if given:
-        return _error(
+        return fail(
+            NAME,
             f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for host mode (specmon "
-            "starts vLLM) and cannot be used with --attach"
+            "starts vLLM) and cannot be used with --attach",
         )
     return _run_attached(args)
 
@@ -182,10 +111,8 @@ def _run_hosted(args: argparse.Namespace) -> int:
     from specmon.cli.host_launch import plan_or_exit, raise_stop_grace, stop_signals
 
     if args.metrics_url:
-        return _error("--metrics-url is for --attach; a hosted server's /metrics is known")
+        return fail(NAME, "--metrics-url is for --attach; a hosted server's /metrics is known")
     gpu = args.gpu if args.gpu is not None else "local"
-    if gpu not in ("local", "none") and not gpu.startswith(("http://", "https://")):
-        return _error(f"--gpu must be local, none or a dcgm-exporter http(s) URL, got {gpu!r}")
     plan = plan_or_exit(args, "chat")
     if isinstance(plan, int):
         return plan
@@ -207,12 +134,13 @@ def _chat_hosted(args: argparse.Namespace, plan: HostPlan, gpu: str) -> int:
         launch_or_exit,
         ready_timeout,
         stop_server,
+        stopped_status,
         wait_in_text,
     )
     from specmon.runtime import shutdown
-    from specmon.ui.app.app import SpecmonApp
-    from specmon.ui.app.conversation import ChatSettings
-    from specmon.ui.app.session_port import SessionPort
+    from specmon.ui.app import SpecmonApp
+    from specmon.ui.conversation import ChatSettings
+    from specmon.ui.live_port import LivePort
 
     server = None
     try:
@@ -245,10 +173,12 @@ def _chat_hosted(args: argparse.Namespace, plan: HostPlan, gpu: str) -> int:
                 quiet=True,
                 known=host.session_info(),
                 stream_limits=stream_limits_from(args),
+                # host mode probes its server with the canary (docs/canary.md)
+                extra={"canary": DEFAULT_CANARY_S},
             )
             return CollectorProcess(config, state_factory(None))
 
-        port = SessionPort(
+        port = LivePort(
             make_session,
             api_key=args.api_key,
             idle_timeout_s=stream_limits_from(args).idle_timeout_s,
@@ -258,17 +188,15 @@ def _chat_hosted(args: argparse.Namespace, plan: HostPlan, gpu: str) -> int:
         process_shutdown = shutdown.current()
         if process_shutdown is not None:
             process_shutdown.add_stop_hook(host.abort)
-        code = run_app(app, port, export=parse_export(args.export), command="chat")
+        code = run_app(app, port, export=args.export, command="chat")
         if code != 0:
             return code
         if app.host_failure is not None:
             print(failure_report(app.host_failure), file=sys.stderr)
             return 1
         return 0
-    except KeyboardInterrupt:
-        return 130
-    except Terminated as exc:
-        return 128 + exc.signum
+    except (KeyboardInterrupt, Terminated) as stop:
+        return stopped_status(stop)
     finally:
         stop_server(server, "chat")
 
@@ -278,17 +206,11 @@ def _run_attached(args: argparse.Namespace) -> int:
     # the app's connect worker (make_monitor below), so the screen shows at once.
     from specmon.cli.app_runner import run_app
     from specmon.cli.session_setup import default_gpu_source
-    from specmon.ui.app.app import SpecmonApp
-    from specmon.ui.app.conversation import ChatSettings
-    from specmon.ui.app.session_port import SessionPort
+    from specmon.ui.app import SpecmonApp
+    from specmon.ui.conversation import ChatSettings
+    from specmon.ui.live_port import LivePort
 
-    for url, flag in ((args.attach, "--attach"), (args.metrics_url, "--metrics-url")):
-        problem = _check_url(url, flag) if url else None
-        if problem:
-            return _error(problem)
     gpu = args.gpu if args.gpu is not None else default_gpu_source([args.attach])
-    if gpu not in ("local", "none") and not gpu.startswith(("http://", "https://")):
-        return _error(f"--gpu must be local, none or a dcgm-exporter http(s) URL, got {gpu!r}")
 
     def make_session() -> LiveSession:
         # The collector (hub, stream client, scrapers, recorder) runs in its own process, so
@@ -309,7 +231,7 @@ def _run_attached(args: argparse.Namespace) -> int:
         )
         return CollectorProcess(config, state_factory(None))
 
-    port = SessionPort(
+    port = LivePort(
         make_session,
         api_key=args.api_key,
         model=args.model,
@@ -317,4 +239,4 @@ def _run_attached(args: argparse.Namespace) -> int:
     )
     settings = ChatSettings(args.temperature, args.top_p, args.max_tokens)
     app = SpecmonApp(port, settings=settings, system=args.system, theme=args.theme)
-    return run_app(app, port, export=parse_export(args.export), command="chat")
+    return run_app(app, port, export=args.export, command="chat")

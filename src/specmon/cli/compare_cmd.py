@@ -21,16 +21,14 @@ import argparse
 import sys
 from typing import Any
 
+from specmon.cli.args import add_command, fail
+
 NAME = "compare"
+SUMMARY = "show bench runs side by side with ratios and noise verdicts"
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        NAME,
-        help="show bench runs side by side with ratios and noise verdicts",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(subparsers, NAME, SUMMARY, __doc__)
     p.add_argument("files", nargs="+", metavar="RUN.json", help="bench results (--json output)")
     p.add_argument("--markdown", metavar="FILE", help="also write the table as Markdown")
     p.add_argument(
@@ -51,8 +49,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         results = [load_result(f) for f in args.files]
     except ResultError as exc:
-        print(f"specmon compare: {exc}", file=sys.stderr)
-        return 2
+        return fail(NAME, str(exc))
     from specmon.bench.compare import run_name, workload_differences
 
     names = [run_name(r, i, p) for i, (r, p) in enumerate(zip(results, args.files, strict=True))]
@@ -80,8 +77,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             Path(args.markdown).write_text(markdown, encoding="utf-8")
         except OSError as exc:
-            print(f"specmon compare: cannot write {args.markdown}: {exc.strerror}", file=sys.stderr)
-            return 1
+            return fail(NAME, f"cannot write {args.markdown}: {exc.strerror}", 1)
     return 0
 
 

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
-from specmon.cli.export_args import add_export_argument, parse_export
+from specmon.cli.args import add_command, fail, pace, positive_int
+from specmon.cli.export_args import add_export_argument
 from specmon.cli.session_setup import (
     add_baseline_argument,
     add_redact_argument,
@@ -29,6 +29,7 @@ from specmon.cli.session_setup import (
     state_factory,
 )
 from specmon.cli.stream_args import add_stream_args, stream_limits_from
+from specmon.sim.drift import DRIFT_SYNTAX
 
 if TYPE_CHECKING:  # imported in run(): `specmon --help` must not import openai/httpx/rich
     from specmon.runtime.monitor import Monitor
@@ -47,18 +48,19 @@ DEMO_PROMPTS: tuple[str, ...] = (
 )
 
 
+NAME = "demo"
+SUMMARY = "run the built-in simulated server and watch it (no GPU needed; labelled SIMULATED)"
+
+
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "demo",
-        help="run the built-in simulated server and watch it (no GPU needed; labelled SIMULATED)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(subparsers, NAME, SUMMARY, __doc__)
     p.add_argument("--profile", default=None, help="simulator profile (default: the sim's)")
     p.add_argument("--n-spec", type=int, default=None, help="num_speculative_tokens to simulate")
-    p.add_argument("--speed", type=float, default=1.0, help="pace multiplier (default 1.0)")
-    p.add_argument("--requests", type=int, default=None, help="stop after N requests")
-    p.add_argument("--max-tokens", type=int, default=256, help="tokens per answer (default 256)")
+    p.add_argument("--speed", type=pace, default=1.0, help="pace multiplier (default 1.0)")
+    p.add_argument("--requests", type=positive_int, default=None, help="stop after N requests")
+    p.add_argument(
+        "--max-tokens", type=positive_int, default=256, help="tokens per answer (default 256)"
+    )
     p.add_argument("--record", metavar="FILE", help="record the session (.gz compresses)")
     add_redact_argument(p)
     p.add_argument(
@@ -67,15 +69,15 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--schedule", default=DEMO_SCHEDULE, help=f"sim schedule (default {DEMO_SCHEDULE})"
     )
+    p.add_argument(
+        "--drift",
+        default=None,
+        help=f"sim drifts: {DRIFT_SYNTAX}",
+    )
     add_baseline_argument(p)
     add_theme_argument(p)
     add_export_argument(p)
     add_stream_args(p)
-
-
-def _error(message: str) -> int:
-    print(f"specmon demo: {message}", file=sys.stderr)
-    return 2
 
 
 def run(args: argparse.Namespace) -> int:
@@ -87,17 +89,9 @@ def run(args: argparse.Namespace) -> int:
     from specmon.sim.server import SimConfig, SimConfigError, start_in_thread
     from specmon.sources.log_lines import LogLineSource
 
-    if args.requests is not None and args.requests < 1:
-        return _error(f"--requests must be at least 1, got {args.requests}")
-    if args.speed <= 0:
-        return _error(f"--speed must be positive, got {args.speed}")
-    if args.max_tokens < 1:
-        return _error(f"--max-tokens must be at least 1, got {args.max_tokens}")
-    try:
-        parse_export(args.export)
-    except ValueError as exc:
-        return _error(str(exc))
     kwargs: dict[str, Any] = {"speed": args.speed, "schedule": args.schedule, "port": 0}
+    if args.drift:
+        kwargs["drift"] = args.drift
     if args.profile is not None:
         kwargs["profile"] = args.profile
     if args.n_spec is not None:
@@ -112,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         sim = start_in_thread(SimConfig(**kwargs), log_sink=logs.push)
     except (SimConfigError, ValueError) as exc:
-        return _error(str(exc))
+        return fail(NAME, str(exc))
     logs.source = sim.url
     from specmon.cli.app_runner import wants_app  # a terminal, or a browser (specmon web)
 
@@ -133,16 +127,16 @@ def run(args: argparse.Namespace) -> int:
             hub=Hub(clock=clock),
             stream_limits=stream_limits_from(args),
         )
-        export = parse_export(args.export)
+        export = args.export
         if export is not None:
             try:
                 exporter = start_exporter(export, monitor.view, "demo")
             except ExporterError as exc:
-                return _error(str(exc))
+                return fail(NAME, str(exc))
         try:
             monitor.start()
         except RecordingError as exc:
-            return _error(str(exc))
+            return fail(NAME, str(exc))
         monitor.run_source(logs.run)
         return _drive(monitor, args)
     finally:
@@ -160,9 +154,9 @@ def _app(url: str, args: argparse.Namespace) -> int:
     from specmon.cli.app_runner import run_app
     from specmon.runtime.monitor import Target
     from specmon.runtime.session import CollectorProcess, SessionConfig
-    from specmon.ui.app.app import SpecmonApp
-    from specmon.ui.app.conversation import ChatSettings
-    from specmon.ui.app.session_port import SessionPort
+    from specmon.ui.app import SpecmonApp
+    from specmon.ui.conversation import ChatSettings
+    from specmon.ui.live_port import LivePort
 
     limits = stream_limits_from(args)
     config = SessionConfig(
@@ -176,7 +170,7 @@ def _app(url: str, args: argparse.Namespace) -> int:
     def make_session() -> CollectorProcess:
         return CollectorProcess(config, state_factory(args.baseline))
 
-    port = SessionPort(make_session, idle_timeout_s=limits.idle_timeout_s)
+    port = LivePort(make_session, idle_timeout_s=limits.idle_timeout_s)
     app = SpecmonApp(
         port,
         settings=ChatSettings(max_tokens=args.max_tokens),
@@ -185,12 +179,13 @@ def _app(url: str, args: argparse.Namespace) -> int:
         max_answers=args.requests,
         theme=args.theme,
     )
-    return run_app(app, port, export=parse_export(args.export), command="demo")
+    return run_app(app, port, export=args.export, command="demo")
 
 
 def _drive(monitor: Monitor, args: argparse.Namespace) -> int:
+    from specmon.cli.app_runner import show_console
     from specmon.sources.stream_client import ChatRequest
-    from specmon.ui.live_console import TextTail, run_live, run_plain
+    from specmon.ui.live_console import TextTail
 
     hub = monitor.hub
     tail = TextTail()
@@ -203,21 +198,13 @@ def _drive(monitor: Monitor, args: argparse.Namespace) -> int:
     title = f"specmon demo — simulated server {url}"
     interrupted = False
     try:
-        if sys.stdout.isatty() and not args.json:
-            run_live(
-                monitor.view,
+        if not args.json:
+            show_console(
+                monitor,
                 title=title,
                 done=done,
+                banner=f"[SIMULATED] specmon demo against {url}",
                 read_text=lambda: hub.read(tail.read),
-                final_view=lambda: monitor.view(fresh=True),
-            )
-        elif not args.json:
-            print(f"[SIMULATED] specmon demo against {url}", flush=True)
-            run_plain(
-                monitor.view,
-                done=done,
-                write=lambda s: print(s, flush=True),
-                final_view=lambda: monitor.view(fresh=True),
             )
         else:
             while not done.wait(0.25):  # timed: the main thread stays responsive to signals
@@ -226,8 +213,7 @@ def _drive(monitor: Monitor, args: argparse.Namespace) -> int:
         interrupted = True
     loop.cancel()
     if not interrupted and loop.done() and not loop.cancelled() and loop.exception() is not None:
-        print(f"specmon demo: the prompt loop failed: {loop.exception()}", file=sys.stderr)
-        return 1
+        return fail(NAME, f"the prompt loop failed: {loop.exception()}", 1)
     if args.json:
         print(json.dumps(monitor.snapshot()))
     return 130 if interrupted else 0

@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # imported when a session starts, not when `specmon --help` r
 def add_export_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--export",
+        type=export_address,
         metavar="[HOST:]PORT",
         nargs="?",
         const=":9464",
@@ -26,13 +27,15 @@ def add_export_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def parse_export(text: str | None) -> tuple[str, int] | None:
-    """The `--export` value as (host, port), None when not given; ValueError with one line."""
-    if text is None:
-        return None
+def export_address(text: str) -> tuple[str, int]:
+    """argparse type of `--export`: `[HOST:]PORT` as (host, port), 127.0.0.1 when no host is
+    given (runtime.exporter.parse_listen; prometheus_client is imported only when it is)."""
     from specmon.runtime.exporter import parse_listen
 
-    return parse_listen(text)
+    try:
+        return parse_listen(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def start_exporter(

@@ -18,10 +18,11 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from specmon.cli.args import key_value, port, positive_seconds
 from specmon.core.events import SessionInfo
 from specmon.core.redaction import REDACTED
 from specmon.core.startup_log import StartupProgress
@@ -52,31 +53,71 @@ def _stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def _key_value(text: str) -> tuple[str, str]:
-    name, equals, value = text.partition("=")
-    if not equals or not name:
-        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
-    return name, value
+@dataclass(frozen=True)
+class HostFlags:
+    """The host-mode flags as given (or as a sweep point adjusts them): what `plan_host` reads.
+    The one declaration of the host-mode flags: `add_host_arguments` adds one option per field
+    (tests/unit/test_cli_args.py checks it), `HOST_ONLY` and `HOST_FIELDS` are derived from it."""
+
+    model: str | None = None
+    draft: str | None = None
+    method: str | None = None
+    n_spec: int | None = None
+    n_spec_per_batch: str | None = None
+    spec_option: tuple[tuple[str, str], ...] = ()
+    preset: str | None = None
+    host: str | None = None
+    port: int | None = None
+    vllm: str | None = None
+    env: tuple[tuple[str, str], ...] = ()
+    dry_run: bool = False
+    ready_timeout: float | None = None
+    log_file: str | None = None
+    skip_arg_check: bool = False
+    vllm_args: tuple[str, ...] = ()
+    """The extra `vllm serve` arguments (after `--`; the `--` itself dropped)."""
+
+    @classmethod
+    def of(cls, args: argparse.Namespace | HostFlags) -> HostFlags:
+        """The host-mode flags of a parsed command line (defaults for those it lacks)."""
+        if isinstance(args, HostFlags):
+            return args
+        values: dict[str, Any] = {
+            f.name: getattr(args, f.name)
+            for f in fields(cls)
+            if getattr(args, f.name, None) is not None
+        }
+        values["spec_option"] = _pairs(values.get("spec_option"))
+        values["env"] = _pairs(values.get("env"))
+        extra = [str(word) for word in values.get("vllm_args") or ()]
+        values["vllm_args"] = tuple(extra[1:] if extra[:1] == ["--"] else extra)
+        return cls(**values)
+
+    def given(self) -> list[str]:
+        """The host-only flags given, as the user wrote them (for the error with --attach)."""
+        return [flag for name, flag in HOST_ONLY if getattr(self, name)]
 
 
-def _port(text: str) -> int:
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"port must be 0..65535 (0 picks a free one), got {port}")
-    return port
+def _pairs(items: Any) -> tuple[tuple[str, str], ...]:
+    return tuple((str(name), str(value)) for name, value in items or ())
 
 
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
-    return value
+def flag_of(name: str) -> str:
+    """How a host-mode field is written on the command line."""
+    return "-- VLLM_ARGS" if name == "vllm_args" else "--" + name.replace("_", "-")
+
+
+HOST_ONLY: tuple[tuple[str, str], ...] = tuple(
+    (f.name, flag_of(f.name)) for f in fields(HostFlags) if f.name != "model"
+)
+"""Flags that only host mode reads (`specmon chat`'s --model has a meaning with --attach too):
+given with --attach they are an error, not ignored."""
+
+HOST_FIELDS: tuple[str, ...] = tuple(
+    f.name for f in fields(HostFlags) if f.name not in ("n_spec", "dry_run")
+)
+"""The host-mode flags saved in a sweep folder so `--resume` can start the same servers (a
+sweep's --n-spec is its own list; a dry run starts nothing)."""
 
 
 def add_host_arguments(parser: argparse.ArgumentParser, *, model: bool = True) -> None:
@@ -100,7 +141,7 @@ def add_host_arguments(parser: argparse.ArgumentParser, *, model: bool = True) -
         "--spec-option",
         action="append",
         default=[],
-        type=_key_value,
+        type=key_value,
         metavar="KEY=VALUE",
         help="another speculative-config key (VALUE as JSON when it parses), e.g. "
         "attention_backend=FLASH_ATTN (repeatable)",
@@ -110,14 +151,14 @@ def add_host_arguments(parser: argparse.ArgumentParser, *, model: bool = True) -
         "--host", default=None, help=f"address vLLM binds (default {DEFAULT_HOST}: this machine)"
     )
     g.add_argument(
-        "--port", type=_port, default=None, help=f"port (default {DEFAULT_PORT}; 0 = a free one)"
+        "--port", type=port, default=None, help=f"port (default {DEFAULT_PORT}; 0 = a free one)"
     )
     g.add_argument("--vllm", metavar="PATH", help="the vllm executable (default: vllm on PATH)")
     g.add_argument(
         "--env",
         action="append",
         default=[],
-        type=_key_value,
+        type=key_value,
         metavar="NAME=VALUE",
         help="an environment variable for vLLM (repeatable; secret values never printed)",
     )
@@ -128,7 +169,7 @@ def add_host_arguments(parser: argparse.ArgumentParser, *, model: bool = True) -
     )
     g.add_argument(
         "--ready-timeout",
-        type=_positive,
+        type=positive_seconds,
         default=None,
         metavar="S",
         help="seconds to wait for /health 200 (default 1800)",
@@ -147,9 +188,9 @@ def add_host_arguments(parser: argparse.ArgumentParser, *, model: bool = True) -
     )
 
 
-@dataclass
+@dataclass(frozen=True)
 class HostPlan:
-    """Everything decided before launch."""
+    """Everything decided before launch (the log file's path included)."""
 
     settings: HostSettings
     command: HostCommand
@@ -159,8 +200,8 @@ class HostPlan:
     vllm_version: str | None
     gpu: str | None
     detailed_metrics: bool
-    warnings: list[str] = field(default_factory=list)
-    log_path: Path | None = None
+    log_path: Path
+    warnings: tuple[str, ...] = ()
 
     def session_info(self, progress: StartupProgress | None = None) -> SessionInfo:
         """The recording header's fields: model, draft, method, K, vLLM version, GPU, and in
@@ -178,8 +219,7 @@ class HostPlan:
         if self.preset is not None:
             host["preset_seed"] = self.preset.seed
             host["preset_proven_on"] = self.preset.proven_on
-        if self.log_path is not None:
-            host["log_file"] = str(self.log_path)
+        host["log_file"] = str(self.log_path)
         return SessionInfo(
             server=self.command.base_url,
             model=self.settings.model,
@@ -211,14 +251,15 @@ def _option_value(text: str) -> Any:
         return text
 
 
-def resolve_settings(args: argparse.Namespace) -> tuple[HostSettings, Preset | None]:
+def resolve_settings(
+    given: HostFlags | argparse.Namespace,
+) -> tuple[HostSettings, Preset | None]:
     """Preset values, overridden by flags and by the extra arguments after `--`."""
     from specmon.sources.host.presets import all_presets, find_preset
 
+    args = HostFlags.of(given)
     preset = find_preset(args.preset, all_presets()) if args.preset else None
-    extra = list(args.vllm_args or [])
-    if extra and extra[0] == "--":
-        extra = extra[1:]
+    extra = list(args.vllm_args)
     model = args.model or (preset.model if preset else None)
     if not model:
         raise HostSpecError("--model MODEL is needed (or --preset NAME; `specmon presets` lists)")
@@ -251,7 +292,7 @@ def resolve_settings(args: argparse.Namespace) -> tuple[HostSettings, Preset | N
 
 
 def plan_host(
-    args: argparse.Namespace,
+    given: HostFlags | argparse.Namespace,
     *,
     launching: bool = True,
     say: Writer = _stderr,
@@ -269,6 +310,7 @@ def plan_host(
         vllm_version,
     )
 
+    args = HostFlags.of(given)
     settings, preset = resolve_settings(args)
     build_command(settings, "vllm")  # method / K / option errors before any slow check
     vllm: Path | None
@@ -320,9 +362,11 @@ def plan_host(
         if warning:
             warnings.append(warning)
     command = build_command(settings, str(vllm or "vllm"), detailed_metrics=detailed)
-    log_path = Path(args.log_file) if getattr(args, "log_file", None) else None
+    from specmon.sources.host.process import default_log_path
+
+    log_path = Path(args.log_file) if args.log_file else default_log_path(settings.port)
     return HostPlan(
-        settings, command, preset, vllm, python, version, gpu, detailed, warnings, log_path
+        settings, command, preset, vllm, python, version, gpu, detailed, log_path, tuple(warnings)
     )
 
 
@@ -348,11 +392,9 @@ def dry_run_text(plan: HostPlan, environ: dict[str, str] | None = None) -> str:
 def launch_host(
     plan: HostPlan, *, on_line: Callable[[str], None] | None = None, grace_s: float | None = None
 ) -> HostedServer:
-    """Start the planned server (does not wait). The log file path is decided here."""
-    from specmon.sources.host.process import DEFAULT_GRACE_S, HostedServer, default_log_path
+    """Start the planned server (does not wait), its log in the plan's file."""
+    from specmon.sources.host.process import DEFAULT_GRACE_S, HostedServer
 
-    if plan.log_path is None:
-        plan.log_path = default_log_path(plan.settings.port)
     server = HostedServer.launch(
         plan.command, plan.log_path, grace_s=DEFAULT_GRACE_S if grace_s is None else grace_s
     )
@@ -363,7 +405,7 @@ def launch_host(
 
 
 def start_host(
-    args: argparse.Namespace,
+    args: HostFlags | argparse.Namespace,
     *,
     on_progress: Callable[[StartupProgress], None] | None = None,
     on_line: Callable[[str], None] | None = None,

@@ -9,7 +9,7 @@
     host = AppHost(server, plan, timeout)      what the app's startup view and log pane read
     stop_server(server, "chat")                TERM, group TERM, KILL; says what is left
 
-The Textual app gets an `AppHost` (ui.app.startup_view.HostWatch): it waits for /health 200 in a
+The Textual app gets an `AppHost` (ui.host.HostWatch): it waits for /health 200 in a
 worker thread, shows progress and the log, and on a failure shows the tail and the cause.
 """
 
@@ -25,13 +25,14 @@ from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from specmon.cli.args import fail
 from specmon.cli.host_args import HostPlan
 
 if TYPE_CHECKING:
     from specmon.core.events import SessionInfo
     from specmon.core.startup_log import StartupProgress
     from specmon.sources.host.process import HostedServer, HostStartError
-    from specmon.ui.app.startup_view import StartupFailed
+    from specmon.ui.host import StartupFailed
 
 
 def _stderr(message: str) -> None:
@@ -45,6 +46,11 @@ class Terminated(BaseException):
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
+
+
+def stopped_status(stop: KeyboardInterrupt | Terminated) -> int:
+    """The exit status after a stop: 130 after Ctrl-C, 128 + the signal after SIGTERM/SIGHUP."""
+    return 128 + stop.signum if isinstance(stop, Terminated) else 130
 
 
 def _raise_terminated(signum: int, _frame: FrameType | None) -> None:
@@ -90,8 +96,7 @@ def plan_or_exit(
     try:
         plan = plan_host(args, launching=not args.dry_run, say=say)
     except SpecmonError as exc:
-        print(f"specmon {command}: {exc}", file=sys.stderr)
-        return 2
+        return fail(command, str(exc))
     for warning in plan.warnings:
         say(warning)
     if args.dry_run:
@@ -113,8 +118,7 @@ def launch_or_exit(
     try:
         server = launch_host(plan, on_line=on_line)
     except OSError as exc:
-        print(f"specmon {command}: cannot start {plan.command.argv[0]}: {exc}", file=sys.stderr)
-        return 2
+        return fail(command, f"cannot start {plan.command.argv[0]}: {exc}")
     say(f"vLLM log: {server.log_path}")
     say(f"vLLM pid {server.pid} (process group {server.pgid}) at {server.base_url}")
     return server
@@ -163,7 +167,7 @@ def stop_server(server: HostedServer | None, command: str) -> None:
 
 
 def startup_failed(error: HostStartError, *, after_ready: bool = False) -> StartupFailed:
-    from specmon.ui.app.startup_view import StartupFailed
+    from specmon.ui.host import StartupFailed
 
     cause = error.cause
     return StartupFailed(

@@ -13,9 +13,9 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
 
 from specmon import __version__
+from specmon.cli.args import OneLineErrorParser
 
 # Each subcommand lives in its own module under specmon.cli, exposing
 #   register(subparsers) -> None   and   run(args) -> int
@@ -28,18 +28,11 @@ SUBCOMMANDS: tuple[str, ...] = (
     "bench",
     "sweep",
     "compare",
+    "card",
     "presets",
     "sim",
     "web",
 )
-
-
-class OneLineErrorParser(argparse.ArgumentParser):
-    """Bad arguments are one line naming what was wrong, then where the help is (argparse's own
-    error() prints the whole usage first, which on most commands is a screenful); exit 2."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\nsee '{self.prog} --help'\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         shutdown = shutdown_module.install()
     if argv is None and "SPECMON_ARGV_SECRETS" in os.environ:  # an app of `specmon web`
-        from specmon.cli.web_cmd import restore_argv_secrets
+        from specmon.web.plan import restore_argv_secrets
 
         argv = restore_argv_secrets(sys.argv[1:])
     parser = build_parser()

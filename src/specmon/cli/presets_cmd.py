@@ -8,17 +8,16 @@ add your own in $XDG_CONFIG_HOME/specmon/config.toml (or the file $SPECMON_CONFI
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
+
+from specmon.cli.args import add_command, fail
+
+NAME = "presets"
+SUMMARY = "list the host-mode presets (the seeds' working vLLM configurations, and yours)"
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "presets",
-        help="list the host-mode presets (the seeds' working vLLM configurations, and yours)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(subparsers, NAME, SUMMARY, __doc__)
     p.add_argument("name", nargs="?", help="show one preset")
 
 
@@ -36,8 +35,7 @@ def run(args: argparse.Namespace) -> int:
         if args.name:
             presets = {args.name: find_preset(args.name, presets)}
     except PresetError as exc:
-        print(f"specmon presets: {exc}", file=sys.stderr)
-        return 2
+        return fail(NAME, str(exc))
     print(preset_listing(presets))
     if not args.name:
         print(f"\nyour presets: {config_path()} ([presets.NAME] tables; see docs/host.md)")

@@ -25,23 +25,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from specmon.cli.session_setup import add_baseline_argument, add_theme_argument, positive_float
+from specmon.cli.args import add_command, fail, positive_float
+from specmon.cli.session_setup import add_baseline_argument, add_theme_argument
 
 if TYPE_CHECKING:
     from specmon.core.clock import Clock
     from specmon.core.events import SessionInfo
     from specmon.core.session_state import SessionState
     from specmon.sources.recording_player import ReadProblem, RecordingPlayer
-    from specmon.ui.app.session_port import ReplayPort
+    from specmon.ui.replay_port import ReplayPort
+
+
+NAME = "replay"
+SUMMARY = "replay a recorded session (--json: print its final snapshot)"
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "replay",
-        help="replay a recorded session (--json: print its final snapshot)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(subparsers, NAME, SUMMARY, __doc__)
     p.add_argument("file", metavar="FILE", help="a recording (.ndjson, or .ndjson.gz)")
     p.add_argument(
         "--speed",
@@ -55,11 +55,6 @@ def register(subparsers: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the final snapshot as JSON")
     add_theme_argument(p)
     add_baseline_argument(p)
-
-
-def _error(message: str) -> int:
-    print(f"specmon replay: {message}", file=sys.stderr)
-    return 2
 
 
 def recorded_label(info: SessionInfo, started_at: str | None) -> str:
@@ -146,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         player, started_at = _open(path, None if args.json else args.speed)
     except RecordingError as exc:
-        return _error(str(exc))
+        return fail(NAME, str(exc))
     state = state_factory(args.baseline)(player.info)
     from specmon.cli.app_runner import wants_app  # a terminal, or a browser (specmon web)
 
@@ -206,8 +201,7 @@ def _live(player: RecordingPlayer, state: SessionState, label: str, path: str) -
             print(f"[{label}] {Path(path).name}", flush=True)
             run_plain(read_view, done=done, write=lambda s: print(s, flush=True))
         if future.done() and not future.cancelled() and future.exception() is not None:
-            print(f"specmon replay: the replay failed: {future.exception()}", file=sys.stderr)
-            return 1
+            return fail(NAME, f"the replay failed: {future.exception()}", 1)
     return 0
 
 
@@ -226,7 +220,7 @@ def replay_port(
     from specmon.core.session_state import SessionState
     from specmon.runtime.replay_session import ReplaySession, clamp_speed
     from specmon.sources.recording_player import read_recording
-    from specmon.ui.app.session_port import ReplayPort
+    from specmon.ui.replay_port import ReplayPort
 
     recording = read_recording(path)
     info = recording.info
@@ -247,16 +241,16 @@ def replay_port(
 def _app(
     path: str, baseline_tok_s: float | None, speed: float, label: str, theme: str | None
 ) -> int:
-    """On a terminal: the Textual replay screen (ui/app/replay_screen.py). The whole recording
+    """On a terminal: the Textual replay screen (ui/screens/replay.py). The whole recording
     is read here, before the app starts; a torn or skipped line is named on the screen and, after
     the app, on stderr."""
     from specmon.core.errors import RecordingError
-    from specmon.ui.app.app import SpecmonApp
+    from specmon.ui.app import SpecmonApp
 
     try:
         port = replay_port(path, baseline_tok_s=baseline_tok_s, speed=speed, label=label)
     except RecordingError as exc:
-        return _error(str(exc))
+        return fail(NAME, str(exc))
     SpecmonApp(port, mode="replay", theme=theme).run()  # nothing runs behind it: no session to stop
     for notice in port.notices:
         print(f"specmon replay: {notice}", file=sys.stderr)

@@ -22,7 +22,8 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
-from specmon.cli.export_args import add_export_argument, parse_export
+from specmon.cli.args import add_command, fail, scrape_interval
+from specmon.cli.export_args import add_export_argument
 from specmon.cli.host_args import add_host_arguments
 from specmon.cli.session_setup import add_baseline_argument, add_theme_argument
 
@@ -35,14 +36,14 @@ if TYPE_CHECKING:
     from specmon.sources.host.process import HostedServer
 
 
+NAME = "serve"
+SUMMARY = (
+    "start vLLM with speculative decoding (DFlash, EAGLE-3, MTP, ngram, draft model) and watch it"
+)
+
+
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "serve",
-        help="start vLLM with speculative decoding (DFlash, EAGLE-3, MTP, ngram, draft model) "
-        "and watch it",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(subparsers, NAME, SUMMARY, __doc__)
     add_host_arguments(p)
     add_theme_argument(p)
     add_export_argument(p)
@@ -53,26 +54,18 @@ def register(subparsers: Any) -> None:
         default="local",
         help="GPU numbers from local NVML (default) or none",
     )
-    p.add_argument("--interval", type=float, default=1.0, help="seconds between /metrics scrapes")
+    p.add_argument(
+        "--interval",
+        type=scrape_interval,
+        default=1.0,
+        help="seconds between /metrics scrapes",
+    )
     add_baseline_argument(p)
 
 
-def _error(message: str) -> int:
-    print(f"specmon serve: {message}", file=sys.stderr)
-    return 2
-
-
 def run(args: argparse.Namespace) -> int:
-    try:
-        parse_export(args.export)
-    except ValueError as exc:
-        return _error(str(exc))
     from specmon.cli.host_launch import plan_or_exit, raise_stop_grace, stop_signals
 
-    if not 0.1 <= args.interval <= 3600:
-        return _error(
-            f"--interval must be a number of seconds from 0.1 to 3600, got {args.interval}"
-        )
     plan = plan_or_exit(args, "serve")
     if isinstance(plan, int):
         return plan
@@ -88,6 +81,7 @@ def _host(args: argparse.Namespace, plan: HostPlan) -> int:
         launch_or_exit,
         ready_timeout,
         stop_server,
+        stopped_status,
         wait_in_text,
     )
     from specmon.core.errors import RecordingError
@@ -95,7 +89,6 @@ def _host(args: argparse.Namespace, plan: HostPlan) -> int:
     from specmon.core.server_state import MAX_LOG_TAIL
     from specmon.runtime.hub import Hub
     from specmon.runtime.recorder import Recorder
-    from specmon.sources.host.process import default_log_path
 
     hub = Hub().start()
     source = plan.command.base_url
@@ -115,16 +108,13 @@ def _host(args: argparse.Namespace, plan: HostPlan) -> int:
                 return
 
     server: HostedServer | None = None
-    if plan.log_path is None:
-        plan.log_path = default_log_path(plan.settings.port)
     try:
         if args.record:
             # Subscribed before launch, so the recording has every line vLLM prints.
             try:
                 recorder = Recorder(args.record, plan.session_info(), secrets=plan.command.secrets)
             except RecordingError as exc:
-                print(f"specmon serve: {exc}", file=sys.stderr)
-                return 2
+                return fail(NAME, str(exc))
             hub.subscribe(recorder)
             hub.every(0.5, recorder.flush_if_due)
             hub.add_closer(recorder.close)
@@ -141,10 +131,8 @@ def _host(args: argparse.Namespace, plan: HostPlan) -> int:
         info = plan.session_info(ready)
         server.session_info = info
         return _dashboard(args, hub, server, info, early)
-    except KeyboardInterrupt:
-        return 130
-    except Terminated as exc:
-        return 128 + exc.signum
+    except (KeyboardInterrupt, Terminated) as stop:
+        return stopped_status(stop)
     finally:
         # Stop the server first (its last lines still reach the hub), then the hub: the
         # recorder's closer fsyncs the file.
@@ -196,16 +184,16 @@ def _app(
     """On a terminal: the Textual app, its startup view first, then the dashboard."""
     from specmon.cli.host_launch import failure_report
     from specmon.runtime import shutdown
-    from specmon.ui.app.app import SpecmonApp
-    from specmon.ui.app.session_port import SessionPort
+    from specmon.ui.app import SpecmonApp
+    from specmon.ui.live_port import LivePort
 
     def make_session() -> Monitor:  # called once the server answered /health 200
         return _monitor(args, hub, server, host.session_info(), early)
 
-    port = SessionPort(make_session, require_model=False)
+    port = LivePort(make_session, require_model=False)
     app = SpecmonApp(port, mode="watch", host=host, theme=args.theme)
     exporter = None
-    export = parse_export(args.export)
+    export = args.export
     if export is not None:
         from specmon.cli.export_args import start_exporter
         from specmon.runtime.exporter import ExporterError
@@ -214,7 +202,7 @@ def _app(
             exporter = start_exporter(export, port.view, "serve")
         except ExporterError as exc:
             server.stop()
-            return _error(str(exc))
+            return fail(NAME, str(exc))
     process_shutdown = shutdown.current()
     if process_shutdown is not None:  # as run_app does, and the startup wait abandoned too
         process_shutdown.add_stop_hook(port.abort)
@@ -241,7 +229,7 @@ def _dashboard(
     info: SessionInfo,
     early: collections.deque[Any],
 ) -> int:
-    from specmon.ui.live_console import run_live, run_plain
+    from specmon.cli.app_runner import show_console
 
     monitor = _monitor(args, hub, server, info, early)
     monitor.start()
@@ -253,16 +241,12 @@ def _dashboard(
 
     threading.Thread(target=watch_exit, name="vllm-exit", daemon=True).start()
     title = f"specmon serve — {info.model} at {server.base_url}"
-    if sys.stdout.isatty():
-        run_live(monitor.view, title=title, done=done, final_view=lambda: monitor.view(fresh=True))
-    else:
-        print(f"ready: {server.base_url} (Ctrl-C stops the server)", flush=True)
-        run_plain(
-            monitor.view,
-            done=done,
-            write=lambda s: print(s, flush=True),
-            final_view=lambda: monitor.view(fresh=True),
-        )
+    show_console(
+        monitor,
+        title=title,
+        done=done,
+        banner=f"ready: {server.base_url} (Ctrl-C stops the server)",
+    )
     code = server.poll()
     if code is not None:
         error = server.failure(f"the server exited with code {code} while serving")

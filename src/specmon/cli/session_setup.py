@@ -10,22 +10,13 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from specmon.cli.args import positive_float
+
 if TYPE_CHECKING:  # imported when a session starts, not when `specmon --help` registers
     from specmon.core.events import SessionInfo
     from specmon.core.session_state import SessionState
     from specmon.sources.baseline_store import BaselineStore
     from specmon.sources.gpu.loop import GpuSampler
-
-
-def positive_float(text: str) -> float:
-    """argparse type: a finite number above 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
-    return value
 
 
 def add_baseline_argument(parser: argparse.ArgumentParser) -> None:

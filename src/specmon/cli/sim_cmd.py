@@ -14,6 +14,7 @@ import signal
 import sys
 from typing import TYPE_CHECKING
 
+from specmon.cli.args import fail
 from specmon.sim.profiles import DEFAULT_PROFILE, PROFILES
 from specmon.sim.spec_metrics import LEVELS
 
@@ -21,9 +22,12 @@ if TYPE_CHECKING:
     from specmon.sim.server import SimConfig
 
 
+NAME = "sim"
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
-        "sim",
+        NAME,
         help="run the SIMULATED vLLM server (OpenAI API, /metrics, DFlash-like speculation)",
         description=(
             "Run a simulated vLLM server with speculative decoding. Everything it serves is "
@@ -46,6 +50,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="degradation schedule, e.g. cycle:5f,1t,3d,1r, drop-at:N or file:PATH (default off)",
     )
     parser.add_argument(
+        "--drift",
+        default=None,
+        help="drifts for the diagnosis views: context:LO:HI[:FLOOR] (acceptance falls with "
+        "context), uptime:HALF_LIFE_S, thermal[:HEAT_S] (clock throttles with heat), loop:EVERY, "
+        "garble:EVERY; "
+        "comma-separated (default none)",
+    )
+    parser.add_argument(
         "--speed", type=float, default=1.0, help="pace multiplier (10 = ten times faster)"
     )
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
@@ -54,6 +66,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         choices=LEVELS,
         default="none",
         help="per-request metrics.speculative_decoding in responses, as vLLM's flag (default none)",
+    )
+    parser.add_argument(
+        "--enable-per-request-metrics",
+        action="store_true",
+        help="per-request timing metrics (queue, TTFT, generation, mean ITL) in responses, "
+        "as vLLM's flag",
     )
     parser.add_argument(
         "--engines",
@@ -95,13 +113,14 @@ def run(args: argparse.Namespace) -> int:
         port=args.port,
         log_interval=_log_interval(args),
         per_request_spec_decode_metrics=args.per_request_spec_decode_metrics,
+        enable_per_request_metrics=args.enable_per_request_metrics,
         engines=args.engines,
+        drift=args.drift,
     )
     try:
         resolved = resolve(config)
     except SimConfigError as err:
-        print(f"specmon sim: {err}", file=sys.stderr)
-        return 2
+        return fail(NAME, str(err))
     try:
         return asyncio.run(_serve(config, resolved.n_spec))
     except OSError as err:

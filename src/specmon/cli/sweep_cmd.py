@@ -37,21 +37,25 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from specmon.cli.bench_cmd import add_server_arguments, add_workload_arguments, error
+from specmon.cli.args import add_command, fail, server_url
+from specmon.cli.bench_cmd import add_server_arguments, add_workload_arguments
+from specmon.cli.host_args import HostFlags, add_host_arguments
+from specmon.cli.stream_args import stream_limits_from
+from specmon.core.stream_limits import StreamLimits
 
 NAME = "sweep"
+SUMMARY = "sweep num_speculative_tokens (host mode or attached servers) and recommend a setting"
 
 
 def register(subparsers: Any) -> None:
-    from specmon.cli.host_args import add_host_arguments
-
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         NAME,
-        help="sweep num_speculative_tokens (host mode or attached servers) and recommend a setting",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        SUMMARY,
+        __doc__,
         conflict_handler="resolve",  # the sweep's --n-spec (a list) replaces host mode's
     )
     add_host_arguments(p, model=False)
@@ -87,6 +91,7 @@ def register(subparsers: Any) -> None:
         "--attach",
         action="append",
         default=[],
+        type=server_url,
         metavar="URL",
         help="server of the next --n-spec value (repeat)",
     )
@@ -112,10 +117,6 @@ def register(subparsers: Any) -> None:
         "--speculative-config; needs --concurrency with two or more values)",
     )
     add_server_arguments(p, single=False)
-    for action in p._actions:
-        if action.dest == "model":
-            action.help = "host mode: the target model (a preset can give it); attached: the "
-            action.help += "model to request (default: the server's first)"
     add_workload_arguments(p)
     # --concurrency takes a list here (1,4,16): one schedule entry per value.
     for action in p._actions:
@@ -124,101 +125,156 @@ def register(subparsers: Any) -> None:
             action.metavar = "N[,N...]"
 
 
+@dataclass(frozen=True)
+class SweepPlan:
+    """Everything a sweep runs from, read from the command line (and the --resume folder) once:
+    the command runs from this, never from the parsed arguments."""
+
+    spec: Any
+    """The bench.sweep.SweepSpec: points, concurrencies, repeats, workload, URLs, host flags."""
+    store: Any
+    """The bench.sweep.SweepStore of the sweep folder."""
+    provider: Any
+    """Where each point's server comes from (attached URLs, or started per point)."""
+    gpu: str
+    baseline: float | None
+    scrape_interval: float
+    api_key: str | None = field(repr=False)
+    stream_limits: StreamLimits
+    plot: str | None
+    emit_vllm_dynamic: str | None
+    create: bool
+    """A new sweep: the folder is created before the first point (a resumed one exists)."""
+
+
 def run(args: argparse.Namespace) -> int:
+    from specmon.bench.config import ConfigError
+    from specmon.bench.plot import PlotUnavailable
+    from specmon.bench.sweep import SweepError
+
+    try:
+        plan = plan_sweep(args)
+    except (ConfigError, PlotUnavailable, SweepError) as exc:
+        return fail(NAME, str(exc))
+    if isinstance(plan, int):
+        return plan
+    if plan.create:
+        try:
+            plan.store.create(plan.spec)
+        except (ConfigError, SweepError) as exc:
+            return fail(NAME, str(exc))
+    return _sweep(plan)
+
+
+def plan_sweep(args: argparse.Namespace) -> SweepPlan | int:
+    """The sweep the command line asks for (an int: the exit status of a --dry-run, which
+    prints each point's command and starts nothing). ConfigError, PlotUnavailable or
+    SweepError (one line) for a setting that cannot be."""
     from specmon.bench.config import ConfigError, parse_int, parse_int_list
-    from specmon.bench.plot import PlotUnavailable, check_plot_target
+    from specmon.bench.plot import check_plot_target
     from specmon.bench.servers import AttachProvider, StartingProvider, parse_points
-    from specmon.bench.sweep import SweepError, SweepSpec, SweepStore
+    from specmon.bench.sweep import SweepSpec, SweepStore
     from specmon.cli.bench_cmd import check_baseline, check_gpu, scrape_interval, workload_config
     from specmon.cli.bench_host import host_requested
 
-    try:
-        baseline = check_baseline(args.baseline)
-        if args.plot:
-            check_plot_target(args.plot)
-        if args.emit_vllm_dynamic:
-            from specmon.bench.vllm_dynamic import check_target
+    baseline = check_baseline(args.baseline)
+    if args.plot:
+        check_plot_target(args.plot)
+    if args.emit_vllm_dynamic:
+        from specmon.bench.vllm_dynamic import check_target
 
-            check_target(args.emit_vllm_dynamic)
-        grid = _grid(args)
-        host = not args.point and not args.attach and host_requested(args)
-        if args.resume is not None:
-            if args.out is not None:
-                raise ConfigError("give --out or --resume, not both")
-            if grid:
-                raise ConfigError(
-                    f"the serve grid is saved in {args.resume}: --resume takes no grid flags"
-                )
-            store = SweepStore(args.resume)
-            spec = store.load_spec()
-            host = spec.host is not None
-        if host:
-            if args.resume is None:
-                if args.n_spec is None:
-                    raise ConfigError(
-                        "--n-spec N,N,... is needed: the n_spec values to sweep (0 = vanilla)"
-                    )
-                spec = _host_spec(args, grid)
-                store = SweepStore(args.out or _default_folder())
-                host_args = args
-            else:
-                spec, host_args = _resumed_host(args, spec)
-            if args.dry_run:
-                return _dry_run(host_args, spec)
-            from specmon.cli.bench_host import check_points, host_point, served_api_key
-
-            check_points(host_args, spec.point_list())
-            if args.api_key is None:  # the servers' own key, given after `--`
-                args.api_key = served_api_key(host_args)
-            provider: Any = StartingProvider(
-                spec.point_list(), lambda point: host_point(host_args, point)
+        check_target(args.emit_vllm_dynamic)
+    grid = _grid(args)
+    host = not args.point and not args.attach and host_requested(args)
+    api_key = args.api_key
+    if args.resume is not None:
+        if args.out is not None:
+            raise ConfigError("give --out or --resume, not both")
+        if grid:
+            raise ConfigError(
+                f"the serve grid is saved in {args.resume}: --resume takes no grid flags"
             )
-            gpu_urls = [f"http://{host_args.host or '127.0.0.1'}:1"]
-        else:
-            if grid:
-                raise ConfigError(
-                    "--serve-grid/--max-num-batched-tokens need host mode (--model M or "
-                    "--preset NAME): specmon must start a server per combination"
-                )
-            if args.vllm_args:
-                raise ConfigError(
-                    "extra `vllm serve` arguments after `--` need host mode (--model M or "
-                    "--preset NAME)"
-                )
-            given = (
-                parse_points(args.point, args.n_spec, args.attach)
-                if args.point or args.n_spec or args.attach or args.resume is None
-                else {}
-            )
-            described = _described(args)
-            if args.resume is not None:
-                urls = {**spec.urls, **given}
-                spec = SweepSpec(
-                    spec.points + tuple(n for n in given if n not in spec.points),
-                    spec.concurrencies,
-                    spec.repeats,
-                    spec.config,
-                    urls,
-                    described=described or spec.described,
-                )
-            else:
-                concs = parse_int_list("--concurrency", args.concurrency, 1, 10_000)
-                config = workload_config(args, concurrency=concs[0])
-                repeats = parse_int("--repeats", args.repeats, 1, 1000)
-                spec = SweepSpec(tuple(given), concs, repeats, config, given, described=described)
-                store = SweepStore(args.out or _default_folder())
-            try:
-                provider = AttachProvider(spec.urls)
-            except ValueError as exc:
-                raise ConfigError(str(exc)) from None
-            gpu_urls = list(spec.urls.values())
-        gpu = check_gpu(args.gpu, gpu_urls)
-        interval = scrape_interval(args)
+        store = SweepStore(args.resume)
+        spec = store.load_spec()
+        host = spec.host is not None
+    if host:
         if args.resume is None:
-            store.create(spec)
-    except (ConfigError, PlotUnavailable, SweepError) as exc:
-        return error(NAME, str(exc))
-    return _sweep(args, spec, store, provider, gpu, baseline, interval)
+            if args.n_spec is None:
+                raise ConfigError(
+                    "--n-spec N,N,... is needed: the n_spec values to sweep (0 = vanilla)"
+                )
+            flags = _given_host_flags(args)
+            spec = _host_spec(args, flags, grid)
+            store = SweepStore(args.out or _default_folder())
+        else:
+            spec, flags = _resumed_host(args, spec)
+        if args.dry_run:
+            return _dry_run(flags, spec)
+        from specmon.cli.bench_host import check_points, host_point, served_api_key
+
+        check_points(flags, spec.point_list())
+        if api_key is None:  # the servers' own key, given after `--`
+            api_key = served_api_key(flags)
+        provider: Any = StartingProvider(spec.point_list(), lambda point: host_point(flags, point))
+        gpu_urls = [f"http://{flags.host or '127.0.0.1'}:1"]
+    else:
+        if grid:
+            raise ConfigError(
+                "--serve-grid/--max-num-batched-tokens need host mode (--model M or "
+                "--preset NAME): specmon must start a server per combination"
+            )
+        if args.vllm_args:
+            raise ConfigError(
+                "extra `vllm serve` arguments after `--` need host mode (--model M or "
+                "--preset NAME)"
+            )
+        given = (
+            parse_points(args.point, args.n_spec, args.attach)
+            if args.point or args.n_spec or args.attach or args.resume is None
+            else {}
+        )
+        described = _described(args)
+        if args.resume is not None:
+            urls = {**spec.urls, **given}
+            spec = SweepSpec(
+                spec.points + tuple(n for n in given if n not in spec.points),
+                spec.concurrencies,
+                spec.repeats,
+                spec.config,
+                urls,
+                described=described or spec.described,
+            )
+        else:
+            concs = parse_int_list("--concurrency", args.concurrency, 1, 10_000)
+            config = workload_config(args, concurrency=concs[0])
+            repeats = parse_int("--repeats", args.repeats, 1, 1000)
+            spec = SweepSpec(tuple(given), concs, repeats, config, given, described=described)
+            store = SweepStore(args.out or _default_folder())
+        try:
+            provider = AttachProvider(spec.urls)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        gpu_urls = list(spec.urls.values())
+    return SweepPlan(
+        spec=spec,
+        store=store,
+        provider=provider,
+        gpu=check_gpu(args.gpu, gpu_urls),
+        baseline=baseline,
+        scrape_interval=scrape_interval(args),
+        api_key=api_key,
+        stream_limits=stream_limits_from(args),
+        plot=args.plot,
+        emit_vllm_dynamic=args.emit_vllm_dynamic,
+        create=args.resume is None,
+    )
+
+
+def _given_host_flags(args: argparse.Namespace) -> HostFlags:
+    """The host-mode flags given (the sweep's own --n-spec list is not one; no --port: a free
+    port per point, since a stopped server's port may linger)."""
+    flags = replace(HostFlags.of(args), n_spec=None)
+    return flags if flags.port is not None else replace(flags, port=0)
 
 
 def _described(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -250,7 +306,7 @@ def _grid(args: argparse.Namespace) -> Any:
     return parse_serve_grid(items)
 
 
-def _host_spec(args: argparse.Namespace, grid: Any) -> Any:
+def _host_spec(args: argparse.Namespace, flags: HostFlags, grid: Any) -> Any:
     """A new host-mode sweep's settings (ConfigError on a bad value)."""
     from specmon.bench.config import parse_int, parse_int_list
     from specmon.bench.sweep import SweepSpec
@@ -261,47 +317,41 @@ def _host_spec(args: argparse.Namespace, grid: Any) -> Any:
     concs = parse_int_list("--concurrency", args.concurrency, 1, 10_000)
     config = workload_config(args, concurrency=concs[0], hosted=True)
     repeats = parse_int("--repeats", args.repeats, 1, 1000)
-    if args.port is None:
-        args.port = 0  # a free port per point: a stopped server's port may linger
     spec = SweepSpec(points, concs, repeats, config, {}, grid)
-    identity = check_points(args, spec.point_list())
+    identity = check_points(flags, spec.point_list())
     return SweepSpec(
-        points, concs, repeats, config, {}, grid, {"flags": saved_host_flags(args), **identity}
+        points, concs, repeats, config, {}, grid, {"flags": saved_host_flags(flags), **identity}
     )
 
 
-def _resumed_host(args: argparse.Namespace, spec: Any) -> tuple[Any, argparse.Namespace]:
+def _resumed_host(args: argparse.Namespace, spec: Any) -> tuple[Any, HostFlags]:
     """The saved host-mode sweep, with the host flags given again (when they are) or saved."""
-    from dataclasses import replace
-
     from specmon.bench.config import parse_int_list
     from specmon.cli.bench_host import host_requested, restore_host_flags, saved_host_flags
 
     if host_requested(args):
-        if args.port is None:
-            args.port = 0
-        host_args = args
-        flags = saved_host_flags(args)
+        flags = _given_host_flags(args)
+        saved = saved_host_flags(flags)
     else:
-        host_args = restore_host_flags(args, spec.host.get("flags") or {})
-        flags = spec.host.get("flags") or {}
+        saved = spec.host.get("flags") or {}
+        flags = replace(restore_host_flags(saved), dry_run=bool(args.dry_run))
     if args.n_spec is not None:
         more = parse_int_list("--n-spec", args.n_spec, 0, 64)
         spec = replace(spec, points=spec.points + tuple(n for n in more if n not in spec.points))
-    return replace(spec, host={**spec.host, "flags": flags}), host_args
+    return replace(spec, host={**spec.host, "flags": saved}), flags
 
 
-def _dry_run(args: argparse.Namespace, spec: Any) -> int:
+def _dry_run(flags: HostFlags, spec: Any) -> int:
     """Print each point's exact command line; start nothing."""
-    from specmon.cli.bench_host import point_namespace
+    from specmon.cli.bench_host import point_flags
     from specmon.cli.host_args import dry_run_text, plan_host
     from specmon.core.errors import SpecmonError
 
     for point in spec.point_list():
         try:
-            plan = plan_host(point_namespace(args, point), launching=False)
+            plan = plan_host(point_flags(flags, point), launching=False)
         except SpecmonError as exc:
-            return error(NAME, f"{point.label}: {exc}")
+            return fail(NAME, f"{point.label}: {exc}")
         print(f"# {point.label}")
         print(dry_run_text(plan))
     return 0
@@ -313,15 +363,7 @@ def _default_folder() -> str:
     return "specmon-sweep-" + dt.datetime.now().strftime("%Y%m%d-%H%M%S")
 
 
-def _sweep(
-    args: argparse.Namespace,
-    spec: Any,
-    store: Any,
-    provider: Any,
-    gpu: str,
-    baseline: float | None,
-    interval: float,
-) -> int:
+def _sweep(plan: SweepPlan) -> int:
     from rich.console import Console
 
     from specmon import __version__
@@ -330,8 +372,8 @@ def _sweep(
     from specmon.bench.render import print_sweep, progress_for
     from specmon.bench.runner import run_bench
     from specmon.bench.sweep import run_sweep
-    from specmon.cli.stream_args import stream_limits_from
 
+    store = plan.store
     print(f"specmon sweep: saving to {store.folder}", file=sys.stderr)
 
     def one(endpoint: Any, config: Any, label: str) -> Any:
@@ -341,39 +383,38 @@ def _sweep(
                 run_bench(
                     endpoint,
                     config,
-                    api_key=args.api_key,
-                    gpu=gpu,
+                    api_key=plan.api_key,
+                    gpu=plan.gpu,
                     progress=display,
-                    scrape_interval=interval,
-                    stream_limits=stream_limits_from(args),
+                    scrape_interval=plan.scrape_interval,
+                    stream_limits=plan.stream_limits,
                 )
             )
 
     outcome = run_sweep(
-        spec,
-        provider,
+        plan.spec,
+        plan.provider,
         store,
         run=one,
-        baseline_tok_s=baseline,
+        baseline_tok_s=plan.baseline,
         on_event=lambda s: print(f"specmon sweep: {s}", file=sys.stderr, flush=True),
         specmon_version=__version__,
         stop_requested=stop_requested,
     )
     width = None if sys.stdout.isatty() else 140
     print_sweep(outcome.summary, Console(highlight=False, width=width))
-    if args.plot and outcome.summary.cells:
+    if plan.plot and outcome.summary.cells:
         try:
-            write_plot(outcome.summary, args.plot)
-            print(f"specmon sweep: plot written to {args.plot}", file=sys.stderr)
+            write_plot(outcome.summary, plan.plot)
+            print(f"specmon sweep: plot written to {plan.plot}", file=sys.stderr)
         except (PlotUnavailable, OSError) as exc:
             print(f"specmon sweep: no plot: {exc}", file=sys.stderr)
     emitted = True
-    if args.emit_vllm_dynamic and outcome.summary.cells:
+    if plan.emit_vllm_dynamic and outcome.summary.cells:
         from specmon.bench.vllm_dynamic import emit
 
-        emitted, note = emit(outcome.summary, args.emit_vllm_dynamic)
+        emitted, note = emit(outcome.summary, plan.emit_vllm_dynamic)
         print(f"specmon sweep: {note}", file=sys.stderr)
     if outcome.interrupted:
-        print(f"specmon sweep: interrupted; continue with --resume {store.folder}", file=sys.stderr)
-        return 130
+        return fail(NAME, f"interrupted; continue with --resume {store.folder}", 130)
     return 0 if outcome.summary.cells and emitted else 1

@@ -33,7 +33,17 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
-from specmon.cli.export_args import add_export_argument, parse_export, start_exporter
+from specmon.cli.args import (
+    add_api_key_argument,
+    add_command,
+    add_gpu_argument,
+    fail,
+    http_url,
+    scrape_interval,
+    seconds_within,
+    server_url,
+)
+from specmon.cli.export_args import add_export_argument, start_exporter
 from specmon.cli.session_setup import (
     add_baseline_argument,
     add_redact_argument,
@@ -50,33 +60,33 @@ if TYPE_CHECKING:  # imported in run(): `specmon --help` must not import openai/
     from specmon.runtime.monitor import Monitor, Target
     from specmon.sources.prometheus_fleet import PrometheusFleet
 
-MIN_INTERVAL_S = 0.1
-"""Shortest --interval accepted: faster scraping only loads the server (vLLM's own log cadence
-is seconds)."""
 FLEET_INTERVAL_S = 5.0
 """Default seconds between reads of a Prometheus (its own scrape interval is usually 15 s)."""
-MAX_INTERVAL_S = 3600.0
-"""Longest --interval accepted (an hour): an unbounded one (inf, 1e308) overflowed the wait."""
+DEFAULT_CANARY_S = 300.0
+"""`--canary` without a value (core.canary.DEFAULT_INTERVAL_S)."""
+MIN_CANARY_S = 10.0
+MAX_CANARY_S = 86_400.0
+MAX_RATE_WINDOW_S = 24 * 3600.0
+"""Longest --rate-window accepted: a day."""
+
+NAME = "watch"
+SUMMARY = "attach to running vLLM servers: live tok/s, acceptance, GPU, flags"
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "watch",
-        help="attach to running vLLM servers: live tok/s, acceptance, GPU, flags",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(subparsers, NAME, SUMMARY, __doc__)
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument(
         "--attach",
         action="append",
+        type=server_url,
         metavar="URL",
         help="server base URL, e.g. http://gpu-box:8000 (repeat for several servers)",
     )
     where.add_argument(
         "--prometheus",
         metavar="URL",
-        type=_http_url,
+        type=http_url,
         help="read every vLLM target that this Prometheus scrapes, through its HTTP API "
         "(docs/fleet.md), e.g. http://prometheus:9090",
     )
@@ -95,7 +105,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--rate-window",
-        type=float,
+        type=seconds_within(0, MAX_RATE_WINDOW_S),
         default=60.0,
         metavar="SECONDS",
         help="with --prometheus: the PromQL rate() window (at least 4 scrape intervals of the "
@@ -105,26 +115,17 @@ def register(subparsers: Any) -> None:
         "--metrics-url",
         action="append",
         default=[],
+        type=server_url,
         metavar="URL",
         help="where a server's /metrics page is when not at URL/metrics (paired with --attach "
         "in order)",
     )
-    p.add_argument(
-        "--api-key",
-        default=None,
-        help="API key (default: $OPENAI_API_KEY or $VLLM_API_KEY); never printed or recorded",
-    )
-    p.add_argument(
-        "--gpu",
-        default=None,
-        metavar="local|none|DCGM_URL",
-        help="GPU numbers from local NVML, a dcgm-exporter URL, or none (default: local when "
-        "every attached server runs on this machine, else none)",
-    )
+    add_api_key_argument(p)
+    add_gpu_argument(p, "local when every attached server runs on this machine, else none")
     add_baseline_argument(p)
     p.add_argument(
         "--interval",
-        type=float,
+        type=scrape_interval,
         default=None,
         help="seconds between scrapes (default 1; with --prometheus, between reads: default 5)",
     )
@@ -134,64 +135,71 @@ def register(subparsers: Any) -> None:
     p.add_argument("--once", action="store_true", help="print one snapshot and exit")
     p.add_argument("--json", action="store_true", help="JSON output (one line per snapshot)")
     add_export_argument(p)
+    p.add_argument(
+        "--canary",
+        nargs="?",
+        type=float,
+        const=DEFAULT_CANARY_S,
+        default=None,
+        metavar="SECONDS",
+        help="probe each server with one fixed greedy request at most every SECONDS (default "
+        f"{DEFAULT_CANARY_S:g}) while it has live traffic, and flag engine drift (docs/canary.md)",
+    )
 
 
-def _http_url(text: str) -> str:
-    """An http(s) URL argument (argparse type): anything else is a one-line usage error."""
-    url = text.strip()
-    if not url.startswith(("http://", "https://")) or len(url) <= len("https://"):
-        raise argparse.ArgumentTypeError(f"must be an http(s) URL, got {text!r}")
-    return url
-
-
-def _error(message: str) -> int:
-    print(f"specmon watch: {message}", file=sys.stderr)
-    return 2
+def _canary_problem(args: argparse.Namespace) -> str | None:
+    """Why --canary cannot be used with these arguments (None: it can)."""
+    if not MIN_CANARY_S <= args.canary <= MAX_CANARY_S:  # NaN fails too
+        return (
+            f"--canary must be a number of seconds from {MIN_CANARY_S:g} to {MAX_CANARY_S:g}, "
+            f"got {args.canary}"
+        )
+    if args.prometheus is not None:
+        return "--canary goes with --attach (it sends requests to the servers themselves)"
+    if args.once:
+        return "--canary needs a running watch, not --once"
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
     from specmon.runtime.monitor import Monitor, pair_targets
 
-    if args.interval is None:
-        args.interval = FLEET_INTERVAL_S if args.prometheus is not None else 1.0
-    if not MIN_INTERVAL_S <= args.interval <= MAX_INTERVAL_S:
-        return _error(
-            f"--interval must be a number of seconds from {MIN_INTERVAL_S:g} to "
-            f"{MAX_INTERVAL_S:g}, got {args.interval}"
-        )
+    interval = args.interval
+    if interval is None:
+        interval = FLEET_INTERVAL_S if args.prometheus is not None else 1.0
     if args.match is not None and args.prometheus is None:
-        return _error("--match goes with --prometheus")
+        return fail(NAME, "--match goes with --prometheus")
     if args.bearer_token_file is not None and not args.prometheus:
-        return _error("--bearer-token-file goes with --prometheus")
-    try:
-        export = parse_export(args.export)
-    except ValueError as exc:
-        return _error(str(exc))
+        return fail(NAME, "--bearer-token-file goes with --prometheus")
+    export = args.export
+    if args.canary is not None:
+        problem = _canary_problem(args)
+        if problem is not None:
+            return fail(NAME, problem)
     if args.prometheus is not None:
-        return _fleet(args, export)
+        return _fleet(args, export, interval)
     gpu = args.gpu if args.gpu is not None else default_gpu_source(args.attach)
-    if gpu not in ("local", "none") and not gpu.startswith(("http://", "https://")):
-        return _error(f"--gpu must be local, none or a dcgm-exporter http(s) URL, got {gpu!r}")
     try:
         targets = pair_targets(args.attach, args.metrics_url)
     except ValueError as exc:
-        return _error(str(exc))
+        return fail(NAME, str(exc))
     from specmon.cli.app_runner import wants_app  # a terminal, or a browser (specmon web)
 
     if not args.json and not args.once and wants_app():
-        return _app(targets, gpu, args, export)
+        canary = {"canary": args.canary} if args.canary is not None else None  # runtime.canary
+        return _app(targets, gpu, args, export, interval, extra=canary)
     try:
         monitor = Monitor(
             targets,
             state_factory(args.baseline),
             api_key=args.api_key,
             gpu=gpu_sampler(gpu),
-            interval=args.interval,
+            interval=interval,
             record=args.record,
             redact=tuple(args.redact),
         )
     except ValueError as exc:
-        return _error(str(exc))
+        return fail(NAME, str(exc))
     return _run_monitor(monitor, args, export, fleet_spec=None)
 
 
@@ -210,11 +218,15 @@ def _run_monitor(
             try:
                 exporter = start_exporter(export, monitor.view, "watch")
             except ExporterError as exc:
-                return _error(str(exc))
+                return fail(NAME, str(exc))
         try:
             monitor.start(run_loops=not args.once)
         except RecordingError as exc:
-            return _error(str(exc))
+            return fail(NAME, str(exc))
+        if getattr(args, "canary", None) is not None and not args.once:
+            from specmon.runtime.canary import start_canaries
+
+            start_canaries(monitor, args.canary)
         if fleet_spec is not None:
             from specmon.runtime.fleet_run import start_fleet
 
@@ -234,27 +246,24 @@ def _run_monitor(
             exporter.stop()
 
 
-def _fleet(args: argparse.Namespace, export: tuple[str, int] | None) -> int:
+def _fleet(args: argparse.Namespace, export: tuple[str, int] | None, interval: float) -> int:
     """`--prometheus URL`: the session's servers are the vLLM targets that Prometheus scrapes."""
     from specmon.core.promql import MatchError, parse_match
     from specmon.runtime.fleet_run import EXTRA_KEY, FleetSpec
     from specmon.runtime.monitor import Monitor
 
-    url = args.prometheus.strip()
-    if not url.startswith(("http://", "https://")):
-        return _error(f"--prometheus must be an http(s) URL, got {url!r}")
+    url = args.prometheus  # stripped and checked by its argument type
     try:
         parse_match(args.match)
     except MatchError as exc:
-        return _error(str(exc))
-    if not 0 < args.rate_window <= 24 * 3600:
-        return _error(f"--rate-window must be 1 s to a day, got {args.rate_window}")
+        return fail(NAME, str(exc))
     if args.metrics_url:
-        return _error("--metrics-url goes with --attach")
+        return fail(NAME, "--metrics-url goes with --attach")
     if args.gpu is not None:
-        return _error(
+        return fail(
+            NAME,
             "--gpu goes with --attach (with --prometheus, GPUs come from the dcgm-exporter "
-            "series in the Prometheus)"
+            "series in the Prometheus)",
         )
     if args.bearer_token_file is not None:
         from specmon.runtime.fleet_run import BearerTokenFileError, read_bearer_token_file
@@ -262,22 +271,22 @@ def _fleet(args: argparse.Namespace, export: tuple[str, int] | None) -> int:
         try:
             read_bearer_token_file(args.bearer_token_file)  # checked now: one line, exit 2
         except BearerTokenFileError as exc:
-            return _error(str(exc))
+            return fail(NAME, str(exc))
     spec = FleetSpec(
         url,
         args.match,
-        args.interval,
+        interval,
         args.rate_window,
         bearer_token_file=args.bearer_token_file,
     )
     from specmon.cli.app_runner import wants_app  # a terminal, or a browser (specmon web)
 
     if not args.json and not args.once and wants_app():
-        return _app([], "none", args, export, extra={EXTRA_KEY: spec})
+        return _app([], "none", args, export, interval, extra={EXTRA_KEY: spec})
     monitor = Monitor(
         [],
         state_factory(args.baseline),
-        interval=args.interval,
+        interval=interval,
         record=args.record,
         redact=tuple(args.redact),
     )
@@ -303,8 +312,7 @@ def _fleet_once(monitor: Monitor, fleet: PrometheusFleet, *, as_json: bool) -> i
     view = monitor.view(fresh=True)
     _print_snapshot(view, as_json=as_json, title=f"specmon watch — Prometheus {fleet.source}")
     if event.error is not None:
-        print(f"specmon watch: {event.error}", file=sys.stderr)
-        return 1
+        return fail(NAME, str(event.error), 1)
     return 0
 
 
@@ -313,20 +321,21 @@ def _app(
     gpu: str,
     args: argparse.Namespace,
     export: tuple[str, int] | None,
+    interval: float,
     extra: dict[str, Any] | None = None,
 ) -> int:
     """On a terminal: the app's dashboard screen (the chat's side panel, full-width), with the
     collector in its own process."""
     from specmon.cli.app_runner import run_app
     from specmon.runtime.session import CollectorProcess, SessionConfig
-    from specmon.ui.app.app import SpecmonApp
-    from specmon.ui.app.session_port import SessionPort
+    from specmon.ui.app import SpecmonApp
+    from specmon.ui.live_port import LivePort
 
     config = SessionConfig(
         tuple(targets),
         api_key=args.api_key,
         gpu=gpu,
-        interval=args.interval,
+        interval=interval,
         record=args.record,
         redact=tuple(args.redact),
         quiet=True,
@@ -336,7 +345,7 @@ def _app(
     def make_session() -> CollectorProcess:
         return CollectorProcess(config, state_factory(args.baseline))
 
-    port = SessionPort(make_session, api_key=args.api_key, require_model=False)
+    port = LivePort(make_session, api_key=args.api_key, require_model=False)
     app = SpecmonApp(port, mode="watch", theme=args.theme)
     return run_app(app, port, export=export, command="watch")
 
@@ -371,8 +380,7 @@ def _once(monitor: Monitor, *, as_json: bool) -> int:
     servers = [s for s in view.servers if s.source in given]
     if given and not any(s.status == "up" for s in servers):
         why = "; ".join(f"{s.source}: {s.status} ({s.status_detail})" for s in servers)
-        print(f"specmon watch: no server could be read: {clean(why)}", file=sys.stderr)
-        return 1
+        return fail(NAME, f"no server could be read: {clean(why)}", 1)
     return 0
 
 
@@ -411,22 +419,8 @@ def _json_lines(monitor: Monitor) -> int:
 
 
 def _live(monitor: Monitor, title: str | None = None) -> int:
-    from specmon.ui.live_console import run_live, run_plain
+    from specmon.cli.app_runner import show_console
 
-    done = threading.Event()
     servers = title or ", ".join(t.base for t in monitor.targets)
-    if sys.stdout.isatty():
-        run_live(
-            monitor.view,
-            title=f"specmon watch — {servers}",
-            done=done,
-            final_view=lambda: monitor.view(fresh=True),
-        )
-    else:
-        run_plain(
-            monitor.view,
-            done=done,
-            write=lambda s: print(s, flush=True),
-            final_view=lambda: monitor.view(fresh=True),
-        )
+    show_console(monitor, title=f"specmon watch — {servers}", done=threading.Event())
     return 0

@@ -11,7 +11,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from specmon.core.canary import (
+    CANARY_MAX_TOKENS,
+    CONFIRM_PROBES,
+    LEARN_PROBES,
+    MIN_TOLERANCE_AL,
+    NOISE_SIGMAS,
+    WORKLOAD_SHIFT,
+)
 from specmon.core.detectors.vanilla import DEFAULT_MARGIN, DEFAULT_MIN_TOKENS
+from specmon.core.diagnosis import context_cliff, quality, thermal
 from specmon.core.gpu_reasons import SLOWDOWN_REASONS
 from specmon.core.position_worth import HINT_MIN_KEPT_SHARE, HINT_RATE_THRESHOLD
 from specmon.core.step_heat import MANY_WITHOUT_K
@@ -43,6 +52,8 @@ GROUPS: tuple[tuple[str, str], ...] = (
     ("cycle", "Cycle report"),
     ("positions", "Draft positions and acceptance heat"),
     ("gpu", "GPU readings"),
+    ("canary", "Canary probe"),
+    ("diagnosis", "Diagnosis (acceptance by context, thermals, seconds saved, quality)"),
 )
 """Group keys and titles, in display order."""
 
@@ -440,6 +451,81 @@ DEFINITIONS: tuple[Definition, ...] = (
         f"prefill's. Without K the bar for many is {MANY_WITHOUT_K} accepted "
         "(core/step_heat.py).",
     ),
+    _d(
+        "server_ttft_s",
+        "request",
+        "server TTFT",
+        "s",
+        "The engine's share of TTFT: queue time + vLLM's own TTFT (first token - scheduled).",
+        "From vLLM's per-request timing metrics (`--enable-per-request-metrics`, which host mode "
+        "turns on; newest vLLM only), sent in the final usage chunk. Missing when the server does "
+        "not send them (core/server_timing.py).",
+    ),
+    _d(
+        "ttft_outside_s",
+        "request",
+        "TTFT outside engine",
+        "s",
+        "Client TTFT - server TTFT: the network, the API server's own work, the client's reading.",
+        "Large when the client is far from the server, the API server is busy (tokenising, the "
+        "chat template) or the reader lags. It can be slightly negative: the server counts from "
+        "when the request was queued, the client from when it sent it (core/server_timing.py).",
+    ),
+    # ------------------------------------------------------------ canary
+    _d(
+        "canary_al",
+        "canary",
+        "canary AL",
+        "tokens/step",
+        "The acceptance length of the canary: one fixed greedy request (temperature 0, fixed "
+        f"prompt, {CANARY_MAX_TOKENS} tokens) sent now and then.",
+        "The server's per-request AL when it gives one, else the client's chunk AL. Greedy and "
+        "fixed, so it changes with the engine (model, drafter, K, kernels), not with the "
+        "workload. Sent only while the server has live traffic (`watch --canary [SECONDS]`, "
+        "chat's host mode; core/canary.py).",
+    ),
+    _d(
+        "canary_expected_al",
+        "canary",
+        "expected AL",
+        "tokens/step",
+        f"The mean AL of the first {LEARN_PROBES} canary probes of this "
+        "server+model+draft+method+K, stored under XDG data.",
+        "Learned once and kept (a drifting engine must not teach it its drift). To learn it "
+        "again, remove its entry from `$XDG_DATA_HOME/specmon/canary.json` (docs/canary.md).",
+    ),
+    _d(
+        "canary_tolerance",
+        "canary",
+        "noise",
+        "tokens/step",
+        f"How far below the expected AL a probe may fall: {NOISE_SIGMAS:g} standard deviations "
+        f"of the learning probes, at least {MIN_TOLERANCE_AL:g}.",
+        "Greedy answers vary a little with the batch they share with live traffic; the spread "
+        "of the learning probes measures that noise on this server.",
+    ),
+    _d(
+        "canary_status",
+        "canary",
+        "canary",
+        "",
+        "learning, ok, drifting (one probe beyond the noise), drifted (several in a row), or "
+        "failed (the probe did not complete).",
+        f"Drifted after {CONFIRM_PROBES} probes in a row below expected AL - noise: the engine "
+        "lost acceptance on a request that did not change, which a restart of the server "
+        "usually cures (acceptance that decays with uptime).",
+    ),
+    _d(
+        "canary_diagnosis",
+        "canary",
+        "diagnosis",
+        "",
+        "engine drift (the canary fell), workload change (live AL moved while the canary held), "
+        "or steady.",
+        "Live AL is the live traffic's acceptance between two probes, from the /metrics "
+        "counters with the canary's own steps taken out; a workload change is live AL more "
+        f"than {WORKLOAD_SHIFT:.0%} away from its level while the baseline was learned.",
+    ),
     # ------------------------------------------------------------ gpu
     _d(
         "gpu_temperature",
@@ -448,6 +534,129 @@ DEFINITIONS: tuple[Definition, ...] = (
         "°C",
         "GPU temperature (NVML, or dcgm-exporter DCGM_FI_DEV_GPU_TEMP).",
         "Compared with the GPU's slowdown threshold for the throttling reason.",
+    ),
+    # ------------------------------------------------------------ diagnosis (issue 21)
+    _d(
+        "al_by_context",
+        "diagnosis",
+        "AL by context",
+        "tokens/step",
+        "Acceptance length binned by the context length at each step (prompt + tokens so far).",
+        "Each decode chunk of an answer is one speculative step at a context of prompt tokens "
+        "plus the tokens generated before it; a bin's AL is its tokens / steps. The first chunk "
+        "(the prefill's token), merged chunks (more than K+1 tokens) and the final chunk cut by "
+        "the stop are left out, as in client AL. Bins are fixed (0, 512, 1k, 2k, 4k, 6k, 8k, 12k, "
+        "16k, 20k, 24k, 32k, 48k, 64k, 96k, 128k+), so the state has one size whatever the "
+        "session length; replay recomputes them from the recorded chunks "
+        "(core/diagnosis/context_cliff.py).",
+    ),
+    _d(
+        "context_cliff",
+        "diagnosis",
+        "context cliff",
+        "",
+        'Where acceptance falls off with context, e.g. "AL 3.4 below 8k, 1.6 past 20k".',
+        "The split of the bins with the largest drop of pooled AL from below to above it, "
+        f"reported when it is at least {context_cliff.MIN_DROP_FRAC:.0%} with at least "
+        f'{context_cliff.MIN_STEPS_PER_SIDE} steps on each side. "Past" is the first bin '
+        "(with enough steps) whose AL is below the midpoint of the two sides.",
+    ),
+    _d(
+        "thermal_attribution",
+        "diagnosis",
+        "slowdown cause",
+        "share",
+        "How much of a slow stretch is the GPU clock, how much acceptance, how much neither.",
+        f"The latest {thermal.RECENT_ANSWERS} answers against the fastest quarter of the earlier "
+        "ones. Speed is AL / step time, so ln(speed ratio) = ln(step-time ratio) + ln(AL "
+        "ratio): the clock's share is the step-time ratio the clock fit predicts between the two "
+        "clocks (the clock ratio until the fit is usable), acceptance's share is the AL ratio, "
+        f"the rest is other (batching, context, power). A stretch is slow when at least "
+        f"{thermal.SLOW_FRAC:.0%} below the reference (core/diagnosis/thermal.py).",
+    ),
+    _d(
+        "clock_fit",
+        "diagnosis",
+        "step time vs clock",
+        "s",
+        "Least-squares fit of decode step time on 1000 / SM clock (MHz), over every answer.",
+        "Step time is an answer's decode span / its decode chunks; the clock is the mean SM "
+        "clock of the GPU samples taken while it ran. Kept as five running sums; used once it "
+        f"has {thermal.MIN_FIT_POINTS} answers, a positive slope and clocks spanning at least "
+        f"{thermal.MIN_CLOCK_SPREAD_FRAC:.0%}.",
+    ),
+    _d(
+        "power_limit_requested",
+        "diagnosis",
+        "power limit (requested / enforced)",
+        "W",
+        "The power limit set by the administrator against the one the GPU enforces.",
+        "NVML's power management limit (requested), default limit and enforced limit; when "
+        "enforced differs from requested another cap won (board, thermal policy), and the GPU "
+        "runs below what was asked for.",
+    ),
+    _d(
+        "seconds_saved",
+        "diagnosis",
+        "seconds saved",
+        "s",
+        "Time speculation saved (positive) or cost (negative), per answer and for the session.",
+        "Vanilla decode time of the answer's N-1 tokens at the baseline (--baseline, the stored "
+        "baseline, or a sweep's n=0) minus its decode span; the prefill is the same either way "
+        "and is left out. Needs a baseline for this model, GPU and vLLM "
+        "(core/diagnosis/seconds_saved.py).",
+    ),
+    _d(
+        "seconds_saved_reason",
+        "diagnosis",
+        "why it cost time",
+        "",
+        "The reason an answer that ran slower than vanilla did.",
+        "The vanilla-speed flag's reason when it has one (no acceptance, throttling, a crowded "
+        "batch…), else the acceptance length that did not pay for the draft and verify passes.",
+    ),
+    _d(
+        "quality_loop",
+        "diagnosis",
+        "possible loop",
+        "",
+        "An answer with extremely high AL over many tokens whose text repeats itself.",
+        f"Flagged when its AL is at least {quality.LOOP_Z:g} standard deviations above the "
+        f"session's usual (or at least {quality.LOOP_AL_FRAC:.0%} of the K+1 ceiling) over at "
+        f"least {quality.MIN_TOKENS} tokens, and at least {quality.LOOP_REPEAT_SHARE:.0%} of "
+        f"its word {quality.NGRAM}-grams repeat. Checked once at the answer's end "
+        "(core/diagnosis/quality.py).",
+    ),
+    _d(
+        "quality_garbled",
+        "diagnosis",
+        "possibly garbled",
+        "",
+        "An answer with extremely low AL on a drafter that normally does well.",
+        f"Flagged when its AL is at least {quality.GARBLED_Z:g} standard deviations below the "
+        f"session's usual, the usual is at least {quality.GOOD_DRAFTER_AL:g}, and at least "
+        f"{quality.GARBLED_ODD_SHARE:.0%} of its text is not words (pieces without a letter or "
+        "digit): the target went where the drafter could not follow (wrong template, broken "
+        "quantisation, a runaway sampler). Low acceptance alone (an answer at vanilla speed "
+        "that reads normally) is not flagged.",
+    ),
+    _d(
+        "repeated_ngram_share",
+        "diagnosis",
+        "repeated n-grams",
+        "0..1",
+        f"Share of an answer's word {quality.NGRAM}-grams that repeat an earlier one.",
+        f"1 - distinct / total over the last {quality.MAX_TEXT_CHARS} characters of the text; "
+        f"none under {quality.MIN_NGRAMS} n-grams.",
+    ),
+    _d(
+        "al_z_score",
+        "diagnosis",
+        "AL z-score",
+        "sd",
+        "How far an answer's AL is from the session's usual, in standard deviations.",
+        "Against the running mean and standard deviation of earlier unflagged answers' AL "
+        f"(Welford); none before {quality.MIN_HISTORY} answers.",
     ),
     _d("gpu_power", "gpu", "power", "W", "Power draw, and the enforced power limit.", ""),
     _d("gpu_sm_clock", "gpu", "SM clock", "MHz", "The streaming multiprocessor clock.", ""),

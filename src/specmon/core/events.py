@@ -96,6 +96,9 @@ class RequestEnded:
     finish_reason: str | None = None
     spec_decoding: dict[str, Any] | None = None
     error: str | None = None
+    server_timing: dict[str, Any] | None = None
+    """vLLM's per-request timing fields (`--enable-per-request-metrics`: queue_time_ms,
+    time_to_first_token_ms, ...; core.server_timing) when the server returned them."""
 
 
 # ---------------------------------------------------------------- server (/metrics, logs, health)
@@ -159,6 +162,11 @@ class GpuReading:
     utilization_pct: float | None = None
     power_w: float | None = None
     power_limit_w: float | None = None
+    """The enforced (effective) power limit."""
+    power_limit_requested_w: float | None = None
+    """The power limit set (requested) by the administrator; may differ from the enforced one."""
+    power_limit_default_w: float | None = None
+    """The board's default power limit."""
     sm_clock_mhz: float | None = None
     memory_clock_mhz: float | None = None
     clock_event_reasons: tuple[str, ...] | None = None
@@ -260,6 +268,28 @@ class Marker:
     label: str
 
 
+@dataclass(frozen=True, slots=True)
+class CanaryProbed:
+    """One canary probe of a server (core.canary): its AL and the baseline it was judged by.
+
+    The baseline's numbers (expected AL, tolerance, learned probes, live reference) are those in
+    force when the probe ran, so a recording replays the same judgement without the store.
+    `expected_al`/`tolerance` are None while the baseline is being learned.
+    """
+
+    t: float
+    source: str
+    outcome: RequestOutcome = "ok"
+    acceptance_length: float | None = None
+    completion_tokens: int | None = None
+    expected_al: float | None = None
+    tolerance: float | None = None
+    learned_probes: int = 0
+    live_acceptance_length: float | None = None
+    live_reference: float | None = None
+    error: str | None = None
+
+
 Event = (
     RequestStarted
     | StreamChunk
@@ -270,6 +300,7 @@ Event = (
     | GpuSampled
     | Marker
     | FleetSampled
+    | CanaryProbed
 )
 
 Emit = Callable[[Event], None]

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from specmon.core.events import FleetHistory, FleetSampled, FleetTarget, ServerStatus
 from specmon.core.fleet_views import PER_REQUEST_NOT_AVAILABLE, FleetTargetInfo
 from specmon.core.request_rows import finite
+from specmon.core.server_state import HistoryPoint, history_columns
 from specmon.core.views import (
     LifetimeNumbers,
     LogView,
@@ -37,7 +38,6 @@ from specmon.core.views import (
 MAX_RANGE_POINTS = 1440
 """Most points kept from one range read (an hour at 2.5 s steps)."""
 
-HistoryPoint = tuple[float, float | None, float | None, float | None, float | None]
 """(t, decode tok/s, AL, requests running, KV usage fraction)."""
 
 TargetKey = tuple[str, str, str]
@@ -107,6 +107,9 @@ def _point(t: float, target: FleetTarget) -> HistoryPoint:
         acceptance_length(target.accepted_per_s, target.drafts_per_s),
         finite(target.requests_running),
         finite(target.kv_cache_usage_frac),
+        _ratio(target.accepted_per_s, target.draft_tokens_per_s),
+        acceptance_length(target.accepted_tokens, target.drafts),
+        _ratio(target.accepted_tokens, target.draft_tokens),
     )
 
 
@@ -120,6 +123,9 @@ def _range_points(t: float, h: FleetHistory) -> tuple[HistoryPoint, ...]:
             acceptance_length(h.accepted_per_s[i], h.drafts_per_s[i]),
             finite(h.requests_running[i]),
             finite(h.kv_cache_usage_frac[i]),
+            None,  # the range query reads no draft-token rate and no absolute counters
+            None,
+            None,
         )
         for i in range(start, len(h.ago_s))
     )
@@ -224,7 +230,7 @@ class FleetState:
 def _build_view(tgt: _Target) -> ServerView:
     x = tgt.last
     points = tgt.range_points + tuple(tgt.recent)
-    columns = tuple(zip(*points, strict=True)) if points else ((),) * 5
+    columns = history_columns(points)
     has_spec = x.drafts is not None or x.drafts_per_s is not None
     rates = per_position(x.accepted_per_pos_per_s, x.drafts_per_s)
     return ServerView(

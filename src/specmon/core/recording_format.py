@@ -19,6 +19,7 @@ from typing import Any
 from specmon.core.dispatch import event_table
 from specmon.core.errors import RecordingFormatError
 from specmon.core.events import (
+    CanaryProbed,
     Event,
     FleetSampled,
     GpuReading,
@@ -37,6 +38,7 @@ from specmon.core.events import (
 from specmon.core.fleet_codec import decode_fleet, encode_fleet
 from specmon.core.metrics_delta import MetricsDeltaDecoder, MetricsDeltaEncoder, number
 from specmon.core.redaction import REDACTED, redact_literal, redact_text, redact_url, redact_value
+from specmon.core.server_timing import TIMING_FIELDS
 
 __all__ = [
     "CODES",
@@ -87,6 +89,7 @@ CODE_LOG = "l"
 CODE_GPU = "g"
 CODE_MARKER = "m"
 CODE_FLEET = "fl"
+CODE_CANARY = "cn"
 
 CODES: dict[type, str] = {
     RequestStarted: CODE_REQUEST_STARTED,
@@ -98,6 +101,7 @@ CODES: dict[type, str] = {
     GpuSampled: CODE_GPU,
     Marker: CODE_MARKER,
     FleetSampled: CODE_FLEET,
+    CanaryProbed: CODE_CANARY,
 }
 """The code of each event type (every event type has one: tests/unit/test_dispatch.py)."""
 
@@ -204,6 +208,7 @@ class EventEncoder:
                 ServerLogLine: self._log,
                 Marker: self._marker,
                 FleetSampled: self._fleet,
+                CanaryProbed: self._canary,
             },
             name="recording encoder",
         )
@@ -265,7 +270,13 @@ class EventEncoder:
 
     def _ended(self, event: RequestEnded) -> dict[str, Any]:
         data: dict[str, Any] = {"id": event.request_id, "outcome": event.outcome}
-        for name in ("prompt_tokens", "completion_tokens", "finish_reason", "spec_decoding"):
+        for name in (
+            "prompt_tokens",
+            "completion_tokens",
+            "finish_reason",
+            "spec_decoding",
+            "server_timing",
+        ):
             value = getattr(event, name)
             if value is not None:
                 data[name] = value
@@ -284,6 +295,20 @@ class EventEncoder:
 
     def _marker(self, event: Marker) -> dict[str, Any]:
         return {"label": self._text(event.label)}
+
+    def _canary(self, event: CanaryProbed) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "src": redact_url(event.source),
+            "outcome": event.outcome,
+            "learned": event.learned_probes,
+        }
+        for name in _CANARY_NUMBERS:
+            value = getattr(event, name)
+            if value is not None:
+                data[name] = value
+        if event.error is not None:
+            data["error"] = self._text(event.error)
+        return data
 
     def _fleet(self, event: FleetSampled) -> dict[str, Any]:
         return encode_fleet(event, text=self._text, url=redact_url, gpu=_gpu_dict)
@@ -370,6 +395,7 @@ class EventDecoder:
                 ServerLogLine: _log,
                 Marker: _marker,
                 FleetSampled: _fleet,
+                CanaryProbed: _canary,
             },
             name="recording decoder",
         )
@@ -474,6 +500,7 @@ def _started(t: float, data: dict[str, Any]) -> RequestStarted:
 
 def _ended(t: float, data: dict[str, Any]) -> RequestEnded:
     spec = data.get("spec_decoding")
+    timing = data.get("server_timing")
     return RequestEnded(
         t=t,
         request_id=str(data["id"]),
@@ -483,7 +510,16 @@ def _ended(t: float, data: dict[str, Any]) -> RequestEnded:
         finish_reason=_opt_str(data.get("finish_reason")),
         spec_decoding=spec if isinstance(spec, dict) else None,
         error=_opt_str(data.get("error")),
+        server_timing=_timing(timing),
     )
+
+
+def _timing(value: Any) -> dict[str, Any] | None:
+    """The recorded per-request timing fields: the known numeric ones only (else None)."""
+    if not isinstance(value, dict):
+        return None
+    kept = {k: v for k in TIMING_FIELDS if type(v := value.get(k)) in (int, float)}
+    return kept or None
 
 
 def _status(t: float, data: dict[str, Any]) -> ServerStatusChanged:
@@ -497,6 +533,36 @@ def _status(t: float, data: dict[str, Any]) -> ServerStatusChanged:
 
 def _log(t: float, data: dict[str, Any]) -> ServerLogLine:
     return ServerLogLine(t=t, source=str(data.get("src", "")), line=str(data["line"]))
+
+
+_CANARY_NUMBERS = (
+    "acceptance_length",
+    "completion_tokens",
+    "expected_al",
+    "tolerance",
+    "live_acceptance_length",
+    "live_reference",
+)
+
+
+def _canary(t: float, data: dict[str, Any]) -> CanaryProbed:
+    def al(name: str) -> float | None:
+        value = _opt_float(data.get(name))
+        return value if value is None or 0.0 <= value <= MAX_INT else None
+
+    return CanaryProbed(
+        t=t,
+        source=str(data["src"]),
+        outcome=_outcome(data.get("outcome", "ok")),
+        acceptance_length=al("acceptance_length"),
+        completion_tokens=_opt_int(data.get("completion_tokens")),
+        expected_al=al("expected_al"),
+        tolerance=al("tolerance"),
+        learned_probes=_int(data.get("learned", 0)),
+        live_acceptance_length=al("live_acceptance_length"),
+        live_reference=al("live_reference"),
+        error=_opt_str(data.get("error")),
+    )
 
 
 def _marker(t: float, data: dict[str, Any]) -> Marker:

@@ -171,6 +171,7 @@ def build_row(
         spec_decoding_note=stats.server_spec_note,
         overlapping_requests=f.overlap,
         vanilla=verdict_view(verdict),
+        ttft_split=stats.ttft_split,
     )
 
 

@@ -14,6 +14,7 @@ import math
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from specmon.core import families
 from specmon.core.counters import CounterBank, CounterReset, CounterWindow, sum_by_name
@@ -49,8 +50,19 @@ MAX_RESETS_KEPT = 50
 MAX_LOG_TAIL = 100
 MAX_LOG_LINE_CHARS = 2000
 
-HistoryPoint = tuple[float, float | None, float | None, float | None, float | None]
-"""(t, decode tok/s, AL, requests running, KV usage fraction) at one scrape."""
+_Num = float | None
+HistoryPoint = tuple[float, _Num, _Num, _Num, _Num, _Num, _Num, _Num]
+"""One scrape's entry of `ServerHistory`, its columns in order: t, decode tok/s, AL, requests
+running, KV usage fraction, draft acceptance rate, since-start AL, since-start acceptance rate."""
+
+HISTORY_COLUMNS = 8
+
+
+def history_columns(points: Iterable[HistoryPoint]) -> tuple[tuple[Any, ...], ...]:
+    """`HistoryPoint`s (oldest first) as the parallel columns of a `ServerHistory`."""
+    points = tuple(points)
+    return tuple(zip(*points, strict=True)) if points else ((),) * HISTORY_COLUMNS
+
 
 _LIFETIME_NAMES = (
     families.GENERATION_TOKENS,
@@ -210,6 +222,9 @@ class ServerState:
                 finite(stats.acceptance_length) if stats else None,
                 finite(self.running()),
                 finite(gauge_max(self.gauges, families.KV_CACHE_USAGE)),
+                finite(stats.draft_acceptance_rate) if stats else None,
+                finite(self.lifetime.acceptance_length) if self.lifetime else None,
+                finite(self.lifetime.draft_acceptance_rate) if self.lifetime else None,
             )
         )
         return resets
@@ -246,7 +261,7 @@ class ServerState:
         window = self.bank.window(window_seconds)
         stats = spec_decode_stats(window.deltas) if window else None
         totals = self.bank.totals()
-        columns = tuple(zip(*self.history, strict=True)) if self.history else ((),) * 5
+        columns = history_columns(self.history)
         return ServerView(
             source=self.source,
             status=self.status,

@@ -13,7 +13,9 @@ the runtime on the hub thread at most at a frame rate, rebuilds the view and swa
 Memory is bounded whatever the session length: time series are rings (`history_points` entries), the
 counter bank keeps a short time window, request rows are capped (`max_requests`; older requests are
 summarised as counts and means over ALL requests), and markers, resets, log tails, ITL values and
-the cycle detector's input are rings. MEMORY_CAP_BYTES is the stated cap, checked by a test that
+the cycle detector's input are rings; the diagnosis fold (core.diagnosis: AL by context, thermal
+attribution, seconds saved, quality sentinel) holds bins, running sums and capped rings.
+MEMORY_CAP_BYTES is the stated cap, checked by a test that
 folds a 10-hour session at 1 Hz.
 """
 
@@ -26,12 +28,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from specmon.core import families
+from specmon.core.canary import CanaryTracker
 from specmon.core.counters import CounterBank, CounterPoint, sum_by_name, window_between
 from specmon.core.detectors import vanilla
 from specmon.core.detectors.cycle import detect_cycle
 from specmon.core.detectors.speed_class import speed_class, speed_levels
+from specmon.core.diagnosis.state import Diagnosis, FinishedAnswer
+from specmon.core.diagnosis.thermal import PowerLimitView
 from specmon.core.dispatch import event_table
 from specmon.core.events import (
+    CanaryProbed,
     Event,
     FleetSampled,
     GpuSampled,
@@ -156,6 +162,7 @@ class SessionState:
         self._pending: list[_Pending] = []
         self._totals = _Totals()
         self._lost_in_flight = 0
+        self._diagnosis = Diagnosis()
         self._itl: deque[float] = deque(maxlen=MAX_ITL_VALUES)
         self._speeds: deque[float] = deque(maxlen=MAX_CYCLE_SPEEDS)
         self._cycle_cache: CycleView | None = None
@@ -169,6 +176,7 @@ class SessionState:
         self._gpu_view_cache: GpuView | None = None
         self._t: float | None = None
         self.events = 0
+        self._canary = CanaryTracker()
         self._handlers: dict[type, Callable[[Any], None]] = event_table(
             {
                 MetricsScraped: self._scraped,
@@ -180,6 +188,7 @@ class SessionState:
                 ServerLogLine: self._log,
                 Marker: self._marker,
                 FleetSampled: self._fleet_sampled,
+                CanaryProbed: self._canary.apply,
             },
             name="session fold",
         )
@@ -209,6 +218,7 @@ class SessionState:
 
     def _chunk(self, e: StreamChunk) -> None:
         self._trace(e.request_id, None).trace.add(e)
+        self._diagnosis.text(e.request_id, e.text)
 
     def _server(self, source: str) -> ServerState:
         server = self._servers.get(source)
@@ -290,6 +300,23 @@ class SessionState:
     def _gpu(self, e: GpuSampled) -> None:
         self._gpu_last = e
         self._gpu_view_cache = None
+        self._diagnosis.gpu_limits(
+            tuple(
+                PowerLimitView(
+                    gpu_index=r.index,
+                    requested_w=finite(r.power_limit_requested_w),
+                    enforced_w=finite(r.power_limit_w),
+                    default_w=finite(r.power_limit_default_w),
+                    differs=(
+                        r.power_limit_requested_w is not None
+                        and r.power_limit_w is not None
+                        and abs(r.power_limit_requested_w - r.power_limit_w) >= 1.0
+                    ),
+                )
+                for r in e.gpus
+                if r.power_limit_w is not None or r.power_limit_requested_w is not None
+            )
+        )
         for r in e.gpus:
             ring = self._gpu_history.get(r.index)
             if ring is None:
@@ -356,6 +383,7 @@ class SessionState:
         # object when valid (stats.server_spec), else the chunks' AL; /metrics comes later.
         verdict = vanilla.judge(stats, ctx)
         self._rows.append(build_row(stats, verdict, f, n_spec))
+        self._diagnose(stats, f, verdict, n_spec)
         self._rows_cache = None
         self._pct_cache = None
         self._itl.extend(stats.itl_s)
@@ -379,6 +407,36 @@ class SessionState:
                 _Pending(e.request_id, f.source, f.before, stats.completion_tokens, e.t)
             )
             self._pending = self._pending[-MAX_PENDING:]
+
+    def _diagnose(
+        self, stats: Any, f: InFlight, verdict: vanilla.VanillaVerdict, n_spec: int | None
+    ) -> None:
+        """Feed a finished answer to the diagnosis fold (core.diagnosis)."""
+        if stats.outcome != "ok":
+            self._diagnosis.drop(stats.request_id)
+            return
+        al = stats.client_acceptance_length
+        if stats.server_spec is not None and stats.server_spec.mean_acceptance_length is not None:
+            al = stats.server_spec.mean_acceptance_length
+        ring = next(iter(self._gpu_history.values()), None)
+        self._diagnosis.answer(
+            FinishedAnswer(
+                request_id=stats.request_id,
+                t=stats.t_end,
+                prompt_tokens=stats.prompt_tokens,
+                cumulative=tuple(f.trace.chunk_cum),
+                final_cut=f.trace.final_cut,
+                completion_tokens=stats.completion_tokens,
+                t_first_token=stats.t_first_token,
+                t_last_token=stats.t_last_token,
+                decode_steps=stats.decode_chunks,
+                acceptance_length=al,
+                n_spec=n_spec,
+                judge_reason=verdict.reasons[0][1] if verdict.flagged and verdict.reasons else None,
+            ),
+            (p[:4] for p in ring) if ring is not None else (),
+            self.baseline_tok_s,
+        )
 
     # ------------------------------------------------------------------ views
 
@@ -432,6 +490,8 @@ class SessionState:
             markers=tuple(self._markers),
             cycle=self._cycle(),
             events=self.events,
+            canaries=self._canary.views(),
+            diagnosis=self._diagnosis.view(finite(self.baseline_tok_s)),
         )
 
     def server_views(self) -> tuple[ServerView, ...]:
@@ -539,4 +599,5 @@ class SessionState:
             "resets": sum(len(s.resets) for s in self._servers.values()),
             "log_tail": sum(len(s.log_tail) for s in self._servers.values()),
             "fleet_history": self._fleet.retained(),
+            "diagnosis": self._diagnosis.retained(),
         }

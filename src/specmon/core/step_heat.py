@@ -186,13 +186,6 @@ class AnswerHeat:
                 out[s.heat] += s.tokens
         return out
 
-    def steps_by_heat(self) -> dict[HeatClass, int]:
-        """Spans of each class (a span is one step, except unknown ones)."""
-        out: dict[HeatClass, int] = dict.fromkeys(HEAT_CLASSES, 0)
-        for s in self.spans:
-            out[s.heat] += 1
-        return out
-
 
 def heat_from_steps(
     accepted: Sequence[int] | bytes,

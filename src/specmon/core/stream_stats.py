@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specmon.core.events import RequestEnded, RequestStarted, StreamChunk
+from specmon.core.server_timing import ServerTiming, TtftSplit, parse_server_timing, ttft_split
 
 MAX_SPEC_STEPS = 1_000_000
 """Most speculative steps a per-request object may report (more is absurd for one request)."""
@@ -277,6 +278,11 @@ class RequestStats:
     """Why the server's per-request object was ignored, when it was."""
     counted_chunk_tokens: tuple[int, ...] = ()
     """Tokens of the decode chunks that client AL counts (not merged, not the cut final one)."""
+    server_timing: ServerTiming | None = None
+    """The server's per-request timings (`--enable-per-request-metrics`) when it sent them."""
+    ttft_split: TtftSplit | None = None
+    """Client TTFT split into the engine's share (queue + server TTFT) and the rest (network,
+    API server, client), when both are known (core.server_timing)."""
 
 
 def _first_last_token_times(
@@ -342,6 +348,7 @@ def request_stats(trace: RequestTrace, *, n_spec: int | None = None) -> RequestS
         counted = [d for d in counted if d <= limit]
     client_al = sum(counted) / len(counted) if counted else None
     server_spec, server_note = validate_server_spec(ended.spec_decoding if ended else None)
+    timing = parse_server_timing(ended.server_timing if ended else None)
 
     return RequestStats(
         request_id=trace.request_id,
@@ -368,4 +375,6 @@ def request_stats(trace: RequestTrace, *, n_spec: int | None = None) -> RequestS
         t_last_token=t_last,
         server_spec_note=server_note,
         counted_chunk_tokens=tuple(counted),
+        server_timing=timing,
+        ttft_split=ttft_split(ttft, timing),
     )

@@ -24,17 +24,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from specmon.core.canary import CanaryView
+from specmon.core.diagnosis.state import DiagnosisView
 from specmon.core.events import GpuReading, ServerStatus, SessionInfo
 from specmon.core.fleet_views import FleetTargetInfo, ServerOrigin
+from specmon.core.server_timing import TtftSplit
 
 AcceptanceSource = Literal["server", "chunks", "metrics"]
 """Where a request's acceptance numbers came from:
 - "server": vLLM's own per-request `metrics.speculative_decoding` (exact under any concurrency);
 - "chunks": tokens per stream chunk with continuous usage stats (client side);
 - "metrics": /metrics counter deltas around the request (exact only when it ran alone)."""
-
-ACCEPTANCE_PREFERENCE: tuple[AcceptanceSource, ...] = ("server", "chunks", "metrics")
-"""The order in which a request's acceptance sources are preferred (DESIGN.md)."""
 
 MarkerKind = Literal["user", "counter_reset", "status"]
 RequestOutcomeView = Literal["ok", "failed", "cancelled", "running"]
@@ -154,6 +154,10 @@ class RequestRow:
     speed_class: SpeedClassView | None = None
     """ok / transition / vanilla-speed against the session's recent speeds; None while running,
     for failed/cancelled requests and for rows without a decode speed."""
+    ttft_split: TtftSplit | None = None
+    """The TTFT split into the engine's share (queue + server TTFT, from vLLM's per-request
+    timing metrics) and the rest (network, API server, client); None when the server sent no
+    timings (core.server_timing)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,13 +268,20 @@ class ResetView:
 
 @dataclass(frozen=True, slots=True)
 class ServerHistory:
-    """One entry per scrape (oldest first): parallel tuples of the same length."""
+    """One entry per scrape (oldest first): parallel tuples of the same length.
+
+    The one history of a server's numbers: the graphs and `watch --json` both read it (window
+    numbers over the state's window, since-start numbers from the counters' absolute values, as
+    in `WindowNumbers` and `LifetimeNumbers` at that scrape)."""
 
     t: tuple[float, ...]
     decode_tok_s: tuple[float | None, ...]
     acceptance_length: tuple[float | None, ...]
     requests_running: tuple[float | None, ...]
     kv_cache_usage_frac: tuple[float | None, ...]
+    draft_acceptance_rate: tuple[float | None, ...]
+    acceptance_length_lifetime: tuple[float | None, ...]
+    draft_acceptance_rate_lifetime: tuple[float | None, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -446,6 +457,12 @@ class SessionView:
     """None before any ok request."""
     events: int
     """Events folded so far (a reader can tell two views apart)."""
+    canaries: tuple[CanaryView, ...] = ()
+    """The canary probe of each probed server (`watch --canary`, chat's host mode; core.canary),
+    by source; empty when no canary ran."""
+    diagnosis: DiagnosisView | None = None
+    """Issue 21's analyses (core.diagnosis): AL by context, thermal attribution, seconds saved,
+    quality sentinel. None where a view is built without them."""
 
     def server(self, source: str) -> ServerView | None:
         """The view of one server by its base URL."""

@@ -8,8 +8,11 @@ No NaN or infinity is ever written: the views hold None for anything not finite.
 
 from __future__ import annotations
 
+from dataclasses import fields, is_dataclass
 from typing import Any
 
+from specmon.core.canary import canary_json
+from specmon.core.diagnosis.state import DiagnosisView
 from specmon.core.events import GpuReading
 from specmon.core.fleet_views import FleetTargetInfo
 from specmon.core.histogram_quantiles import SOURCE_WORDS
@@ -72,6 +75,7 @@ def snapshot_of(view: SessionView) -> dict[str, Any]:
             "window_seconds": view.window_seconds,
         },
         "servers": {s.source: server_json(s) for s in view.servers},
+        "canary": [canary_json(c) for c in view.canaries],
         "requests": {
             "rows": [row_json(r) for r in view.rows],
             "in_flight": [row_json(r) for r in view.in_flight],
@@ -101,7 +105,28 @@ def snapshot_of(view: SessionView) -> dict[str, Any]:
         "gpu": gpu_json(view.gpu),
         "markers": [{"t": m.t, "kind": m.kind, "label": m.label} for m in view.markers],
         "cycle": cycle_json(view.cycle),
+        "diagnosis": diagnosis_json(view.diagnosis),
     }
+
+
+def _plain(value: Any) -> Any:
+    """A view's value as JSON data: dataclasses as objects, tuples as lists, floats finite."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    if isinstance(value, float):
+        return _num(value)
+    return value
+
+
+def diagnosis_json(d: DiagnosisView | None) -> dict[str, Any] | None:
+    """Issue 21's analyses (added within version 1): `context`, `thermal`, `seconds_saved`,
+    `quality`, each the fields of its view (docs/diagnosis.md)."""
+    if d is None:
+        return None
+    out: dict[str, Any] = _plain(d)
+    return out
 
 
 def _pct(p: PercentileView) -> dict[str, float | None]:
@@ -148,6 +173,9 @@ def row_json(r: RequestRow) -> dict[str, Any]:
         "prompt_tokens": r.prompt_tokens,
         "completion_tokens": r.completion_tokens,
         "ttft_s": r.ttft_s,
+        "server_ttft_s": r.ttft_split.server_ttft_s if r.ttft_split else None,
+        "server_queue_s": r.ttft_split.queue_s if r.ttft_split else None,
+        "ttft_outside_engine_s": r.ttft_split.outside_s if r.ttft_split else None,
         "e2el_s": r.e2el_s,
         "tpot_s": r.tpot_s,
         "decode_tok_s": r.decode_tok_s,
@@ -250,6 +278,9 @@ def server_json(s: ServerView) -> dict[str, Any]:
             "acceptance_length": list(h.acceptance_length),
             "requests_running": list(h.requests_running),
             "kv_cache_usage": list(h.kv_cache_usage_frac),
+            "draft_acceptance_rate": list(h.draft_acceptance_rate),
+            "acceptance_length_lifetime": list(h.acceptance_length_lifetime),
+            "draft_acceptance_rate_lifetime": list(h.draft_acceptance_rate_lifetime),
         },
         "log": {
             "lines": s.log.lines,
@@ -322,6 +353,8 @@ def gpu_reading_json(r: GpuReading) -> dict[str, Any]:
         "utilization_pct": _num(r.utilization_pct),
         "power_w": _num(r.power_w),
         "power_limit_w": _num(r.power_limit_w),
+        "power_limit_requested_w": _num(r.power_limit_requested_w),
+        "power_limit_default_w": _num(r.power_limit_default_w),
         "sm_clock_mhz": _num(r.sm_clock_mhz),
         "memory_clock_mhz": _num(r.memory_clock_mhz),
         "clock_event_reasons": (

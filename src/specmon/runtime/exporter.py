@@ -23,11 +23,13 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable
-
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from typing import TYPE_CHECKING
 
 from specmon.core.errors import SpecmonError
 from specmon.core.views import SessionView
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
 
 DEFAULT_PORT = 9464
 DEFAULT_HOST = "127.0.0.1"
@@ -67,6 +69,10 @@ class Exporter:
     """The metrics of one session, and (after `serve`) the HTTP server that exposes them."""
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        # prometheus_client is imported here, by an exporter being made: the commands that take
+        # --export import this module before their first frame, with or without the option.
+        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
         self.registry = registry or CollectorRegistry(auto_describe=True)
         r = self.registry
         self.acceptance = Histogram(
@@ -169,6 +175,8 @@ class Exporter:
     def serve(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
         """Start the HTTP server; ExporterError (one line) when the port is in use."""
         try:
+            from prometheus_client import start_http_server
+
             server, _thread = start_http_server(port, addr=host, registry=self.registry)
         except OSError as exc:
             reason = "in use" if getattr(exc, "errno", None) == 98 else exc.strerror or str(exc)

@@ -131,7 +131,6 @@ class Hub:
         self._ready = threading.Event()
         self.errors: deque[str] = deque(maxlen=100)
         """Recent errors raised by subscribers or sources (they never stop the hub)."""
-        self.event_count = 0
 
     # ------------------------------------------------------------ lifecycle
 
@@ -231,7 +230,6 @@ class Hub:
     def emit(self, event: Event) -> None:
         """Hand one event to every subscriber in order. A failing subscriber is noted, not fatal."""
         with self._lock:
-            self.event_count += 1
             for subscriber in self._subscribers:
                 try:
                     subscriber(event)

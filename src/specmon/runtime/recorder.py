@@ -104,7 +104,6 @@ class Recorder:
         header = encode_header(info, started_at=started_at, secrets=secrets)
         self._out.write(self._dumps(header) + "\n")
         self.closed = False
-        self.lines_written = 1
         self._last_flush = clock()
         self.flush()
 
@@ -130,7 +129,6 @@ class Recorder:
 
     def _write_line(self, event: Event) -> None:
         self._out.write(self._dumps(self._encoder.encode(event)) + "\n")
-        self.lines_written += 1
         now = self._clock()
         if now - self._last_flush >= self._flush_interval:
             self._flush_at(now)

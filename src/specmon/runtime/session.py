@@ -20,10 +20,12 @@ arrival order, and each keeps the timestamp the collector gave it on arrival:
   delays its arrival timestamps through the GIL (docs/benchmarks.md, "Arrival skew").
 - `CollectorProcess`: the hub runs in a child process (multiprocessing, spawn) that has nothing
   else to do; it sends events in batches (every 20 ms, pickled) over a pipe, and this process
-  folds them on a receiver thread. Commands go the other way. The child dies with its parent
-  (PR_SET_PDEATHSIG on Linux, and the pipe's end-of-file everywhere), ignores Ctrl-C (its
-  parent stops it: a terminal's SIGINT reaches the whole process group), and stops within the
-  same bound as the hub; `stop()` ends it by force past that.
+  folds them on a receiver thread. Commands go the other way. Both directions are typed, frozen
+  messages (runtime/collector_messages.py), each side dispatching its set exhaustively. The
+  child dies with its parent (PR_SET_PDEATHSIG on Linux, and the pipe's end-of-file
+  everywhere), ignores Ctrl-C (its parent stops it: a terminal's SIGINT reaches the whole
+  process group), and stops within the same bound as the hub; `stop()` ends it by force past
+  that.
 
 Replay is not a session: a recording player is a source of the same events, folded the same way.
 """
@@ -44,11 +46,34 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
-from typing import Any, Protocol
+from typing import Any, Protocol, assert_never
 
 from specmon.core.events import Event, Marker, RequestEnded, SessionInfo
 from specmon.core.stream_limits import DEFAULT_LIMITS, StreamLimits
 from specmon.core.views import SessionView
+from specmon.runtime.canary import start_canary_from_extra
+from specmon.runtime.collector_messages import (
+    AddTarget,
+    Call,
+    Cancel,
+    Chat,
+    Command,
+    EventBatch,
+    Hello,
+    Mark,
+    RemoveTarget,
+    Reply,
+    Report,
+    ServerSeen,
+    StartFailed,
+    StartRecording,
+    Stop,
+    Stopped,
+    StopRecording,
+    is_command,
+    is_report,
+    unknown,
+)
 from specmon.runtime.fleet_run import start_fleet_from_extra
 from specmon.runtime.hub import STOP_TIMEOUT_S, Hub, Subscriber
 from specmon.runtime.monitor import Monitor, State, StateFactory, Target
@@ -67,18 +92,14 @@ START_TIMEOUT_S = 90.0
 CALL_TIMEOUT_S = 10.0
 """Bound on a command that answers (start or stop a recording)."""
 
+WARM_UP_AFTER_S = 1.0
+"""The collector imports the chat client's SDK once its first events went out, or this long
+after saying hello, whichever comes first (importing it before the hello made every start, and
+the time to `up`, ~0.9 s longer)."""
+
 PUBLISH_INTERVAL_S = 0.05
 """The receiver thread publishes the folded state's view at most this often (20 Hz), and once
 more when the events pause, so the last change is never left unpublished."""
-
-
-@dataclass(frozen=True, slots=True)
-class ServerSeen:
-    """What identifying one attached server found (picklable)."""
-
-    base_url: str
-    models: tuple[str, ...]
-    error: str | None
 
 
 class RecordingSwitch:
@@ -147,7 +168,7 @@ def _install_switch(monitor: Monitor, secrets: tuple[str, ...]) -> RecordingSwit
 
 
 def _seen(monitor: Monitor) -> tuple[ServerSeen, ...]:
-    return tuple(ServerSeen(i.base_url, tuple(i.models), i.error) for i in monitor.identities)
+    return tuple(_seen_one(i) for i in monitor.identities)
 
 
 async def _call(action: Callable[[], Any]) -> Any:
@@ -155,7 +176,9 @@ async def _call(action: Callable[[], Any]) -> Any:
 
 
 def _seen_one(identity: ServerIdentity) -> ServerSeen:
-    return ServerSeen(identity.base_url, tuple(identity.models), identity.error)
+    return ServerSeen(
+        identity.base_url, tuple(identity.models), identity.error, identity.context_lengths
+    )
 
 
 def _add_seen(monitor: Monitor, target: Target) -> ServerSeen:
@@ -381,7 +404,6 @@ class CollectorProcess:
         self._stopped = threading.Event()
         self._error: str | None = None
         self.errors: list[str] = []
-        self.event_count = 0
         self._servers: tuple[ServerSeen, ...] = ()
         self._clock_offset: float | None = None
         """time.monotonic() minus the collector's session clock (both system-wide monotonic)."""
@@ -389,7 +411,12 @@ class CollectorProcess:
         self._call_ids = 0
         self._recording: str | None = config.record
 
-    def start(self) -> SessionInfo:
+    def launch(self) -> None:
+        """Spawn the collector now, without waiting for it: it imports, identifies the servers
+        and says hello while the caller does other work (the app its first frame); `start()`
+        then waits for the hello. Does nothing when already launched."""
+        if self._process is not None:
+            return
         ctx = multiprocessing.get_context("spawn")
         parent, child = ctx.Pipe(duplex=True)
         self._conn = parent
@@ -406,6 +433,10 @@ class CollectorProcess:
             target=self._receive, name="specmon-session-receiver", daemon=True
         )
         self._receiver.start()
+
+    def start(self) -> SessionInfo:
+        """Launch the collector (unless `launch()` did) and wait for its hello (bounded)."""
+        self.launch()
         if not self._started.wait(START_TIMEOUT_S) or self.info is None:
             self.stop()
             raise RuntimeError(self._error or "the collector process did not start")
@@ -425,31 +456,10 @@ class CollectorProcess:
                     self._publish(due_only=False)  # the events paused: publish the last change
                     continue
                 message = conn.recv()
-                kind, payload = message[0], message[1]
-                if kind == "events":
-                    self._fold(payload)
-                    self._publish(due_only=True)
-                elif kind == "reply":
-                    _, token, ok, value = message
-                    future = self._calls.pop(token, None)
-                    if future is not None:
-                        if ok:
-                            future.set_result(value)
-                        else:
-                            future.set_exception(RuntimeError(value))
-                elif kind == "hello":
-                    info: SessionInfo = payload
-                    with self._lock:
-                        self.info = info
-                        self.state = self._state_factory(info)
-                        self._servers = message[2]
-                        self._clock_offset = message[3]
-                    self._started.set()
-                elif kind == "error":
-                    self._error = str(payload)
-                    self._started.set()
-                elif kind == "stopped":
-                    self.errors.extend(payload)
+                if not is_report(message):
+                    self.errors.append(unknown(message))
+                    continue
+                if self._on_report(message):
                     break
         except (EOFError, OSError):
             pass
@@ -460,6 +470,36 @@ class CollectorProcess:
                 if not future.done():
                     future.set_exception(RuntimeError("the session stopped"))
             self._calls.clear()
+
+    def _on_report(self, report: Report) -> bool:
+        """Handle one message of the collector (receiver thread); True once it stopped."""
+        match report:
+            case EventBatch(events=events):
+                self._fold(events)
+                self._publish(due_only=True)
+            case Reply(token=token, value=value, error=error):
+                future = self._calls.pop(token, None)
+                if future is not None:
+                    if error is None:
+                        future.set_result(value)
+                    else:
+                        future.set_exception(RuntimeError(error))
+            case Hello(info=info, servers=servers, clock_offset=offset):
+                with self._lock:
+                    self.info = info
+                    self.state = self._state_factory(info)
+                    self._servers = servers
+                    self._clock_offset = offset
+                self._started.set()
+            case StartFailed(error=error):
+                self._error = error
+                self._started.set()
+            case Stopped(errors=errors):
+                self.errors.extend(errors)
+                return True
+            case _:
+                assert_never(report)
+        return False
 
     def _publish(self, *, due_only: bool) -> None:
         """Publish the state's view (receiver thread, under the fold lock): when due after a
@@ -479,7 +519,6 @@ class CollectorProcess:
         with self._lock:
             state = self.state
             for event in events:
-                self.event_count += 1
                 if state is not None:
                     try:
                         state.apply(event)
@@ -491,7 +530,7 @@ class CollectorProcess:
                     except Exception as exc:
                         self.errors.append(f"subscriber: {type(exc).__name__}: {exc}")
 
-    def _send(self, message: tuple[Any, ...]) -> None:
+    def _send(self, message: Command) -> None:
         if self._conn is None or self._stopped.is_set():
             raise RuntimeError("the session is not running")
         self._conn.send(message)
@@ -535,13 +574,14 @@ class CollectorProcess:
         offset = self._clock_offset
         return time.monotonic() - offset if offset is not None else 0.0
 
-    def _request(self, *message: Any) -> Any:
+    def _request(self, make: Callable[[int], Call]) -> Any:
+        """Send the command `make(token)` and wait for its reply (bounded)."""
         with self._lock:
             self._call_ids += 1
             token = self._call_ids
             future: concurrent.futures.Future[Any] = concurrent.futures.Future()
             self._calls[token] = future
-        self._send((message[0], token, *message[1:]))
+        self._send(make(token))
         return future.result(CALL_TIMEOUT_S)
 
     @property
@@ -549,23 +589,23 @@ class CollectorProcess:
         return self._recording
 
     def start_recording(self, path: str) -> str:
-        result = str(self._request("record", path))
+        result = str(self._request(lambda token: StartRecording(token, path)))
         self._recording = result
         return result
 
     def stop_recording(self) -> str | None:
-        result = self._request("stop_recording")
+        result = self._request(StopRecording)
         self._recording = None
         return None if result is None else str(result)
 
     def add_target(self, target: Target) -> ServerSeen:
-        seen: ServerSeen = self._request("add_target", target)
+        seen: ServerSeen = self._request(lambda token: AddTarget(token, target))
         with self._lock:
             self._servers = (*self._servers, seen)
         return seen
 
     def remove_target(self, url: str) -> str:
-        base = str(self._request("remove_target", url))
+        base = str(self._request(lambda token: RemoveTarget(token, url)))
         with self._lock:
             self._servers = tuple(s for s in self._servers if s.base_url != base)
         return base
@@ -574,14 +614,14 @@ class CollectorProcess:
         self, request: ChatRequest, *, server: int = 0, request_id: str | None = None
     ) -> str:
         rid = request_id or new_request_id()
-        self._send(("chat", rid, request, server))
+        self._send(Chat(rid, request, server))
         return rid
 
     def cancel(self, request_id: str) -> None:
-        self._send(("cancel", request_id))
+        self._send(Cancel(request_id))
 
     def mark(self, label: str) -> None:
-        self._send(("mark", label))
+        self._send(Mark(label))
 
     def stop(self, timeout: float = STOP_TIMEOUT_S + 0.5) -> None:
         """Ask the collector to stop (it closes the recording), wait `timeout` at most, then end
@@ -599,7 +639,7 @@ class CollectorProcess:
         deadline = time.monotonic() + timeout
         with contextlib.suppress(OSError, ValueError):
             if not self._stopped.is_set():
-                conn.send(("stop",))
+                conn.send(Stop())
         self._stopped.wait(max(0.0, deadline - time.monotonic()))
         process.join(max(0.0, deadline - time.monotonic()))
         if process.is_alive():
@@ -656,6 +696,14 @@ def _die_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
 
+def _warm_up(first_sent: threading.Event) -> None:
+    """Import the OpenAI SDK (~0.9 s) ahead of the first chat, once the first events went out
+    (at most WARM_UP_AFTER_S after the hello): neither the start nor the first answer waits."""
+    first_sent.wait(WARM_UP_AFTER_S)
+    with contextlib.suppress(Exception):
+        import openai  # noqa: F401
+
+
 def collector_main(config: SessionConfig, conn: Connection, parent_pid: int) -> None:
     """The collector process: hub + sources + recorder; events to `conn` in batches."""
     _die_with_parent(parent_pid)
@@ -663,9 +711,10 @@ def collector_main(config: SessionConfig, conn: Connection, parent_pid: int) -> 
         _quiet_stdio()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     outbox: queue.SimpleQueue[Event | None] = queue.SimpleQueue()
+    first_sent = threading.Event()
     send_lock = threading.Lock()
 
-    def send(message: tuple[Any, ...]) -> bool:
+    def send(message: Report) -> bool:
         try:
             with send_lock:
                 conn.send(message)
@@ -690,8 +739,9 @@ def collector_main(config: SessionConfig, conn: Connection, parent_pid: int) -> 
                     done = True
                 else:
                     batch.append(item)
-            if batch and not send(("events", batch)):
+            if batch and not send(EventBatch(tuple(batch))):
                 return
+            first_sent.set()
             if done:
                 return
 
@@ -714,21 +764,25 @@ def collector_main(config: SessionConfig, conn: Connection, parent_pid: int) -> 
     try:
         info = monitor.start()
         start_fleet_from_extra(monitor, config.extra)  # watch --prometheus
+        start_canary_from_extra(monitor, config.extra)  # watch --canary, chat's host mode
     except Exception as exc:
-        send(("error", f"{type(exc).__name__}: {exc}"))
+        send(StartFailed(f"{type(exc).__name__}: {_one_line(exc)}"))
         monitor.stop()
         return
     secrets = tuple(k for k in (resolve_api_key(config.api_key),) if k)
     switch = _install_switch(monitor, secrets)
-    send(("hello", info, _seen(monitor), time.monotonic() - hub.clock()))
+    send(Hello(info, _seen(monitor), time.monotonic() - hub.clock()))
+    threading.Thread(
+        target=_warm_up, args=(first_sent,), name="specmon-collector-warm-up", daemon=True
+    ).start()
 
     def answer(token: int, action: Callable[[], Any]) -> None:
         try:
             value = hub.submit(_call(action)).result(CALL_TIMEOUT_S - 1)
         except Exception as exc:
-            send(("reply", token, False, " ".join(str(exc).split()) or type(exc).__name__))
+            send(Reply(token, error=_one_line(exc)))
         else:
-            send(("reply", token, True, value))
+            send(Reply(token, value))
 
     def answer_off_hub(token: int, action: Callable[[], Any]) -> None:
         """Run a blocking action that waits on the hub itself (adding or removing a target) on
@@ -738,9 +792,9 @@ def collector_main(config: SessionConfig, conn: Connection, parent_pid: int) -> 
             try:
                 value = action()
             except Exception as exc:
-                send(("reply", token, False, _one_line(exc)))
+                send(Reply(token, error=_one_line(exc)))
             else:
-                send(("reply", token, True, value))
+                send(Reply(token, value))
 
         threading.Thread(target=work, name="specmon-collector-target", daemon=True).start()
 
@@ -752,17 +806,12 @@ def collector_main(config: SessionConfig, conn: Connection, parent_pid: int) -> 
 
         return drop
 
-    try:
-        while True:
-            try:
-                message = conn.recv()
-            except (EOFError, OSError):
-                break  # the parent is gone
-            kind = message[0]
-            if kind == "stop":
-                break
-            if kind == "chat":
-                _, rid, request, server = message
+    def obey(command: Command) -> bool:
+        """Carry out one command of the app; False: stop."""
+        match command:
+            case Stop():
+                return False
+            case Chat(request_id=rid, request=request, server=server):
                 future = hub.submit(
                     run_request(
                         monitor.clients[server],
@@ -774,26 +823,40 @@ def collector_main(config: SessionConfig, conn: Connection, parent_pid: int) -> 
                 )
                 running[rid] = future
                 future.add_done_callback(forget(rid))
-            elif kind == "cancel":
-                found = running.get(message[1])
+            case Cancel(request_id=rid):
+                found = running.get(rid)
                 if found is not None:
                     found.cancel()
-            elif kind == "mark":
-                hub.post(Marker(t=hub.clock(), label=str(message[1])))
-            elif kind == "record":
-                path = str(message[2])
-                answer(message[1], functools.partial(switch.start, path))
-            elif kind == "stop_recording":
-                answer(message[1], switch.stop)
-            elif kind == "add_target":
-                answer_off_hub(message[1], functools.partial(_add_seen, monitor, message[2]))
-            elif kind == "remove_target":
-                answer_off_hub(message[1], functools.partial(monitor.remove_target, message[2]))
+            case Mark(label=label):
+                hub.post(Marker(t=hub.clock(), label=label))
+            case StartRecording(token=token, path=path):
+                answer(token, functools.partial(switch.start, path))
+            case StopRecording(token=token):
+                answer(token, switch.stop)
+            case AddTarget(token=token, target=target):
+                answer_off_hub(token, functools.partial(_add_seen, monitor, target))
+            case RemoveTarget(token=token, url=url):
+                answer_off_hub(token, functools.partial(monitor.remove_target, url))
+            case _:
+                assert_never(command)
+        return True
+
+    try:
+        while True:
+            try:
+                message = conn.recv()
+            except (EOFError, OSError):
+                break  # the parent is gone
+            if not is_command(message):
+                hub.errors.append(unknown(message))
+                continue
+            if not obey(message):
+                break
     finally:
         monitor.stop()
         outbox.put(None)
         sending.join(STOP_TIMEOUT_S)
-        send(("stopped", list(hub.errors)))
+        send(Stopped(tuple(hub.errors)))
         with contextlib.suppress(OSError):
             conn.close()
         # Stopped cleanly (recording closed): skip the interpreter's teardown, which takes

@@ -15,6 +15,7 @@ from datetime import datetime
 from specmon.core.clock import Clock
 from specmon.sim import logs, request_body, tokenizer
 from specmon.sim.api_errors import ApiError
+from specmon.sim.drift import Drift
 from specmon.sim.engine import Engine, Sleeper
 from specmon.sim.faults import FaultError, corrupt_metrics_page, parse_faults
 from specmon.sim.http import HttpRequest, Responder
@@ -48,13 +49,14 @@ class SimApp:
         log_sink: LogSink = stderr_sink,
         spec_metrics: SpecMetricsLevel = "none",
         engines: int = 1,
+        drift: Drift | None = None,
     ) -> None:
         self.profile = profile
         self.n_spec = n_spec
         self.seed = seed
         self.log_sink = log_sink
         self.engine = Engine(
-            profile, n_spec, schedule, speed, seed, clock, sleep, spec_metrics, engines
+            profile, n_spec, schedule, speed, seed, clock, sleep, spec_metrics, engines, drift
         )
         self.created = int(time.time())
         self.pid = os.getpid()

@@ -21,9 +21,18 @@ from dataclasses import dataclass
 from specmon.core.clock import Clock
 from specmon.sim import logs, request_body, responses, step_model, tokenizer
 from specmon.sim.api_errors import ApiError
+from specmon.sim.drift import (
+    GARBLE_TOKENS,
+    LOOP_PHRASE,
+    LOOP_SCALE,
+    Drift,
+    GpuState,
+    gpu_state,
+    step_stretch,
+)
 from specmon.sim.faults import Faults
 from specmon.sim.http import Responder
-from specmon.sim.jsonwire import dumps
+from specmon.sim.jsonwire import JsonObject, dumps
 from specmon.sim.metrics import FinishedRequest, SimMetrics
 from specmon.sim.profiles import Profile
 from specmon.sim.schedule import Schedule
@@ -72,6 +81,9 @@ class _Generation:
     kv_held: int = 0
     engine: int = 0
     """The engine (data-parallel rank) serving it: requests go round-robin over the engines."""
+    loops: bool = False
+    garbled: bool = False
+    """A `loop` drift made this answer repeat itself (sim.drift)."""
 
 
 class Engine:
@@ -88,8 +100,14 @@ class Engine:
         sleep: Sleeper,
         spec_metrics: SpecMetricsLevel = "none",
         engines: int = 1,
+        drift: Drift | None = None,
     ) -> None:
         self.profile = profile
+        self.drift = drift if drift is not None else Drift()
+        """Drifts with context, uptime and heat (`--drift`, sim.drift)."""
+        self.started_at = clock()
+        self.busy_s = 0.0
+        """Model seconds of decode steps so far (what heats the simulated GPU)."""
         self.n_spec = n_spec
         self.schedule = schedule
         self.speed = speed
@@ -98,6 +116,8 @@ class Engine:
         self.sleep = sleep
         self.spec_metrics: SpecMetricsLevel = spec_metrics
         """`--per-request-spec-decode-metrics`: none, summary or detailed."""
+        self.timing_metrics = False
+        """`--enable-per-request-metrics`: the timing fields in each response's `metrics`."""
         self.metrics = SimMetrics(
             profile.model,
             n_spec,
@@ -201,6 +221,12 @@ class Engine:
         tokens, stopped = tokenizer.answer_tokens(
             rng.randrange(1 << 30), req.max_tokens, req.ignore_eos
         )
+        loops = self.drift.loops(number)
+        if loops:
+            tokens = [LOOP_PHRASE[i % len(LOOP_PHRASE)] for i in range(len(tokens))]
+        garbled = not loops and self.drift.garbles(number)
+        if garbled:
+            tokens = [rng.choice(GARBLE_TOKENS) for _ in tokens]
         request_id = f"{'chatcmpl-' if req.chat else 'cmpl-'}{rng.getrandbits(128):032x}"
         created = int(time.time())
         writer = (
@@ -227,6 +253,8 @@ class Engine:
             last_token_t=arrival,
             deadline=arrival,
             stall_pending=faults.stall_s is not None,
+            loops=loops,
+            garbled=garbled,
         )
 
     async def _run(self, gen: _Generation) -> None:
@@ -268,6 +296,7 @@ class Engine:
             len(gen.tokens),
             gen.rng,
             self.scales[gen.phase],
+            self._scale_at(gen),
         )
         for step in steps:
             await self._pace(gen, step)
@@ -277,12 +306,33 @@ class Engine:
             if not await self._send(gen, step):
                 return
 
+    def _scale_at(self, gen: _Generation) -> Callable[[int], float] | None:
+        """The drift's acceptance factor after `emitted` tokens of this answer (None: none)."""
+        drift = self.drift
+        if not drift.active:
+            return None
+        prompt = len(gen.req.prompt_ids)
+        loop = LOOP_SCALE if gen.loops else 0.0 if gen.garbled else 1.0
+
+        def scale_at(emitted: int) -> float:
+            uptime = (self.clock() - self.started_at) * self.speed
+            return loop * drift.acceptance_scale(prompt + emitted, uptime)
+
+        return scale_at
+
+    def gpu_state(self) -> GpuState:
+        """The simulated GPU now (temperature, SM clock, power) under the thermal drift."""
+        return gpu_state(self.drift.heat_s, self.busy_s, self.running)
+
     async def _pace(self, gen: _Generation, step: step_model.Step) -> None:
         """Wait until the step is due: its duration (stretched by the batch and by a stall
         fault) after the previous one, divided by --speed; yield now and then when late."""
         duration = step.duration
         if not step.prefill:
             duration *= step_model.contention_factor(self.profile, self.running)
+            if self.drift.heat_s is not None:
+                duration *= step_stretch(self.gpu_state())
+            self.busy_s += duration
         if gen.stall_pending and gen.sent >= gen.faults.stall_after:
             duration += gen.faults.stall_s or 0.0
             gen.stall_pending = False
@@ -348,8 +398,9 @@ class Engine:
         """The end of a complete answer: the usage chunk (with the per-request object) and
         [DONE] when streamed, else the whole response."""
         spec = gen.spec.to_dict() if gen.spec is not None else None
+        timing = self._timing(gen) if self.timing_metrics else None
         if gen.writer is not None:
-            tail = gen.writer.usage_chunk(gen.sent, spec) if gen.req.include_usage else b""
+            tail = gen.writer.usage_chunk(gen.sent, spec, timing) if gen.req.include_usage else b""
             await gen.out.write(tail + gen.writer.DONE)
             await gen.out.end()
             return
@@ -362,8 +413,20 @@ class Engine:
             gen.reason,
             self.fingerprint,
             spec,
+            timing,
         )
         await gen.out.send(200, dumps(body).encode())
+
+    def _timing(self, gen: _Generation) -> JsonObject:
+        """The request's timing fields as vLLM computes them (the simulator has no queue: a
+        request is scheduled on arrival, so queue time is 0 and TTFT runs from arrival)."""
+        return responses.timing_metrics(
+            queue_s=0.0,
+            ttft_s=max(0.0, gen.first_token_t - gen.arrival),
+            generation_s=max(0.0, gen.last_token_t - gen.first_token_t),
+            tokens=gen.sent,
+            since_scheduled_s=max(0.0, gen.last_token_t - gen.arrival),
+        )
 
     def _close(self, gen: _Generation) -> None:
         """The request leaves the engine, whatever ended it: running, KV cache, and the

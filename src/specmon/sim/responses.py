@@ -19,27 +19,49 @@ TIMING_METRICS = (
     "mean_itl_ms",
     "tokens_per_second",
 )
-"""vLLM's per-request timing fields (`--enable-per-request-metrics`, which the simulator does not
-offer): null in a whole response's `metrics`, left out of a streamed one."""
+"""vLLM's per-request timing fields (`--enable-per-request-metrics`): null in a whole response's
+`metrics` and left out of a streamed one when the flag is off."""
 
 
-def stream_metrics(spec: JsonObject | None) -> JsonObject | None:
-    """`metrics` of the final usage chunk: vLLM dumps it with exclude_none, so only
-    `speculative_decoding` remains, without the per-step arrays at the summary level."""
-    if spec is None:
-        return None
-    return {"speculative_decoding": {k: v for k, v in spec.items() if v is not None}}
+def timing_metrics(
+    *, queue_s: float, ttft_s: float, generation_s: float, tokens: int, since_scheduled_s: float
+) -> JsonObject:
+    """The timing fields as vLLM computes them (reference §3.3): TTFT from scheduling,
+    mean ITL = generation / (tokens - 1), tok/s = tokens / (last token - scheduled)."""
+    return {
+        "time_to_first_token_ms": round(ttft_s * 1000.0, 3),
+        "generation_time_ms": round(generation_s * 1000.0, 3),
+        "queue_time_ms": round(queue_s * 1000.0, 3),
+        "mean_itl_ms": round(generation_s * 1000.0 / (tokens - 1), 3) if tokens > 1 else None,
+        "tokens_per_second": round(tokens / since_scheduled_s, 3)
+        if since_scheduled_s > 0
+        else None,
+    }
 
 
-def response_metrics(spec: JsonObject | None) -> JsonObject | None:
+def stream_metrics(spec: JsonObject | None, timing: JsonObject | None = None) -> JsonObject | None:
+    """`metrics` of the final usage chunk: vLLM dumps it with exclude_none, so only the set
+    timing fields and `speculative_decoding` remain, the latter without the per-step arrays at
+    the summary level."""
+    out: JsonObject = {k: v for k, v in (timing or {}).items() if v is not None}
+    if spec is not None:
+        out["speculative_decoding"] = {k: v for k, v in spec.items() if v is not None}
+    return out or None
+
+
+def response_metrics(
+    spec: JsonObject | None, timing: JsonObject | None = None
+) -> JsonObject | None:
     """`metrics` of a whole response: every field, null where unset; the per-step arrays are
     null at the summary level. None (JSON null) when the server gives no per-request metrics."""
-    if spec is None:
+    if spec is None and timing is None:
         return None
-    full = {**spec}
-    for key in ("per_step_accepted", "per_step_drafted"):
-        full.setdefault(key, None)
-    return {**dict.fromkeys(TIMING_METRICS), "speculative_decoding": full}
+    full: JsonObject | None = None
+    if spec is not None:
+        full = {**spec}
+        for key in ("per_step_accepted", "per_step_drafted"):
+            full.setdefault(key, None)
+    return {**dict.fromkeys(TIMING_METRICS), **(timing or {}), "speculative_decoding": full}
 
 
 def usage(prompt: int, completion: int) -> JsonObject:
@@ -132,7 +154,12 @@ class ChunkWriter:
             obj["system_fingerprint"] = self.fingerprint
         return self._message(obj)
 
-    def usage_chunk(self, completion_tokens: int, spec: JsonObject | None = None) -> bytes:
+    def usage_chunk(
+        self,
+        completion_tokens: int,
+        spec: JsonObject | None = None,
+        timing: JsonObject | None = None,
+    ) -> bytes:
         """The final `choices: []` chunk with usage (include_usage); with the request's
         `metrics.speculative_decoding` object when the server gives one (the only chunk that
         carries it)."""
@@ -142,7 +169,7 @@ class ChunkWriter:
             "usage": usage(self.prompt_tokens, completion_tokens),
             "system_fingerprint": self.fingerprint,
         }
-        metrics = stream_metrics(spec)
+        metrics = stream_metrics(spec, timing)
         if metrics is not None:
             obj["metrics"] = metrics
         return self._message(obj)
@@ -159,6 +186,7 @@ def full_response(
     finish: str,
     system_fingerprint: str,
     spec: JsonObject | None = None,
+    timing: JsonObject | None = None,
 ) -> JsonObject:
     """The non-streamed chat.completion / text_completion object; `spec` is the request's
     `metrics.speculative_decoding` object (None: `metrics` is null)."""
@@ -211,6 +239,6 @@ def full_response(
     if req.chat:  # a text_completion has no prompt fields at the top level
         response.update(prompt_logprobs=None, prompt_token_ids=None, prompt_text=None)
     response.update(
-        kv_transfer_params=None, ec_transfer_params=None, metrics=response_metrics(spec)
+        kv_transfer_params=None, ec_transfer_params=None, metrics=response_metrics(spec, timing)
     )
     return response

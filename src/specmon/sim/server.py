@@ -18,6 +18,7 @@ from types import TracebackType
 
 from specmon.core.clock import Clock, monotonic_clock
 from specmon.sim.app import LogSink, SimApp, Sleeper, stderr_sink
+from specmon.sim.drift import Drift, DriftError, parse_drift
 from specmon.sim.http import HttpServer
 from specmon.sim.profiles import DEFAULT_PROFILE, get_profile
 from specmon.sim.schedule import Schedule, parse_schedule
@@ -40,9 +41,14 @@ class SimConfig:
     per_request_spec_decode_metrics: str = "none"
     """vLLM's `--per-request-spec-decode-metrics`: none (vLLM's default), summary or detailed
     (docs/simulator.md); anything but none needs speculation (n_spec > 0), as in vLLM."""
+    enable_per_request_metrics: bool = False
+    """vLLM's `--enable-per-request-metrics`: the per-request timing fields (queue, TTFT,
+    generation time, mean ITL, tok/s) in each response's `metrics`."""
     engines: int = 1
     """Engines (data-parallel ranks): one `engine` label per rank on /metrics, requests served
     round-robin (1..16)."""
+    drift: str | None = None
+    """Drifts with context length, uptime, heat, or looping answers (sim.drift; default none)."""
 
 
 class SimConfigError(ValueError):
@@ -55,6 +61,7 @@ class Resolved:
     n_spec: int
     schedule: Schedule | None
     spec_metrics: SpecMetricsLevel = "none"
+    drift: Drift | None = None
 
 
 def resolve(config: SimConfig) -> Resolved:
@@ -87,7 +94,13 @@ def resolve(config: SimConfig) -> Resolved:
             "--per-request-spec-decode-metrics requires speculative decoding (n_spec > 0), "
             "as in vLLM"
         )
-    return Resolved(profile.name, n_spec, schedule, spec_metrics)
+    drift = None
+    if config.drift:
+        try:
+            drift = parse_drift(config.drift)
+        except DriftError as err:
+            raise SimConfigError(str(err)) from None
+    return Resolved(profile.name, n_spec, schedule, spec_metrics, drift)
 
 
 class SimServer:
@@ -113,7 +126,9 @@ class SimServer:
             log_sink,
             resolved.spec_metrics,
             config.engines,
+            resolved.drift,
         )
+        self.app.engine.timing_metrics = config.enable_per_request_metrics
         self.http = HttpServer(self.app.handle, config.host, config.port)
         self._log_task: asyncio.Task[None] | None = None
 

@@ -20,7 +20,7 @@ expected number of steps is computed by dynamic programming over the tokens left
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -203,13 +203,16 @@ def request_steps(
     max_tokens: int,
     rng: random.Random,
     scale: float = 1.0,
+    scale_at: Callable[[int], float] | None = None,
 ) -> Iterator[Step]:
     """The steps of one request: the prefill (first token), then decode steps to `max_tokens`.
 
     On the last step the emitted tokens are capped at what is left, and `accepted` is counted as
     emitted - 1, so that over a request generation tokens = first token + drafts + accepted,
     as in vLLM's counters. Durations are for a request alone; the server stretches them with
-    `contention_factor` by the batch it runs in.
+    `contention_factor` by the batch it runs in. `scale_at(emitted)`, when given, multiplies
+    the acceptance scale of the step that follows `emitted` tokens (a drift with context length
+    or uptime, sim.drift).
     """
     if max_tokens <= 0:
         return
@@ -218,6 +221,8 @@ def request_steps(
     left = max_tokens - 1
     duration = step_time(profile, n_spec)
     while left > 0:
+        if scale_at is not None and n_spec > 0:
+            cond = conditional_acceptance(profile, n_spec, scale * scale_at(max_tokens - left))
         accepted = draw_accepted(cond, rng) if n_spec > 0 else 0
         tokens = min(accepted + 1, left)
         left -= tokens

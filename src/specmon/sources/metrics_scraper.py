@@ -43,6 +43,7 @@ from specmon.sources.http_read import (
     HttpTooLarge,
     read_answer,
 )
+from specmon.sources.tls import verifying_context
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -108,6 +109,7 @@ class MetricsScraper:
         self._secrets = tuple(v.split()[-1] for v in auth.values() if v.strip())
         self._client = httpx.AsyncClient(
             timeout=httpx.Timeout(timeout),
+            verify=verifying_context(),
             headers=auth,
             transport=transport,
             follow_redirects=True,

@@ -109,7 +109,6 @@ class PrometheusFleet:
         self._targets_api = True
         self._known: set[Key] = set()
         self._history_t: float | None = None
-        self.reads = 0
         self.failures = 0
         self.last: FleetSampled | None = None
 
@@ -203,7 +202,6 @@ class PrometheusFleet:
                 targets=(),
                 error=self._describe(exc),
             )
-        self.reads += 1
         self.last = event
         emit(event)
         return event

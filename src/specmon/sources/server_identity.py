@@ -20,6 +20,7 @@ import httpx
 from specmon.core.events import SessionInfo
 from specmon.core.redaction import redact_text
 from specmon.sources.http_read import Answer, HttpReadError, read_answer
+from specmon.sources.tls import verifying_context
 
 SIMULATED_HEADER = "x-specmon-simulated"
 """The header every response of the built-in simulator carries ("1")."""
@@ -71,6 +72,9 @@ class ServerIdentity:
     profile: str | None = None
     n_spec: int | None = None
     error: str | None = None
+    context_lengths: tuple[tuple[str, int], ...] = ()
+    """(model id, max_model_len) for each listed model whose card gives a positive integer
+    `max_model_len` (vLLM's cards do): the chat's context limit, without asking again."""
 
     def session_info(self, model: str | None = None) -> SessionInfo:
         """SessionInfo for a session on this server."""
@@ -103,6 +107,7 @@ async def identify(
     profile: str | None = None
     n_spec: int | None = None
     models: tuple[str, ...] = ()
+    context_lengths: tuple[tuple[str, int], ...] = ()
     errors: list[str] = []
 
     def clean(exc: BaseException) -> str:
@@ -110,6 +115,7 @@ async def identify(
 
     async with httpx.AsyncClient(
         timeout=httpx.Timeout(timeout),
+        verify=verifying_context(),
         headers=headers,
         transport=transport,
     ) as http:
@@ -153,7 +159,9 @@ async def identify(
             errors.append(f"/v1/models: HTTP {models_answer.status}")
         else:
             try:
-                models = _model_ids(json.loads(models_answer.body))
+                listing = json.loads(models_answer.body)
+                models = _model_ids(listing)
+                context_lengths = _context_lengths(listing)
             except ValueError as exc:
                 errors.append(f"/v1/models: {clean(exc)}")
     return ServerIdentity(
@@ -164,6 +172,7 @@ async def identify(
         profile=profile,
         n_spec=n_spec,
         error="; ".join(errors) or None,
+        context_lengths=context_lengths,
     )
 
 
@@ -174,3 +183,16 @@ def _model_ids(body: object) -> tuple[str, ...]:
     return tuple(
         m["id"] for m in body["data"] if isinstance(m, dict) and isinstance(m.get("id"), str)
     )
+
+
+def _context_lengths(body: object) -> tuple[tuple[str, int], ...]:
+    """(id, max_model_len) of every card of a model list (checked by `_model_ids`) that has a
+    string id and a positive integer `max_model_len`."""
+    assert isinstance(body, dict)
+    out = []
+    for m in body["data"]:
+        if isinstance(m, dict) and isinstance(m.get("id"), str):
+            n = m.get("max_model_len")
+            if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+                out.append((m["id"], n))
+    return tuple(out)

@@ -20,9 +20,7 @@ import itertools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-import openai
+from typing import TYPE_CHECKING, Any
 
 from specmon.core.clock import Clock, monotonic_clock
 from specmon.core.events import Emit, RequestEnded, RequestStarted
@@ -37,6 +35,9 @@ from specmon.sources.server_identity import (
     server_base,
 )
 from specmon.sources.stream_reader import StreamState, read_stream, token_count
+
+if TYPE_CHECKING:
+    import openai
 
 __all__ = [
     "IDENTIFY_TIMEOUT_S",
@@ -145,14 +146,11 @@ class StreamClient:
         self._key = resolve_api_key(api_key) if from_env else (api_key or None)
         self._clock = clock
         self.limits = limits
-        # Every read (the response head, each piece of the body) waits at most the idle
-        # timeout: "no byte for N s" is httpx's read timeout.
-        self._client = openai.AsyncOpenAI(
-            base_url=self.base_url + "/v1",
-            api_key=self._key or NO_KEY,
-            timeout=openai.Timeout(limits.idle_timeout_s, connect=connect_timeout),
-            max_retries=max_retries,
-        )
+        self._connect_timeout = connect_timeout
+        self._max_retries = max_retries
+        self._client: openai.AsyncOpenAI | None = None
+        """The SDK's client, made on first use (`sdk()`): importing openai takes ~0.9 s, which
+        a session that has not asked anything yet (start-up, `watch`) must not wait for."""
         self._secrets = (self._key,) if self._key else ()
         self._models: tuple[str, ...] | None = None
         self.simulated: bool | None = None
@@ -161,8 +159,25 @@ class StreamClient:
     def _clean(self, text: str) -> str:
         return redact_text(text, self._secrets)
 
+    def sdk(self) -> openai.AsyncOpenAI:
+        """The SDK's client (imports openai and makes it on the first call)."""
+        if self._client is None:
+            import openai
+
+            # Every read (the response head, each piece of the body) waits at most the idle
+            # timeout: "no byte for N s" is httpx's read timeout.
+            self._client = openai.AsyncOpenAI(
+                base_url=self.base_url + "/v1",
+                api_key=self._key or NO_KEY,
+                timeout=openai.Timeout(self.limits.idle_timeout_s, connect=self._connect_timeout),
+                max_retries=self._max_retries,
+            )
+        return self._client
+
     async def aclose(self) -> None:
-        await self._client.close()
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
 
     async def __aenter__(self) -> StreamClient:
         return self
@@ -175,7 +190,7 @@ class StreamClient:
     async def list_models(self) -> tuple[str, ...]:
         """Model ids from /v1/models (cached after the first success)."""
         if self._models is None:
-            page = await self._client.models.list()
+            page = await self.sdk().models.list()
             self._models = tuple(m.id for m in page.data)
         return self._models
 
@@ -241,7 +256,7 @@ class StreamClient:
             limits=self.limits, token_limit=self.limits.token_limit(request.max_tokens)
         )
         try:
-            async with self._client.chat.completions.with_streaming_response.create(
+            async with self.sdk().chat.completions.with_streaming_response.create(
                 **kwargs
             ) as response:
                 if response.headers.get(SIMULATED_HEADER) == "1":
@@ -261,6 +276,8 @@ class StreamClient:
 
     def _describe(self, exc: BaseException) -> str:
         """A one-line description of a failure, with any secret scrubbed."""
+        import openai  # already imported: the failure came from the SDK's client, or not
+
         if isinstance(exc, StreamFormatError):
             text = str(exc)
         elif _is_a(exc, "ReadTimeout") or (

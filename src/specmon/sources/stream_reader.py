@@ -22,6 +22,7 @@ from typing import Any
 
 from specmon.core.clock import Clock
 from specmon.core.events import Emit, RequestEnded, RequestOutcome, StreamChunk
+from specmon.core.server_timing import TIMING_FIELDS
 from specmon.core.sse import SseDecoder, StreamFormatError
 from specmon.core.stream_limits import CHUNK_SLACK, DEFAULT_LIMITS, StreamLimits, size_text
 
@@ -71,6 +72,7 @@ class StreamState:
     prompt_tokens: int | None = None
     finish_reason: str | None = None
     spec_decoding: dict[str, Any] | None = None
+    server_timing: dict[str, Any] | None = None
     limits: StreamLimits = field(default=DEFAULT_LIMITS, repr=False)
     token_limit: int = DEFAULT_LIMITS.max_answer_tokens
     """The most tokens (and, with `CHUNK_SLACK`, choice messages) the answer may have."""
@@ -95,6 +97,7 @@ class StreamState:
             finish_reason=self.finish_reason,
             spec_decoding=self.spec_decoding,
             error=error,
+            server_timing=self.server_timing,
         )
 
     def end_of_stream(self, now: float, request_id: str) -> RequestEnded:
@@ -173,6 +176,9 @@ def fold_message(t: float, rid: str, payload: bytes, state: StreamState, emit: E
         spec = metrics.get("speculative_decoding")
         if isinstance(spec, dict):
             state.spec_decoding = spec
+        timing = {k: v for k in TIMING_FIELDS if type(v := metrics.get(k)) in (int, float)}
+        if timing:
+            state.server_timing = timing
     choices = data.get("choices")
     if not choices:
         if choices is None or type(choices) is list:

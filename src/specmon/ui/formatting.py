@@ -1,6 +1,7 @@
-"""Presentation rules shared by every specmon screen (the Rich console now, the Textual app next):
-number formats, the dash for missing numbers, safe text, the vanilla-speed flag's words, status
-words, and labels for acceptance sources and for window vs since-start numbers.
+"""Presentation rules shared by every specmon screen (the Textual app and `watch`'s Rich console):
+number formats, the dash for missing numbers, untrusted text made safe (`visible` for the app,
+`clean` for the console and plain lines), the verdict's words, status words and colours, and
+labels for acceptance sources and for window vs since-start numbers.
 
 Every number has a field width (`fit`): a value too wide for it is written as out of range
 (">1e6", "<-1e5"), never as 309 digits, and an infinite one likewise (no "inf").
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from specmon.core.events import GpuReading
+from specmon.core.verdict import request_verdict
 from specmon.core.views import Acceptance, AcceptanceSource, CycleView, RequestRow
 
 DASH = "—"
@@ -27,12 +29,42 @@ GIB = 1024**3
 SIMULATED_BANNER = " SIMULATED — numbers from specmon's built-in simulator, not a real GPU "
 SIMULATED_PREFIX = "[SIMULATED] "
 
+_BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+_UNSAFE = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI}]")
+
+
+def _stand_in(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x20:
+        return chr(0x2400 + code)
+    if code == 0x7F:
+        return "\u2421"
+    return f"<U+{code:04X}>"
+
+
+def visible(text: str) -> str:
+    """`text` with every control character (except newline and tab) replaced by a visible sign:
+    what the app shows of untrusted text (model output, server messages, logs). C0 codes become
+    their Unicode "control picture" (ESC -> U+241B), DEL U+2421, C1 codes and bidi controls
+    `<U+XXXX>`. Markup is not touched here: the widgets show Text objects, never markup."""
+    if not _UNSAFE.search(text):
+        return text
+    return _UNSAFE.sub(_stand_in, text)
+
+
+def visible_line(text: str | None) -> str:
+    """Untrusted text on one line (model names, errors): runs of whitespace folded to one
+    space, control characters made visible; — when missing."""
+    return visible(" ".join((text or DASH).split()))
+
+
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069]")
 _LINE_BREAKS = re.compile(r"[\t\n]+")
 
 
 def clean(text: str, *, multiline: bool = False) -> str:
-    """Text safe to print: control characters (escape sequences, bidi overrides) removed, and,
+    """Text safe to print where nothing can stand in for a character (the Rich console, plain
+    lines, files): control characters (escape sequences, bidi overrides) removed, and,
     unless `multiline`, tabs and newlines turned into spaces so one field stays one line (a
     server's error text cannot forge lines of its own in the output)."""
     text = _CONTROL.sub("", text)
@@ -84,6 +116,14 @@ def fit(value: float | int | None, spec: str, width: int, unit: str = "") -> str
     if len(text) <= width and text.lower().lstrip("-") not in ("inf", "inf" + unit.lower()):
         return text
     return out_of_range(float(value), spec, width, unit)
+
+
+def fmt_field(value: float | int | None, spec: str, width: int = 0) -> str:
+    """A number right-aligned in a fixed field of `width` characters (`fit`; — when missing),
+    so a column never moves; without a width, as wide as it is (`fmt`)."""
+    if not width:
+        return fmt(value, spec)
+    return fit(value, spec, width).rjust(width)
 
 
 def fmt(
@@ -177,24 +217,26 @@ FLAG_STYLES: dict[FlagKind, str] = {
 
 STATUS_STYLES: dict[str, str] = {
     "up": "green",
+    "restarted": "bold cyan",
     "stale": "yellow",
-    "down": "red",
-    "unreadable": "red",
+    "down": "bold red",
+    "unreadable": "bold red",
+    "connecting": "dim",
 }
+"""Colour of each server state (the servers table, the panel, `watch`'s console)."""
 
 
 def flag_words(row: RequestRow) -> FlagWords:
-    """The flag of a request: failed/cancelled with the error, VANILLA SPEED with its reasons,
-    ok, or — (not judged, or still running). Untrusted text is cleaned."""
-    if row.outcome != "ok":
-        return FlagWords("failed", clean(f"{row.outcome}: {row.error or ''}"))
-    v = row.vanilla
-    if v is None:
-        return FlagWords("unknown", DASH)
+    """The flag of a request (its verdict, core.verdict): failed/cancelled with the error,
+    VANILLA SPEED or TRANSITION with its reasons, ok, or — (not judged, or still running).
+    Untrusted text is cleaned."""
+    v = request_verdict(row)
+    if v.kind in ("failed", "cancelled"):
+        return FlagWords("failed", clean(f"{v.kind}: {v.error or ''}"))
     if v.flagged:
-        reasons = "; ".join(clean(text or code) for code, text in v.reasons)
-        return FlagWords("flagged", "VANILLA SPEED: " + reasons)
-    return FlagWords("ok", "ok") if v.judged else FlagWords("unknown", DASH)
+        words = "VANILLA SPEED" if v.kind == "vanilla-speed" else "TRANSITION"
+        return FlagWords("flagged", f"{words}: " + "; ".join(clean(t) for t in v.sentences))
+    return FlagWords("ok", "ok") if v.kind == "ok" else FlagWords("unknown", DASH)
 
 
 def status_word(status: str | None) -> str:

@@ -21,6 +21,7 @@ from rich.text import Text
 
 from specmon.core.dispatch import event_table, ignore
 from specmon.core.events import (
+    CanaryProbed,
     Event,
     FleetSampled,
     GpuReading,
@@ -80,6 +81,7 @@ class TextTail:
                 GpuSampled: ignore,
                 Marker: ignore,
                 FleetSampled: ignore,
+                CanaryProbed: ignore,
             },
             name="text tail",
         )

@@ -44,6 +44,10 @@ class FakeGpu:
     memory_utilization_pct: int = 0
     power_mw: int = 70_000
     power_limit_mw: int = 700_000
+    """The enforced (effective) limit."""
+    power_limit_requested_mw: int | None = None
+    """The limit set by the administrator (None: the enforced one)."""
+    power_default_limit_mw: int = 700_000
     sm_clock_mhz: int = 345
     memory_clock_mhz: int = 2619
     clock_event_reasons: int = 0x1
@@ -212,6 +216,18 @@ class FakeNvml:
         gpu = self._enter("nvmlDeviceGetEnforcedPowerLimit", handle)
         assert gpu is not None
         return gpu.power_limit_mw
+
+    def nvmlDeviceGetPowerManagementLimit(self, handle: Any) -> int:
+        gpu = self._enter("nvmlDeviceGetPowerManagementLimit", handle)
+        assert gpu is not None
+        if gpu.power_limit_requested_mw is None:
+            return gpu.power_limit_mw
+        return gpu.power_limit_requested_mw
+
+    def nvmlDeviceGetPowerManagementDefaultLimit(self, handle: Any) -> int:
+        gpu = self._enter("nvmlDeviceGetPowerManagementDefaultLimit", handle)
+        assert gpu is not None
+        return gpu.power_default_limit_mw
 
     def nvmlDeviceGetClockInfo(self, handle: Any, clock_type: int) -> int:
         gpu = self._enter("nvmlDeviceGetClockInfo", handle)

@@ -37,7 +37,14 @@ FIELD_GROUPS: tuple[str, ...] = (
 )
 """The dynamic field groups a sample reads (static fields are read once and always)."""
 
-_STATIC_FIELDS = ("name", "uuid", "slowdown_temperature_c", "power_limit_w")
+_STATIC_FIELDS = (
+    "name",
+    "uuid",
+    "slowdown_temperature_c",
+    "power_limit_w",
+    "power_limit_requested_w",
+    "power_limit_default_w",
+)
 
 CLOSE_WAIT_S = 0.25
 """How long close() waits for a sample that is inside NVML before leaving the shutdown to it."""
@@ -294,6 +301,10 @@ class NvmlSampler:
                         self._nvml.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN,
                     )
                 )
+            elif name == "power_limit_requested_w":
+                value = _milli(self._query("nvmlDeviceGetPowerManagementLimit", handle))
+            elif name == "power_limit_default_w":
+                value = _milli(self._query("nvmlDeviceGetPowerManagementDefaultLimit", handle))
             else:
                 value = _milli(self._query("nvmlDeviceGetEnforcedPowerLimit", handle))
             if value is not None or (self._failure is not None and self._failure.permanent):

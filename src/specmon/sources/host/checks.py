@@ -23,7 +23,7 @@ from typing import Protocol
 
 from specmon.core.errors import SpecmonError
 from specmon.core.events import GpuSampled
-from specmon.sources.host.spec import DETAILED_METRICS_FLAG
+from specmon.sources.host.spec import metrics_flags
 from specmon.sources.vllm_args import ArgsVerdict, ServeArgsCheck, check_serve_args
 
 INSTALL_HINT = "pip install 'specmon[host]'"
@@ -169,8 +169,9 @@ def check_arguments(
 ) -> ArgumentCheck:
     """Validate `args` (what follows `vllm serve`) with vLLM's own parser.
 
-    With `want_detailed`, `--per-request-spec-decode-metrics detailed` is tried first; if this
-    build does not know the flag, the arguments are checked again without it.
+    With `want_detailed`, `--per-request-spec-decode-metrics detailed` and
+    `--enable-per-request-metrics` (spec.metrics_flags) are tried first; if this build does not
+    know them, the arguments are checked again without them.
     """
     if python is None:
         return ArgumentCheck(
@@ -179,12 +180,12 @@ def check_arguments(
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     if want_detailed:
         first = check_serve_args(
-            [*args, DETAILED_METRICS_FLAG, "detailed"], python, env=env, timeout_s=timeout_s
+            [*args, *metrics_flags(args)], python, env=env, timeout_s=timeout_s
         )
         if first.ok:
             return ArgumentCheck(first, True)
         if first.verdict is ArgsVerdict.UNCHECKED:
             return ArgumentCheck(first, False)
-        if "per-request-spec-decode-metrics" not in first.message:
+        if "per-request" not in first.message:
             return ArgumentCheck(first, False)
     return ArgumentCheck(check_serve_args(args, python, env=env, timeout_s=timeout_s), False)

@@ -263,11 +263,6 @@ class HostedServer:
                     sink(line)
             self._sinks.append(sink)
 
-    def remove_line_sink(self, sink: LineSink) -> None:
-        with self._lock:
-            if sink in self._sinks:
-                self._sinks.remove(sink)
-
     def _read_output(self) -> None:
         stream = self.process.stdout
         assert stream is not None
@@ -432,7 +427,3 @@ class HostedServer:
         except subprocess.TimeoutExpired:
             guard.kill()
             guard.wait()
-
-    @property
-    def watchdog_pid(self) -> int | None:
-        return self._watchdog.pid if self._watchdog is not None else None

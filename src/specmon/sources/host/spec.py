@@ -40,6 +40,10 @@ NGRAM_LOOKUP_DEFAULTS: dict[str, int] = {"prompt_lookup_max": 4, "prompt_lookup_
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 DETAILED_METRICS_FLAG = "--per-request-spec-decode-metrics"
+TIMING_METRICS_FLAG = "--enable-per-request-metrics"
+"""vLLM's per-request timing metrics (queue, server TTFT, generation time, mean ITL; reference
+§3.3). Older than the detailed spec-decode flag (#46768 before #48915), so a build that takes
+that one takes this one; vLLM rejects it together with `--disable-log-stats`."""
 
 # Variables set for every hosted server: plain (uncoloured) log lines to parse.
 BASE_ENV: dict[str, str] = {"NO_COLOR": "1"}
@@ -265,6 +269,16 @@ def has_option(args: Sequence[str], key: str) -> bool:
 _OWN_OPTIONS = ("host", "port", "model")
 
 
+def metrics_flags(args: Sequence[str]) -> list[str]:
+    """The per-request metrics flags host mode adds to `args` (what follows `vllm serve`): the
+    detailed spec-decode object and, unless the user turned stats off or gave it, the timing
+    metrics."""
+    flags = [DETAILED_METRICS_FLAG, "detailed"]
+    if not has_option(args, TIMING_METRICS_FLAG[2:]) and not has_option(args, "disable-log-stats"):
+        flags.append(TIMING_METRICS_FLAG)
+    return flags
+
+
 def build_command(
     settings: HostSettings, vllm: str, *, detailed_metrics: bool = False
 ) -> HostCommand:
@@ -298,7 +312,7 @@ def build_command(
         and spec.method is not None
         and not has_option(settings.vllm_args, DETAILED_METRICS_FLAG[2:])
     ):
-        argv += [DETAILED_METRICS_FLAG, "detailed"]
+        argv += metrics_flags(settings.vllm_args)
     env = dict(BASE_ENV)
     env.update(settings.env)
     host = settings.host

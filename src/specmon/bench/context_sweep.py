@@ -1,0 +1,121 @@
+"""`specmon bench --context-sweep 1024,8192,20480`: the same bench at several prompt lengths, and
+acceptance by context length (issue 21 item 2).
+
+Each length runs the bench as `--input-len` would (same prompts machinery, same output length);
+the table gives each run's AL (the server's /metrics counters over the measured phase, else the
+mean per-request AL) and speed, and all runs' events together are folded into the context bins of
+core.diagnosis.context_cliff, so the falling-off point is found over every step measured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
+
+from specmon.bench.config import MAX_TOKENS_LIMIT, BenchConfig, ConfigError
+from specmon.bench.result import BenchResult
+from specmon.core.diagnosis.context_cliff import ContextCliffView
+from specmon.core.events import Event, SessionInfo
+from specmon.core.session_state import SessionState
+
+MAX_LENGTHS = 16
+
+
+@dataclass(frozen=True, slots=True)
+class ContextPoint:
+    """One run of the sweep."""
+
+    input_len: int
+    completed: int
+    acceptance_length: float | None
+    output_tok_s: float | None
+    decode_tok_s: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class ContextSweepResult:
+    points: tuple[ContextPoint, ...]
+    context: ContextCliffView
+    """Acceptance by context length over every measured step of every run."""
+
+
+def parse_lengths(text: str) -> tuple[int, ...]:
+    """`1024,8192,20480` → the lengths, increasing; ConfigError (one line) when bad."""
+    out: list[int] = []
+    for raw in text.split(","):
+        item = raw.strip()
+        try:
+            n = int(item)
+        except ValueError:
+            raise ConfigError(
+                f"--context-sweep: {item!r} is not a token count (e.g. 1024,8192,20480)"
+            ) from None
+        if not 1 <= n <= MAX_TOKENS_LIMIT:
+            raise ConfigError(f"--context-sweep: {n} is out of range (1..{MAX_TOKENS_LIMIT})")
+        out.append(n)
+    if not 2 <= len(set(out)) <= MAX_LENGTHS:
+        raise ConfigError(f"--context-sweep needs 2..{MAX_LENGTHS} different lengths")
+    return tuple(sorted(set(out)))
+
+
+def point_of(input_len: int, result: BenchResult) -> ContextPoint:
+    sd = result.spec_decode
+    al = sd.acceptance_length if sd.acceptance_length is not None else sd.client_al_mean
+    return ContextPoint(
+        input_len=input_len,
+        completed=result.summary.completed,
+        acceptance_length=al,
+        output_tok_s=result.summary.output_throughput,
+        decode_tok_s=result.summary.decode_tok_s.mean,
+    )
+
+
+def context_of(events: Sequence[Event], n_spec: int | None) -> ContextCliffView:
+    """Acceptance by context over the runs' events (folded as a session would fold them)."""
+    state = SessionState(SessionInfo(n_spec=n_spec), max_requests=1)
+    for e in events:
+        state.apply(e)
+    d = state.view().diagnosis
+    assert d is not None
+    return d.context
+
+
+async def run_context_sweep(
+    config: BenchConfig,
+    lengths: Sequence[int],
+    run: Callable[[BenchConfig], Awaitable[tuple[list[Event], BenchResult]]],
+) -> tuple[list[BenchResult], ContextSweepResult]:
+    """Run the bench once per length (`run` does one run: its events and result)."""
+    results: list[BenchResult] = []
+    points: list[ContextPoint] = []
+    events: list[Event] = []
+    n_spec: int | None = None
+    for length in lengths:
+        run_events, result = await run(replace(config, input_len=length))
+        results.append(result)
+        points.append(point_of(length, result))
+        events.extend(run_events)
+        n_spec = n_spec if n_spec is not None else result.server.n_spec
+        if result.errors.interrupted:
+            break
+    return results, ContextSweepResult(tuple(points), context_of(events, n_spec))
+
+
+def render(sweep: ContextSweepResult) -> str:
+    """The sweep's table and its finding, as plain text."""
+
+    def num(x: float | None, fmt: str) -> str:
+        return format(x, fmt) if x is not None else "—"
+
+    lines = ["input tokens  answers  AL     output tok/s  decode tok/s"]
+    for p in sweep.points:
+        lines.append(
+            f"{p.input_len:>12}  {p.completed:>7}  {num(p.acceptance_length, '5.2f'):>5}  "
+            f"{num(p.output_tok_s, '12.1f'):>12}  {num(p.decode_tok_s, '12.1f'):>12}"
+        )
+    c = sweep.context
+    if c.detected:
+        lines.append(f"acceptance by context: {c.summary}")
+    else:
+        lines.append(f"acceptance by context: no fall-off found over {c.steps} steps")
+    return "\n".join(lines)

@@ -1,0 +1,365 @@
+"""The canary probe's pure logic: its fixed request, the learned baseline, the idle gate, the fold.
+
+The canary is one fixed greedy request (temperature 0, fixed prompt and max_tokens) sent now and
+then to a server. With greedy decoding and the same prompt, its acceptance length (AL) depends on
+the engine (model, drafter, K, kernels, numerics), not on the workload. So:
+
+- the canary's AL is compared with the AL *this* server+model+draft+method+K gave on its first
+  `LEARN_PROBES` probes (the baseline, kept on disk by sources.canary_store);
+- it has drifted when it falls more than its tolerance below the baseline's mean: the tolerance is
+  `NOISE_SIGMAS` times the learned spread (the standard deviation of the learning probes; batching
+  with live traffic changes numerics a little), at least `MIN_TOLERANCE_AL`; `CONFIRM_PROBES`
+  probes in a row beyond it flag the engine as drifted, with the advice to restart the server;
+- the live traffic's AL (from the /metrics counters between two probes) is reported next to it:
+  live AL moved while the canary held = the workload changed; the canary moved = the engine did.
+
+The gate: a probe is sent only when live traffic generated tokens since the previous probe (the
+server's `vllm:generation_tokens_total` grew by more than the canary's own tokens), so an idle
+server is never woken up and never shows phantom batches.
+
+Pure: no I/O, no clock (times come from the events).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from specmon.core import families
+from specmon.core.counters import counter_increase
+from specmon.core.events import CanaryProbed, MetricSample
+
+CANARY_PROMPT = (
+    "List the first twenty prime numbers, then explain in three short sentences why there are "
+    "infinitely many primes."
+)
+"""The canary's fixed prompt: ordinary, answerable the same way every time."""
+CANARY_MAX_TOKENS = 128
+"""The canary's fixed answer length (tokens)."""
+CANARY_TEMPERATURE = 0.0
+"""Greedy: the same answer every time on an unchanged engine."""
+DEFAULT_INTERVAL_S = 300.0
+"""`watch --canary` without a value: one probe every 5 minutes at most."""
+MIN_INTERVAL_S = 10.0
+MAX_INTERVAL_S = 86_400.0
+LEARN_PROBES = 5
+"""Probes that form the baseline of a new server+model+draft+method+K."""
+NOISE_SIGMAS = 3.0
+MIN_TOLERANCE_AL = 0.15
+"""The smallest tolerance (AL): greedy answers vary a little with the batch they share."""
+CONFIRM_PROBES = 2
+"""Probes in a row beyond the tolerance before the engine is flagged as drifted."""
+WORKLOAD_SHIFT = 0.15
+"""Live AL this far (relative) from its level while the baseline was learned = the workload
+changed (when the canary held)."""
+HISTORY = 64
+"""Probes kept per server for the view (bounded over any session length)."""
+MAX_AL = 1000.0
+
+CanaryStatus = Literal["learning", "ok", "drifting", "drifted", "failed"]
+CanaryDiagnosis = Literal["learning", "steady", "engine_drift", "workload_change", "unknown"]
+
+
+# ---------------------------------------------------------------- identity and baseline
+
+
+@dataclass(frozen=True, slots=True)
+class CanaryKey:
+    """What a baseline belongs to: the server, its model, drafter, method and K."""
+
+    server: str
+    model: str
+    draft: str | None
+    method: str | None
+    n_spec: int | None
+
+    def id(self) -> str:
+        """A stable string key (the store's)."""
+        return json.dumps(
+            [self.server, self.model, self.draft, self.method, self.n_spec], separators=(",", ":")
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CanaryBaseline:
+    """The learning probes' ALs (at most LEARN_PROBES) and the live AL seen meanwhile."""
+
+    probes: tuple[float, ...] = ()
+    live: tuple[float, ...] = ()
+
+    @property
+    def learned(self) -> bool:
+        return len(self.probes) >= LEARN_PROBES
+
+    @property
+    def expected_al(self) -> float | None:
+        return statistics.fmean(self.probes) if self.probes else None
+
+    @property
+    def spread(self) -> float | None:
+        """Standard deviation of the learning probes (None before two)."""
+        return statistics.stdev(self.probes) if len(self.probes) >= 2 else None
+
+    @property
+    def tolerance(self) -> float | None:
+        """How far below the expected AL a probe may fall before it counts as drifting."""
+        if not self.learned:
+            return None
+        return max(MIN_TOLERANCE_AL, NOISE_SIGMAS * (self.spread or 0.0))
+
+    @property
+    def live_reference(self) -> float | None:
+        return statistics.fmean(self.live) if self.live else None
+
+    def with_probe(self, al: float, live_al: float | None) -> CanaryBaseline:
+        """The baseline after one more probe: learning probes are added; once learned, it
+        stays as it is (a drifting engine must not teach the baseline its drift)."""
+        if self.learned:
+            return self
+        live = (*self.live, live_al) if live_al is not None else self.live
+        return CanaryBaseline((*self.probes, al), live)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"probes": list(self.probes), "live": list(self.live)}
+
+    @classmethod
+    def from_json(cls, value: Any) -> CanaryBaseline:
+        """A baseline from stored JSON; ValueError (one line) when it is not one."""
+        if not isinstance(value, Mapping):
+            raise ValueError("a canary baseline is not an object")
+        probes = _als(value.get("probes"), "probes")[:LEARN_PROBES]
+        live = _als(value.get("live", []), "live")[:LEARN_PROBES]
+        return cls(probes, live)
+
+
+def _als(value: Any, name: str) -> tuple[float, ...]:
+    if not isinstance(value, list):
+        raise ValueError(f"canary baseline `{name}` is not a list")
+    out = []
+    for v in value:
+        if isinstance(v, bool) or not isinstance(v, int | float) or not 1.0 <= v <= MAX_AL:
+            raise ValueError(f"canary baseline `{name}` holds {v!r}, not an AL")
+        out.append(float(v))
+    return tuple(out)
+
+
+# ---------------------------------------------------------------- the idle gate
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    """A server's counters summed over their series (None: not exported)."""
+
+    generation_tokens: float | None = None
+    drafts: float | None = None
+    accepted: float | None = None
+
+
+def totals_of(samples: Iterable[MetricSample]) -> Totals:
+    sums: dict[str, float] = {}
+    wanted = (families.GENERATION_TOKENS, families.SPEC_DRAFTS, families.SPEC_ACCEPTED)
+    for s in samples:
+        if s.name in wanted and math.isfinite(s.value):
+            sums[s.name] = sums.get(s.name, 0.0) + s.value
+    return Totals(
+        sums.get(families.GENERATION_TOKENS),
+        sums.get(families.SPEC_DRAFTS),
+        sums.get(families.SPEC_ACCEPTED),
+    )
+
+
+def _grew(before: float | None, after: float | None) -> float | None:
+    if before is None or after is None:
+        return None
+    return counter_increase(before, after)[0]
+
+
+@dataclass(frozen=True, slots=True)
+class LiveTraffic:
+    """What live traffic did between the previous probe and now (the canary's own tokens and
+    steps taken out when known)."""
+
+    tokens: float | None
+    acceptance_length: float | None
+
+
+def live_since(
+    before: Totals | None,
+    now: Totals,
+    *,
+    canary_tokens: int = 0,
+    canary_drafts: int = 0,
+    canary_accepted: int = 0,
+) -> LiveTraffic:
+    """Live traffic between two counter readings. Tokens None: unknown (no earlier reading, or
+    the counter is not exported); AL None: no live speculative steps."""
+    if before is None:
+        return LiveTraffic(None, None)
+    tokens = _grew(before.generation_tokens, now.generation_tokens)
+    if tokens is not None:
+        tokens = max(0.0, tokens - canary_tokens)
+    drafts = _grew(before.drafts, now.drafts)
+    accepted = _grew(before.accepted, now.accepted)
+    al = None
+    if drafts is not None and accepted is not None:
+        d = drafts - canary_drafts
+        a = max(0.0, accepted - canary_accepted)
+        if d > 0:
+            al = 1.0 + a / d
+    return LiveTraffic(tokens, al)
+
+
+def should_probe(
+    live: LiveTraffic, *, since_last_s: float | None, interval_s: float
+) -> tuple[bool, str]:
+    """Whether to probe now, and why not when not: the interval passed and live traffic
+    generated tokens since the previous probe (an idle server is left alone)."""
+    if since_last_s is not None and since_last_s < interval_s:
+        return False, "not due"
+    if live.tokens is None:
+        return False, "no counter reading yet"
+    if live.tokens <= 0:
+        return False, "idle: no live traffic since the last probe"
+    return True, ""
+
+
+# ---------------------------------------------------------------- the fold and the view
+
+
+@dataclass(frozen=True, slots=True)
+class CanaryPoint:
+    t: float
+    acceptance_length: float | None
+    live_acceptance_length: float | None
+    drifting: bool
+
+
+@dataclass(frozen=True, slots=True)
+class CanaryView:
+    """The canary of one server, for the app, `watch --json` and replay (docs/canary.md)."""
+
+    source: str
+    status: CanaryStatus
+    diagnosis: CanaryDiagnosis
+    probes: int
+    """Probes that reached the server this session (failed ones included)."""
+    learned_probes: int
+    learn_probes: int
+    acceptance_length: float | None
+    """The latest probe's AL."""
+    expected_al: float | None
+    tolerance: float | None
+    deviation: float | None
+    """Latest AL - expected AL (negative: below)."""
+    live_acceptance_length: float | None
+    """Live traffic's AL between the last two probes (from /metrics), canary excluded."""
+    live_reference: float | None
+    """Live AL while the baseline was learned."""
+    consecutive_drift: int
+    advice: str | None
+    """One line when there is something to do (restart), else None."""
+    error: str | None
+    history: tuple[CanaryPoint, ...] = ()
+
+
+def _judge(event: CanaryProbed, streak: int) -> tuple[CanaryStatus, CanaryDiagnosis, int]:
+    if event.outcome != "ok" or event.acceptance_length is None:
+        return "failed", "unknown", streak
+    if event.expected_al is None or event.tolerance is None:
+        return "learning", "learning", 0
+    if event.acceptance_length < event.expected_al - event.tolerance:
+        streak += 1
+        if streak >= CONFIRM_PROBES:
+            return "drifted", "engine_drift", streak
+        return "drifting", "steady", streak
+    live, ref = event.live_acceptance_length, event.live_reference
+    if live is not None and ref is not None and ref > 0 and abs(live - ref) / ref > WORKLOAD_SHIFT:
+        return "ok", "workload_change", 0
+    return "ok", "steady", 0
+
+
+def advice_for(view_al: float, expected: float, tolerance: float, streak: int) -> str:
+    return (
+        f"canary AL {view_al:.2f} vs {expected:.2f} expected (noise ±{tolerance:.2f}) on "
+        f"{streak} probes in a row: the engine drifted, not the workload; restart the server"
+    )
+
+
+@dataclass(slots=True)
+class CanaryTracker:
+    """Folds CanaryProbed events into one CanaryView per server (bounded history)."""
+
+    _views: dict[str, CanaryView] = field(default_factory=dict)
+    _history: dict[str, deque[CanaryPoint]] = field(default_factory=dict)
+
+    def apply(self, event: CanaryProbed) -> None:
+        prev = self._views.get(event.source)
+        streak = prev.consecutive_drift if prev is not None else 0
+        status, diagnosis, streak = _judge(event, streak)
+        if status == "failed" and prev is not None:
+            # a failed probe says nothing about drift: keep the last judgement, note the error
+            self._views[event.source] = replace(
+                prev, probes=prev.probes + 1, status="failed", error=event.error
+            )
+            return
+        hist = self._history.setdefault(event.source, deque(maxlen=HISTORY))
+        hist.append(
+            CanaryPoint(
+                event.t,
+                event.acceptance_length,
+                event.live_acceptance_length,
+                status in ("drifting", "drifted"),
+            )
+        )
+        al, expected, tol = event.acceptance_length, event.expected_al, event.tolerance
+        deviation = al - expected if al is not None and expected is not None else None
+        advice = None
+        if status == "drifted" and al is not None and expected is not None and tol is not None:
+            advice = advice_for(al, expected, tol, streak)
+        self._views[event.source] = CanaryView(
+            source=event.source,
+            status=status,
+            diagnosis=diagnosis,
+            probes=(prev.probes if prev else 0) + 1,
+            learned_probes=event.learned_probes,
+            learn_probes=LEARN_PROBES,
+            acceptance_length=al,
+            expected_al=expected,
+            tolerance=tol,
+            deviation=deviation,
+            live_acceptance_length=event.live_acceptance_length,
+            live_reference=event.live_reference,
+            consecutive_drift=streak,
+            advice=advice,
+            error=event.error,
+            history=tuple(hist),
+        )
+
+    def views(self) -> tuple[CanaryView, ...]:
+        return tuple(self._views[k] for k in sorted(self._views))
+
+
+def canary_json(view: CanaryView) -> dict[str, Any]:
+    """The view as `watch --json` writes it (docs/watch-json.md)."""
+    return {
+        "source": view.source,
+        "status": view.status,
+        "diagnosis": view.diagnosis,
+        "probes": view.probes,
+        "learned_probes": view.learned_probes,
+        "learn_probes": view.learn_probes,
+        "acceptance_length": view.acceptance_length,
+        "expected_acceptance_length": view.expected_al,
+        "tolerance": view.tolerance,
+        "deviation": view.deviation,
+        "live_acceptance_length": view.live_acceptance_length,
+        "live_reference": view.live_reference,
+        "consecutive_drift": view.consecutive_drift,
+        "advice": view.advice,
+        "error": view.error,
+    }

@@ -1,0 +1,67 @@
+"""`specmon replay`'s door to the runtime: the recording the cli read, played back."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from specmon.core.views import ServerView, SessionView
+
+if TYPE_CHECKING:
+    from specmon.runtime.replay_session import ReplayPosition, ReplaySession, ReplayTimeline
+
+
+class ReplayPort:
+    """The replay's door to the runtime: a `runtime.replay_session.ReplaySession` made by the
+    cli from a recording it read, with the header's label and the reader's notices (a torn
+    line). The screen reads the view at the play head and drives the play head through it;
+    nothing here does I/O."""
+
+    def __init__(
+        self, session: ReplaySession, *, label: str, notices: tuple[str, ...] = ()
+    ) -> None:
+        self._session = session
+        self.label = label
+        """The header: RECORDED, the date, server, model, draft, n_spec (and SIMULATED)."""
+        self.notices = notices
+        """One line each: what the reader skipped or where the recording was torn."""
+        self.simulated = session.info.simulated
+
+    def abort(self) -> None:
+        """Nothing to abandon: the recording was read before the app started."""
+
+    def close(self) -> None:
+        """Nothing to stop."""
+
+    def view(self) -> SessionView:
+        """The view at the play head (moved to now first)."""
+        return self._session.view()
+
+    def position(self) -> ReplayPosition:
+        """Where the play head is (as of the last `view()` or control: the view and the
+        position the screen draws are of the same instant)."""
+        return self._session.position()
+
+    @property
+    def timeline(self) -> ReplayTimeline:
+        return self._session.timeline
+
+    def graph_samples(self) -> tuple[ServerView | None, ...]:
+        return self._session.graph_samples()
+
+    def toggle_pause(self) -> bool:
+        return self._session.toggle_pause()
+
+    def faster(self) -> float:
+        return self._session.faster()
+
+    def slower(self) -> float:
+        return self._session.slower()
+
+    def seek(self, t: float) -> ReplayPosition:
+        return self._session.seek(t)
+
+    def seek_by(self, seconds: float) -> ReplayPosition:
+        return self._session.seek_by(seconds)
+
+    def jump(self, direction: int) -> ReplayPosition | None:
+        return self._session.jump(direction)

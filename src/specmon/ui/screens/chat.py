@@ -1,0 +1,550 @@
+"""The chat screen (with the dashboard's side panel) and the dialogs it shares with the dashboard
+screen of `specmon watch` (ui/screens/watch.py): settings, marker label, the table of all
+answers."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.events import Resize
+from textual.timer import Timer
+from textual.widgets import Footer, Input, Static
+from textual.worker import Worker
+
+from specmon.core.step_heat import AnswerHeat, answer_heat, pieces_from_chunks
+from specmon.core.views import SessionView
+from specmon.ui.answer_feed import AnswerFeed
+from specmon.ui.answer_numbers import AnswerNumbers
+from specmon.ui.conversation import ChatSettings, Conversation, Turn
+from specmon.ui.messages import SettingsChanged
+from specmon.ui.port import Ask, Connection, SessionPort
+from specmon.ui.screens.dialogs import AnswersScreen, SettingsScreen, blank
+from specmon.ui.screens.recording import RecordingScreen
+from specmon.ui.widgets.answer import AnswerView
+from specmon.ui.widgets.connect_box import ConnectBox
+from specmon.ui.widgets.heat import heat_colors, heat_legend, heat_styles
+from specmon.ui.widgets.side_panel import SidePanel
+from specmon.ui.widgets.turn import (
+    HeaderBar,
+    PromptInput,
+    StatusLine,
+    TurnView,
+    format_numbers,
+    literal,
+)
+
+FrameHook = Callable[[tuple[float, ...], bool], None]
+"""Told the arrival times of the text drawn in a frame, and whether the answer ended."""
+
+MIN_WIDTH = 60
+MIN_HEIGHT = 15
+TEXT_HZ = 20.0
+"""Text frame rate: answers are drained and redrawn this often, never per token."""
+NUMBERS_EVERY = 5
+"""Numbers under a running answer are refreshed every this many text frames (4 Hz)."""
+PANEL_HZ = 4.0
+"""The side panel's numbers are redrawn this often."""
+GRAPH_SAMPLE_S = 1.0
+"""The side panel's graphs take one sample this often."""
+NARROW_WIDTH = 110
+"""Below this many columns the side panel is stacked under the chat."""
+AUTO_PROMPT_GAP_S = 1.0
+"""In the demo, the pause between an answer's end and the next demo prompt."""
+SETTLE_FRAMES = 60
+"""After an answer ends its numbers keep being refreshed for this many text frames (3 s): the
+/metrics acceptance and the vanilla-speed verdict arrive after the stream."""
+
+_CONTEXT_ERROR = re.compile(
+    r"HTTP 400.*(context|max_model_len|maximum model length|too long)", re.IGNORECASE
+)
+
+
+class ChatScreen(RecordingScreen):
+    """The conversation and the side panel: header, turns, prompt, dashboard; connects on mount,
+    streams at TEXT_HZ, redraws the panel at PANEL_HZ. With `auto_prompts` (the demo) it sends
+    them one after another; prompts the user types meanwhile go next."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("f1", "app.help", "help"),  # first in the footer (also the app's, every screen)
+        Binding("escape", "cancel", "cancel answer"),
+        Binding("f2", "settings", "settings"),
+        Binding("f3", "why", "why (badge)"),
+        Binding("f4", "answers", "answers"),
+        Binding("f5", "record", "record"),
+        Binding("f6", "marker", "marker"),
+        Binding("f7", "heat", "heat"),
+        Binding("f8", "app.worth", "worth"),
+        Binding("r", "record", "record", show=False),
+        Binding("m", "marker", "marker", show=False),
+        Binding("h", "heat", "heat", show=False),
+        Binding("ctrl+r", "retry", "retry connect"),
+        Binding("pageup", "scroll_up", "scroll up", show=False),
+        Binding("pagedown", "scroll_down", "scroll down", show=False),
+        Binding("ctrl+end", "follow", "follow", show=False),
+        Binding("ctrl+q", "app.quit", "quit"),
+    ]
+
+    def __init__(
+        self,
+        port: SessionPort,
+        settings: ChatSettings,
+        system: str | None,
+        *,
+        auto_prompts: Sequence[str] = (),
+        command: str = "chat",
+        clock: Callable[[], float] = time.monotonic,
+        frame_hook: FrameHook | None = None,
+        max_answers: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.port = port
+        self.command = command
+        self.clock = clock
+        """Paces the demo's prompts (injectable for tests)."""
+        self.frame_hook = frame_hook
+        """Told the arrival times of the text drawn in each frame, once it is on screen
+        (benchmarks, tests)."""
+        self.max_answers = max_answers
+        """The demo's `--requests N`: quit once N answers have finished (None: never)."""
+        self.auto_prompts = tuple(auto_prompts)
+        self._auto_index = 0
+        self.queued: deque[str] = deque()
+        """Prompts typed while an answer streamed (demo): they go next."""
+        self._idle_since: float | None = None
+        self.settings = settings
+        self.conversation = Conversation(system=system)
+        self.connection: Connection | None = None
+        self.feed: AnswerFeed | None = None
+        self.turn: Turn | None = None
+        self.view: TurnView | None = None
+        self._pending: tuple[str, int] | None = None
+        self._timer: Timer | None = None
+        self._frames = 0
+        self._settling: tuple[AnswerFeed, TurnView, int] | None = None
+        """The last finished answer, whose numbers still change (the settle scrape, the view's
+        next publish): refreshed at the numbers rate for SETTLE_FRAMES text frames."""
+        self.last_numbers: AnswerNumbers | None = None
+        self.heat_on = False
+        """Answers coloured by engine step (the h / F7 key)."""
+        self.answer_feeds: dict[AnswerView, AnswerFeed] = {}
+        """Each answer's feed (its chunks and token counts, for the acceptance heat)."""
+
+    def compose(self) -> ComposeResult:
+        yield HeaderBar(id="header", command=self.command, simulated=self.command == "demo")
+        with Horizontal(id="main"):
+            with Vertical(id="chat-column"):
+                yield ConnectBox(self.port.connect, id="connect-box")
+                yield VerticalScroll(id="conversation")
+                yield Static("", id="heat-legend", markup=False)
+                yield PromptInput(
+                    placeholder="Ask something (Enter sends, ↑/↓ history)", id="prompt"
+                )
+            yield SidePanel(id="side-panel")
+        yield Footer()
+        yield Static("", id="too-small", markup=False)
+
+    def on_mount(self) -> None:
+        self.query_one("#conversation", VerticalScroll).anchor()
+        self.query_one("#heat-legend", Static).display = False
+        self.app.theme_changed_signal.subscribe(self, self._theme_changed)
+        self._timer = self.set_interval(1 / TEXT_HZ, self._frame, pause=True)
+        self.set_interval(1 / PANEL_HZ, self.refresh_panel)
+        self.set_interval(GRAPH_SAMPLE_S, self.sample_graphs)
+        if self.auto_prompts:
+            self.set_interval(0.25, self._auto_send)
+        self.query_one("#prompt", PromptInput).focus()
+        self.refresh_panel()
+        self.connect()
+
+    # ------------------------------------------------------------ side panel
+
+    def current_numbers(self) -> AnswerNumbers | None:
+        """The numbers of the answer streaming now, else of the last finished one."""
+        feed = self.feed
+        if feed is not None:
+            return self.port.numbers(feed)
+        return self.last_numbers
+
+    def refresh_panel(self) -> None:
+        """Redraw the side panel's numbers from the published view (PANEL_HZ)."""
+        view = self.port.view()
+        self.query_one(SidePanel).show(view, self.current_numbers(), waiting=self._waiting_word())
+        self._complete_header_k(view)
+
+    def _complete_header_k(self, view: SessionView | None) -> None:
+        """The header's K from /metrics once known, when the server did not announce one (a real
+        vLLM tells an attached client no K: the header said "n_spec —" beside the panel's K)."""
+        c = self.connection
+        if c is None or c.server is None or c.server.n_spec is not None or view is None:
+            return
+        ks = {s.n_spec for s in view.servers}
+        if len(ks) != 1:
+            return
+        (k,) = ks
+        if k is None:
+            return
+        server = replace(c.server, n_spec=k)
+        self.connection = replace(c, server=server)
+        self.query_one(HeaderBar).show(server)
+
+    def _waiting_word(self) -> str:
+        c = self.connection
+        return "not connected" if c is not None and c.server is None else "connecting…"
+
+    def sample_graphs(self) -> None:
+        """One graph sample a second."""
+        self.query_one(SidePanel).sample(self.port.view())
+
+    def _say(self, text: str, *, failed: bool = False) -> None:
+        self._notice(text, failed=failed)
+        self.app.notify(text, markup=False, severity="error" if failed else "information")
+
+    def action_answers(self) -> None:
+        self.app.push_screen(AnswersScreen(self.port))
+
+    # ------------------------------------------------------------ demo prompts
+
+    def _auto_send(self) -> None:
+        """Demo: when idle for AUTO_PROMPT_GAP_S, send the user's queued prompt, else the next
+        demo prompt."""
+        if not self.port.connected or self.feed is not None:
+            self._idle_since = None
+            return
+        if self.queued:
+            self.send(self.queued.popleft())
+            return
+        now = self.clock()
+        if self._auto_index == 0 and self.auto_prompts:
+            self._idle_since = now - AUTO_PROMPT_GAP_S  # the first prompt goes out at once
+        if self._idle_since is None:
+            self._idle_since = now
+            return
+        if now - self._idle_since >= AUTO_PROMPT_GAP_S and self.auto_prompts:
+            prompt = self.auto_prompts[self._auto_index % len(self.auto_prompts)]
+            self._auto_index += 1
+            self._idle_since = None
+            self.send(prompt)
+
+    # ------------------------------------------------------------ connection
+
+    def connect(self) -> None:
+        self.query_one(HeaderBar).show(None, state="connecting…")
+        self.query_one(ConnectBox).start()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        self._record_worker_done(event)
+
+    @on(ConnectBox.Connected)
+    def _connected(self, event: ConnectBox.Connected) -> None:
+        connection = self.connection = event.connection
+        header = self.query_one(HeaderBar)
+        if connection.server is None:
+            header.show(None, state="not connected")
+            return
+        header.show(connection.server)
+        self._update_too_small()
+
+    def action_retry(self) -> None:
+        if self.feed is None and not self.port.connected:
+            self.connect()
+
+    # ------------------------------------------------------------ sending
+
+    @on(Input.Submitted, "#prompt")
+    def _submitted(self, event: Input.Submitted) -> None:
+        prompt = event.value.strip()
+        if not prompt:
+            return
+        if not self.port.connected:
+            self.app.notify("not connected to a server (ctrl+r retries)", markup=False)
+            return
+        prompt_input = self.query_one("#prompt", PromptInput)
+        if self.feed is not None:
+            if not self.auto_prompts:
+                self.app.notify("an answer is still streaming (Esc cancels it)", markup=False)
+                return
+            self.queued.append(prompt)  # the demo: the user's prompt goes next
+            prompt_input.remember(prompt)
+            prompt_input.value = ""
+            self._notice(f"queued, goes next: {prompt}")
+            return
+        prompt_input.remember(prompt)
+        prompt_input.value = ""
+        self.send(prompt)
+
+    def send(self, prompt: str, *, extra_drop: int = 0, view: TurnView | None = None) -> None:
+        """Plan the context, show the turn and start streaming its answer."""
+        server = self.port.server
+        plan = self.conversation.plan(
+            prompt,
+            max_model_len=server.max_model_len if server else None,
+            max_tokens=self.settings.max_tokens,
+            extra_drop=extra_drop,
+        )
+        conversation_view = self.query_one("#conversation", VerticalScroll)
+        if plan.error is not None:
+            self._notice(plan.error, failed=True)
+            return
+        self.conversation.apply_drops(plan)
+        for i in plan.drop:
+            views = list(conversation_view.query(TurnView))
+            if i < len(views):
+                views[i].mark_dropped()
+        if plan.notice:
+            self._notice(plan.notice)
+        request = Ask(
+            prompt=prompt,
+            system=self.conversation.system,
+            max_tokens=plan.max_tokens,
+            temperature=self.settings.temperature,
+            top_p=self.settings.top_p,
+            messages=plan.messages,
+        )
+        if view is None:
+            turn = Turn(prompt)
+            self.conversation.turns.append(turn)
+            view = TurnView(prompt)
+            conversation_view.mount(view)
+        else:
+            turn = self.conversation.turns[-1]
+            turn.status = "streaming"
+        self.turn, self.view = turn, view
+        self._settling = None
+        self._pending = (prompt, extra_drop)
+        self.feed = self.port.ask(request)
+        self.answer_feeds[view.answer] = self.feed
+        turn.request_id = self.feed.request_id
+        self._frames = 0
+        if self._timer is not None:
+            self._timer.resume()
+
+    def _notice(self, text: str, *, failed: bool = False) -> None:
+        note = Static(literal(text), classes="notice")
+        note.set_class(failed, "-failed")
+        self.query_one("#conversation", VerticalScroll).mount(note)
+
+    # ------------------------------------------------------------ streaming
+
+    def _frame_drawn(self, arrivals: tuple[float, ...], ended: bool = False) -> None:
+        """After each text frame: the frame hook gets the arrivals once they are painted."""
+        hook = self.frame_hook
+        if hook is not None and (arrivals or ended):
+            self.app.call_after_refresh(hook, arrivals, ended)
+
+    def _frame(self) -> None:
+        """One text frame: drain what arrived, redraw the tail; finish when the answer ended."""
+        feed, view, turn = self.feed, self.view, self.turn
+        if feed is None or view is None or turn is None:
+            self._settle_frame()
+            return
+        drained = feed.drain()
+        answer = view.answer
+        if drained.text:
+            answer.append(drained.text)
+        self._frames += 1
+        if drained.ended is None:
+            if self._frames % NUMBERS_EVERY == 0:
+                answer.numbers = self.port.numbers(feed)
+                status = format_numbers(answer.numbers)
+                quiet = self.port.quiet_note(feed)
+                answer.set_status(f"{status} · ⏳ {quiet}" if quiet else status)
+            self._frame_drawn(drained.arrivals)
+            return
+        ended = drained.ended
+        turn.answer = answer.text
+        numbers = self.port.numbers(feed)
+        if numbers.tokens is None:
+            numbers = feed.numbers()
+        turn.completion_tokens = numbers.tokens
+        answer.numbers = numbers
+        self.feed = None
+        self._frames = 0
+        if ended.outcome == "ok":
+            turn.status = "ok"
+            answer.finish(format_numbers(numbers))
+            self._settling = (feed, view, SETTLE_FRAMES)
+            self.last_numbers = numbers
+        elif ended.outcome == "cancelled":
+            feed.release()  # only the shown text of a cancelled answer stays
+            turn.status = "cancelled"
+            answer.finish(f"⏹ cancelled — partial answer kept · {format_numbers(numbers)}")
+        else:
+            error = ended.error or "the request failed"
+            pending = self._pending
+            if (
+                not turn.answer
+                and pending is not None
+                and _CONTEXT_ERROR.search(error)
+                and any(t.in_context for t in self.conversation.turns[:-1])
+            ):
+                # The server still found the context too long: drop one more turn and resend.
+                self.send(pending[0], extra_drop=pending[1] + 1, view=view)
+                return
+            feed.release()  # only the shown text of a failed answer stays
+            turn.status = "failed"
+            turn.error = error
+            hint = ""
+            if "HTTP 401" in error:
+                hint = "401 Unauthorized: the server refused the API key. "
+            answer.finish(
+                f"✗ failed — {hint}{error}" + (" · partial answer kept" if turn.answer else ""),
+                failed=True,
+            )
+        if self.heat_on:
+            self._paint_heat(answer)
+        self._frame_drawn(drained.arrivals, ended=True)
+        limit = self.max_answers
+        finished = sum(t.status != "streaming" for t in self.conversation.turns)
+        if limit is not None and finished >= limit:
+            self.auto_prompts = ()  # no more demo prompts; quit once the last one is drawn
+            self.set_timer(1.0, self.app.exit)
+
+    def _settle_frame(self) -> None:
+        settling = self._settling
+        if settling is None:
+            if self._timer is not None:
+                self._timer.pause()
+            return
+        feed, view, left = settling
+        if left % NUMBERS_EVERY == 0:
+            numbers = self.port.numbers(feed)
+            if numbers.tokens is not None:
+                view.answer.numbers = numbers
+                view.answer.set_status(format_numbers(numbers))
+                self.last_numbers = numbers
+                if self.heat_on:  # the server's step array may have arrived with the row
+                    self._paint_heat(view.answer)
+        self._settling = (feed, view, left - 1) if left > 1 else None
+
+    @on(StatusLine.Clicked)
+    def _badge_clicked(self, event: StatusLine.Clicked) -> None:
+        """A click on an answer's numbers says why its badge says what it says."""
+        self.why(event.answer.numbers)
+
+    def action_why(self) -> None:
+        """Say why the last answer was flagged (or that it was not)."""
+        self.why(self.last_numbers)
+
+    def why(self, n: AnswerNumbers | None) -> None:
+        """Write the reasons of an answer's badge as a line in the conversation."""
+        if n is None:
+            message = "no finished answer yet"
+        elif n.flag == "vanilla-speed":
+            message = "VANILLA SPEED: " + "; ".join(n.reasons)
+        elif n.flag == "transition":
+            message = "TRANSITION: " + "; ".join(n.reasons)
+        elif n.flag == "ok":
+            message = "not flagged: the answer was not at vanilla speed"
+        else:
+            message = "not judged: no verdict on the answer yet"
+        self._notice("why: " + message)
+
+    def action_cancel(self) -> None:
+        if self.feed is not None:
+            self.feed.cancel()
+
+    # ------------------------------------------------------------ acceptance heat, position worth
+
+    def _n_spec(self) -> int | None:
+        view = self.port.view()
+        if view is not None and view.servers and view.servers[0].n_spec is not None:
+            return view.servers[0].n_spec
+        server = self.port.server
+        return server.n_spec if server is not None else None
+
+    def heat_of(self, answer: AnswerView) -> AnswerHeat | None:
+        """The acceptance heat of an answer: from the server's per-step array on its row when
+        the view has one (exact), else from its chunks' token counts."""
+        feed = self.answer_feeds.get(answer)
+        if feed is None or feed.released:  # a cancelled or failed answer keeps no chunks
+            return None
+        view = self.port.view()
+        row = None
+        if view is not None:
+            for r in reversed(view.rows):
+                if r.request_id == feed.request_id:
+                    row = r
+                    break
+        return answer_heat(pieces_from_chunks(feed.chunks()), n_spec=self._n_spec(), row=row)
+
+    def _paint_heat(self, answer: AnswerView) -> None:
+        """Colour a finished answer (again only when its heat changed: the row with the
+        server's step array arrived)."""
+        if answer.finished:
+            heat = self.heat_of(answer)
+            if heat != answer.heat:
+                answer.show_heat(heat, heat_styles(heat_colors(self.app.theme_variables)))
+
+    def action_heat(self) -> None:
+        """Toggle colouring the finished answers by engine step (a streaming answer is
+        coloured when it ends); a legend line says what the shades mean."""
+        self.heat_on = not self.heat_on
+        self._show_heat()
+
+    def _show_heat(self) -> None:
+        styles = heat_styles(heat_colors(self.app.theme_variables))
+        for answer in self.answer_feeds:
+            if answer.finished:
+                answer.show_heat(self.heat_of(answer) if self.heat_on else None, styles)
+        legend = self.query_one("#heat-legend", Static)
+        legend.update(heat_legend(styles, self._n_spec()) if self.heat_on else "")
+        legend.display = self.heat_on
+
+    def _theme_changed(self, _theme: object) -> None:
+        if self.heat_on:
+            self._show_heat()
+
+    # ------------------------------------------------------------ settings and scrolling
+
+    def action_settings(self) -> None:
+        def apply(result: ChatSettings | None) -> None:
+            if result is not None:
+                self.settings = result
+                self.post_message(SettingsChanged(result))
+                self._notice(
+                    "settings: temperature "
+                    f"{blank(result.temperature) or 'default'}, top-p "
+                    f"{blank(result.top_p) or 'default'}, max tokens "
+                    f"{blank(result.max_tokens) or 'default'}"
+                )
+
+        self.app.push_screen(SettingsScreen(self.settings), apply)
+
+    def action_scroll_up(self) -> None:
+        self.query_one("#conversation", VerticalScroll).scroll_page_up(animate=False)
+
+    def action_scroll_down(self) -> None:
+        self.query_one("#conversation", VerticalScroll).scroll_page_down(animate=False)
+
+    def action_follow(self) -> None:
+        self.query_one("#conversation", VerticalScroll).anchor()
+
+    # ------------------------------------------------------------ size
+
+    def on_resize(self, event: Resize) -> None:
+        self._update_too_small()
+
+    def _update_too_small(self) -> None:
+        width, height = self.size
+        self.set_class(width < NARROW_WIDTH, "-narrow")
+        small = width < MIN_WIDTH or height < MIN_HEIGHT
+        self.set_class(small, "-too-small")
+        if small:
+            server = self.connection.server if self.connection else None
+            badge = "SIMULATED server. " if server is not None and server.simulated else ""
+            self.query_one("#too-small", Static).update(
+                Text(
+                    f"{badge}Terminal too small ({width}x{height}): enlarge it to at least "
+                    f"{MIN_WIDTH}x{MIN_HEIGHT}."
+                )
+            )

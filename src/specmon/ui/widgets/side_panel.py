@@ -1,0 +1,458 @@
+"""The dashboard: the side panel of `specmon chat` / `specmon demo`, and `specmon watch`'s screen.
+
+Everything shown is read from the typed view (`core.views.SessionView`) and the current answer's
+numbers; nothing here does I/O. Numbers are refreshed at ~4 Hz, the graphs take one sample a
+second. Graph scales are fixed (AL 1..K+1, rates 0..1), never fitted to the data, so noise never
+looks like a change. Missing values are —. Numbers sit in fixed-width fields so nothing jumps.
+
+The text of each section is built by pure functions (`panel_sections`), tested without an app.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from specmon.core.events import GpuReading
+from specmon.core.histogram_quantiles import choose_latency
+from specmon.core.position_worth import ServerPositionWorth, TrimHint, server_position_worth
+from specmon.core.views import ServerView, SessionView
+from specmon.ui.answer_numbers import AnswerNumbers
+from specmon.ui.formatting import (
+    DASH,
+    GIB,
+    STATUS_STYLES,
+    cycle_text,
+    fmt_field,
+    visible,
+    visible_line,
+)
+
+GRAPH_SECONDS = 60
+"""The graphs show the last minute, one sample a second."""
+GRAPH_WIDTH = 20
+"""Characters per graph: 3 seconds a character."""
+BAR_WIDTH = 8
+"""Characters of one per-position acceptance bar."""
+LEVELS = "▁▂▃▄▅▆▇█"
+
+REASON_WORDS: dict[str, str] = {
+    "sw_power_cap": "power cap",
+    "hw_slowdown": "hardware slowdown",
+    "sw_thermal_slowdown": "thermal (software)",
+    "hw_thermal_slowdown": "thermal (hardware)",
+    "hw_power_brake_slowdown": "power brake",
+    "applications_clocks_setting": "application clocks",
+    "sync_boost": "sync boost",
+    "display_clock_setting": "display clock",
+    "board_limit": "board limit",
+    "reliability": "reliability",
+}
+"""Clock-event reason codes (core.gpu_reasons) in words; idle is not a throttle and is left out."""
+
+
+def spark(values: Sequence[float | None], lo: float, hi: float, width: int = GRAPH_WIDTH) -> str:
+    """A sparkline of `values` (oldest first) on the FIXED scale lo..hi, `width` characters, the
+    newest at the right: each character is the mean of its bucket's samples; a bucket with no
+    sample is a space. Values outside the scale are clipped to it."""
+    values = list(values)
+    n = len(values)
+    per = max(1, -(-GRAPH_SECONDS // width))  # samples per character
+    chars: list[str] = []
+    for i in range(width):
+        end = n - (width - 1 - i) * per
+        bucket = [v for v in values[max(0, end - per) : max(0, end)] if v is not None]
+        if not bucket or hi <= lo:
+            chars.append(" ")
+            continue
+        frac = (sum(bucket) / len(bucket) - lo) / (hi - lo)
+        frac = min(1.0, max(0.0, frac))
+        chars.append(LEVELS[min(len(LEVELS) - 1, int(frac * len(LEVELS)))])
+    return "".join(chars)
+
+
+def bar(frac: float | None, width: int = BAR_WIDTH) -> str:
+    """A horizontal bar for a 0..1 share, in eighths; blank when missing."""
+    if frac is None:
+        return " " * width
+    eighths = round(min(1.0, max(0.0, frac)) * width * 8)
+    full, part = divmod(eighths, 8)
+    text = "█" * full + (" ▏▎▍▌▋▊▉"[part] if part else "")
+    return text.ljust(width, "░")[:width]
+
+
+@dataclass
+class GraphSeries:
+    """The last minute of acceptance numbers, one sample a second (window and since-start)."""
+
+    al_window: deque[float | None]
+    al_lifetime: deque[float | None]
+    rate_window: deque[float | None]
+    rate_lifetime: deque[float | None]
+
+    @classmethod
+    def empty(cls) -> GraphSeries:
+        return cls(*(deque(maxlen=GRAPH_SECONDS) for _ in range(4)))
+
+    def sample(self, server: ServerView | None) -> None:
+        """Take one sample (call once a second)."""
+        w = server.window if server else None
+        life = server.lifetime if server else None
+        self.al_window.append(w.acceptance_length if w else None)
+        self.al_lifetime.append(life.acceptance_length if life else None)
+        self.rate_window.append(w.draft_acceptance_rate if w else None)
+        self.rate_lifetime.append(life.draft_acceptance_rate if life else None)
+
+
+NOT_READING = ("down", "unreadable")
+"""States in which a server's live numbers are not being read: they are shown — (its last error
+says why), not the last values it had. Since-start numbers (the counters' absolute values at the
+last scrape) stay."""
+
+
+def live_numbers(server: ServerView) -> ServerView:
+    """The server as shown: its window numbers and gauges blanked while it is not being read."""
+    if server.status not in NOT_READING:
+        return server
+    w = server.window
+    return replace(
+        server,
+        window=replace(
+            w,
+            decode_tok_s=None,
+            acceptance_length=None,
+            draft_acceptance_rate=None,
+            per_position_rates=None,
+        ),
+        requests_running=None,
+        requests_waiting=None,
+        kv_cache_usage_frac=None,
+        engine_numbers=(),
+    )
+
+
+def _t(text: str, style: str = "") -> Text:
+    return Text(text, style=style)
+
+
+def server_section(view: SessionView, server: ServerView | None) -> Text:
+    info = view.info
+    if server is not None and len(view.servers) > 1 and info.server not in (None, server.source):
+        # The session's identity (model, draft, version) is its first server's: another server
+        # shows its own address, model and version (what it answered) and its /metrics' n_spec.
+        info = replace(
+            info,
+            model=server.model,
+            draft_model=None,
+            method=None,
+            vllm_version=server.vllm_version,
+        )
+    status = server.status if server and server.status else "connecting"
+    out = Text()
+    out.append("● ", style=STATUS_STYLES.get(status, ""))
+    out.append(f"{status:<10}", style=STATUS_STYLES.get(status, ""))
+    out.append(f" vLLM {visible_line(info.vllm_version)}")
+    if view.simulated:
+        out.append("  SIMULATED", style="bold reverse yellow")
+    if server and server.status in ("stale", "down", "unreadable") and server.status_detail:
+        out.append("\n  " + visible_line(server.status_detail)[:80], style="red")
+    n_spec = server.n_spec if server and server.n_spec is not None else info.n_spec
+    if len(view.servers) > 1 and server is not None:
+        out.append(f"\nurl    {visible_line(server.source)}")
+    out.append(f"\nmodel  {visible_line(info.model)}")
+    out.append(f"\ndraft  {visible_line(info.draft_model)}")
+    out.append(f"\nmethod {visible_line(info.method)} · n_spec {fmt_field(n_spec, 'd')}")
+    return out
+
+
+def speed_section(server: ServerView | None, answer: AnswerNumbers | None) -> Text:
+    server_tok_s = server.window.decode_tok_s if server else None
+    answer_tok_s = answer.decode_tok_s if answer else None
+    return _t(
+        f"tok/s  server {fmt_field(server_tok_s, '.1f', 7)}   "
+        f"this answer {fmt_field(answer_tok_s, '.1f', 7)}"
+    )
+
+
+def acceptance_section(view: SessionView, server: ServerView | None, series: GraphSeries) -> Text:
+    n_spec = server.n_spec if server and server.n_spec is not None else view.info.n_spec
+    top = float(n_spec + 1) if n_spec else 2.0
+    w = server.window if server else None
+    life = server.lifetime if server else None
+    label = "since start"
+    if life is not None and life.since_reset_t is not None:
+        label = f"since reset {life.since_reset_t:.0f}s"
+    out = Text()
+    out.append(f"{'':6}{'window':<{GRAPH_WIDTH}} {label}\n", style="dim")
+    out.append(f"AL    {fmt_field(w.acceptance_length if w else None, '.2f', 6)}")
+    out.append(" " * (GRAPH_WIDTH - 5))
+    out.append(f"{fmt_field(life.acceptance_length if life else None, '.2f', 6)}\n")
+    out.append(f"1-{top:<4.0f}", style="dim")
+    out.append(spark(series.al_window, 1.0, top), style="cyan")
+    out.append(" ")
+    out.append(spark(series.al_lifetime, 1.0, top), style="blue")
+    out.append(f"\nrate  {fmt_field(_pct(w.draft_acceptance_rate if w else None), '.0f', 5)}%")
+    out.append(" " * (GRAPH_WIDTH - 5))
+    out.append(f"{fmt_field(_pct(life.draft_acceptance_rate if life else None), '.0f', 6)}%\n")
+    out.append("0-1   ", style="dim")
+    out.append(spark(series.rate_window, 0.0, 1.0), style="cyan")
+    out.append(" ")
+    out.append(spark(series.rate_lifetime, 0.0, 1.0), style="blue")
+    return out
+
+
+def _pct(frac: float | None) -> float | None:
+    return None if frac is None else frac * 100
+
+
+def positions_section(server: ServerView | None, n_spec: int | None) -> Text:
+    """Per-position acceptance (window, else since start), two columns of bars."""
+    rates: tuple[float, ...] | None = None
+    which = "window"
+    if server is not None:
+        rates = server.window.per_position_rates
+        if not rates and server.lifetime is not None:
+            rates, which = server.lifetime.per_position_rates, "since start"
+    k = len(rates) if rates else (n_spec or 0)
+    out = Text(f"per-position acceptance ({which})", style="dim")
+    if k == 0:
+        out.append(f"\n{DASH}")
+        return out
+    half = -(-k // 2)
+    for row in range(half):
+        out.append("\n")
+        for i in (row, row + half):
+            if i >= k:
+                continue
+            r = rates[i] if rates and i < len(rates) else None
+            out.append(f"{i + 1:>2} ")
+            out.append(bar(r), style="green")
+            out.append(f" {fmt_field(r, '.2f', 4)}   ")
+    return out + hint_line(server)
+
+
+PANEL_SOURCE_WORDS = {"streams": "  (this client)", "histograms": "  (server histograms)"}
+
+
+def load_section(view: SessionView, server: ServerView | None) -> Text:
+    p = choose_latency(view, server)  # this client's streams, else the server's histograms
+
+    def ms(value: float | None) -> str:
+        return fmt_field(None if value is None else value * 1000, ".0f", 6)
+
+    kv = _pct(server.kv_cache_usage_frac) if server else None
+    running = server.requests_running if server else None
+    waiting = server.requests_waiting if server else None
+    return _t(
+        f"running {fmt_field(running, '.0f', 3)}  waiting {fmt_field(waiting, '.0f', 3)}  "
+        f"KV {fmt_field(kv, '.0f', 3)}%\n"
+        f"{'ms':<5}{'p50':>7}{'p95':>7}{'p99':>7}{PANEL_SOURCE_WORDS.get(p.source or '', '')}\n"
+        f"TTFT {ms(p.ttft_s.p50)} {ms(p.ttft_s.p95)} {ms(p.ttft_s.p99)}\n"
+        f"ITL  {ms(p.itl_s.p50)} {ms(p.itl_s.p95)} {ms(p.itl_s.p99)}"
+    )
+
+
+def throttle_words(g: GpuReading) -> str:
+    reasons = [r for r in g.clock_event_reasons or () if r != "gpu_idle"]
+    if g.clock_event_reasons is None:
+        return DASH
+    return ", ".join(REASON_WORDS.get(r, r) for r in reasons) if reasons else "none"
+
+
+def gpu_section(view: SessionView) -> Text:
+    gpu = view.gpu
+    if not gpu.gpus:
+        why = gpu.error or ("no GPU source (--gpu none)" if gpu.source is None else "no reading")
+        if view.simulated and gpu.source is None:
+            why = "simulated server, no GPU source"
+        why = visible_line(why)
+        if why.lower().startswith("no gpu:"):
+            why = why[len("no gpu:") :].strip()
+        return _t(f"no GPU: {why}", "dim")
+    out = Text()
+    for n, g in enumerate(gpu.gpus):
+        if n:
+            out.append("\n")
+        hot = (
+            g.temperature_c is not None
+            and g.slowdown_temperature_c is not None
+            and g.temperature_c >= g.slowdown_temperature_c - 5
+        )
+        out.append(f"GPU {g.index} {visible_line(g.name)[:30]}\n")
+        out.append(
+            f"temp {fmt_field(g.temperature_c, '.0f', 3)} °C / slowdown "
+            f"{fmt_field(g.slowdown_temperature_c, '.0f', 3)} °C\n",
+            style="bold red" if hot else "",
+        )
+        used = None if g.memory_used_bytes is None else g.memory_used_bytes / GIB
+        total = None if g.memory_total_bytes is None else g.memory_total_bytes / GIB
+        out.append(
+            f"VRAM {fmt_field(used, '.1f', 5)}/{fmt_field(total, '.1f', 5)} GiB  "
+            f"util {fmt_field(g.utilization_pct, '.0f', 3)}%\n"
+        )
+        out.append(
+            f"power {fmt_field(g.power_w, '.0f', 4)}/{fmt_field(g.power_limit_w, '.0f', 4)} W  "
+            f"SM {fmt_field(g.sm_clock_mhz, '.0f', 4)} MHz\n"
+        )
+        words = throttle_words(g)
+        out.append(f"throttle: {words}", style="bold yellow" if words not in ("none", DASH) else "")
+    return out
+
+
+def flags_section(view: SessionView) -> Text:
+    s = view.summary
+    transitions = sum(
+        1 for r in view.rows if r.speed_class is not None and r.speed_class.kind == "transition"
+    )
+    vanilla = sum(
+        1 for r in view.rows if r.speed_class is not None and r.speed_class.kind == "vanilla-speed"
+    )
+    out = Text(
+        f"answers       {s.total:>5}   failed     {s.failed + s.cancelled:>5}\n"
+        f"vanilla-speed {vanilla:>5}   transition {transitions:>5}"
+    )
+    cycle = cycle_text(view.cycle)
+    if cycle:
+        out.append("\ncycle: " + cycle, style="yellow")
+    else:
+        seen = view.cycle.requests if view.cycle else 0
+        out.append(f"\ncycle: none seen ({seen} answer{'' if seen == 1 else 's'})", style="dim")
+    return out
+
+
+def panel_sections(
+    view: SessionView | None,
+    answer: AnswerNumbers | None,
+    series: GraphSeries,
+    *,
+    waiting: str = "connecting…",
+    server_index: int = 0,
+) -> list[tuple[str, Text]]:
+    """(title, text) of each section of the panel, for one view (`waiting`: what the server
+    section says before there is one), about `view.servers[server_index]` (the first by
+    default; the watch screen passes its selected row)."""
+    if view is None:
+        waiting_text = [("server", _t(waiting, "dim"))]
+        return waiting_text + [(name, _t(DASH, "dim")) for name in SidePanel.SECTIONS[1:]]
+    server = view.servers[server_index] if 0 <= server_index < len(view.servers) else None
+    if server is not None:
+        server = live_numbers(server)
+    n_spec = server.n_spec if server and server.n_spec is not None else view.info.n_spec
+    return [
+        ("server", server_section(view, server)),
+        ("speed", speed_section(server, answer)),
+        ("acceptance", acceptance_section(view, server, series)),
+        ("positions", positions_section(server, n_spec)),
+        ("load", load_section(view, server)),
+        ("gpu", gpu_section(view)),
+        ("flags", flags_section(view)),
+    ]
+
+
+def chosen_hint(worth: ServerPositionWorth) -> tuple[TrimHint, str] | None:
+    """The hint to show and which numbers it came from: since start first (enough steps behind
+    it), else the window."""
+    if worth.lifetime is not None and worth.lifetime.hint is not None:
+        return worth.lifetime.hint, "since start"
+    if worth.window is not None and worth.window.hint is not None:
+        return worth.window.hint, "window"
+    return None
+
+
+def hint_line(server: ServerView | None) -> Text:
+    """The trim hint, short enough for one line of the side panel, e.g. "hint: n_spec 8 keeps
+    97%; pos 9-13 < 5% (w)" ("" when there is none; the modal has the whole sentence)."""
+    if server is None:
+        return Text()
+    found = chosen_hint(server_position_worth(server))
+    if found is None:
+        return Text()
+    hint, _which = found
+    first, last = hint.first_position, hint.last_position
+    where = f"pos {first}" if first == last else f"pos {first}-{last}"
+    kept = math.floor(hint.kept_share * 100 + 1e-9)
+    return Text(
+        f"\nhint: n_spec {hint.n_spec} keeps {kept}%; {where} < {hint.threshold * 100:.0f}% (w)",
+        style="yellow",
+    )
+
+
+class SidePanel(VerticalScroll):
+    """The dashboard's sections, one Static each; `show()` at ~4 Hz, `sample()` once a second."""
+
+    SECTIONS = ("server", "speed", "acceptance", "positions", "load", "gpu", "flags")
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.series = GraphSeries.empty()
+        """The graphs of the server shown (the first, or the one `show` was last asked for)."""
+        self._series: dict[str, GraphSeries] = {}
+        """Every server's graphs by its address, so a newly selected one shows its last minute."""
+        self._shown: dict[str, str] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="panel-note", markup=False)
+        for name in self.SECTIONS:
+            box = Static("", id=f"panel-{name}", classes="panel-section", markup=False)
+            box.border_title = name
+            yield box
+
+    def sample(self, view: SessionView | None) -> None:
+        """One graph sample of every server (call once a second)."""
+        servers = view.servers if view is not None else ()
+        if not servers:
+            self.series.sample(None)
+            return
+        for server in servers:
+            self._series_of(server.source).sample(live_numbers(server))
+        for gone in set(self._series) - {s.source for s in servers}:
+            del self._series[gone]
+
+    def set_series(self, source: str | None, series: GraphSeries) -> None:
+        """Graphs made elsewhere (the replay rebuilds them at each seek) for the server
+        `source` (None: before any server is known)."""
+        self.series = series
+        if source is not None:
+            self._series[source] = series
+
+    def _series_of(self, source: str) -> GraphSeries:
+        series = self._series.get(source)
+        if series is None:
+            # The first server seen takes the graphs drawn so far (before any server was known).
+            series = self.series if not self._series else GraphSeries.empty()
+            self._series[source] = series
+        return series
+
+    def show(
+        self,
+        view: SessionView | None,
+        answer: AnswerNumbers | None = None,
+        *,
+        waiting: str = "connecting…",
+        server_index: int = 0,
+    ) -> None:
+        """Redraw the sections whose text changed (about `view.servers[server_index]`)."""
+        if view is not None and 0 <= server_index < len(view.servers):
+            self.series = self._series_of(view.servers[server_index].source)
+        sections = panel_sections(
+            view, answer, self.series, waiting=waiting, server_index=server_index
+        )
+        for name, text in sections:
+            key = text.plain + repr(text.spans)
+            if self._shown.get(name) == key:
+                continue
+            self._shown[name] = key
+            self.query_one(f"#panel-{name}", Static).update(text)
+
+    def note(self, text: str) -> None:
+        """A one-line notice at the top of the panel (recording started, marker added)."""
+        note = self.query_one("#panel-note", Static)
+        note.update(Text(visible(text)))
+        note.display = bool(text)

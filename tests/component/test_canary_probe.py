@@ -1,0 +1,165 @@
+"""The canary probe against the simulator: it learns the baseline on its first probes, stores it,
+never probes an idle server, and flags the engine as drifted when the simulator's acceptance
+falls (a `drop-at:N` schedule: every request from the N-th on is degraded)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from specmon.core.canary import LEARN_PROBES, CanaryKey, CanaryTracker
+from specmon.core.events import CanaryProbed, Event
+from specmon.runtime.canary import CanaryProbe
+from specmon.sim.server import SimConfig, start_in_thread
+from specmon.sources.canary_store import CanaryStore
+from specmon.sources.metrics_scraper import MetricsScraper, metrics_url_for
+from specmon.sources.stream_client import ChatRequest, StreamClient
+
+ROUNDS_BEFORE_DROP = LEARN_PROBES + 1
+"""Rounds of (one live request, one probe) before the drop: learning, then one judged probe."""
+
+
+def _config(schedule: str | None) -> SimConfig:
+    return SimConfig(
+        speed=200.0,
+        n_spec=8,
+        seed=3,
+        schedule=schedule,
+        per_request_spec_decode_metrics="summary",
+    )
+
+
+async def _rounds(url: str, store: CanaryStore, rounds: int, *, live: bool = True) -> list:
+    key = CanaryKey(server=url, model="", draft=None, method="sim", n_spec=8)
+    out: list[Event] = []
+    async with StreamClient(url, from_env=False) as client:
+        scraper = MetricsScraper(metrics_url_for(url), source=client.source)
+        probe = CanaryProbe(client, key, interval_s=0.0, clock=time.monotonic, store=store)
+
+        async def scrape() -> None:
+            scraped = await scraper.scrape_once(lambda _e: None)
+            assert scraped is not None
+            probe.observe(scraped)
+
+        try:
+            await scrape()
+            for _ in range(rounds):
+                if live:
+                    await client.chat(ChatRequest("live traffic", max_tokens=16), lambda _e: None)
+                await scrape()
+                await probe.tick(out.append)
+                await scrape()
+        finally:
+            await scraper.aclose()
+    return out
+
+
+def test_the_canary_learns_then_flags_drift_and_suggests_a_restart(tmp_path):
+    store = CanaryStore(tmp_path / "canary.json")
+    # live request = odd number, canary = even: the drop hits both from round 7 on
+    drop_at = 2 * ROUNDS_BEFORE_DROP + 1
+    with start_in_thread(_config(f"drop-at:{drop_at}"), log_sink=lambda _l: None) as sim:
+        events = asyncio.run(_rounds(sim.url, store, ROUNDS_BEFORE_DROP + 2))
+    probes = [e for e in events if isinstance(e, CanaryProbed)]
+    assert len(probes) == ROUNDS_BEFORE_DROP + 2
+    assert all(p.outcome == "ok" and p.acceptance_length is not None for p in probes)
+    learning, judged = probes[:LEARN_PROBES], probes[LEARN_PROBES:]
+    assert [p.learned_probes for p in learning] == list(range(LEARN_PROBES))
+    assert all(p.expected_al is None for p in learning)
+    assert all(p.expected_al is not None and p.tolerance is not None for p in judged)
+    tracker = CanaryTracker()
+    statuses = []
+    for p in probes:
+        tracker.apply(p)
+        statuses.append(tracker.views()[0].status)
+    assert statuses[:LEARN_PROBES] == ["learning"] * LEARN_PROBES
+    assert statuses[LEARN_PROBES:] == ["ok", "drifting", "drifted"]
+    view = tracker.views()[0]
+    assert view.diagnosis == "engine_drift"
+    assert view.advice is not None and "restart" in view.advice
+    # the live traffic's AL is reported apart from the canary's
+    assert all(p.live_acceptance_length is not None for p in probes)
+    # the baseline was stored and a later session judges its first probe against it
+    key = CanaryKey(server=sim.url, model="", draft=None, method="sim", n_spec=8)
+    stored = store.get(key)
+    assert stored.learned and len(stored.probes) == LEARN_PROBES
+
+
+def test_an_idle_server_is_never_probed(tmp_path):
+    store = CanaryStore(tmp_path / "canary.json")
+    with start_in_thread(_config(None), log_sink=lambda _l: None) as sim:
+        events = asyncio.run(_rounds(sim.url, store, 3, live=False))
+        started = sim.server.app.engine.requests_started
+    assert events == []
+    assert started == 0  # no phantom batch: the canary sent nothing
+    assert not (tmp_path / "canary.json").exists()
+
+
+def test_a_stored_baseline_judges_the_first_probe_of_a_new_session(tmp_path):
+    store = CanaryStore(tmp_path / "canary.json")
+    with start_in_thread(_config(None), log_sink=lambda _l: None) as sim:
+        asyncio.run(_rounds(sim.url, store, LEARN_PROBES))
+        later = asyncio.run(_rounds(sim.url, store, 1))
+    (probe,) = later
+    assert isinstance(probe, CanaryProbed)
+    assert probe.learned_probes == LEARN_PROBES and probe.expected_al is not None
+
+
+def test_watch_s_canary_runs_on_the_hub_is_recorded_and_replays(tmp_path):
+    """The wiring of `watch --canary`: start_canaries on a started monitor probes while live
+    traffic runs, the view and the recording carry the probes, the canary is not an answer."""
+    from specmon.core.session_state import SessionState
+    from specmon.runtime.canary import start_canaries
+    from specmon.runtime.monitor import Monitor, Target
+    from specmon.runtime.prompt_loop import prompt_loop
+    from specmon.sources.recording_player import RecordingPlayer, read_recording
+
+    path = tmp_path / "watch.ndjson"
+    with start_in_thread(_config(None), log_sink=lambda _l: None) as sim:
+        monitor = Monitor([Target(sim.url)], SessionState, interval=0.1, record=path)
+        monitor.start()
+        store = CanaryStore(tmp_path / "canary.json")
+        (probe,) = start_canaries(monitor, 0.05, store=store, check_s=0.05)
+        hub = monitor.hub
+        requests = [ChatRequest(f"prompt {i}", max_tokens=64) for i in range(3)]
+        deadline = time.monotonic() + 60
+        live = monitor.snapshot()
+        while not live["canary"] and time.monotonic() < deadline:
+            hub.submit(
+                prompt_loop(
+                    monitor.clients[0], requests, hub.emit, scraper=monitor.scrapers[0], count=3
+                )
+            ).result(60)
+            time.sleep(0.3)
+            live = monitor.snapshot()
+        monitor.stop()  # then the final state: a probe may have come after the last snapshot
+        assert monitor.state is not None
+        live = monitor.state.snapshot()
+    (canary,) = live["canary"]
+    assert canary["source"] == probe.source and canary["probes"] >= 1
+    assert canary["status"] in ("learning", "ok")  # the simulator does not drift here
+    assert all(r["request_id"] != "canary" for r in live["requests"]["rows"])
+    recording = read_recording(path)
+    assert any(isinstance(e, CanaryProbed) for e in recording.events)
+    replayed = SessionState(recording.info)
+    asyncio.run(RecordingPlayer(path).run(replayed.apply))
+    assert replayed.snapshot()["canary"] == live["canary"]
+
+
+def test_a_session_config_asks_for_canaries_through_its_extra(monkeypatch, tmp_path):
+    """The collector's hook (runtime.session calls start_canary_from_extra): chat's host mode
+    and the dashboard ask through SessionConfig.extra["canary"]."""
+    from specmon.core.session_state import SessionState
+    from specmon.runtime.canary import EXTRA_KEY, start_canary_from_extra
+    from specmon.runtime.monitor import Monitor, Target
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    with (
+        start_in_thread(_config(None), log_sink=lambda _l: None) as sim,
+        Monitor([Target(sim.url)], SessionState, interval=0.1) as monitor,
+    ):
+        monitor.start()
+        assert start_canary_from_extra(monitor, {}) == []
+        assert start_canary_from_extra(monitor, {EXTRA_KEY: "x"}) == []
+        (probe,) = start_canary_from_extra(monitor, {EXTRA_KEY: 300.0})
+        assert probe.interval_s == 300.0 and probe.key.server == sim.url

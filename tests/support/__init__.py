@@ -1,0 +1,1 @@
+"""Helpers shared by the tests (fakes, servers, Pilot steps); conftest files keep only fixtures."""
