@@ -8,7 +8,7 @@ from __future__ import annotations
 import socket
 
 import pytest
-from tests.ui.conftest import screen_text, wait_for
+from tests.support.ui_fakes import screen_text, wait_for
 
 from specmon.cli.session_setup import state_factory
 from specmon.runtime.monitor import Target

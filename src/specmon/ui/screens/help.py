@@ -83,7 +83,36 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "long_run_vs_peak",
         ),
     ),
-    ("Elsewhere (answers table, bench reports)", ("e2e_tok_s", "tpot_s", "e2el_s")),
+    (
+        "Diagnosis (panel: diagnosis; watch --json)",
+        (
+            "al_by_context",
+            "context_cliff",
+            "thermal_attribution",
+            "clock_fit",
+            "power_limit_requested",
+            "seconds_saved",
+            "seconds_saved_reason",
+            "quality_loop",
+            "quality_garbled",
+            "repeated_ngram_share",
+            "al_z_score",
+        ),
+    ),
+    (
+        "Canary (watch --canary, chat in host mode)",
+        (
+            "canary_status",
+            "canary_al",
+            "canary_expected_al",
+            "canary_tolerance",
+            "canary_diagnosis",
+        ),
+    ),
+    (
+        "Elsewhere (answers table, bench reports)",
+        ("e2e_tok_s", "tpot_s", "e2el_s", "server_ttft_s", "ttft_outside_s"),
+    ),
 )
 """The screen's groups, in screen order, with the keys of the definitions each explains."""
 
