@@ -13,15 +13,14 @@ never overwritten: the user decides (move it away or fix it).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
-import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from specmon.sources.data_files import data_path, write_atomic
 
 FORMAT = "specmon-baselines"
 VERSION = 1
@@ -59,10 +58,7 @@ class Baseline:
 
 def default_path(env: Mapping[str, str] | None = None) -> Path:
     """`$XDG_DATA_HOME/specmon/baselines.json`, with XDG's default `~/.local/share`."""
-    env = os.environ if env is None else env
-    base = env.get("XDG_DATA_HOME") or ""
-    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".local" / "share"
-    return root / "specmon" / "baselines.json"
+    return data_path("baselines.json", env)
 
 
 def _baseline_from(item: Any, path: Path, index: int) -> Baseline:
@@ -149,19 +145,7 @@ class BaselineStore:
         self._write_atomic(json.dumps(payload, indent=2, sort_keys=True) + "\n")
 
     def _write_atomic(self, text: str) -> None:
-        directory = self.path.parent
         try:
-            directory.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".baselines-", suffix=".tmp", dir=directory)
+            write_atomic(self.path, text)
         except OSError as exc:
-            raise BaselineStoreError(f"cannot write the baseline file {self.path}: {exc}") from None
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path)
-        except OSError as exc:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
             raise BaselineStoreError(f"cannot write the baseline file {self.path}: {exc}") from None

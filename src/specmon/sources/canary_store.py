@@ -15,16 +15,13 @@ others kept. At most MAX_ENTRIES keys are kept (the oldest written first out).
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from specmon.core.canary import CanaryBaseline, CanaryKey
-from specmon.sources.baseline_store import default_path as _baselines_path
+from specmon.sources.data_files import data_path, write_atomic
 
 FORMAT = "specmon-canary"
 VERSION = 1
@@ -38,7 +35,7 @@ class CanaryStoreError(Exception):
 
 def default_path(env: Mapping[str, str] | None = None) -> Path:
     """`$XDG_DATA_HOME/specmon/canary.json`, with XDG's default `~/.local/share`."""
-    return _baselines_path(env).with_name("canary.json")
+    return data_path("canary.json", env)
 
 
 class CanaryStore:
@@ -124,19 +121,7 @@ class CanaryStore:
         return True
 
     def _write_atomic(self, text: str) -> None:
-        directory = self.path.parent
         try:
-            directory.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".canary-", suffix=".tmp", dir=directory)
+            write_atomic(self.path, text)
         except OSError as exc:
-            raise CanaryStoreError(f"cannot write the canary file {self.path}: {exc}") from None
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path)
-        except OSError as exc:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
             raise CanaryStoreError(f"cannot write the canary file {self.path}: {exc}") from None
