@@ -51,6 +51,14 @@ def test_one_steady_level_is_ok_even_with_noise() -> None:
     assert set(_kinds(speeds)) == {"ok"}
 
 
+def test_one_request_far_above_the_rest_is_an_outlier_not_a_fast_level() -> None:
+    # `specmon demo --speed 50 --max-tokens 32`: the first answer was read in one burst
+    # (106,069 tok/s); taken as the fast level it put four fast answers "at the slow level".
+    speeds = [106069.0, 21982.0, 10538.0, 10243.0, 6909.0, 4823.0, 2728.0, 3030.0, 3401.0]
+    assert speed_levels(speeds) is None
+    assert "vanilla-speed" not in _kinds(speeds)
+
+
 def test_too_few_requests_give_no_levels() -> None:
     assert speed_levels([220.0, 60.0, 61.0]) is None
 
