@@ -24,6 +24,7 @@ from typing import Any, Literal
 from specmon.bench.recommend import ServeIdentity, serve_command
 from specmon.bench.result import BenchResult, ResultError, load_result
 from specmon.bench.sweep import SweepError, SweepStore, SweepSummary, summarize
+from specmon.core.display_text import DASH, MAX_NUMBER_CHARS, fit
 from specmon.core.redaction import redact_text
 
 FORMAT = "specmon-card"
@@ -263,12 +264,12 @@ def card_json_text(card: RigCard) -> str:
 
 
 def _f(value: float | None, digits: int = 2) -> str:
-    return "—" if value is None or not math.isfinite(value) else f"{value:.{digits}f}"
+    return fit(value, f".{digits}f", MAX_NUMBER_CHARS)
 
 
 def _cell(text: str | None) -> str:
     if text is None:
-        return "—"
+        return DASH
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "'").replace("\n", " ")
 
 
@@ -290,7 +291,7 @@ def card_markdown(card: RigCard) -> str:
         ("Model", _cell(card.model)),
         ("Drafter", _cell(card.draft_model)),
         ("Method", _cell(card.method)),
-        ("K (num_speculative_tokens)", "—" if card.n_spec is None else str(card.n_spec)),
+        ("K (num_speculative_tokens)", DASH if card.n_spec is None else str(card.n_spec)),
         ("Acceptance length", _f(card.acceptance_length)),
         ("Draft acceptance rate", _f(card.acceptance_rate)),
         ("Output tok/s", _f(card.output_tok_s, 1)),
@@ -328,7 +329,7 @@ def card_markdown(card: RigCard) -> str:
         lines += ["", "Sweep:", ""]
         lines += ["| K | concurrency | serve | tok/s | AL | vs K=0 |", "|---|---|---|---|---|---|"]
         for s in card.sweep:
-            speed = "—" if s.speedup is None else f"{s.speedup:.2f}x"
+            speed = DASH if s.speedup is None else f"{s.speedup:.2f}x"
             lines.append(
                 f"| {s.n_spec} | {s.concurrency} | {_cell(s.serve) if s.serve else '—'} | "
                 f"{_f(s.tok_s, 1)} | {_f(s.acceptance_length)} | {speed} |"

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from specmon.bench.config import MAX_TOKENS_LIMIT, BenchConfig, ConfigError
 from specmon.bench.result import BenchResult
 from specmon.core.diagnosis.context_cliff import ContextCliffView
+from specmon.core.display_text import MAX_NUMBER_CHARS, fit
 from specmon.core.events import Event, SessionInfo
 from specmon.core.session_state import SessionState
 
@@ -105,7 +106,7 @@ def render(sweep: ContextSweepResult) -> str:
     """The sweep's table and its finding, as plain text."""
 
     def num(x: float | None, fmt: str) -> str:
-        return format(x, fmt) if x is not None else "—"
+        return fit(x, fmt, MAX_NUMBER_CHARS)
 
     lines = ["input tokens  answers  AL     output tok/s  decode tok/s"]
     for p in sweep.points:

@@ -19,7 +19,8 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from specmon.bench.result import DASH, BenchResult, fmt, fmt_pct, interrupted_line
+from specmon.bench.result import BenchResult, fmt, fmt_pct, interrupted_line
+from specmon.core.display_text import DASH
 from specmon.core.events import RequestEnded
 
 PHASE_NAMES = {"prompts": "preparing prompts", "warmup": "warm-up", "measure": "measuring"}

@@ -18,11 +18,11 @@ from typing import Any
 
 from specmon.bench.config import BenchConfig
 from specmon.bench.stats import Dist
+from specmon.core.display_text import DASH, MAX_NUMBER_CHARS, fit
 from specmon.core.safe_json import JsonError, loads_bounded
 
 FORMAT = "specmon-bench"
 VERSION = 1
-DASH = "—"
 
 
 class ResultError(ValueError):
@@ -339,8 +339,9 @@ def requests_csv(result: BenchResult) -> str:
 
 
 def fmt(value: float | None, digits: int = 1) -> str:
-    """A number with `digits` decimals, or the dash when missing."""
-    return DASH if value is None else f"{value:,.{digits}f}"
+    """A number with `digits` decimals and thousands separators; the dash when missing, out of
+    range past MAX_NUMBER_CHARS characters (core.display_text.fit)."""
+    return fit(value, f",.{digits}f", MAX_NUMBER_CHARS)
 
 
 def _md_cell(text: str) -> str:
@@ -431,4 +432,5 @@ def summary_markdown(result: BenchResult) -> str:
 
 
 def fmt_pct(value: float | None, digits: int = 1) -> str:
-    return DASH if value is None else f"{value * 100:.{digits}f}%"
+    """A 0..1 share as a percentage (core.display_text.fit: the dash when missing)."""
+    return fit(value * 100 if value is not None else None, f".{digits}f", 8, "%")

@@ -42,6 +42,7 @@ from specmon.bench.recommend import (
 from specmon.bench.result import BenchResult, ResultError, load_result
 from specmon.bench.runner import BenchError, RunOutput
 from specmon.bench.servers import Endpoint, Point, ServerProvider, ServerUnavailable
+from specmon.core.display_text import DASH, MAX_NUMBER_CHARS, fit
 
 FORMAT = "specmon-sweep"
 VERSION = 1
@@ -332,10 +333,10 @@ def summary_csv(summary: SweepSummary) -> str:
 
 def _pm(e: Any, digits: int) -> str:
     if e is None:
-        return "—"
-    text = f"{e.value:,.{digits}f}"
+        return DASH
+    text = fit(e.value, f",.{digits}f", MAX_NUMBER_CHARS)
     if e.sd is not None:
-        text += f" ±{e.sd:,.{digits}f}"
+        text += f" ±{fit(e.sd, f',.{digits}f', MAX_NUMBER_CHARS)}"
     return text
 
 

@@ -487,6 +487,7 @@ def _replay(args: argparse.Namespace, baseline: float | None) -> int:
     from specmon.bench.analysis import analyze
     from specmon.bench.config import BenchConfig
     from specmon.bench.result import ServerInfo
+    from specmon.core.display_text import DASH
     from specmon.core.errors import RecordingError
     from specmon.sources.recording_player import read_recording
 
@@ -511,7 +512,7 @@ def _replay(args: argparse.Namespace, baseline: float | None) -> int:
         print(f"specmon bench: {args.replay}: {p}", file=sys.stderr)
     config = BenchConfig.from_dict(bench)
     server = ServerInfo(
-        url=info.server or "—",
+        url=info.server or DASH,
         model=info.model,
         vllm_version=info.vllm_version,
         simulated=info.simulated,

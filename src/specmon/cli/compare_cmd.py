@@ -87,7 +87,7 @@ def render(results: list[Any], paths: list[str]) -> tuple[Any, str]:
     from rich.text import Text
 
     from specmon.bench.compare import compare, run_name, verdict
-    from specmon.bench.result import DASH
+    from specmon.core.display_text import DASH
 
     names = [run_name(r, i, p) for i, (r, p) in enumerate(zip(results, paths, strict=True))]
     rows = compare(results)
