@@ -109,3 +109,14 @@ def test_the_cycle_report_appears_once_a_cycle_is_seen() -> None:
     assert "cycle: every 10 requests" in s["flags"]
     assert "cycle: none seen" in _sections(session_view())["flags"]
     assert "(1 answer)" in _sections(session_view(speeds=(200.0,)))["flags"]
+
+
+def test_the_cycle_cost_has_lines_of_its_own_that_fit_the_panel() -> None:
+    """What the cycle costs (long-run vs fast tok/s) is the headline finding: it was the tail of
+    one line the panel always cut ("long-run 1…"); now each part is a line that fits."""
+    lines = _sections(session_view(speeds=SEED_SPEEDS * 4))["flags"].splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("cycle: every 10 requests"))
+    cost = lines[at + 1 : at + 3]
+    assert cost[0].startswith("  fast ") and "degraded" in cost[0] and "tok/s" in cost[0]
+    assert cost[1].startswith("  long-run ") and "% of fast" in cost[1]
+    assert all(len(line) <= 48 for line in lines)  # the panel's width less its padding

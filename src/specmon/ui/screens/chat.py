@@ -75,6 +75,8 @@ class ChatScreen(RecordingMixin, Screen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f1", "app.help", "help"),  # first in the footer (also the app's, every screen)
+        # Priority, so that it (not the app's hidden one) is the footer's: q types into the prompt.
+        Binding("ctrl+q", "app.quit", "quit", priority=True),
         Binding("escape", "cancel", "cancel answer"),
         Binding("f2", "settings", "settings"),
         Binding("f3", "why", "why (badge)"),
@@ -90,7 +92,6 @@ class ChatScreen(RecordingMixin, Screen[None]):
         Binding("pageup", "scroll_up", "scroll up", show=False),
         Binding("pagedown", "scroll_down", "scroll down", show=False),
         Binding("ctrl+end", "follow", "follow", show=False),
-        Binding("ctrl+q", "app.quit", "quit"),
     ]
 
     def __init__(
@@ -274,7 +275,9 @@ class ChatScreen(RecordingMixin, Screen[None]):
         self._update_too_small()
 
     def action_retry(self) -> None:
-        if self.feed is None and not self.port.connected:
+        if self.port.connected:
+            self.app.notify("already connected: nothing to retry", timeout=3)
+        elif self.feed is None:
             self.connect()
 
     @on(Button.Pressed, "#retry")

@@ -115,7 +115,9 @@ class DashboardScreen(RecordingMixin, Screen[None]):
         header.show(connection.server)
 
     def action_retry(self) -> None:
-        if not self.port.connected:
+        if self.port.connected:
+            self.app.notify("already connected: nothing to retry", timeout=3)
+        else:
             self.connect()
 
     @on(Button.Pressed, "#retry")

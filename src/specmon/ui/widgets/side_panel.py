@@ -22,7 +22,7 @@ from textual.widgets import Static
 
 from specmon.core.events import GpuReading
 from specmon.core.position_worth import ServerPositionWorth, TrimHint, server_position_worth
-from specmon.core.views import ServerView, SessionView
+from specmon.core.views import CycleView, ServerView, SessionView
 from specmon.ui.answer_numbers import AnswerNumbers
 from specmon.ui.formatting import DASH, GIB, MAX_NUMBER_CHARS, cycle_text, fit
 from specmon.ui.safe_text import visible
@@ -315,12 +315,32 @@ def flags_section(view: SessionView) -> Text:
         f"vanilla-speed {vanilla:>5}   transition {transitions:>5}"
     )
     cycle = cycle_text(view.cycle)
-    if cycle:
-        out.append("\ncycle: " + cycle, style="yellow")
+    if cycle and view.cycle is not None:
+        for line in cycle_lines(view.cycle):
+            out.append("\n" + line, style="yellow")
     else:
         seen = view.cycle.requests if view.cycle else 0
         out.append(f"\ncycle: none seen ({seen} answer{'' if seen == 1 else 's'})", style="dim")
     return out
+
+
+def cycle_lines(c: CycleView) -> list[str]:
+    """A detected cycle on lines of its own: its period and degraded requests, then what it
+    costs (the fast and degraded speeds, and the long-run speed as a share of the fast one),
+    the seeds' headline finding; each line fits the panel's width."""
+    lo, hi = c.period_min or c.period, c.period_max or c.period
+    every = f"every {lo} requests" if lo == hi else f"every {lo}-{hi} requests"
+    first = f"cycle: {every}"
+    if c.degraded_per_cycle is not None:
+        first += f", {c.degraded_per_cycle:.0f} degraded"
+    lines = [first]
+    fast, slow, long_run = c.fast_mean_tok_s, c.degraded_mean_tok_s, c.long_run_mean_tok_s
+    lines.append(f"  fast {num(fast, '.0f')} · degraded {num(slow, '.0f')} tok/s")
+    share = ""
+    if long_run is not None and fast:
+        share = f" = {long_run / fast * 100:.0f}% of fast"
+    lines.append(f"  long-run {num(long_run, '.0f')} tok/s{share}")
+    return lines
 
 
 def panel_sections(
@@ -363,19 +383,22 @@ def chosen_hint(worth: ServerPositionWorth) -> tuple[TrimHint, str] | None:
 
 
 def hint_line(server: ServerView | None) -> Text:
-    """The trim hint, short enough for one line of the side panel, e.g. "hint: n_spec 8 keeps
-    97%; pos 9-13 < 5% (w)" ("" when there is none; the modal has the whole sentence)."""
+    """The trim hint on two short lines of the side panel, naming the numbers it came from
+    (the bars above may show the window while the hint uses since-start numbers), e.g.
+    "hint (since start): n_spec 8 keeps 97%" / "  pos 9-13 < 5% · press w" ("" when there is
+    none; the modal, opened with w, has the whole sentence)."""
     if server is None:
         return Text()
     found = chosen_hint(server_position_worth(server))
     if found is None:
         return Text()
-    hint, _which = found
+    hint, which = found
     first, last = hint.first_position, hint.last_position
     where = f"pos {first}" if first == last else f"pos {first}-{last}"
     kept = math.floor(hint.kept_share * 100 + 1e-9)
     return Text(
-        f"\nhint: n_spec {hint.n_spec} keeps {kept}%; {where} < {hint.threshold * 100:.0f}% (w)",
+        f"\nhint ({which}): n_spec {hint.n_spec} keeps {kept}%"
+        f"\n  {where} < {hint.threshold * 100:.0f}% · press w",
         style="yellow",
     )
 
