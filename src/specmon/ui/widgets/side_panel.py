@@ -169,6 +169,8 @@ def server_section(view: SessionView, server: ServerView | None) -> Text:
     out.append(f"\nmodel  {_lit(info.model)}")
     out.append(f"\ndraft  {_lit(info.draft_model)}")
     out.append(f"\nmethod {_lit(info.method)} · n_spec {num(n_spec, 'd')}")
+    if view.simulated and (info.method or info.draft_model):
+        out.append("  (simulator's)", style="dim")  # a simulator profile's, not a server's
     return out
 
 
@@ -311,8 +313,9 @@ def flags_section(view: SessionView) -> Text:
         1 for r in view.rows if r.speed_class is not None and r.speed_class.kind == "vanilla-speed"
     )
     out = Text(
-        f"answers       {s.total:>5}   failed     {s.failed + s.cancelled:>5}\n"
-        f"vanilla-speed {vanilla:>5}   transition {transitions:>5}"
+        f"answers       {s.total:>5}   failed     {s.failed:>5}\n"
+        f"vanilla-speed {vanilla:>5}   transition {transitions:>5}\n"
+        f"cancelled     {s.cancelled:>5}"  # Esc on an answer is not a failure
     )
     cycle = cycle_text(view.cycle)
     if cycle and view.cycle is not None:
