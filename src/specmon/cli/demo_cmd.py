@@ -32,8 +32,8 @@ from specmon.cli.stream_args import add_stream_args, stream_limits_from
 
 if TYPE_CHECKING:  # imported in run(): `specmon --help` must not import openai/httpx/rich
     from specmon.core.events import SessionInfo
-    from specmon.sim.server import SimConfig
     from specmon.runtime.monitor import Monitor
+    from specmon.sim.server import SimConfig
 
 DEMO_SCHEDULE = "cycle:5f,1t,3d,1r"
 
