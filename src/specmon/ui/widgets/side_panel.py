@@ -375,6 +375,50 @@ def panel_sections(
     ]
 
 
+PANEL_KEY = "F9"
+"""The key that opens the whole panel where it is collapsed to its summary line."""
+
+
+def panel_summary(
+    view: SessionView | None,
+    answer: AnswerNumbers | None,
+    *,
+    waiting: str = "connecting…",
+    server_index: int = 0,
+) -> Text:
+    """The panel in one line, for a terminal too small for the panel (the chat's and the
+    replay's at 80x24): the server's state, window tok/s, AL and acceptance, the answers and
+    failures, and the cycle when one is seen, most important first (a narrow line cuts the
+    tail), e.g. "● up  tok/s 110.2  AL 3.41  acc 33%  answers 2 failed 0  cycle every 10 ·
+    F9 panel"."""
+    out = Text()
+    server = None
+    if view is not None and 0 <= server_index < len(view.servers):
+        server = live_numbers(view.servers[server_index])
+    if view is None:
+        out.append(waiting, style="dim")
+    else:
+        status = server.status if server and server.status else "connecting"
+        out.append(f"● {status}", style=STATUS_STYLE.get(status, ""))
+        w = server.window if server else None
+        tok_s = w.decode_tok_s if w else None
+        if tok_s is None and answer is not None:
+            tok_s = answer.decode_tok_s
+        out.append(f"  tok/s {num(tok_s, '.1f')}")
+        out.append(f"  AL {num(w.acceptance_length if w else None, '.2f')}")
+        out.append(f"  acc {num(_pct(w.draft_acceptance_rate if w else None), '.0f')}%")
+        s = view.summary
+        out.append(f"  answers {s.total} failed {s.failed}")
+        if s.cancelled:
+            out.append(f" cancelled {s.cancelled}")
+        c = view.cycle
+        if c is not None and c.detected:
+            lo, hi = c.period_min or c.period, c.period_max or c.period
+            out.append(f"  cycle every {lo if lo == hi else f'{lo}-{hi}'}", style="yellow")
+    out.append(f" · {PANEL_KEY} panel", style="dim")
+    return out
+
+
 def chosen_hint(worth: ServerPositionWorth) -> tuple[TrimHint, str] | None:
     """The hint to show and which numbers it came from: since start first (enough steps behind
     it), else the window."""
