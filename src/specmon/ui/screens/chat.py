@@ -80,11 +80,12 @@ class ChatScreen(RecordingMixin, Screen[None]):
     the panel is one summary line above the prompt, and F9 shows the whole panel instead of the
     conversation (-panel-open)."""
 
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [
+    # Textual declares these `ClassVar[...] | None`, which mypy reads as an instance variable.
+    HORIZONTAL_BREAKPOINTS = [  # noqa: RUF012
         (0, "-narrow"),
         (NARROW_WIDTH, "-wide"),
     ]
-    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [
+    VERTICAL_BREAKPOINTS = [  # noqa: RUF012
         (0, "-short"),
         (TALL_HEIGHT, "-tall"),
     ]

@@ -26,7 +26,7 @@ from specmon.ui.answer_numbers import AnswerNumbers, numbers_from_row
 from specmon.ui.replay_port import ReplayPort
 from specmon.ui.safe_text import visible
 from specmon.ui.screens.dialogs import ANSWER_COLUMNS, row_cells
-from specmon.ui.widgets.side_panel import GraphSeries, SidePanel
+from specmon.ui.widgets.side_panel import GraphSeries, SidePanel, panel_summary
 from specmon.ui.widgets.timeline import Timeline, clock_text, speed_text
 
 if TYPE_CHECKING:
@@ -39,6 +39,28 @@ PANEL_EVERY = 2
 SEEK_S = 10.0
 SEEK_LONG_S = 60.0
 REPLAY_COLUMNS = ("ended", *ANSWER_COLUMNS)
+DROP_ORDER = ("tokens", "accept", "TTFT", "ended", "id")
+"""Where the answers table is too narrow, the columns left out first to last; tok/s, AL and
+the badge always stay."""
+WIDE_WIDTH = 120
+"""From this many columns the panel sits beside the answers; below, it is one summary line and
+F9 shows it whole in place of the answers."""
+
+
+def kept_columns(rows: tuple[tuple[str, ...], ...], width: int) -> tuple[int, ...]:
+    """The indices (in REPLAY_COLUMNS) of the columns that fit `width` characters, each as
+    wide as its longest cell or title plus the table's padding, leaving out DROP_ORDER's first
+    until they fit (the last three always stay)."""
+    widths = [
+        max([len(title), *(len(r[i]) for r in rows if i < len(r))]) + 2
+        for i, title in enumerate(REPLAY_COLUMNS)
+    ]
+    kept = list(range(len(REPLAY_COLUMNS)))
+    for title in DROP_ORDER:
+        if sum(widths[i] for i in kept) <= width:
+            break
+        kept.remove(REPLAY_COLUMNS.index(title))
+    return tuple(kept)
 
 
 def table_rows(view: SessionView | None, start: float) -> tuple[tuple[str, ...], ...]:
@@ -81,7 +103,14 @@ class ReplayScreen(Screen[None]):
     #timeline { border-top: hkey $primary-background; height: 5; padding: 0 1; }
     """
 
+    # Textual declares these `ClassVar[...] | None`, which mypy reads as an instance variable.
+    HORIZONTAL_BREAKPOINTS = [  # noqa: RUF012
+        (0, "-narrow"),
+        (WIDE_WIDTH, "-wide"),
+    ]
+
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+q", "app.quit", "quit", priority=True),
         Binding("space", "toggle_pause", "play/pause", priority=True),
         Binding("plus,equals_sign", "faster", "faster", priority=True),
         Binding("minus", "slower", "slower", priority=True),
@@ -94,8 +123,8 @@ class ReplayScreen(Screen[None]):
         Binding("n", "jump(1)", "next flag", priority=True),
         Binding("N", "jump(-1)", "prev flag", priority=True),
         Binding("escape", "dismiss_notice", "dismiss notice", show=False),
+        Binding("f9", "toggle_panel", "panel"),
         Binding("q", "app.quit", "quit", show=False),
-        Binding("ctrl+q", "app.quit", "quit"),
     ]
 
     def __init__(self, port: ReplayPort) -> None:
@@ -104,6 +133,8 @@ class ReplayScreen(Screen[None]):
         self._ticks = 0
         self._rows_shown: tuple[tuple[str, ...], ...] | None = None
         self.position: ReplayPosition | None = None
+        self._columns: tuple[int, ...] = ()
+        """The answers table's columns shown (indices in REPLAY_COLUMNS)."""
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="replay-header"):
@@ -119,6 +150,7 @@ class ReplayScreen(Screen[None]):
         with Horizontal(id="replay-main"):
             with Vertical(id="replay-left"):
                 yield Label("answers at the play head", id="replay-table-title")
+                yield Static("", id="replay-summary", markup=False)
                 table: DataTable[Text] = DataTable(id="replay-answers", zebra_stripes=True)
                 yield table
             yield SidePanel(id="replay-panel")
@@ -126,8 +158,6 @@ class ReplayScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one("#replay-answers", DataTable)
-        table.add_columns(*REPLAY_COLUMNS)
         self.set_interval(1 / TICK_HZ, self.tick)
         self.refresh_all()
 
@@ -153,18 +183,40 @@ class ReplayScreen(Screen[None]):
                 series.sample(sample)
             side.set_series(view.servers[0].source if view.servers else None, series)
             side.show(view, last_answer(view))
+            summary = panel_summary(view, last_answer(view))
+            self.query_one("#replay-summary", Static).update(summary)
 
     def _show_rows(self, view: SessionView, start: float) -> None:
         rows = table_rows(view, start)
-        if rows == self._rows_shown:
+        table = self.query_one("#replay-answers", DataTable)
+        width = table.scrollable_content_region.width
+        columns = kept_columns(rows, width) if width else tuple(range(len(REPLAY_COLUMNS)))
+        if rows == self._rows_shown and columns == self._columns:
             return
         self._rows_shown = rows
-        table = self.query_one("#replay-answers", DataTable)
+        if columns != self._columns:
+            self._columns = columns
+            table.clear(columns=True)
+            table.add_columns(*(REPLAY_COLUMNS[i] for i in columns))
         table.clear()
         for cells in rows:
-            table.add_row(*(Text(visible(c)) for c in cells))
+            table.add_row(*(Text(visible(cells[i])) for i in columns))
         if rows:
             table.move_cursor(row=len(rows) - 1, animate=False)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self.refresh_all)  # the answers' columns for the new width
+
+    def action_toggle_panel(self) -> None:
+        """F9: below WIDE_WIDTH, the whole panel in place of the answers (focused: the arrows
+        scroll it), and back; beside the answers, the focus to the panel and back."""
+        panel = self.query_one(SidePanel)
+        opening = not self.has_class("-panel-open") and not panel.has_focus
+        self.set_class(opening and self.has_class("-narrow"), "-panel-open")
+        if opening:
+            panel.focus()
+        else:
+            self.query_one("#replay-answers", DataTable).focus()
 
     def action_dismiss_notice(self) -> None:
         """Esc: hide the reader's notice (it is printed again on stderr after the app)."""
