@@ -164,7 +164,9 @@ class ChatScreen(RecordingMixin, Screen[None]):
             with Vertical(id="chat-column"):
                 with Horizontal(id="connect-box"):
                     yield Static("connecting…", id="connect-status", markup=False)
-                    yield Button("Retry", id="retry")
+                    yield Button(
+                        "Retry", id="retry", compact=True
+                    )  # one line, beside a one-line banner
                 yield VerticalScroll(id="conversation")
                 yield Static("", id="heat-legend", markup=False)
                 yield Static("", id="panel-summary", markup=False)

@@ -82,7 +82,7 @@ class DashboardScreen(RecordingMixin, Screen[None]):
         yield HeaderBar(id="header", command="watch")
         with Horizontal(id="connect-box"):
             yield Static("connecting…", id="connect-status", markup=False)
-            yield Button("Retry", id="retry")
+            yield Button("Retry", id="retry", compact=True)  # one line, beside a one-line banner
         yield ServersTable(id="servers")
         yield SidePanel(id="dashboard")
         yield Footer()
