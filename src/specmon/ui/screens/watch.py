@@ -52,6 +52,9 @@ class DashboardScreen(RecordingMixin, Screen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up", "select(-1)", "select server", key_display="↑↓", priority=True),
+        # The app's hidden priority ctrl+q shadows a screen's ctrl+q in the footer: q is shown,
+        # early, so that an 80-column footer still has it.
+        Binding("q", "app.quit", "quit"),
         Binding("down", "select(1)", "select next", show=False, priority=True),
         Binding("k", "select(-1)", "select previous", show=False),
         Binding("j", "select(1)", "select next", show=False),
@@ -64,8 +67,6 @@ class DashboardScreen(RecordingMixin, Screen[None]):
         Binding("ctrl+r", "retry", "retry connect"),
         Binding("pagedown", "scroll_dashboard(1)", "scroll", key_display="PgDn"),
         Binding("pageup", "scroll_dashboard(-1)", "scroll up", show=False),
-        # The app's hidden priority ctrl+q shadows a screen's ctrl+q in the footer: q is shown.
-        Binding("q", "app.quit", "quit"),
         Binding("ctrl+q", "app.quit", "quit", show=False),
     ]
 
