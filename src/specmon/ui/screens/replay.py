@@ -225,7 +225,8 @@ class ReplayScreen(Screen[None]):
     def _show_rows(self, view: SessionView, start: float) -> None:
         rows = table_rows(view, start, self._badges)
         table = self.query_one("#replay-answers", DataTable)
-        width = table.scrollable_content_region.width
+        # Room for the vertical scrollbar always: the columns do not change when it appears.
+        width = max(0, table.size.width - table.styles.scrollbar_size_vertical)
         columns = kept_columns(rows, width) if width else tuple(range(len(REPLAY_COLUMNS)))
         if rows == self._rows_shown and columns == self._columns:
             return
