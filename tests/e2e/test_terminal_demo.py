@@ -45,6 +45,10 @@ def test_demo_in_a_real_terminal_shows_simulated_answers_and_numbers_and_quits(
     assert screen.splitlines()[0].rstrip().endswith("SIMULATED")  # the header, always on top
     assert "vLLM" in screen and "per-position acceptance" in screen  # the side panel
     assert "tok/s  server" in screen
+    # The demo knows its simulator's method and draft (a server announces neither): shown, and
+    # labelled as the simulator's (it showed "method —").
+    assert re.search(r"method dflash · n_spec +8 +\(simulator's\)", screen)
+    assert "draft  z-lab/" in screen
     assert "\x1b" not in screen  # capture-pane gives text; no raw escapes leak into it
     assert term.descendants(), "the demo should still be running before the key"
 

@@ -3,6 +3,7 @@ missing values, GPU and no-GPU, flags and the cycle report."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from tests.ui.fake_views import SEED_SPEEDS, session_view
@@ -133,3 +134,22 @@ def test_load_percentiles_come_from_server_histograms_without_own_streams() -> N
     assert lines[3].split() == ["ITL", "20", "40", "50"]
     own = session_view()  # this client's streams measured TTFT: those, labelled so
     assert load_section(own, own.servers[0]).plain.splitlines()[1].endswith("(this client)")
+
+
+def test_the_cycle_cost_has_lines_of_its_own_that_fit_the_panel() -> None:
+    """What the cycle costs (long-run vs fast tok/s) is the headline finding: it was the tail of
+    one line the panel always cut ("long-run 1…"); now each part is a line that fits."""
+    lines = _sections(session_view(speeds=SEED_SPEEDS * 4))["flags"].splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("cycle: every 10 requests"))
+    cost = lines[at + 1 : at + 3]
+    assert cost[0].startswith("  fast ") and "degraded" in cost[0] and "tok/s" in cost[0]
+    assert cost[1].startswith("  long-run ") and "% of fast" in cost[1]
+    assert all(len(line) <= 48 for line in lines)  # the panel's width less its padding
+
+
+def test_cancelled_answers_are_counted_apart_from_failed_ones() -> None:
+    """Esc on an answer is the user's choice, not a failure: the panel counted it as failed."""
+    view = session_view()
+    view = replace(view, summary=replace(view.summary, failed=1, cancelled=2))
+    flags = _sections(view)["flags"]
+    assert re.search(r"failed\s+1\b", flags) and re.search(r"cancelled\s+2\b", flags)

@@ -443,3 +443,37 @@ async def test_f8_shows_what_each_position_is_worth_and_escape_closes_it() -> No
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, ChatScreen)
+
+
+# ------------------------------------------------------------------ issue 19: keys a user sees
+
+
+async def test_the_chat_footer_shows_ctrl_q_quit_and_the_help_names_each_key_once() -> None:
+    """`q` types into the prompt, so the footer shows ctrl+q (it showed none); F1 lists ctrl+c
+    under quit only (the app's ctrl+c quits before the screen's copy sees it), with a space
+    after every key (it printed "super+cCopy"), and says that one-letter keys do not work
+    while typing in the prompt."""
+    app = SpecmonApp(FakePort())
+    async with app.run_test(size=SIZE) as pilot:
+        await _connected(pilot)
+        footer = screen_text(app).splitlines()[-1]
+        assert "^q quit" in footer
+        await pilot.press("f1")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        body = app.screen.query_one("#help-body", TextLines).text.plain
+        keys = body.split("\n\n", 1)[0].splitlines()[1:]
+        copy = next(line for line in keys if "Copy" in line)
+        assert "ctrl+c" not in copy and re.search(r"super\+c\s+Copy", copy)
+        assert next(line for line in keys if "ctrl+c" in line).split()[-1] == "quit"
+        worth = next(line for line in keys if line.split()[-1] != "quit" and " w " in line + " ")
+        assert "w: not while typing in the prompt" in worth
+        assert "TTFT (ms)" in body and "TTFT (s)" not in body  # the unit the answers show
+
+
+async def test_ctrl_r_says_so_when_already_connected() -> None:
+    app = SpecmonApp(FakePort())
+    async with app.run_test(size=SIZE) as pilot:
+        await _connected(pilot)
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        assert any("already connected" in str(n.message) for n in app._notifications)

@@ -337,3 +337,30 @@ async def test_the_simulated_badge_follows_the_header(tmp_path, simulated: bool)
         first = screen_text(app).splitlines()[0]
         assert first.startswith("RECORDED · SIMULATED · " if simulated else "RECORDED · 2026-")
         assert app.screen.query_one("#replay-badge").display is simulated
+
+
+async def test_a_rows_badge_is_decided_at_its_end_and_stays() -> None:
+    """Live, an answer's badge is decided when it ends. The replay re-classed every row against
+    the speed levels at the play head, so r6 said vanilla-speed just after it ended and
+    transition at the end of the recording; now it keeps what it said at its end."""
+    port, _ = _port()
+    app = SpecmonApp(port, mode="replay")
+    async with app.run_test(size=SIZE) as pilot:
+        await _started(pilot)
+        await pilot.press("space")
+        port.seek(port.timeline.end)
+        ends = {r.request_id: r.t_end for r in port.view().rows}
+
+        def badge(rid: str) -> str:
+            screen = app.screen
+            assert isinstance(screen, ReplayScreen)
+            screen.refresh_all()
+            rows = screen._rows_shown or ()
+            return next(r[-1] for r in rows if r[1] == rid)
+
+        port.seek(ends["r6"] + 0.01)
+        at_end = badge("r6")
+        port.seek(port.timeline.end)
+        assert at_end == "vanilla-speed" and badge("r6") == at_end
+        port.seek(ends["r6"] + 5.0)  # back again: the same
+        assert badge("r6") == at_end

@@ -34,6 +34,7 @@ def _still(pilot) -> None:
 async def _chat(pilot) -> None:
     app = pilot.app
     await wait_for(pilot, lambda: app.port.connected)
+    await pilot.pause()  # the breakpoint classes' layout settled: the click lands on the prompt
     await pilot.click("#prompt")
     for key in "what is it?":
         await pilot.press(key if key != " " else "space")

@@ -69,11 +69,13 @@ def test_without_rates_every_number_is_a_dash() -> None:
     assert isinstance(empty, SessionView) and "No server numbers" in worth_text(empty).plain
 
 
-def test_the_side_panel_has_the_hint_as_one_short_line() -> None:
+def test_the_side_panel_hint_says_its_numbers_and_key() -> None:
     view = _view(RATES, RATES, drafts=1000.0)
     line = hint_line(view.servers[0]).plain
-    assert line == "\nhint: n_spec 8 keeps 97%; pos 9-13 < 5% (w)"
-    assert len(line.strip()) <= 48  # fits the panel's width
+    # It says which numbers it used (the bars above it may be the window's) and which key opens
+    # the whole sentence.
+    assert line == "\nhint (since start): n_spec 8 keeps 97%\n  pos 9-13 < 5% · press w"
+    assert all(len(part) <= 48 for part in line.splitlines())  # fits the panel's width
     section = positions_section(view.servers[0], 13).plain
     assert section.endswith(line)
     no_hint = _view((0.8,) * 8, (0.8,) * 8, drafts=1000.0)

@@ -32,7 +32,9 @@ from specmon.cli.stream_args import add_stream_args, stream_limits_from
 from specmon.sim.drift import DRIFT_SYNTAX
 
 if TYPE_CHECKING:  # imported in run(): `specmon --help` must not import openai/httpx/rich
+    from specmon.core.events import SessionInfo
     from specmon.runtime.monitor import Monitor
+    from specmon.sim.server import SimConfig
 
 DEMO_SCHEDULE = "cycle:5f,1t,3d,1r"
 
@@ -112,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
 
     if wants_app() and not args.json:
         try:
-            return _app(sim.url, args)
+            return _app(sim.url, args, simulated_identity(SimConfig(**kwargs)))
         finally:
             sim.stop()
     monitor: Monitor | None = None
@@ -147,7 +149,26 @@ def run(args: argparse.Namespace) -> int:
         sim.stop()
 
 
-def _app(url: str, args: argparse.Namespace) -> int:
+def simulated_identity(config: SimConfig) -> SessionInfo:
+    """What the simulator runs as, which a server does not announce (vLLM neither): its
+    profile's method and draft model and its K, for the panel (shown as the simulator's; a
+    simulator without speculation, n_spec 0, has neither)."""
+    from specmon.core.events import SessionInfo
+    from specmon.sim.profiles import get_profile
+    from specmon.sim.server import resolve
+
+    resolved = resolve(config)
+    profile = get_profile(resolved.profile_name)
+    spec = resolved.n_spec > 0
+    return SessionInfo(
+        method=profile.method if spec else None,
+        draft_model=profile.draft_model if spec else None,
+        n_spec=resolved.n_spec,
+        simulated=True,
+    )
+
+
+def _app(url: str, args: argparse.Namespace, known: SessionInfo | None = None) -> int:
     """On a terminal: the chat app against the simulator, sending the demo prompts one after
     another (the user's own prompts go next), SIMULATED on screen at all times. The collector
     runs in its own process; the simulator stays on its thread here."""
@@ -165,6 +186,7 @@ def _app(url: str, args: argparse.Namespace) -> int:
         redact=tuple(args.redact),
         quiet=True,
         stream_limits=limits,
+        known=known,
     )
 
     def make_session() -> CollectorProcess:

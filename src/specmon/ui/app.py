@@ -178,7 +178,8 @@ class SpecmonApp(App[None]):
         if isinstance(self.screen, HelpScreen):
             self.screen.dismiss(None)
             return
-        self.push_screen(HelpScreen(binding_commands(self.screen, self)))
+        prompt = bool(self.screen.query("#prompt"))
+        self.push_screen(HelpScreen(binding_commands(self.screen, self), prompt=prompt))
 
     def action_worth(self) -> None:
         """What each draft position is worth, for the first server (a modal; w, F8 or Esc

@@ -58,7 +58,19 @@ class ActionCommand:
 
 
 def _bindings(bindings: Iterable[BindingType]) -> list[Binding]:
+    """One Binding per key (Textual's "ctrl+c,super+c" is two)."""
     return list(Binding.make_bindings(bindings))
+
+
+def _app_priority_keys(app: App[Any]) -> dict[str, str]:
+    """Key → action of the app's priority bindings: such a key never reaches a screen's
+    binding of it (the app's ctrl+c quits, so the screen's ctrl+c copy is not a key of copy)."""
+    out: dict[str, str] = {}
+    for cls in reversed(type(app).__mro__):
+        for b in _bindings(cls.__dict__.get("BINDINGS") or ()):
+            if b.priority and not b.system:
+                out[b.key] = b.action.removeprefix("app.")
+    return out
 
 
 def binding_commands(screen: Screen[Any], app: App[Any]) -> tuple[ActionCommand, ...]:
@@ -67,6 +79,7 @@ def binding_commands(screen: Screen[Any], app: App[Any]) -> tuple[ActionCommand,
     "app.X" is the app's action X (one entry with every key of it). Textual's system bindings
     and the palette's own binding are left out."""
     found: dict[tuple[str, str], ActionCommand] = {}
+    taken = _app_priority_keys(app)
     for owner, node in (("screen", screen), ("app", app)):
         for cls in type(node).__mro__:
             own = cls.__dict__.get("BINDINGS")
@@ -78,6 +91,8 @@ def binding_commands(screen: Screen[Any], app: App[Any]) -> tuple[ActionCommand,
                     where, action = "app", action[len("app.") :]
                 elif action.startswith("screen."):
                     where, action = "screen", action[len("screen.") :]
+                if taken.get(b.key, action) != action and not (owner == "app" and b.priority):
+                    continue  # the app's priority binding of that key runs instead (ctrl+c)
                 key = b.key_display or key_name(b.key)
                 old = found.get((where, action))
                 if old is None:

@@ -33,7 +33,7 @@ from specmon.ui.screens.recording import RecordingScreen
 from specmon.ui.widgets.answer import AnswerView
 from specmon.ui.widgets.connect_box import ConnectBox
 from specmon.ui.widgets.heat import heat_colors, heat_legend, heat_styles
-from specmon.ui.widgets.side_panel import SidePanel
+from specmon.ui.widgets.side_panel import SidePanel, panel_summary
 from specmon.ui.widgets.turn import (
     HeaderBar,
     PromptInput,
@@ -58,6 +58,8 @@ GRAPH_SAMPLE_S = 1.0
 """The side panel's graphs take one sample this often."""
 NARROW_WIDTH = 110
 """Below this many columns the side panel is stacked under the chat."""
+TALL_HEIGHT = 36
+"""Below this many rows a narrow terminal shows the panel as one summary line (F9 opens it)."""
 AUTO_PROMPT_GAP_S = 1.0
 """In the demo, the pause between an answer's end and the next demo prompt."""
 SETTLE_FRAMES = 60
@@ -72,10 +74,29 @@ _CONTEXT_ERROR = re.compile(
 class ChatScreen(RecordingScreen):
     """The conversation and the side panel: header, turns, prompt, dashboard; connects on mount,
     streams at TEXT_HZ, redraws the panel at PANEL_HZ. With `auto_prompts` (the demo) it sends
-    them one after another; prompts the user types meanwhile go next."""
+    them one after another; prompts the user types meanwhile go next.
+
+    Layouts (breakpoint classes, app.tcss): at NARROW_WIDTH columns or more the panel is beside
+    the chat; below, under it (-narrow); below TALL_HEIGHT rows as well (-narrow -short: 80x24)
+    the panel is one summary line above the prompt, and F9 shows the whole panel instead of the
+    conversation (-panel-open)."""
+
+    # Textual declares these `ClassVar[...] | None`, which mypy reads as an instance variable.
+    HORIZONTAL_BREAKPOINTS = [  # noqa: RUF012
+        (0, "-narrow"),
+        (NARROW_WIDTH, "-wide"),
+    ]
+    VERTICAL_BREAKPOINTS = [  # noqa: RUF012
+        (0, "-short"),
+        (TALL_HEIGHT, "-tall"),
+    ]
 
     BINDINGS: ClassVar[list[BindingType]] = [
+        # The footer shows them in this order and an 80-column one is cut: most needed first.
         Binding("f1", "app.help", "help"),  # first in the footer (also the app's, every screen)
+        # Priority, so that it (not the app's hidden one) is the footer's: q types into the prompt.
+        Binding("ctrl+q", "app.quit", "quit", priority=True),
+        Binding("f9", "toggle_panel", "panel"),
         Binding("escape", "cancel", "cancel answer"),
         Binding("f2", "settings", "settings"),
         Binding("f3", "why", "why (badge)"),
@@ -91,7 +112,6 @@ class ChatScreen(RecordingScreen):
         Binding("pageup", "scroll_up", "scroll up", show=False),
         Binding("pagedown", "scroll_down", "scroll down", show=False),
         Binding("ctrl+end", "follow", "follow", show=False),
-        Binding("ctrl+q", "app.quit", "quit"),
     ]
 
     def __init__(
@@ -146,6 +166,7 @@ class ChatScreen(RecordingScreen):
                 yield ConnectBox(self.port.connect, id="connect-box")
                 yield VerticalScroll(id="conversation")
                 yield Static("", id="heat-legend", markup=False)
+                yield Static("", id="panel-summary", markup=False)
                 yield PromptInput(
                     placeholder="Ask something (Enter sends, ↑/↓ history)", id="prompt"
                 )
@@ -178,7 +199,10 @@ class ChatScreen(RecordingScreen):
     def refresh_panel(self) -> None:
         """Redraw the side panel's numbers from the published view (PANEL_HZ)."""
         view = self.port.view()
-        self.query_one(SidePanel).show(view, self.current_numbers(), waiting=self._waiting_word())
+        numbers = self.current_numbers()
+        self.query_one(SidePanel).show(view, numbers, waiting=self._waiting_word())
+        summary = panel_summary(view, numbers, waiting=self._waiting_word())
+        self.query_one("#panel-summary", Static).update(summary)
         self._complete_header_k(view)
 
     def _complete_header_k(self, view: SessionView | None) -> None:
@@ -255,7 +279,9 @@ class ChatScreen(RecordingScreen):
         self._update_too_small()
 
     def action_retry(self) -> None:
-        if self.feed is None and not self.port.connected:
+        if self.port.connected:
+            self.app.notify("already connected: nothing to retry", timeout=3)
+        elif self.feed is None:
             self.connect()
 
     # ------------------------------------------------------------ sending
@@ -450,7 +476,9 @@ class ChatScreen(RecordingScreen):
         self._notice("why: " + message)
 
     def action_cancel(self) -> None:
-        if self.feed is not None:
+        if self.has_class("-panel-open"):  # Esc first closes the opened panel (F9)
+            self.action_toggle_panel()
+        elif self.feed is not None:
             self.feed.cancel()
 
     # ------------------------------------------------------------ acceptance heat, position worth
@@ -526,6 +554,19 @@ class ChatScreen(RecordingScreen):
     def action_scroll_down(self) -> None:
         self.query_one("#conversation", VerticalScroll).scroll_page_down(animate=False)
 
+    def action_toggle_panel(self) -> None:
+        """F9: where the panel is collapsed to its summary line (a short, narrow terminal), the
+        whole panel in place of the conversation, focused so that the arrows and PgUp/PgDn
+        scroll it; F9 again (or Esc) goes back to the conversation and the prompt. Elsewhere
+        it moves the focus to the panel and back."""
+        panel = self.query_one(SidePanel)
+        opening = not self.has_class("-panel-open") and not panel.has_focus
+        self.set_class(opening and self.has_class("-short"), "-panel-open")
+        if opening:
+            panel.focus()
+        else:
+            self.query_one("#prompt", PromptInput).focus()
+
     def action_follow(self) -> None:
         self.query_one("#conversation", VerticalScroll).anchor()
 
@@ -536,7 +577,7 @@ class ChatScreen(RecordingScreen):
 
     def _update_too_small(self) -> None:
         width, height = self.size
-        self.set_class(width < NARROW_WIDTH, "-narrow")
+        self.query_one(Footer).compact = width < NARROW_WIDTH  # more keys in 80 columns
         small = width < MIN_WIDTH or height < MIN_HEIGHT
         self.set_class(small, "-too-small")
         if small:

@@ -118,6 +118,10 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 OTHER_TITLE = "Other numbers"
 
+SHOWN_UNITS = {"ttft_s": "ms", "itl_s": "ms"}
+"""Units the app shows a number in where they differ from the definition's (seconds): the
+answer line and the panel's load section show TTFT and ITL in ms, so the help says ms."""
+
 
 def help_sections() -> tuple[tuple[str, tuple[Definition, ...]], ...]:
     """(title, definitions) in screen order; a definition no section names (a new one) goes
@@ -135,10 +139,23 @@ def _matches(d: Definition, words: list[str]) -> bool:
     return all(w in hay for w in words)
 
 
-def help_text(query: str = "", keys: tuple[ActionCommand, ...] = ()) -> tuple[Text, int]:
+def off_prompt_note(command: ActionCommand) -> str:
+    """For an action with one-letter keys (w, l, ?, r, m, h), e.g. " (r: not while typing in
+    the prompt)": the chat's prompt takes those as text, so they work only when it is not
+    focused (Tab or a click moves off it); "" otherwise."""
+    letters = [k for k in command.keys if len(k) == 1]
+    if not letters:
+        return ""
+    return f" ({' / '.join(letters)}: not while typing in the prompt)"
+
+
+def help_text(
+    query: str = "", keys: tuple[ActionCommand, ...] = (), *, prompt: bool = False
+) -> tuple[Text, int]:
     """The help's text for a search (case-insensitive; every word must occur) and the number
     of definitions shown. `keys` (the screen's bound actions) come first when the search is
-    empty or matches them."""
+    empty or matches them; `prompt`: the screen has a text prompt, so one-letter keys say they
+    do not work while typing in it."""
     words = query.lower().split()
     out = Text()
     if keys:
@@ -149,9 +166,10 @@ def help_text(query: str = "", keys: tuple[ActionCommand, ...] = ()) -> tuple[Te
         ]
         if shown_keys:
             out.append("Keys of this screen (ctrl+p lists them too)\n", style="bold underline")
+            width = max(len(" / ".join(k.keys)) for k in shown_keys) + 2
             for k in shown_keys:
-                out.append(f"  {' / '.join(k.keys):<16}", style="bold")
-                out.append(f"{k.title}\n")
+                out.append(f"  {' / '.join(k.keys):<{width}}", style="bold")
+                out.append(f"{k.title}{off_prompt_note(k) if prompt else ''}\n")
             out.append("\n")
     count = 0
     for title, items in help_sections():
@@ -162,8 +180,9 @@ def help_text(query: str = "", keys: tuple[ActionCommand, ...] = ()) -> tuple[Te
         for d in chosen:
             count += 1
             out.append(f"  {d.name}", style="bold")
-            if d.unit:
-                out.append(f" ({d.unit})", style="dim")
+            unit = SHOWN_UNITS.get(d.key, d.unit)
+            if unit:
+                out.append(f" ({unit})", style="dim")
             out.append(f": {d.short}\n")
             if d.long:
                 out.append(f"    {d.long}\n", style="dim")
@@ -188,9 +207,11 @@ class HelpScreen(ModalScreen[None]):
         Binding("f1", "close", "close", show=False),
     ]
 
-    def __init__(self, keys: tuple[ActionCommand, ...] = ()) -> None:
+    def __init__(self, keys: tuple[ActionCommand, ...] = (), *, prompt: bool = False) -> None:
         super().__init__()
         self.keys = keys
+        self.prompt = prompt
+        """The screen it was opened on has a text prompt (the chat)."""
         self.shown = 0
         """Definitions shown for the current search."""
 
@@ -212,7 +233,7 @@ class HelpScreen(ModalScreen[None]):
         self._show(event.value)
 
     def _show(self, query: str) -> None:
-        text, count = help_text(query, self.keys)
+        text, count = help_text(query, self.keys, prompt=self.prompt)
         self.shown = count
         self.query_one("#help-body", TextLines).update(text)
         total = len(DEFINITIONS)

@@ -11,6 +11,7 @@ here does I/O: the recording was read by the cli before the app started.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
@@ -21,12 +22,13 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label, Static
 
-from specmon.core.views import RequestRow, SessionView
+from specmon.core.detectors.speed_class import speed_class, speed_levels
+from specmon.core.views import RequestRow, SessionView, SpeedClassView
 from specmon.ui.answer_numbers import AnswerNumbers, numbers_from_row
 from specmon.ui.formatting import visible
 from specmon.ui.replay_port import ReplayPort
 from specmon.ui.screens.dialogs import ANSWER_COLUMNS, row_cells
-from specmon.ui.widgets.side_panel import GraphSeries, SidePanel
+from specmon.ui.widgets.side_panel import GraphSeries, SidePanel, panel_summary
 from specmon.ui.widgets.timeline import Timeline, clock_text, speed_text
 
 if TYPE_CHECKING:
@@ -37,25 +39,77 @@ TICK_HZ = 10.0
 PANEL_EVERY = 2
 """The side panel is redrawn every this many ticks (5 Hz; the live panel draws at 4 Hz)."""
 REPLAY_COLUMNS = ("ended", *ANSWER_COLUMNS)
+DROP_ORDER = ("tokens", "accept", "TTFT", "ended", "id")
+"""Where the answers table is too narrow, the columns left out first to last; tok/s, AL and
+the badge always stay."""
+WIDE_WIDTH = 120
+"""From this many columns the panel sits beside the answers; below, it is one summary line and
+F9 shows it whole in place of the answers."""
 
 
-def table_rows(view: SessionView | None, start: float) -> tuple[tuple[str, ...], ...]:
+def kept_columns(rows: tuple[tuple[str, ...], ...], width: int) -> tuple[int, ...]:
+    """The indices (in REPLAY_COLUMNS) of the columns that fit `width` characters, each as
+    wide as its longest cell or title plus the table's padding, leaving out DROP_ORDER's first
+    until they fit (the last three always stay)."""
+    widths = [
+        max([len(title), *(len(r[i]) for r in rows if i < len(r))]) + 2
+        for i, title in enumerate(REPLAY_COLUMNS)
+    ]
+    kept = list(range(len(REPLAY_COLUMNS)))
+    for title in DROP_ORDER:
+        if sum(widths[i] for i in kept) <= width:
+            break
+        kept.remove(REPLAY_COLUMNS.index(title))
+    return tuple(kept)
+
+
+BadgeCache = dict[tuple[str, float | None], SpeedClassView | None]
+"""Each finished row's speed class as decided at its end, by (request id, end time)."""
+
+
+def classed_at_end(
+    rows: tuple[RequestRow, ...], cache: BadgeCache | None = None
+) -> tuple[RequestRow, ...]:
+    """The rows with each ok row's speed class as it was when the row ended: against the speed
+    levels of the rows up to it, not of every row up to the play head. The live chat decides an
+    answer's badge at its end; so, here, a row's badge no longer changes as the play head moves
+    on (nor with a seek). `cache` keeps the classes decided (they never change)."""
+    cache = {} if cache is None else cache
+    speeds: list[float] = []
+    out: list[RequestRow] = []
+    for row in rows:
+        if row.outcome != "ok":
+            out.append(row)
+            continue
+        if row.decode_tok_s is not None:
+            speeds.append(row.decode_tok_s)
+        key = (row.request_id, row.t_end)
+        if key not in cache:
+            cache[key] = speed_class(row.decode_tok_s, row.vanilla, speed_levels(speeds))
+        out.append(replace(row, speed_class=cache[key]))
+    return tuple(out)
+
+
+def table_rows(
+    view: SessionView | None, start: float, cache: BadgeCache | None = None
+) -> tuple[tuple[str, ...], ...]:
     """The answers table at the play head: finished requests (with the recorded time they ended,
-    from the recording's start), then those still running."""
+    from the recording's start; each badge as decided at the request's end), then those still
+    running."""
     if view is None:
         return ()
     out: list[tuple[str, ...]] = []
-    for row in (*view.rows, *view.in_flight):
+    for row in (*classed_at_end(view.rows, cache), *view.in_flight):
         ended = "…" if row.t_end is None else clock_text(row.t_end - start)
         out.append((ended, *row_cells(row)))
     return tuple(out)
 
 
-def last_answer(view: SessionView | None) -> AnswerNumbers | None:
+def last_answer(view: SessionView | None, cache: BadgeCache | None = None) -> AnswerNumbers | None:
     """The numbers of the last finished answer at the play head (the panel's "this answer")."""
     if view is None or not view.rows:
         return None
-    row: RequestRow = view.rows[-1]
+    row: RequestRow = classed_at_end(view.rows, cache)[-1]
     return numbers_from_row(row, view.gpu)
 
 
@@ -79,7 +133,14 @@ class ReplayScreen(Screen[None]):
     #timeline { border-top: hkey $primary-background; height: 5; padding: 0 1; }
     """
 
+    # Textual declares these `ClassVar[...] | None`, which mypy reads as an instance variable.
+    HORIZONTAL_BREAKPOINTS = [  # noqa: RUF012
+        (0, "-narrow"),
+        (WIDE_WIDTH, "-wide"),
+    ]
+
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+q", "app.quit", "quit", priority=True),
         Binding("space", "toggle_pause", "play/pause", priority=True),
         Binding("plus,equals_sign", "faster", "faster", priority=True),
         Binding("minus", "slower", "slower", priority=True),
@@ -92,8 +153,8 @@ class ReplayScreen(Screen[None]):
         Binding("n", "jump(1)", "next flag", priority=True),
         Binding("N", "jump(-1)", "prev flag", priority=True),
         Binding("escape", "dismiss_notice", "dismiss notice", show=False),
+        Binding("f9", "toggle_panel", "panel"),
         Binding("q", "app.quit", "quit", show=False),
-        Binding("ctrl+q", "app.quit", "quit"),
     ]
 
     def __init__(self, port: ReplayPort) -> None:
@@ -102,6 +163,10 @@ class ReplayScreen(Screen[None]):
         self._ticks = 0
         self._rows_shown: tuple[tuple[str, ...], ...] | None = None
         self.position: ReplayPosition | None = None
+        self._badges: BadgeCache = {}
+        """Each finished row's speed class, decided at its end (classed_at_end)."""
+        self._columns: tuple[int, ...] = ()
+        """The answers table's columns shown (indices in REPLAY_COLUMNS)."""
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="replay-header"):
@@ -117,6 +182,7 @@ class ReplayScreen(Screen[None]):
         with Horizontal(id="replay-main"):
             with Vertical(id="replay-left"):
                 yield Label("answers at the play head", id="replay-table-title")
+                yield Static("", id="replay-summary", markup=False)
                 table: DataTable[Text] = DataTable(id="replay-answers", zebra_stripes=True)
                 yield table
             yield SidePanel(id="replay-panel")
@@ -124,8 +190,6 @@ class ReplayScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one("#replay-answers", DataTable)
-        table.add_columns(*REPLAY_COLUMNS)
         self.set_interval(1 / TICK_HZ, self.tick)
         self.refresh_all()
 
@@ -140,6 +204,8 @@ class ReplayScreen(Screen[None]):
         """Fold up to the play head and redraw the timeline, the table and (panel) the panel."""
         port = self.port
         view = port.view()
+        # Badges as decided at each answer's end, in the table and the panel's counts alike.
+        view = replace(view, rows=classed_at_end(view.rows, self._badges))
         position = port.position()
         self.position = position
         self.query_one(Timeline).show(position)
@@ -150,19 +216,42 @@ class ReplayScreen(Screen[None]):
             for sample in port.graph_samples():
                 series.sample(sample)
             side.set_series(view.servers[0].source if view.servers else None, series)
-            side.show(view, last_answer(view))
+            side.show(view, last_answer(view, self._badges))
+            summary = panel_summary(view, last_answer(view, self._badges))
+            self.query_one("#replay-summary", Static).update(summary)
 
     def _show_rows(self, view: SessionView, start: float) -> None:
-        rows = table_rows(view, start)
-        if rows == self._rows_shown:
+        rows = table_rows(view, start, self._badges)
+        table = self.query_one("#replay-answers", DataTable)
+        # Room for the vertical scrollbar always: the columns do not change when it appears.
+        width = max(0, table.size.width - table.styles.scrollbar_size_vertical)
+        columns = kept_columns(rows, width) if width else tuple(range(len(REPLAY_COLUMNS)))
+        if rows == self._rows_shown and columns == self._columns:
             return
         self._rows_shown = rows
-        table = self.query_one("#replay-answers", DataTable)
+        if columns != self._columns:
+            self._columns = columns
+            table.clear(columns=True)
+            table.add_columns(*(REPLAY_COLUMNS[i] for i in columns))
         table.clear()
         for cells in rows:
-            table.add_row(*(Text(visible(c)) for c in cells))
+            table.add_row(*(Text(visible(cells[i])) for i in columns))
         if rows:
             table.move_cursor(row=len(rows) - 1, animate=False)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self.refresh_all)  # the answers' columns for the new width
+
+    def action_toggle_panel(self) -> None:
+        """F9: below WIDE_WIDTH, the whole panel in place of the answers (focused: the arrows
+        scroll it), and back; beside the answers, the focus to the panel and back."""
+        panel = self.query_one(SidePanel)
+        opening = not self.has_class("-panel-open") and not panel.has_focus
+        self.set_class(opening and self.has_class("-narrow"), "-panel-open")
+        if opening:
+            panel.focus()
+        else:
+            self.query_one("#replay-answers", DataTable).focus()
 
     def action_dismiss_notice(self) -> None:
         """Esc: hide the reader's notice (it is printed again on stderr after the app)."""

@@ -26,6 +26,10 @@ from specmon.ui.widgets.servers_table import ServersTable
 from specmon.ui.widgets.side_panel import SidePanel
 from specmon.ui.widgets.turn import HeaderBar
 
+MEDIUM_WIDTH = 100
+"""From this many columns the dashboard's sections sit two a row."""
+WIDE_WIDTH = 150
+"""From this many, three a row."""
 PANEL_HZ = 4.0
 """The table's and the panel's numbers are redrawn this often."""
 GRAPH_SAMPLE_S = 1.0
@@ -36,9 +40,20 @@ class DashboardScreen(RecordingScreen):
     """`specmon watch` on a terminal: the servers table and the selected server in detail."""
 
     AUTO_FOCUS = None  # the arrows select servers; nothing else on the screen takes them
+    # Textual declares these `ClassVar[...] | None`, which mypy reads as an instance variable.
+    HORIZONTAL_BREAKPOINTS = [  # noqa: RUF012
+        (0, "-narrow"),
+        (MEDIUM_WIDTH, "-medium"),
+        (WIDE_WIDTH, "-wide"),
+    ]
+    """The dashboard's sections in one column below MEDIUM_WIDTH (80x24: PgUp/PgDn scroll
+    them), two below WIDE_WIDTH, three from there (app.tcss)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up", "select(-1)", "select server", key_display="↑↓", priority=True),
+        # The app's hidden priority ctrl+q shadows a screen's ctrl+q in the footer: q is shown,
+        # early, so that an 80-column footer still has it.
+        Binding("q", "app.quit", "quit"),
         Binding("down", "select(1)", "select next", show=False, priority=True),
         Binding("k", "select(-1)", "select previous", show=False),
         Binding("j", "select(1)", "select next", show=False),
@@ -49,8 +64,8 @@ class DashboardScreen(RecordingScreen):
         Binding("r", "record", "record"),
         Binding("m", "marker", "marker"),
         Binding("ctrl+r", "retry", "retry connect"),
-        # The app's hidden priority ctrl+q shadows a screen's ctrl+q in the footer: q is shown.
-        Binding("q", "app.quit", "quit"),
+        Binding("pagedown", "scroll_dashboard(1)", "scroll", key_display="PgDn"),
+        Binding("pageup", "scroll_dashboard(-1)", "scroll up", show=False),
         Binding("ctrl+q", "app.quit", "quit", show=False),
     ]
 
@@ -91,7 +106,9 @@ class DashboardScreen(RecordingScreen):
         self.query_one(HeaderBar).show(event.connection.server)
 
     def action_retry(self) -> None:
-        if not self.port.connected:
+        if self.port.connected:
+            self.app.notify("already connected: nothing to retry", timeout=3)
+        else:
             self.connect()
 
     # ------------------------------------------------------------ drawing
@@ -135,6 +152,14 @@ class DashboardScreen(RecordingScreen):
         self.selected = max(0, min(len(servers) - 1, self.selected + step))
         self.selected_source = servers[self.selected].source
         self.refresh_panel()
+
+    def action_scroll_dashboard(self, pages: int) -> None:
+        """PgUp/PgDn: the selected server's sections a page at a time (the arrows select)."""
+        panel = self.query_one(SidePanel)
+        if pages > 0:
+            panel.scroll_page_down(animate=False)
+        else:
+            panel.scroll_page_up(animate=False)
 
     def action_answers(self) -> None:
         self.app.push_screen(AnswersScreen(self.port))

@@ -55,7 +55,7 @@ class ConnectBox(Horizontal):
 
     def compose(self) -> ComposeResult:
         yield Static("connecting…", id="connect-status", markup=False)
-        yield Button("Retry", id="retry")
+        yield Button("Retry", id="retry", compact=True)  # one line, beside a one-line banner
 
     def on_mount(self) -> None:
         self.query_one("#retry", Button).display = False

@@ -16,6 +16,7 @@ fixed-width fields and a missing one is "—"; nothing jumps. The text is built 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from rich.text import Text
@@ -45,6 +46,12 @@ COLUMNS: tuple[tuple[str, int], ...] = (
     ("W", 5),
 )
 """The number columns after the server's name and state: (title, width)."""
+
+DROP_ORDER = ("wait", "run", "KV%", "acc%", "W", "°C")
+"""Where the table is too narrow (an 80-column terminal), the columns left out first to last;
+tok/s and AL always stay (the server's name is cut to MIN_NAME_WIDTH first)."""
+MIN_NAME_WIDTH = 16
+"""The server column is narrowed to this before any number column is left out."""
 
 
 def _pct(frac: float | None) -> float | None:
@@ -91,9 +98,50 @@ def gpu_numbers(gpus: Sequence[GpuReading]) -> tuple[float | None, float | None]
     return (max(temps) if temps else None, sum(powers) if powers else None)
 
 
-def header_line() -> str:
-    cells = "".join(" " + title.rjust(width) for title, width in COLUMNS)
-    return f"  {'server':<{NAME_WIDTH}} {'state':<10}{cells}"
+@dataclass(frozen=True, slots=True)
+class TableLayout:
+    """What fits in a width: the server column's width and the number columns kept."""
+
+    name_width: int = NAME_WIDTH
+    kept: tuple[str, ...] = tuple(title for title, _ in COLUMNS)
+
+
+def row_width(name_width: int, kept: Sequence[str]) -> int:
+    """Characters of one row: marker, name, state and the kept number cells."""
+    return 2 + name_width + 1 + 10 + sum(1 + width for title, width in COLUMNS if title in kept)
+
+
+def layout_for(width: int | None) -> TableLayout:
+    """The widest layout whose rows fit `width` characters (None: everything): the server
+    column narrows to MIN_NAME_WIDTH first, then number columns go in DROP_ORDER."""
+    if width is None:
+        return TableLayout()
+    kept = [title for title, _ in COLUMNS]
+    spare = width - row_width(NAME_WIDTH, kept)
+    if spare >= 0:
+        return TableLayout()
+    name_width = max(MIN_NAME_WIDTH, NAME_WIDTH + spare)
+    for title in DROP_ORDER:
+        if row_width(name_width, kept) <= width:
+            break
+        kept.remove(title)
+    return TableLayout(name_width, tuple(kept))
+
+
+def header_line(layout: TableLayout | None = None) -> str:
+    layout = layout or TableLayout()
+    cells = "".join(" " + title.rjust(w) for title, w in COLUMNS if title in layout.kept)
+    return f"  {'server':<{layout.name_width}} {'state':<10}{cells}"
+
+
+def _keep(cells: str, layout: TableLayout) -> str:
+    """The kept cells of a row of all of them (each " " + cell, COLUMNS' widths)."""
+    out, at = [], 0
+    for title, width in COLUMNS:
+        if title in layout.kept:
+            out.append(cells[at : at + 1 + width])
+        at += 1 + width
+    return "".join(out)
 
 
 def _cells(
@@ -151,33 +199,44 @@ def engine_cells(engine: EngineView) -> str:
     )
 
 
-def table_text(view: SessionView | None, selected: int, *, waiting: str = "connecting…") -> Text:
+def table_text(
+    view: SessionView | None,
+    selected: int,
+    *,
+    waiting: str = "connecting…",
+    width: int | None = None,
+) -> Text:
     """The whole table for one view: a header line, then per server its row (▶ on the selected
     one), its last error when it is not up, and its engines when it has more than one (and is
-    being read)."""
+    being read). `width`: the characters a row may take (layout_for: a narrower server column,
+    then fewer number columns, so that no row wraps); None: every column."""
     if view is None:
         return Text(waiting, style="dim")
     if not view.servers:
         return Text(EMPTY_TEXT, style="bold yellow")
-    out = Text(header_line(), style="dim")
+    layout = layout_for(width)
+    name_width = layout.name_width
+    out = Text(header_line(layout), style="dim")
     for n, server in enumerate(view.servers):
         chosen = n == selected
         state = state_word(server, view.t)
         out.append("\n")
         out.append("▶ " if chosen else "  ", style="bold")
-        out.append(f"{short_name(server.source):<{NAME_WIDTH}} ", style="bold" if chosen else "")
+        name = short_name(server.source, name_width)
+        out.append(f"{name:<{name_width}} ", style="bold" if chosen else "")
         out.append(f"{state:<10}", style=STATUS_STYLES.get(state, ""))
-        out.append(server_cells(view, server), style="bold" if chosen else "")
+        out.append(_keep(server_cells(view, server), layout), style="bold" if chosen else "")
         if server.status in ("down", "stale", "unreadable") and server.status_detail:
             detail = visible(" ".join(server.status_detail.split()))
-            if len(detail) > ERROR_WIDTH:
-                detail = detail[: ERROR_WIDTH - 1] + "…"
+            limit = ERROR_WIDTH if width is None else max(20, width - len("    last error: "))
+            if len(detail) > limit:
+                detail = detail[: limit - 1] + "…"
             out.append(f"\n    last error: {detail}", style="red")
         if len(server.engine_numbers) > 1 and server.status not in NOT_READING:
             for engine in server.engine_numbers:
-                label = short_name(f"engine {engine.engine}", NAME_WIDTH - 4)
-                out.append(f"\n    └ {label:<{NAME_WIDTH - 4}} {'':<10}", style="dim")
-                out.append(engine_cells(engine), style="dim")
+                label = short_name(f"engine {engine.engine}", name_width - 4)
+                out.append(f"\n    └ {label:<{name_width - 4}} {'':<10}", style="dim")
+                out.append(_keep(engine_cells(engine), layout), style="dim")
     return out
 
 
@@ -201,7 +260,8 @@ class ServersTable(Static):
         self, view: SessionView | None, selected: int, *, waiting: str = "connecting…"
     ) -> None:
         """Redraw when the text changed."""
-        text = table_text(view, selected, waiting=waiting)
+        width = self.content_region.width or None  # 0 before the first layout: every column
+        text = table_text(view, selected, waiting=waiting, width=width)
         key = text.plain + repr(text.spans)
         if key != self._shown:
             self._shown = key

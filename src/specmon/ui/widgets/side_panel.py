@@ -23,7 +23,7 @@ from textual.widgets import Static
 from specmon.core.events import GpuReading
 from specmon.core.histogram_quantiles import choose_latency
 from specmon.core.position_worth import ServerPositionWorth, TrimHint, server_position_worth
-from specmon.core.views import ServerView, SessionView
+from specmon.core.views import CycleView, ServerView, SessionView
 from specmon.ui.answer_numbers import AnswerNumbers
 from specmon.ui.formatting import (
     DASH,
@@ -169,6 +169,8 @@ def server_section(view: SessionView, server: ServerView | None) -> Text:
     out.append(f"\nmodel  {visible_line(info.model)}")
     out.append(f"\ndraft  {visible_line(info.draft_model)}")
     out.append(f"\nmethod {visible_line(info.method)} · n_spec {fmt_field(n_spec, 'd')}")
+    if view.simulated and (info.method or info.draft_model):
+        out.append("  (simulator's)", style="dim")  # a simulator profile's, not a server's
     return out
 
 
@@ -315,16 +317,37 @@ def flags_section(view: SessionView) -> Text:
         1 for r in view.rows if r.speed_class is not None and r.speed_class.kind == "vanilla-speed"
     )
     out = Text(
-        f"answers       {s.total:>5}   failed     {s.failed + s.cancelled:>5}\n"
-        f"vanilla-speed {vanilla:>5}   transition {transitions:>5}"
+        f"answers       {s.total:>5}   failed     {s.failed:>5}\n"
+        f"vanilla-speed {vanilla:>5}   transition {transitions:>5}\n"
+        f"cancelled     {s.cancelled:>5}"  # Esc on an answer is not a failure
     )
     cycle = cycle_text(view.cycle)
-    if cycle:
-        out.append("\ncycle: " + cycle, style="yellow")
+    if cycle and view.cycle is not None:
+        for line in cycle_lines(view.cycle):
+            out.append("\n" + line, style="yellow")
     else:
         seen = view.cycle.requests if view.cycle else 0
         out.append(f"\ncycle: none seen ({seen} answer{'' if seen == 1 else 's'})", style="dim")
     return out
+
+
+def cycle_lines(c: CycleView) -> list[str]:
+    """A detected cycle on lines of its own: its period and degraded requests, then what it
+    costs (the fast and degraded speeds, and the long-run speed as a share of the fast one),
+    the seeds' headline finding; each line fits the panel's width."""
+    lo, hi = c.period_min or c.period, c.period_max or c.period
+    every = f"every {lo} requests" if lo == hi else f"every {lo}-{hi} requests"
+    first = f"cycle: {every}"
+    if c.degraded_per_cycle is not None:
+        first += f", {c.degraded_per_cycle:.0f} degraded"
+    lines = [first]
+    fast, slow, long_run = c.fast_mean_tok_s, c.degraded_mean_tok_s, c.long_run_mean_tok_s
+    lines.append(f"  fast {fmt_field(fast, '.0f')} · degraded {fmt_field(slow, '.0f')} tok/s")
+    share = ""
+    if long_run is not None and fast:
+        share = f" = {long_run / fast * 100:.0f}% of fast"
+    lines.append(f"  long-run {fmt_field(long_run, '.0f')} tok/s{share}")
+    return lines
 
 
 def panel_sections(
@@ -356,6 +379,50 @@ def panel_sections(
     ]
 
 
+PANEL_KEY = "F9"
+"""The key that opens the whole panel where it is collapsed to its summary line."""
+
+
+def panel_summary(
+    view: SessionView | None,
+    answer: AnswerNumbers | None,
+    *,
+    waiting: str = "connecting…",
+    server_index: int = 0,
+) -> Text:
+    """The panel in one line, for a terminal too small for the panel (the chat's and the
+    replay's at 80x24): the server's state, window tok/s, AL and acceptance, the answers and
+    failures, and the cycle when one is seen, most important first (a narrow line cuts the
+    tail), e.g. "● up  tok/s 110.2  AL 3.41  acc 33%  answers 2 failed 0  cycle every 10 ·
+    F9 panel"."""
+    out = Text()
+    server = None
+    if view is not None and 0 <= server_index < len(view.servers):
+        server = live_numbers(view.servers[server_index])
+    if view is None:
+        out.append(waiting, style="dim")
+    else:
+        status = server.status if server and server.status else "connecting"
+        out.append(f"● {status}", style=STATUS_STYLES.get(status, ""))
+        w = server.window if server else None
+        tok_s = w.decode_tok_s if w else None
+        if tok_s is None and answer is not None:
+            tok_s = answer.decode_tok_s
+        out.append(f"  tok/s {fmt_field(tok_s, '.1f')}")
+        out.append(f"  AL {fmt_field(w.acceptance_length if w else None, '.2f')}")
+        out.append(f"  acc {fmt_field(_pct(w.draft_acceptance_rate if w else None), '.0f')}%")
+        s = view.summary
+        out.append(f"  answers {s.total} failed {s.failed}")
+        if s.cancelled:
+            out.append(f" cancelled {s.cancelled}")
+        c = view.cycle
+        if c is not None and c.detected:
+            lo, hi = c.period_min or c.period, c.period_max or c.period
+            out.append(f"  cycle every {lo if lo == hi else f'{lo}-{hi}'}", style="yellow")
+    out.append(f" · {PANEL_KEY} panel", style="dim")
+    return out
+
+
 def chosen_hint(worth: ServerPositionWorth) -> tuple[TrimHint, str] | None:
     """The hint to show and which numbers it came from: since start first (enough steps behind
     it), else the window."""
@@ -367,19 +434,22 @@ def chosen_hint(worth: ServerPositionWorth) -> tuple[TrimHint, str] | None:
 
 
 def hint_line(server: ServerView | None) -> Text:
-    """The trim hint, short enough for one line of the side panel, e.g. "hint: n_spec 8 keeps
-    97%; pos 9-13 < 5% (w)" ("" when there is none; the modal has the whole sentence)."""
+    """The trim hint on two short lines of the side panel, naming the numbers it came from
+    (the bars above may show the window while the hint uses since-start numbers), e.g.
+    "hint (since start): n_spec 8 keeps 97%" / "  pos 9-13 < 5% · press w" ("" when there is
+    none; the modal, opened with w, has the whole sentence)."""
     if server is None:
         return Text()
     found = chosen_hint(server_position_worth(server))
     if found is None:
         return Text()
-    hint, _which = found
+    hint, which = found
     first, last = hint.first_position, hint.last_position
     where = f"pos {first}" if first == last else f"pos {first}-{last}"
     kept = math.floor(hint.kept_share * 100 + 1e-9)
     return Text(
-        f"\nhint: n_spec {hint.n_spec} keeps {kept}%; {where} < {hint.threshold * 100:.0f}% (w)",
+        f"\nhint ({which}): n_spec {hint.n_spec} keeps {kept}%"
+        f"\n  {where} < {hint.threshold * 100:.0f}% · press w",
         style="yellow",
     )
 

@@ -1,0 +1,54 @@
+"""SVG snapshots of the chat, `specmon watch` (two servers) and the replay at the three terminal
+sizes people use: 80x24 (the default), 100x30 and 160x45 (issue 19: at 80x24 the key numbers
+vanished). Fixed views and a fake clock, so every picture is the same each run; committed under
+tests/ui/__snapshots__ and never updated by CI (`--snapshot-update` is for a person who has
+looked at the new picture)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from tests.ui.fake_views import SEED_SPEEDS, session_view
+from tests.ui.test_replay_screen import _port, _started
+from tests.ui.test_snapshots import _chat_with_graphs, _with_view
+from tests.ui.test_watch_snapshots import _app as _watch_app
+from tests.ui.test_watch_snapshots import _ready
+from tests.ui.watch_views import watch_view
+
+from specmon.ui.app import SpecmonApp
+
+SIZES = [(80, 24), (100, 30), (160, 45)]
+IDS = ["80x24", "100x30", "160x45"]
+
+
+@pytest.mark.parametrize("size", SIZES, ids=IDS)
+def test_chat_at_size(snap_compare, size: tuple[int, int]) -> None:
+    """One answer, a detected cycle and a trim hint: at 80x24 the panel is one summary line
+    (F9 opens it), at 100x30 it is under the chat, at 160x45 beside it."""
+    app = _with_view(session_view(prefix="r", speeds=SEED_SPEEDS * 4))
+    assert snap_compare(app, terminal_size=size, run_before=_chat_with_graphs)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=IDS)
+def test_watch_two_servers_at_size(snap_compare, size: tuple[int, int]) -> None:
+    """Two servers: no row wraps (narrower names, then fewer columns), the sections sit one,
+    two or three a row."""
+    view = watch_view(down=False)
+    view = dataclasses.replace(view, servers=view.servers[:2])
+    assert snap_compare(_watch_app(view), terminal_size=size, run_before=_ready(()))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=IDS)
+def test_replay_at_size(snap_compare, size: tuple[int, int]) -> None:
+    """The cycle sample at its end: the answers keep tok/s, AL and the badge at every width."""
+    port, _ = _port()
+
+    async def at_the_end(pilot) -> None:
+        await _started(pilot)
+        await pilot.press("space")
+        await pilot.press("end")
+        await pilot.pause(0.3)
+
+    app = SpecmonApp(port, mode="replay")
+    assert snap_compare(app, terminal_size=size, run_before=at_the_end)
