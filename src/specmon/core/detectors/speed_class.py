@@ -9,9 +9,10 @@ Rule (pure; inputs in, classes out):
    level by the cycle detector's classification (`detectors.cycle.classify`: the 1-D two-means
    split, levels as the medians of the points classified fast / degraded, re-estimated until
    stable; no levels unless the slow level is at least 25% below the fast one and the gap is at
-   least 4 robust spreads of each level). Levels need at least `MIN_REQUESTS` ok requests, and
-   at least `MIN_PER_LEVEL` requests at each level: one request far from the rest (a first
-   answer read in one burst, a cached prompt) is an outlier, not a level.
+   least 4 robust spreads of each level). Levels need at least `MIN_REQUESTS` ok requests, at
+   least one at the slow level (the first answer to fall to vanilla speed is the one to flag),
+   and at least `MIN_FAST` at the fast level: one answer far above the rest (read in one burst,
+   a cached prompt) is an outlier, not a level.
 2. With levels H (fast) and L (slow) and gap G = H - L, a request's decode speed s is
    - fast      when s ≥ H - G/4,
    - slow      when s ≤ L + G/4,
@@ -37,8 +38,8 @@ DEFAULT_WINDOW = 40
 """How many of the most recent ok requests define the levels."""
 MIN_REQUESTS = 4
 """Ok requests with a decode speed needed before levels are estimated (cycle.classify's own)."""
-MIN_PER_LEVEL = 2
-"""Requests needed at the fast level and at the slow level for them to be levels."""
+MIN_FAST = 2
+"""Requests needed at the fast level for it to be a level."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +68,7 @@ def speed_levels(speeds: Sequence[float], *, window: int = DEFAULT_WINDOW) -> Sp
         return None
     fast = [s for s, c in zip(recent, classes, strict=True) if c == cycle.FAST]
     slow = [s for s, c in zip(recent, classes, strict=True) if c == cycle.DEGRADED]
-    if len(fast) < MIN_PER_LEVEL or len(slow) < MIN_PER_LEVEL:
+    if len(fast) < MIN_FAST or not slow:
         return None
     return SpeedLevels(statistics.median(fast), statistics.median(slow))
 

@@ -118,9 +118,10 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 OTHER_TITLE = "Other numbers"
 
-SHOWN_UNITS = {"ttft_s": "ms", "itl_s": "ms"}
+SHOWN_UNITS = {"ttft_s": "ms", "itl_s": "ms", "server_ttft_s": "ms", "ttft_outside_s": "ms"}
 """Units the app shows a number in where they differ from the definition's (seconds): the
-answer line and the panel's load section show TTFT and ITL in ms, so the help says ms."""
+answer line, the panel's load section and the TTFT split show TTFT and ITL in ms, so the help
+says ms."""
 
 
 def help_sections() -> tuple[tuple[str, tuple[Definition, ...]], ...]:
