@@ -26,6 +26,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from specmon.cli.chat_history_args import add_history_arguments
 from specmon.cli.export_args import add_export_argument, parse_export
 from specmon.cli.host_args import add_host_arguments
 from specmon.cli.session_setup import add_redact_argument, add_theme_argument
@@ -110,6 +111,7 @@ def register(subparsers: Any) -> None:
     add_export_argument(p)
     add_stream_args(p)
     add_host_arguments(p, model=False)
+    add_history_arguments(p)
 
 
 def _error(message: str) -> int:
@@ -161,6 +163,16 @@ def run(args: argparse.Namespace) -> int:
         parse_export(args.export)
     except ValueError as exc:
         return _error(str(exc))
+    if args.export_chat is not None:
+        from specmon.cli.chat_history_args import export_chat
+
+        return export_chat(args)
+    if args.resume is not None:
+        from specmon.cli.chat_history_args import pick_resumed
+
+        args.resumed = pick_resumed(args)
+        if isinstance(args.resumed, int):
+            return args.resumed
     if args.attach is None:
         if not (args.model or args.preset):
             return _error(
@@ -200,6 +212,7 @@ def _run_hosted(args: argparse.Namespace) -> int:
 
 def _chat_hosted(args: argparse.Namespace, plan: HostPlan, gpu: str) -> int:
     from specmon.cli.app_runner import run_app
+    from specmon.cli.chat_history_args import close_history, install_history
     from specmon.cli.host_launch import (
         AppHost,
         Terminated,
@@ -258,7 +271,9 @@ def _chat_hosted(args: argparse.Namespace, plan: HostPlan, gpu: str) -> int:
         process_shutdown = shutdown.current()
         if process_shutdown is not None:
             process_shutdown.add_stop_hook(host.abort)
+        history = install_history(app, args)
         code = run_app(app, port, export=parse_export(args.export), command="chat")
+        close_history(history)
         if code != 0:
             return code
         if app.host_failure is not None:
@@ -277,6 +292,7 @@ def _run_attached(args: argparse.Namespace) -> int:
     # Only Textual is imported before the first paint; the runtime and the OpenAI client load in
     # the app's connect worker (make_monitor below), so the screen shows at once.
     from specmon.cli.app_runner import run_app
+    from specmon.cli.chat_history_args import close_history, install_history
     from specmon.cli.session_setup import default_gpu_source
     from specmon.ui.app.app import SpecmonApp
     from specmon.ui.app.conversation import ChatSettings
@@ -317,4 +333,8 @@ def _run_attached(args: argparse.Namespace) -> int:
     )
     settings = ChatSettings(args.temperature, args.top_p, args.max_tokens)
     app = SpecmonApp(port, settings=settings, system=args.system, theme=args.theme)
-    return run_app(app, port, export=parse_export(args.export), command="chat")
+    history = install_history(app, args)
+    try:
+        return run_app(app, port, export=parse_export(args.export), command="chat")
+    finally:
+        close_history(history)

@@ -22,6 +22,7 @@ from specmon.ui.themes import load_themes, resolve_theme
 
 if TYPE_CHECKING:
     from specmon.ui.app.startup_view import HostWatch, StartupFailed
+    from specmon.ui.chat_history import ChatHistory
 
 FrameHook = Callable[[tuple[float, ...], bool], None]
 Mode = Literal["chat", "demo", "watch", "replay"]
@@ -91,6 +92,7 @@ class SpecmonApp(App[None]):
             self.theme = choice.theme.name
             self.theme_messages = choice.messages
         self.host = host
+        self.chat_history: ChatHistory | None = None  # saved conversations (set by the cli)
         """Host mode: the vLLM server specmon started (startup view first, then the chat or
         the dashboard; its log toggled with l / ctrl+l)."""
         self.host_failure: StartupFailed | None = None

@@ -283,6 +283,7 @@ class ChatScreen(RecordingMixin, Screen[None]):
         Binding("f6", "marker", "marker"),
         Binding("f7", "heat", "heat"),
         Binding("f8", "app.worth", "worth"),
+        Binding("f9", "export_markdown", "export .md"),
         Binding("r", "record", "record", show=False),
         Binding("m", "marker", "marker", show=False),
         Binding("h", "heat", "heat", show=False),
@@ -363,6 +364,8 @@ class ChatScreen(RecordingMixin, Screen[None]):
             self.set_interval(0.25, self._auto_send)
         self.query_one("#prompt", PromptInput).focus()
         self.refresh_panel()
+        if self.specmon_app.chat_history is not None:
+            self.specmon_app.chat_history.restore(self)
         self.connect()
 
     # ------------------------------------------------------------ side panel
@@ -378,6 +381,9 @@ class ChatScreen(RecordingMixin, Screen[None]):
         """Redraw the side panel's numbers from the published view (PANEL_HZ)."""
         view = self.port.view()
         self.query_one(SidePanel).show(view, self.current_numbers(), waiting=self._waiting_word())
+        history = self.specmon_app.chat_history
+        if history is not None and (problem := history.problem()) is not None:
+            self._notice(problem, failed=True)
         self._complete_header_k(view)
 
     def _complete_header_k(self, view: SessionView | None) -> None:
@@ -618,6 +624,7 @@ class ChatScreen(RecordingMixin, Screen[None]):
             )
         if self.heat_on:
             self._paint_heat(answer)
+        self.save_conversation()
         self.specmon_app.frame_drawn(drained.arrivals, ended=True)
         limit = self.specmon_app.max_answers
         finished = sum(t.status != "streaming" for t in self.conversation.turns)
@@ -641,6 +648,8 @@ class ChatScreen(RecordingMixin, Screen[None]):
                 if self.heat_on:  # the server's step array may have arrived with the row
                     self._paint_heat(view.answer)
         self._settling = (feed, view, left - 1) if left > 1 else None
+        if left == 1:
+            self.save_conversation()  # with the numbers that arrived after the stream
 
     @on(StatusLine.Clicked)
     def _badge_clicked(self, event: StatusLine.Clicked) -> None:
@@ -733,8 +742,21 @@ class ChatScreen(RecordingMixin, Screen[None]):
                     f"{_blank(result.top_p) or 'default'}, max tokens "
                     f"{_blank(result.max_tokens) or 'default'}"
                 )
+                self.save_conversation()
 
         self.specmon_app.push_screen(SettingsScreen(self.settings), apply)
+
+    def save_conversation(self) -> None:
+        if self.specmon_app.chat_history is not None:
+            self.specmon_app.chat_history.save(self)
+
+    def action_export_markdown(self) -> None:
+        """Write the conversation, with each answer's numbers, as Markdown (F9)."""
+        from specmon.ui.chat_history import ChatHistory
+
+        history = self.specmon_app.chat_history or ChatHistory(None)
+        line = history.export(self)
+        self._notice(line, failed=not line.startswith("exported"))
 
     def action_scroll_up(self) -> None:
         self.query_one("#conversation", VerticalScroll).scroll_page_up(animate=False)
