@@ -198,9 +198,11 @@ def test_a_read_only_file_lists_but_a_save_is_one_line(tmp_path: Path) -> None:
     with read_only(path):
         with ConversationStore(path, create=False) as store:
             assert [s.id for s in store.search()] == [cid]
-        with pytest.raises(ConversationStoreError, match="readonly") as err:
-            with ConversationStore(path) as store:
-                store.save(conversation("new"))
+        with (
+            pytest.raises(ConversationStoreError, match="readonly") as err,
+            ConversationStore(path) as store,
+        ):
+            store.save(conversation("new"))
         assert "\n" not in str(err.value)
     assert path.read_bytes() == before
 
@@ -213,9 +215,11 @@ def test_a_database_locked_by_another_program_is_one_line_within_the_busy_timeou
     other = sqlite3.connect(path, isolation_level=None)
     other.execute("BEGIN EXCLUSIVE")
     try:
-        with pytest.raises(ConversationStoreError, match="locked"):
-            with ConversationStore(path) as store:
-                store.save(conversation("x"))
+        with (
+            pytest.raises(ConversationStoreError, match="locked"),
+            ConversationStore(path) as store,
+        ):
+            store.save(conversation("x"))
     finally:
         other.execute("ROLLBACK")
 

@@ -151,4 +151,6 @@ def scrub(conversation: SavedConversation, secrets: Iterable[str]) -> SavedConve
         model=_scrub(conversation.server.model, known),
         draft_model=_scrub(conversation.server.draft_model, known),
     )
-    return replace(conversation, turns=turns, settings=settings, server=server)
+    return replace(
+        conversation, turns=turns, settings=settings, server=server, title=text(conversation.title)
+    )
