@@ -283,7 +283,7 @@ class ChatScreen(RecordingMixin, Screen[None]):
         Binding("f6", "marker", "marker"),
         Binding("f7", "heat", "heat"),
         Binding("f8", "app.worth", "worth"),
-        Binding("f9", "export_markdown", "export .md"),
+        Binding("f9", "export_markdown", "export .md", show=False),
         Binding("r", "record", "record", show=False),
         Binding("m", "marker", "marker", show=False),
         Binding("h", "heat", "heat", show=False),
