@@ -269,3 +269,70 @@ async def test_a_broken_database_is_one_line_and_the_chat_goes_on(
             assert len(problem_notices(app)) == 1
         close_history(history)
         assert len(port.requests) == 2
+
+
+# ------------------------------------------------------------------ copy and edit
+
+
+async def test_copy_the_last_answer_and_its_last_code_block(data_home: Path) -> None:
+    answer = ["Run", " this:\n\n```sh\nls -l\n```\n\nthen\n\n```py\nprint(1)\nprint(2)\n```\n"]
+    app = SpecmonApp(FakePort(answers=[answer]))
+    async with app.run_test(size=SIZE) as pilot:
+        await _connected(pilot)
+        await pilot.press("ctrl+y")
+        await pilot.pause()
+        assert "nothing to copy yet" in screen_text(app)
+        await _ask(pilot, "hi")
+        await wait_for(pilot, lambda: finished(app, 1))
+        await pilot.press("ctrl+b")
+        await wait_for(pilot, lambda: "copied the last code block (2 lines)" in screen_text(app))
+        assert app.clipboard == "print(1)\nprint(2)"
+        await pilot.press("ctrl+y")
+        await wait_for(pilot, lambda: "copied the last answer" in screen_text(app))
+        assert app.clipboard == "".join(answer)
+
+
+async def test_edit_last_takes_the_turn_back_and_enter_resends_it(data_home: Path) -> None:
+    port = FakePort(answers=[["first", " answer"], ["bad", " answer"], ["good", " answer"]])
+    app = SpecmonApp(port)
+    history = install_history(app, cli_args())
+    async with app.run_test(size=SIZE) as pilot:
+        await _connected(pilot)
+        await _ask(pilot, "one")
+        await wait_for(pilot, lambda: finished(app, 1))
+        await _ask(pilot, "twoo")
+        await wait_for(pilot, lambda: finished(app, 2))
+        await pilot.press("ctrl+up")
+        await wait_for(pilot, lambda: len(_answers(app)) == 1)
+        prompt = app.screen.query_one("#prompt")
+        assert prompt.value == "twoo"
+        assert "bad answer" not in screen_text(app)
+        await pilot.press("backspace", "enter")
+        await wait_for(pilot, lambda: finished(app, 2))
+        assert port.requests[-1].prompt == "two"
+        assert port.requests[-1].messages == (("user", "one"), ("assistant", "first answer"))
+        assert "good answer" in screen_text(app)
+    close_history(history)
+    (conv,) = saved(data_home)
+    assert [(t.prompt, t.answer) for t in conv.turns] == [
+        ("one", "first answer"),
+        ("two", "good answer"),
+    ]
+
+
+async def test_edit_last_while_streaming_or_with_nothing_sent_only_says_why(
+    data_home: Path,
+) -> None:
+    port = FakePort(hold=True)
+    app = SpecmonApp(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await _connected(pilot)
+        await pilot.press("ctrl+up")
+        await pilot.pause()
+        assert "no prompt to edit yet" in screen_text(app)
+        await _ask(pilot, "hi")
+        await wait_for(pilot, lambda: len(port.feeds) == 1)
+        await pilot.press("ctrl+up")
+        await pilot.pause()
+        assert "still streaming" in screen_text(app)
+        assert len(_answers(app)) == 1

@@ -127,10 +127,12 @@ class ChatHistory:
 
     def save(self, screen: ChatScreen) -> None:
         """Hand the saver the conversation's newest state (nothing to save: no call)."""
-        if self.saver is None or not any(
+        if self.saver is None:
+            return
+        if self.saver.conversation_id is None and not any(
             t.status != "streaming" for t in screen.conversation.turns
         ):
-            return
+            return  # nothing to save yet (a conversation once saved is saved even emptied)
         if not self.created_at:
             self.created_at = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
         self.saver.save(self.snapshot(screen))

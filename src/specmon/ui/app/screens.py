@@ -284,6 +284,9 @@ class ChatScreen(RecordingMixin, Screen[None]):
         Binding("f7", "heat", "heat"),
         Binding("f8", "app.worth", "worth"),
         Binding("f9", "export_markdown", "export .md", show=False),
+        Binding("ctrl+y", "copy_answer(False)", "copy answer", show=False),
+        Binding("ctrl+b", "copy_answer(True)", "copy code block", show=False),
+        Binding("ctrl+up", "edit_last", "edit last prompt", show=False),
         Binding("r", "record", "record", show=False),
         Binding("m", "marker", "marker", show=False),
         Binding("h", "heat", "heat", show=False),
@@ -757,6 +760,18 @@ class ChatScreen(RecordingMixin, Screen[None]):
         history = self.specmon_app.chat_history or ChatHistory(None)
         line = history.export(self)
         self._notice(line, failed=not line.startswith("exported"))
+
+    def action_copy_answer(self, code: bool) -> None:
+        from specmon.ui.chat_actions import copy_answer
+
+        line, failed = copy_answer(self, code=code)
+        self._notice(line, failed=failed)
+
+    def action_edit_last(self) -> None:
+        from specmon.ui.chat_actions import edit_last
+
+        line, failed = edit_last(self)
+        self._notice(line, failed=failed)
 
     def action_scroll_up(self) -> None:
         self.query_one("#conversation", VerticalScroll).scroll_page_up(animate=False)
