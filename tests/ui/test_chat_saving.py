@@ -336,3 +336,42 @@ async def test_edit_last_while_streaming_or_with_nothing_sent_only_says_why(
         await pilot.pause()
         assert "still streaming" in screen_text(app)
         assert len(_answers(app)) == 1
+
+
+async def test_the_system_prompt_is_edited_per_conversation_sent_and_saved(
+    data_home: Path,
+) -> None:
+    port = FakePort(answers=[["a", "b"], ["c", "d"], ["e", "f"]])
+    app = SpecmonApp(port, system="old system")
+    history = install_history(app, cli_args())
+    async with app.run_test(size=SIZE) as pilot:
+        await _connected(pilot)
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        await pilot.press("escape")  # cancel: unchanged
+        await pilot.pause()
+        await _ask(pilot, "one")
+        await wait_for(pilot, lambda: finished(app, 1))
+        assert port.requests[0].system == "old system"
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        app.screen.query_one("#system-text").text = ""
+        await pilot.press(*"be terse", "enter", *"always")
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: "system prompt set: be terse" in screen_text(app))
+        await _ask(pilot, "two")
+        await wait_for(pilot, lambda: finished(app, 2))
+        assert port.requests[1].system == "be terse\nalways"
+        assert history.saver is not None and history.saver.flush()
+        assert saved(data_home)[0].settings.system == "be terse\nalways"
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        app.screen.query_one("#system-text").text = "   "
+        await pilot.click("#system-save")
+        await wait_for(pilot, lambda: "no system prompt" in screen_text(app))
+        await _ask(pilot, "three")
+        await wait_for(pilot, lambda: finished(app, 3))
+        assert port.requests[2].system is None
+    close_history(history)
+    (conv,) = saved(data_home)
+    assert conv.settings.system is None

@@ -287,6 +287,7 @@ class ChatScreen(RecordingMixin, Screen[None]):
         Binding("ctrl+y", "copy_answer(False)", "copy answer", show=False),
         Binding("ctrl+b", "copy_answer(True)", "copy code block", show=False),
         Binding("ctrl+up", "edit_last", "edit last prompt", show=False),
+        Binding("ctrl+o", "system_prompt", "system prompt", show=False),
         Binding("r", "record", "record", show=False),
         Binding("m", "marker", "marker", show=False),
         Binding("h", "heat", "heat", show=False),
@@ -772,6 +773,18 @@ class ChatScreen(RecordingMixin, Screen[None]):
 
         line, failed = edit_last(self)
         self._notice(line, failed=failed)
+
+    def action_system_prompt(self) -> None:
+        from specmon.ui.screens.system_prompt import SystemPromptScreen
+
+        def apply(text: str | None) -> None:
+            if text is not None:
+                self.conversation.system = text or None
+                first = text.splitlines()[0][:80] if text else ""
+                self._notice(f"system prompt set: {first}" if text else "no system prompt")
+                self.save_conversation()
+
+        self.app.push_screen(SystemPromptScreen(self.conversation.system), apply)
 
     def action_scroll_up(self) -> None:
         self.query_one("#conversation", VerticalScroll).scroll_page_up(animate=False)
