@@ -20,7 +20,7 @@ from tests.ui.chat_pilot import ask as _ask
 from tests.ui.chat_pilot import connected as _connected
 from tests.ui.conftest import SIM_SERVER, FakePort, screen_text, wait_for
 
-from specmon.cli.chat_history_args import close_history, install_history
+from specmon.cli.chat_history_args import chat_history_for, close_history
 from specmon.sources.conversation_store import ConversationStore, default_path
 from specmon.ui.app.app import SpecmonApp
 from specmon.ui.app.conversation import ChatSettings
@@ -36,6 +36,13 @@ def data_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("VLLM_API_KEY", raising=False)
     monkeypatch.chdir(tmp_path)
     return tmp_path / "data" / "specmon" / "chats.sqlite"
+
+
+def install_history(app: SpecmonApp, args: argparse.Namespace):
+    """What `specmon chat` gives the app (`chat_history=`), set on an app built by the test."""
+    history = chat_history_for(args)
+    app.chat_history = history
+    return history
 
 
 def cli_args(**given: object) -> argparse.Namespace:

@@ -136,3 +136,42 @@ def test_flags_given_win_over_the_saved_conversation(store_path: Path) -> None:
         0.9,
     )
     assert a.max_tokens == 32
+
+
+class _Tty:
+    def isatty(self) -> bool:
+        return True
+
+
+def test_resume_without_id_opens_the_list_and_esc_without_a_server_exits_0(
+    store_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from specmon.ui.screens import conversations
+
+    save_one(store_path)
+    seen: list[object] = []
+
+    def fake_run(self: conversations.ConversationsApp) -> int | None:
+        seen.append([s.title for s in self.search("")])
+        return None  # Esc
+
+    monkeypatch.setattr(conversations.ConversationsApp, "run", fake_run)
+    monkeypatch.setattr("sys.stdin", _Tty())
+    monkeypatch.setattr("sys.stdout", _Tty())
+    assert main(["chat", "--resume"]) == 0
+    assert seen == [["hello"]]
+
+
+def test_resume_without_id_picks_from_the_list(
+    store_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from specmon.ui.screens import conversations
+
+    cid = save_one(store_path)
+    monkeypatch.setattr(conversations.ConversationsApp, "run", lambda self: cid)
+    monkeypatch.setattr("sys.stdin", _Tty())
+    monkeypatch.setattr("sys.stdout", _Tty())
+    a = args(resume="")
+    resumed = pick_resumed(a)
+    assert isinstance(resumed, SavedConversation) and resumed.id == cid
+    assert a.attach == "http://127.0.0.1:9000"

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from specmon.core.chat_record import SavedConversation
-    from specmon.ui.app.app import SpecmonApp
     from specmon.ui.chat_history import ChatHistory
 
 
@@ -148,8 +147,9 @@ def pick_resumed(args: argparse.Namespace) -> SavedConversation | int | None:
     return loaded
 
 
-def install_history(app: SpecmonApp, args: argparse.Namespace) -> ChatHistory:
-    """Give the app its saver (none with --no-save) and the resumed conversation."""
+def chat_history_for(args: argparse.Namespace) -> ChatHistory:
+    """The chat screen's saving (none with --no-save) and resumed conversation; nothing is
+    opened until the first answer is saved."""
     from specmon.runtime.chat_saver import ChatSaver
     from specmon.sources.conversation_store import ConversationStore
     from specmon.ui.chat_history import ChatHistory
@@ -157,9 +157,7 @@ def install_history(app: SpecmonApp, args: argparse.Namespace) -> ChatHistory:
     resumed: SavedConversation | None = getattr(args, "resumed", None)
     secrets = _secrets(args)
     saver = None if args.no_save else ChatSaver(ConversationStore, resumed=resumed, secrets=secrets)
-    history = ChatHistory(saver, resumed=resumed, secrets=secrets)
-    app.chat_history = history
-    return history
+    return ChatHistory(saver, resumed=resumed, secrets=secrets)
 
 
 def close_history(history: ChatHistory | None) -> None:

@@ -70,6 +70,7 @@ class SpecmonApp(App[None]):
         max_answers: int | None = None,
         theme: str | None = None,
         host: HostWatch | None = None,
+        chat_history: ChatHistory | None = None,
     ) -> None:
         super().__init__()
         self.port = port
@@ -92,9 +93,9 @@ class SpecmonApp(App[None]):
             self.theme = choice.theme.name
             self.theme_messages = choice.messages
         self.host = host
-        self.chat_history: ChatHistory | None = None  # saved conversations (set by the cli)
         """Host mode: the vLLM server specmon started (startup view first, then the chat or
         the dashboard; its log toggled with l / ctrl+l)."""
+        self.chat_history = chat_history  # saved conversations (None: not saved, not resumed)
         self.host_failure: StartupFailed | None = None
         """Why the hosted server did not start or stopped (the command then exits 1)."""
 
