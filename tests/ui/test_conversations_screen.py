@@ -115,3 +115,20 @@ async def test_the_app_form_exits_with_the_chosen_id(tmp_path: Path) -> None:
         await pilot.press("enter")
         await pilot.pause()
     assert app.return_value == cid
+
+
+async def test_titles_and_models_are_shown_literally(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite"
+    with ConversationStore(path) as store:
+        store.save(
+            SavedConversation(
+                (SavedTurn("[bold]x[/bold] \x1b[2J", "ok"),),
+                SavedServer("http://h:1", "[red]m\x1b]0;t\x07"),
+            )
+        )
+    app = Host(searcher(path))
+    async with app.run_test(size=(140, 30)) as pilot:
+        await wait_for(pilot, lambda: rows(app) == 1)
+        text = screen_text(app)
+        assert "[bold]x[/bold] ␛[2J" in text
+        assert "[red]m␛]0;t␇" in text

@@ -94,3 +94,14 @@ def test_title_is_the_first_non_blank_prompt_line_cut() -> None:
     assert title_of([]) == "(empty)"
     long = title_of([SavedTurn("x" * 200)])
     assert len(long) == 80 and long.endswith("…")
+
+
+def test_terminal_escapes_in_model_text_are_made_visible() -> None:
+    conv = SavedConversation(
+        turns=(SavedTurn("hi\x1b]0;title\x07", "clear\x1b[2J\r\nok\tx\u202eevil"),),
+        server=SavedServer(model="m\x1b[31m"),
+    )
+    md = to_markdown(conv)
+    assert "\x1b" not in md and "\x07" not in md and "\r" not in md and "\u202e" not in md
+    assert "clear␛[2J␍\nok\tx<U+202E>evil" in md
+    assert "- model: m␛[31m" in md

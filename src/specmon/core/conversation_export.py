@@ -4,14 +4,36 @@ acceptance, verdict). Pure: `specmon chat --export-chat ID FILE` and the chat sc
 write what this returns.
 
 Prompts and answers are written as they are (an answer is Markdown already); a prompt goes in a
-block quote so it stays apart from the answer whatever it holds.
+block quote so it stays apart from the answer whatever it holds. Control characters (an ESC that
+would act on the terminal of whoever `cat`s the file, or of `--export-chat ID -`) and bidi
+controls are replaced by visible stand-ins, by the same rule as the screen (ui/app/safe_text.py).
 """
 
 from __future__ import annotations
 
+import re
+
 from specmon.core.chat_record import SavedConversation, SavedNumbers, SavedTurn
 
 DASH = "—"
+_BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+_UNSAFE = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI}]")
+
+
+def _stand_in(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x20:
+        return chr(0x2400 + code)
+    if code == 0x7F:
+        return "\u2421"
+    return f"<U+{code:04X}>"
+
+
+def visible(text: str) -> str:
+    """`text` with every control character but newline and tab replaced by a visible sign."""
+    return _UNSAFE.sub(_stand_in, text)
+
+
 VERDICT_WORDS = {
     "ok": "not at vanilla speed",
     "transition": "TRANSITION",
@@ -93,4 +115,4 @@ def to_markdown(conversation: SavedConversation) -> str:
         out += ["System prompt:", "", _quote(st.system), ""]
     for i, turn in enumerate(c.turns, 1):
         out += _turn(i, turn)
-    return "\n".join(out).rstrip("\n") + "\n"
+    return visible("\n".join(out).rstrip("\n") + "\n")

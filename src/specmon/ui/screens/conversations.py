@@ -21,6 +21,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
 from specmon.core.chat_record import ConversationSummary
+from specmon.ui.app.safe_text import visible
 
 Search = Callable[[str], list[ConversationSummary]]
 """Returns the conversations matching a text (blank: all, newest first); may raise an error
@@ -91,7 +92,7 @@ class ConversationsScreen(Screen[int | None]):
         table.clear()
         if isinstance(found, str):
             self.shown = []
-            note.update(Text(f"cannot read the saved conversations: {found}"))
+            note.update(Text(visible(f"cannot read the saved conversations: {found}")))
             note.add_class("-failed")
             return
         note.remove_class("-failed")
@@ -99,8 +100,8 @@ class ConversationsScreen(Screen[int | None]):
         for c in found:
             table.add_row(
                 Text(str(c.id)),
-                Text(c.title),
-                Text(c.model or "—"),
+                Text(visible(c.title)),
+                Text(visible(c.model or "—")),
                 Text(str(c.turns)),
                 Text(_when(c.updated_at)),
                 key=str(c.id),
@@ -108,7 +109,7 @@ class ConversationsScreen(Screen[int | None]):
         if found:
             note.update(Text(f"{len(found)} conversation{'s' if len(found) != 1 else ''}"))
         elif text.strip():
-            note.update(Text(f"no saved conversation contains {text.strip()!r}"))
+            note.update(Text(visible(f"no saved conversation contains {text.strip()!r}")))
         else:
             note.update(Text("no saved conversations yet"))
 
