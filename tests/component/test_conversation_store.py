@@ -290,3 +290,41 @@ def test_no_api_key_reaches_the_file(tmp_path: Path) -> None:
         loaded = store.load(store.search()[0].id)
     assert loaded.server.url == "http://127.0.0.1:8000/v1"
     assert loaded.turns[0].prompt.startswith("my key is ")
+
+
+def test_two_stores_opening_a_new_file_at_once_both_work(tmp_path: Path) -> None:
+    import threading
+
+    path = tmp_path / "chats.sqlite"
+    errors: list[BaseException] = []
+    start = threading.Barrier(4)
+
+    def open_and_save(i: int) -> None:
+        start.wait()
+        try:
+            with ConversationStore(path) as store:
+                store.save(conversation(f"p{i}"))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_and_save, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    with ConversationStore(path, create=False) as store:
+        assert len(store.search()) == 4
+
+
+def test_a_failed_write_leaves_nothing_half_written(tmp_path: Path) -> None:
+    path = tmp_path / "chats.sqlite"
+    with ConversationStore(path) as store:
+        cid = store.save(conversation("one"))
+        bad = SavedConversation(
+            (SavedTurn("x", "y"), SavedTurn("z", object())),  # type: ignore[arg-type]
+            id=cid,
+        )
+        with pytest.raises(Exception):  # noqa: B017 - any error: the point is the rollback
+            store.save(bad)
+        assert [t.prompt for t in store.load(cid).turns] == ["one"]

@@ -53,7 +53,7 @@ async def test_lists_newest_first_and_enter_reopens_the_highlighted(tmp_path: Pa
     ids = store_with(path, "alpha question", "beta question")
     app = Host(searcher(path))
     async with app.run_test(size=(120, 30)) as pilot:
-        await wait_for(pilot, lambda: rows(app) == 2)
+        await wait_for(pilot, lambda: "2 conversations" in screen_text(app))
         text = screen_text(app)
         assert text.index("beta question") < text.index("alpha question")
         assert "model-alpha question" in text and "2 conversations" in text
@@ -70,8 +70,8 @@ async def test_typing_filters_and_enter_takes_the_first_match(tmp_path: Path) ->
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_for(pilot, lambda: rows(app) == 3)
         await pilot.press(*"ALPHA")
-        await wait_for(pilot, lambda: rows(app) == 1)
-        assert "beta question" not in screen_text(app)
+        await wait_for(pilot, lambda: "1 conversation" in screen_text(app))
+        assert rows(app) == 1 and "beta question" not in screen_text(app)
         await pilot.press("enter")
         await wait_for(pilot, lambda: bool(app.results))
     assert app.results == [ids[0]]
@@ -128,7 +128,7 @@ async def test_titles_and_models_are_shown_literally(tmp_path: Path) -> None:
         )
     app = Host(searcher(path))
     async with app.run_test(size=(140, 30)) as pilot:
-        await wait_for(pilot, lambda: rows(app) == 1)
+        await wait_for(pilot, lambda: "1 conversation" in screen_text(app))
         text = screen_text(app)
         assert "[bold]x[/bold] ␛[2J" in text
         assert "[red]m␛]0;t␇" in text

@@ -121,11 +121,18 @@ class ConversationStore:
                 self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
                 if not self.path.exists():
                     # Private from the start: conversations are the user's text.
-                    os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+                    with contextlib.suppress(FileExistsError):  # another specmon made it
+                        os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
             if self.path.is_dir():
                 raise ConversationStoreError(f"{self.path} is a directory, not a database")
             uri = self.path.resolve().as_uri() + ("" if create else "?mode=ro")
-            db = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+            db = sqlite3.connect(
+                uri,
+                uri=True,
+                timeout=BUSY_TIMEOUT_S,
+                check_same_thread=False,
+                isolation_level=None,  # transactions are explicit (BEGIN IMMEDIATE)
+            )
             self._db = db
             version = db.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
@@ -148,15 +155,27 @@ class ConversationStore:
             raise ConversationStoreError(f"chat history {self.path}: {_one_line(exc)}") from None
 
     def _create_schema(self, db: sqlite3.Connection) -> None:
-        tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-        if tables:
-            raise ConversationStoreError(
-                f"chat history {self.path} is an SQLite file but not specmon's; it was left as "
-                "it is"
-            )
-        db.executescript(
-            "BEGIN;" + _SCHEMA + f"PRAGMA user_version = {SCHEMA_VERSION};" + "COMMIT;"
-        )
+        """Create the tables, under the write lock: a second specmon creating the same new file
+        at the same moment finds them made (same version) instead of a foreign file."""
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            if db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
+                db.execute("COMMIT")
+                return
+            if db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                raise ConversationStoreError(
+                    f"chat history {self.path} is an SQLite file but not specmon's; it was left "
+                    "as it is"
+                )
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            db.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+            raise
 
     def close(self) -> None:
         if self._db is not None:
@@ -204,7 +223,7 @@ class ConversationStore:
                 st.top_p,
                 st.max_tokens,
             )
-            with db:  # one transaction
+            with _transaction(db):
                 if c.id is None:
                     cur = db.execute(
                         "INSERT INTO conversations (title, created_at, updated_at, server_url, "
@@ -250,7 +269,7 @@ class ConversationStore:
     def delete(self, conversation_id: int) -> None:
         with self._errors() as db:
             if db is not None:
-                with db:
+                with _transaction(db):
                     db.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
 
     # ------------------------------------------------------------------ reading
@@ -311,6 +330,20 @@ class ConversationStore:
             created_at=row[2],
             updated_at=row[3],
         )
+
+
+@contextlib.contextmanager
+def _transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction, taking the write lock at once (no upgrade from a read lock, which
+    WAL could refuse with SQLITE_BUSY without waiting); rolled back on any error."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
 
 
 def _turn_values(turn: SavedTurn) -> tuple[object, ...]:

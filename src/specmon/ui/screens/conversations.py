@@ -53,6 +53,7 @@ class ConversationsScreen(Screen[int | None]):
         self.search = search
         self.shown: list[ConversationSummary] = []
         self._asked = 0
+        self._text: str | None = None
 
     def compose(self) -> ComposeResult:
         with Vertical(id="conversations-box"):
@@ -70,9 +71,11 @@ class ConversationsScreen(Screen[int | None]):
 
     @on(Input.Changed, "#conversations-search")
     def _typed(self, event: Input.Changed) -> None:
-        self.load(event.value)
+        if event.value.strip() != self._text:  # not again for the same text (the list and
+            self.load(event.value)  # its cursor would be reset under the user)
 
     def load(self, text: str) -> None:
+        self._text = text.strip()
         self._asked += 1
         self._search(text, self._asked)
 
