@@ -20,6 +20,7 @@ from typing import Literal
 from specmon.core.events import GpuReading
 from specmon.core.verdict import request_verdict
 from specmon.core.views import Acceptance, AcceptanceSource, CycleView, RequestRow
+from specmon.core.visible_text import visible as visible
 
 DASH = "—"
 """What a missing number is shown as (never 0)."""
@@ -28,28 +29,6 @@ GIB = 1024**3
 
 SIMULATED_BANNER = " SIMULATED — numbers from specmon's built-in simulator, not a real GPU "
 SIMULATED_PREFIX = "[SIMULATED] "
-
-_BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
-_UNSAFE = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI}]")
-
-
-def _stand_in(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    if code < 0x20:
-        return chr(0x2400 + code)
-    if code == 0x7F:
-        return "\u2421"
-    return f"<U+{code:04X}>"
-
-
-def visible(text: str) -> str:
-    """`text` with every control character (except newline and tab) replaced by a visible sign:
-    what the app shows of untrusted text (model output, server messages, logs). C0 codes become
-    their Unicode "control picture" (ESC -> U+241B), DEL U+2421, C1 codes and bidi controls
-    `<U+XXXX>`. Markup is not touched here: the widgets show Text objects, never markup."""
-    if not _UNSAFE.search(text):
-        return text
-    return _UNSAFE.sub(_stand_in, text)
 
 
 def visible_line(text: str | None) -> str:
