@@ -175,3 +175,19 @@ def test_resume_without_id_picks_from_the_list(
     resumed = pick_resumed(a)
     assert isinstance(resumed, SavedConversation) and resumed.id == cid
     assert a.attach == "http://127.0.0.1:9000"
+
+
+def test_a_saved_server_address_that_is_not_a_url_is_one_line_not_a_connect(
+    store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The saved address is checked as `--attach URL` is on the command line: a broken (or
+    # edited) database cannot hand the app an address that the argument check would refuse.
+    with ConversationStore(store_path) as store:
+        cid = store.save(
+            SavedConversation((SavedTurn("q", "a"),), SavedServer("ftp://h:x", "qwen"))
+        )
+    a = args(resume=str(cid))
+    assert pick_resumed(a) == 2
+    assert a.attach is None
+    err = capsys.readouterr().err
+    assert f"conversation {cid} has a bad server address" in err and err.count("\n") == 1
