@@ -10,8 +10,8 @@ with each answer's numbers under it. Keys: Enter sends, up/down walk the prompt 
 cancels an answer (the partial text is kept), F2 changes temperature / top-p / max tokens, ctrl+r
 retries the connection, ctrl+q quits. Conversations are saved (unless --no-save) under
 $XDG_DATA_HOME/specmon/chats.sqlite; F9 exports one as Markdown, ctrl+y / ctrl+b copy the last
-answer / code block, ctrl+up takes back the last turn to edit, ctrl+o edits the system prompt.
-A simulated server is labelled SIMULATED on screen.
+answer / code block, ctrl+up takes back the last turn to edit, ctrl+o edits the system prompt,
+ctrl+t switches among the server's models. A simulated server is labelled SIMULATED on screen.
 
 Host mode (no --attach) starts vLLM exactly as `specmon serve` does (same checks, same command,
 same --dry-run), shows its startup progress and log until /health answers 200, then the chat;

@@ -28,9 +28,10 @@ from specmon.ui.answer_numbers import AnswerNumbers
 from specmon.ui.chat_actions import answer_to_copy
 from specmon.ui.chat_history import ChatHistory, ChatState
 from specmon.ui.conversation import ChatSettings, Conversation, Turn
+from specmon.ui.formatting import visible_line
 from specmon.ui.messages import SettingsChanged
 from specmon.ui.port import Ask, Connection, SessionPort
-from specmon.ui.screens.dialogs import AnswersScreen, SettingsScreen, blank
+from specmon.ui.screens.dialogs import AnswersScreen, ModelScreen, SettingsScreen, blank
 from specmon.ui.screens.recording import RecordingScreen
 from specmon.ui.widgets.answer import AnswerView
 from specmon.ui.widgets.connect_box import ConnectBox
@@ -91,6 +92,7 @@ class ChatScreen(RecordingScreen):
         Binding("ctrl+b", "copy_answer(True)", "copy code block", show=False),
         Binding("ctrl+up", "edit_last", "edit last prompt", show=False),
         Binding("ctrl+o", "system_prompt", "system prompt", show=False),
+        Binding("ctrl+t", "switch_model", "switch model", show=False),
         Binding("r", "record", "record", show=False),
         Binding("m", "marker", "marker", show=False),
         Binding("h", "heat", "heat", show=False),
@@ -612,6 +614,37 @@ class ChatScreen(RecordingScreen):
         prompt.focus()
         self.save_conversation()
         self._notice("last turn taken back: edit the prompt, Enter sends it again")
+
+    def action_switch_model(self) -> None:
+        """Pick the model for the next question among those the server lists (ctrl+t); the
+        choice is saved with the conversation."""
+        server = self.port.server
+        models = self.port.models
+        if not self.port.connected or server is None:
+            self._notice("not connected: no model list yet (ctrl+r retries)", failed=True)
+            return
+        if len(models) < 2:
+            self._notice(f"the server lists no other model than {visible_line(server.model)}")
+            return
+
+        def apply(model: str | None) -> None:
+            current = self.port.server
+            if model is None or (current is not None and model == current.model):
+                return
+            try:
+                chosen = self.port.use_model(model)
+            except ValueError as exc:
+                self._notice(f"model not switched: {exc}", failed=True)
+                return
+            c = self.connection
+            if c is not None and c.server is not None:  # keep the K the header completed
+                shown = replace(c.server, model=chosen.model, max_model_len=chosen.max_model_len)
+                self.connection = replace(c, server=shown)
+                self.query_one(HeaderBar).show(shown)
+            self._notice(f"model: {visible_line(chosen.model)} (from the next question)")
+            self.save_conversation()
+
+        self.app.push_screen(ModelScreen(models, server.model), apply)
 
     def action_system_prompt(self) -> None:
         from specmon.ui.screens.system_prompt import SystemPromptScreen
