@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 from tests.loopback import LoopbackServer
 
@@ -59,6 +60,8 @@ class FakePort:
         self.fake_recording: str | None = None
         self.recordings: list[str] = []
         self.server: ServerSummary | None = None
+        self.served: tuple[str, ...] = ()
+        """The models the fake server lists (empty: only the connection's model)."""
         self.aborted = False
         self.idle_timeout_s = DEFAULT_IDLE_TIMEOUT_S
 
@@ -74,6 +77,21 @@ class FakePort:
     @property
     def connected(self) -> bool:
         return self._up
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        server = self.server
+        if server is None:
+            return ()
+        return self.served or ((server.model,) if server.model else ())
+
+    def use_model(self, model: str) -> ServerSummary:
+        if self.server is None:
+            raise ValueError("not connected to a server")
+        if model not in self.models:
+            raise ValueError(f"{self.server.url} does not list model {model!r}")
+        self.server = replace(self.server, model=model)
+        return self.server
 
     def close(self) -> None:
         self._up = False

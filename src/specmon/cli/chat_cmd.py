@@ -3,11 +3,15 @@
     specmon chat --attach URL [--model NAME]             a running server
     specmon chat --model M [--draft D] [--method ...] [--n-spec K] [--preset NAME] [--dry-run]
                  [-- extra vllm serve args]              host mode: specmon starts `vllm serve`
+    specmon chat --resume [ID] | --export-chat ID FILE   saved conversations (docs/chat.md)
 
 Opens the Textual app: a multi-turn conversation streamed from the server's OpenAI-compatible API,
 with each answer's numbers under it. Keys: Enter sends, up/down walk the prompt history, Esc
 cancels an answer (the partial text is kept), F2 changes temperature / top-p / max tokens, ctrl+r
-retries the connection, ctrl+q quits. A simulated server is labelled SIMULATED on screen.
+retries the connection, ctrl+q quits. Conversations are saved (unless --no-save) under
+$XDG_DATA_HOME/specmon/chats.sqlite; ctrl+s exports one as Markdown, ctrl+y / ctrl+b copy the last
+answer / code block, ctrl+up takes back the last turn to edit, ctrl+o edits the system prompt,
+ctrl+t switches among the server's models. A simulated server is labelled SIMULATED on screen.
 
 Host mode (no --attach) starts vLLM exactly as `specmon serve` does (same checks, same command,
 same --dry-run), shows its startup progress and log until /health answers 200, then the chat;
@@ -34,6 +38,7 @@ from specmon.cli.args import (
     temperature,
     top_p,
 )
+from specmon.cli.chat_history_args import add_history_arguments
 from specmon.cli.export_args import add_export_argument
 from specmon.cli.host_args import HostFlags, add_host_arguments
 from specmon.cli.session_setup import add_redact_argument, add_theme_argument
@@ -81,6 +86,7 @@ def register(subparsers: Any) -> None:
     add_export_argument(p)
     add_stream_args(p)
     add_host_arguments(p, model=False)
+    add_history_arguments(p)
 
 
 DEFAULT_CANARY_S = 300.0
@@ -88,6 +94,18 @@ DEFAULT_CANARY_S = 300.0
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.export_chat is not None:
+        from specmon.cli.chat_history_args import export_chat
+
+        return export_chat(args)
+    if args.resume is not None:
+        from specmon.cli.chat_history_args import pick_resumed
+
+        args.resumed = pick_resumed(args)
+        if isinstance(args.resumed, int):
+            return args.resumed
+        if args.resumed is None and args.attach is None and not (args.model or args.preset):
+            return 0  # Esc in the list, and no server given: nothing to chat with
     if args.attach is None:
         if not (args.model or args.preset):
             return fail(
@@ -127,6 +145,7 @@ def _run_hosted(args: argparse.Namespace) -> int:
 
 def _chat_hosted(args: argparse.Namespace, plan: HostPlan, gpu: str) -> int:
     from specmon.cli.app_runner import run_app
+    from specmon.cli.chat_history_args import chat_history_for, close_history
     from specmon.cli.host_launch import (
         AppHost,
         Terminated,
@@ -143,6 +162,7 @@ def _chat_hosted(args: argparse.Namespace, plan: HostPlan, gpu: str) -> int:
     from specmon.ui.live_port import LivePort
 
     server = None
+    history = None
     try:
         launched = launch_or_exit(plan, "chat")
         if isinstance(launched, int):
@@ -184,7 +204,15 @@ def _chat_hosted(args: argparse.Namespace, plan: HostPlan, gpu: str) -> int:
             idle_timeout_s=stream_limits_from(args).idle_timeout_s,
         )
         settings = ChatSettings(args.temperature, args.top_p, args.max_tokens)
-        app = SpecmonApp(port, settings=settings, system=args.system, host=host, theme=args.theme)
+        history = chat_history_for(args)
+        app = SpecmonApp(
+            port,
+            settings=settings,
+            system=args.system,
+            host=host,
+            theme=args.theme,
+            chat_history=history,
+        )
         process_shutdown = shutdown.current()
         if process_shutdown is not None:
             process_shutdown.add_stop_hook(host.abort)
@@ -198,6 +226,7 @@ def _chat_hosted(args: argparse.Namespace, plan: HostPlan, gpu: str) -> int:
     except (KeyboardInterrupt, Terminated) as stop:
         return stopped_status(stop)
     finally:
+        close_history(history)
         stop_server(server, "chat")
 
 
@@ -205,6 +234,7 @@ def _run_attached(args: argparse.Namespace) -> int:
     # Only Textual is imported before the first paint; the runtime and the OpenAI client load in
     # the app's connect worker (make_monitor below), so the screen shows at once.
     from specmon.cli.app_runner import run_app
+    from specmon.cli.chat_history_args import chat_history_for, close_history
     from specmon.cli.session_setup import default_gpu_source
     from specmon.ui.app import SpecmonApp
     from specmon.ui.conversation import ChatSettings
@@ -238,5 +268,11 @@ def _run_attached(args: argparse.Namespace) -> int:
         idle_timeout_s=stream_limits_from(args).idle_timeout_s,
     )
     settings = ChatSettings(args.temperature, args.top_p, args.max_tokens)
-    app = SpecmonApp(port, settings=settings, system=args.system, theme=args.theme)
-    return run_app(app, port, export=args.export, command="chat")
+    history = chat_history_for(args)
+    app = SpecmonApp(
+        port, settings=settings, system=args.system, theme=args.theme, chat_history=history
+    )
+    try:
+        return run_app(app, port, export=args.export, command="chat")
+    finally:
+        close_history(history)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from textual.app import App
 from textual.binding import Binding, BindingType
@@ -26,6 +26,9 @@ from specmon.ui.screens.startup import StartupScreen
 from specmon.ui.screens.watch import DashboardScreen
 from specmon.ui.screens.worth import WorthScreen
 from specmon.ui.themes import load_themes, resolve_theme
+
+if TYPE_CHECKING:
+    from specmon.ui.chat_history import ChatHistory
 
 Mode = Literal["chat", "demo", "watch", "replay"]
 
@@ -72,6 +75,7 @@ class SpecmonApp(App[None]):
         max_answers: int | None = None,
         theme: str | None = None,
         host: HostWatch | None = None,
+        chat_history: ChatHistory | None = None,
     ) -> None:
         super().__init__()
         self.port = port
@@ -96,6 +100,7 @@ class SpecmonApp(App[None]):
         self.host = host
         """Host mode: the vLLM server specmon started (startup view first, then the chat or
         the dashboard; its log toggled with l / ctrl+l)."""
+        self.chat_history = chat_history  # saved conversations (None: not saved, not resumed)
         self.host_failure: StartupFailed | None = None
         """Why the hosted server did not start or stopped (the command then exits 1)."""
 
@@ -132,6 +137,7 @@ class SpecmonApp(App[None]):
             clock=self.clock,
             frame_hook=self.frame_hook,
             max_answers=self.max_answers,
+            chat_history=self.chat_history,
         )
 
     def on_host_ready(self, _message: HostReady) -> None:

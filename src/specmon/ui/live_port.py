@@ -18,6 +18,7 @@ import contextlib
 import itertools
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from specmon.core.events import Event, RequestEnded, RequestStarted, StreamChunk
@@ -28,6 +29,7 @@ from specmon.ui.answer_numbers import AnswerNumbers
 from specmon.ui.port import Ask, Connection, ServerSummary, server_address
 
 if TYPE_CHECKING:
+    from specmon.runtime.collector_messages import ServerSeen
     from specmon.runtime.monitor import Monitor
     from specmon.runtime.session import LiveSession
 
@@ -85,6 +87,8 @@ class LivePort:
         self._feeds: dict[str, AnswerFeed] = {}
         self._lock = threading.Lock()
         self.server: ServerSummary | None = None
+        self._seen: ServerSeen | None = None
+        """The connected server as the collector identified it (its model list)."""
 
     # ------------------------------------------------------------ lifecycle
 
@@ -134,6 +138,7 @@ class LivePort:
             )
         session.subscribe(self._route)
         self._session = session
+        self._seen = seen
         model = self._model or (seen.models[0] if seen and seen.models else info.model)
         url = seen.base_url if seen else (info.server or "")
         self.server = ServerSummary(
@@ -171,6 +176,23 @@ class LivePort:
     @property
     def connected(self) -> bool:
         return self._session is not None
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        seen = self._seen
+        return seen.models if seen is not None else ()
+
+    def use_model(self, model: str) -> ServerSummary:
+        """The next questions go to `model` (one the server's /v1/models lists); a reconnect
+        keeps it. ValueError (one line) otherwise."""
+        server, seen = self.server, self._seen
+        if server is None or seen is None:
+            raise ValueError("not connected to a server")
+        if model not in seen.models:
+            raise ValueError(f"{seen.base_url} does not list model {model!r}")
+        self._model = model
+        self.server = replace(server, model=model, max_model_len=seen.context_length(model))
+        return self.server
 
     @property
     def session(self) -> LiveSession | None:

@@ -65,6 +65,18 @@ class SessionPort(Protocol):
     @property
     def connected(self) -> bool: ...
 
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The models the connected server lists (its /v1/models, as the collector identified
+        it; untrusted names); empty before a connection."""
+        ...
+
+    def use_model(self, model: str) -> ServerSummary:
+        """Ask the next questions of `model`, one the server lists: returns the server summary
+        with it (and its context length). ValueError, one line, when no server is connected or
+        it does not list `model`."""
+        ...
+
     def connect(self) -> Connection:
         """Start a session and identify the server (blocking); may be called again (retry)."""
         ...

@@ -25,10 +25,13 @@ from specmon.core.step_heat import AnswerHeat, answer_heat, pieces_from_chunks
 from specmon.core.views import SessionView
 from specmon.ui.answer_feed import AnswerFeed
 from specmon.ui.answer_numbers import AnswerNumbers
+from specmon.ui.chat_actions import answer_to_copy
+from specmon.ui.chat_history import ChatHistory, ChatState
 from specmon.ui.conversation import ChatSettings, Conversation, Turn
+from specmon.ui.formatting import visible_line
 from specmon.ui.messages import SettingsChanged
 from specmon.ui.port import Ask, Connection, SessionPort
-from specmon.ui.screens.dialogs import AnswersScreen, SettingsScreen, blank
+from specmon.ui.screens.dialogs import AnswersScreen, ModelScreen, SettingsScreen, blank
 from specmon.ui.screens.recording import RecordingScreen
 from specmon.ui.widgets.answer import AnswerView
 from specmon.ui.widgets.connect_box import ConnectBox
@@ -105,6 +108,12 @@ class ChatScreen(RecordingScreen):
         Binding("f6", "marker", "marker"),
         Binding("f7", "heat", "heat"),
         Binding("f8", "app.worth", "worth"),
+        Binding("ctrl+s", "export_markdown", "export .md", show=False),
+        Binding("ctrl+y", "copy_answer(False)", "copy answer", show=False),
+        Binding("ctrl+b", "copy_answer(True)", "copy code block", show=False),
+        Binding("ctrl+up", "edit_last", "edit last prompt", show=False),
+        Binding("ctrl+o", "system_prompt", "system prompt", show=False),
+        Binding("ctrl+t", "switch_model", "switch model", show=False),
         Binding("r", "record", "record", show=False),
         Binding("m", "marker", "marker", show=False),
         Binding("h", "heat", "heat", show=False),
@@ -125,9 +134,13 @@ class ChatScreen(RecordingScreen):
         clock: Callable[[], float] = time.monotonic,
         frame_hook: FrameHook | None = None,
         max_answers: int | None = None,
+        chat_history: ChatHistory | None = None,
     ) -> None:
         super().__init__()
         self.port = port
+        self.chat_history = chat_history
+        """Saved conversations: saves this one as it grows, restores a resumed one on mount
+        (None: `--no-save` and no resume, or the demo)."""
         self.command = command
         self.clock = clock
         """Paces the demo's prompts (injectable for tests)."""
@@ -185,6 +198,7 @@ class ChatScreen(RecordingScreen):
             self.set_interval(0.25, self._auto_send)
         self.query_one("#prompt", PromptInput).focus()
         self.refresh_panel()
+        self._restore_conversation()
         self.connect()
 
     # ------------------------------------------------------------ side panel
@@ -203,6 +217,9 @@ class ChatScreen(RecordingScreen):
         self.query_one(SidePanel).show(view, numbers, waiting=self._waiting_word())
         summary = panel_summary(view, numbers, waiting=self._waiting_word())
         self.query_one("#panel-summary", Static).update(summary)
+        history = self.chat_history
+        if history is not None and (problem := history.problem()) is not None:
+            self._notice(problem, failed=True)
         self._complete_header_k(view)
 
     def _complete_header_k(self, view: SessionView | None) -> None:
@@ -428,6 +445,7 @@ class ChatScreen(RecordingScreen):
             )
         if self.heat_on:
             self._paint_heat(answer)
+        self.save_conversation()
         self._frame_drawn(drained.arrivals, ended=True)
         limit = self.max_answers
         finished = sum(t.status != "streaming" for t in self.conversation.turns)
@@ -451,6 +469,8 @@ class ChatScreen(RecordingScreen):
                 if self.heat_on:  # the server's step array may have arrived with the row
                     self._paint_heat(view.answer)
         self._settling = (feed, view, left - 1) if left > 1 else None
+        if left == 1:
+            self.save_conversation()  # with the numbers that arrived after the stream
 
     @on(StatusLine.Clicked)
     def _badge_clicked(self, event: StatusLine.Clicked) -> None:
@@ -545,8 +565,126 @@ class ChatScreen(RecordingScreen):
                     f"{blank(result.top_p) or 'default'}, max tokens "
                     f"{blank(result.max_tokens) or 'default'}"
                 )
+                self.save_conversation()
 
         self.app.push_screen(SettingsScreen(self.settings), apply)
+
+    def chat_state(self) -> ChatState:
+        """What the screen shows, as plain data (for saving and exporting)."""
+        numbers = [view.answer.numbers for view in self.query(TurnView)]
+        return ChatState(
+            tuple(self.conversation.turns),
+            numbers,
+            self.port.server,
+            self.settings,
+            self.conversation.system,
+        )
+
+    def save_conversation(self) -> None:
+        if self.chat_history is not None:
+            self.chat_history.save(self.chat_state())
+
+    def _restore_conversation(self) -> None:
+        """A resumed conversation's turns back on screen (finished, with their numbers), in the
+        context and in the prompt history; before the connection is made."""
+        history = self.chat_history
+        restored = [] if history is None else history.restored()
+        if not restored:
+            return
+        prompt_input = self.query_one("#prompt", PromptInput)
+        views = []
+        for r in restored:
+            self.conversation.turns.append(r.turn)
+            view = TurnView(r.turn.prompt)
+            view.answer.append(r.turn.answer)
+            view.answer.numbers = r.numbers
+            view.answer.finish(r.line, failed=r.failed)
+            views.append(view)
+            prompt_input.remember(r.turn.prompt)
+        self.query_one("#conversation", VerticalScroll).mount(*views)
+        line = None if history is None else history.resumed_line()
+        if line is not None:
+            self._notice(line)
+
+    def action_export_markdown(self) -> None:
+        """Write the conversation, with each answer's numbers, as Markdown (ctrl+s)."""
+        history = self.chat_history or ChatHistory(None)
+        line = history.export(self.chat_state())
+        self._notice(line, failed=not line.startswith("exported"))
+
+    def action_copy_answer(self, code: bool) -> None:
+        text, line, failed = answer_to_copy(self.conversation.turns, code=code)
+        if text is not None:
+            self.app.copy_to_clipboard(text)
+        self._notice(line, failed=failed)
+
+    def action_edit_last(self) -> None:
+        """Take back the last turn (from the screen, the context and the saved conversation)
+        and put its prompt back in the prompt line; Enter sends it again (ctrl+up)."""
+        if self.feed is not None:
+            self._notice("an answer is still streaming (Esc cancels it first)", failed=True)
+            return
+        turns = self.conversation.turns
+        if not turns:
+            self._notice("no prompt to edit yet", failed=True)
+            return
+        views = list(self.query(TurnView))
+        turn = turns.pop()
+        if len(views) == len(turns) + 1:
+            view = views[-1]
+            self.answer_feeds.pop(view.answer, None)
+            if self._settling is not None and self._settling[1] is view:
+                self._settling = None
+            view.remove()
+        prompt = self.query_one("#prompt", PromptInput)
+        prompt.value = turn.prompt
+        prompt.cursor_position = len(turn.prompt)
+        prompt.focus()
+        self.save_conversation()
+        self._notice("last turn taken back: edit the prompt, Enter sends it again")
+
+    def action_switch_model(self) -> None:
+        """Pick the model for the next question among those the server lists (ctrl+t); the
+        choice is saved with the conversation."""
+        server = self.port.server
+        models = self.port.models
+        if not self.port.connected or server is None:
+            self._notice("not connected: no model list yet (ctrl+r retries)", failed=True)
+            return
+        if len(models) < 2:
+            self._notice(f"the server lists no other model than {visible_line(server.model)}")
+            return
+
+        def apply(model: str | None) -> None:
+            current = self.port.server
+            if model is None or (current is not None and model == current.model):
+                return
+            try:
+                chosen = self.port.use_model(model)
+            except ValueError as exc:
+                self._notice(f"model not switched: {exc}", failed=True)
+                return
+            c = self.connection
+            if c is not None and c.server is not None:  # keep the K the header completed
+                shown = replace(c.server, model=chosen.model, max_model_len=chosen.max_model_len)
+                self.connection = replace(c, server=shown)
+                self.query_one(HeaderBar).show(shown)
+            self._notice(f"model: {visible_line(chosen.model)} (from the next question)")
+            self.save_conversation()
+
+        self.app.push_screen(ModelScreen(models, server.model), apply)
+
+    def action_system_prompt(self) -> None:
+        from specmon.ui.screens.system_prompt import SystemPromptScreen
+
+        def apply(text: str | None) -> None:
+            if text is not None:
+                self.conversation.system = text or None
+                first = text.splitlines()[0][:80] if text else ""
+                self._notice(f"system prompt set: {first}" if text else "no system prompt")
+                self.save_conversation()
+
+        self.app.push_screen(SystemPromptScreen(self.conversation.system), apply)
 
     def action_scroll_up(self) -> None:
         self.query_one("#conversation", VerticalScroll).scroll_page_up(animate=False)

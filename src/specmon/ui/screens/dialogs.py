@@ -1,5 +1,6 @@
 """The dialogs of the chat and dashboard screens: sampling settings, a marker's label, the table
-of all answers, and the address of one more server to watch."""
+of all answers, the address of one more server to watch, and the model to chat with among those
+the server lists."""
 
 from __future__ import annotations
 
@@ -11,12 +12,20 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, DataTable, Input, Label, Static
+from textual.widgets import Button, DataTable, Input, Label, OptionList, Static
+from textual.widgets.option_list import Option
 
 from specmon.core.verdict import request_verdict
 from specmon.core.views import RequestRow
 from specmon.ui.conversation import ChatSettings, parse_settings
-from specmon.ui.formatting import DASH, fmt, fmt_acceptance, fmt_frac_pct, visible
+from specmon.ui.formatting import (
+    DASH,
+    fmt,
+    fmt_acceptance,
+    fmt_frac_pct,
+    visible,
+    visible_line,
+)
 from specmon.ui.port import SessionPort, server_address
 
 
@@ -197,3 +206,57 @@ class AddServerScreen(ModalScreen[tuple[str, str | None] | None]):
             return
         key = self.query_one("#add-key", Input).value.strip()
         self.dismiss((url, key or None))
+
+
+MAX_MODELS_SHOWN = 1000
+"""The model dialog lists at most this many of the server's models (a server may list
+thousands); a line says how many were left out."""
+
+
+class ModelScreen(ModalScreen[str | None]):
+    """The model to ask next, among those the server lists (the chat screen's ctrl+t): Enter
+    picks the highlighted one, Esc cancels. Dismissed with the name exactly as the server gave
+    it (shown with control characters made visible), or None."""
+
+    DEFAULT_CSS = """
+    ModelScreen { align: center middle; }
+    ModelScreen #model-box {
+        width: 80%; max-width: 100; height: auto; max-height: 80%;
+        border: round $primary; padding: 0 1; background: $surface;
+    }
+    ModelScreen #model-list { height: auto; max-height: 20; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss_none", "cancel")]
+
+    def __init__(self, models: tuple[str, ...], current: str | None) -> None:
+        super().__init__()
+        self.models = models[:MAX_MODELS_SHOWN]
+        self.left_out = len(models) - len(self.models)
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="model-box"):
+            yield Label("Model for the next question (Enter picks, Esc cancels)")
+            options = [
+                Option(Text(("● " if m == self.current else "  ") + visible_line(m)))
+                for m in self.models
+            ]
+            yield OptionList(*options, id="model-list")
+            if self.left_out:
+                yield Label(
+                    f"{self.left_out} more not shown (the first {MAX_MODELS_SHOWN} are)",
+                    markup=False,
+                )
+
+    def on_mount(self) -> None:
+        option_list = self.query_one("#model-list", OptionList)
+        if self.current in self.models:
+            option_list.highlighted = self.models.index(self.current)
+        option_list.focus()
+
+    def action_dismiss_none(self) -> None:
+        self.dismiss(None)
+
+    @on(OptionList.OptionSelected, "#model-list")
+    def _picked(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(self.models[event.option_index])

@@ -1,0 +1,170 @@
+"""`specmon chat`'s saved-conversation flags: `--no-save`, `--resume [ID]` and
+`--export-chat ID FILE` (docs/chat.md, "Saved conversations").
+
+Conversations go to `$XDG_DATA_HOME/specmon/chats.sqlite` (sources/conversation_store.py). A
+database that cannot be used never stops a chat: the chat screen says so in one line and goes
+on unsaved. `--resume` and `--export-chat`, which only read it, fail with one line and exit 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from specmon.cli.args import fail, server_url
+
+if TYPE_CHECKING:
+    from specmon.core.chat_record import SavedConversation
+    from specmon.ui.chat_history import ChatHistory
+
+
+def add_history_arguments(p: Any) -> None:
+    p.add_argument(
+        "--no-save",
+        action="store_true",
+        help="do not save this conversation (default: saved under $XDG_DATA_HOME/specmon)",
+    )
+    p.add_argument(
+        "--resume",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="ID",
+        help="reopen a saved conversation: ID, or without it a list to search and pick from; "
+        "without --attach/--model it connects to the server the conversation used",
+    )
+    p.add_argument(
+        "--export-chat",
+        nargs=2,
+        default=None,
+        metavar=("ID", "FILE"),
+        help="write saved conversation ID as Markdown, with each answer's numbers, to FILE "
+        "('-': standard output), then exit",
+    )
+
+
+def _fail(message: str, code: int = 1) -> int:
+    return fail("chat", message, code)
+
+
+def _secrets(args: argparse.Namespace) -> tuple[str, ...]:
+    """Every key value this process knows (the flag, and both environment variables)."""
+    from specmon.sources.stream_client import API_KEY_ENV_VARS
+
+    values = [args.api_key or ""] + [os.environ.get(name, "") for name in API_KEY_ENV_VARS]
+    return tuple(v for v in values if v)
+
+
+def _conversation_id(text: str) -> int | None:
+    try:
+        value = int(text)
+    except ValueError:
+        return None
+    return value if value >= 1 else None
+
+
+def _load(conversation_id: int) -> SavedConversation | str:
+    from specmon.sources.conversation_store import ConversationStore, ConversationStoreError
+
+    try:
+        with ConversationStore(create=False) as store:
+            return store.load(conversation_id)
+    except ConversationStoreError as exc:
+        return str(exc)
+
+
+def export_chat(args: argparse.Namespace) -> int:
+    """`--export-chat ID FILE`: 0 written, 1 not found or not written, 2 a bad ID."""
+    from specmon.core.chat_record import scrub
+    from specmon.core.conversation_export import to_markdown
+
+    text_id, target = args.export_chat
+    conversation_id = _conversation_id(text_id)
+    if conversation_id is None:
+        return _fail(f"--export-chat ID must be a conversation number, got {text_id!r}", 2)
+    loaded = _load(conversation_id)
+    if isinstance(loaded, str):
+        return _fail(loaded)
+    markdown = to_markdown(scrub(loaded, _secrets(args)))
+    if target == "-":
+        sys.stdout.write(markdown)
+        return 0
+    try:
+        with open(target, "w", encoding="utf-8") as out:
+            out.write(markdown)
+    except OSError as exc:
+        return _fail(f"cannot write {target}: {exc.strerror or exc}")
+    print(f"conversation {conversation_id} written to {target}", file=sys.stderr)
+    return 0
+
+
+def pick_resumed(args: argparse.Namespace) -> SavedConversation | int | None:
+    """The conversation `--resume` names or the user picks (None: none picked), or an exit code.
+    Fills the server and settings flags the user did not give from the conversation."""
+    if args.resume is None:
+        return None
+    if args.resume:
+        conversation_id = _conversation_id(args.resume)
+        if conversation_id is None:
+            return _fail(f"--resume ID must be a conversation number, got {args.resume!r}", 2)
+    else:
+        if not (sys.stdin.isatty() and sys.stdout.isatty()):
+            return _fail(
+                "--resume without an ID needs a terminal for the list: give --resume ID",
+                2,
+            )
+        from specmon.sources.conversation_store import ConversationStore
+        from specmon.ui.screens.conversations import ConversationsApp
+
+        def search(text: str) -> list[Any]:
+            with ConversationStore(create=False) as store:
+                return store.search(text)
+
+        chosen = ConversationsApp(search).run()
+        if chosen is None:
+            return None
+        conversation_id = chosen
+    loaded = _load(conversation_id)
+    if isinstance(loaded, str):
+        return _fail(loaded)
+    if args.attach is None and not (args.model or getattr(args, "preset", None)):
+        if loaded.server.url is None:
+            return _fail(
+                f"conversation {conversation_id} has no server saved; give --attach URL", 2
+            )
+        try:  # the saved address is checked as --attach URL would be
+            args.attach = server_url(loaded.server.url)
+        except argparse.ArgumentTypeError as exc:
+            return _fail(f"conversation {conversation_id} has a bad server address: {exc}", 2)
+        args.model = loaded.server.model
+    s = loaded.settings
+    for dest, value in (
+        ("system", s.system),
+        ("temperature", s.temperature),
+        ("top_p", s.top_p),
+        ("max_tokens", s.max_tokens),
+    ):
+        if getattr(args, dest, None) is None:
+            setattr(args, dest, value)
+    return loaded
+
+
+def chat_history_for(args: argparse.Namespace) -> ChatHistory:
+    """The chat screen's saving (none with --no-save) and resumed conversation; nothing is
+    opened until the first answer is saved."""
+    from specmon.runtime.chat_saver import ChatSaver
+    from specmon.sources.conversation_store import ConversationStore
+    from specmon.ui.chat_history import ChatHistory
+
+    resumed: SavedConversation | None = getattr(args, "resumed", None)
+    secrets = _secrets(args)
+    saver = None if args.no_save else ChatSaver(ConversationStore, resumed=resumed, secrets=secrets)
+    return ChatHistory(saver, resumed=resumed, secrets=secrets)
+
+
+def close_history(history: ChatHistory | None) -> None:
+    """Write what is still queued (bounded wait) before the process exits."""
+    if history is not None and history.saver is not None:
+        history.saver.close()

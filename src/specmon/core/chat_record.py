@@ -1,0 +1,156 @@
+"""A saved chat conversation as plain data: what the conversation store keeps and what the
+Markdown export writes (turns, each answer's numbers, the server and the per-conversation system
+prompt and sampling settings).
+
+Pure (no I/O): the store (sources/conversation_store.py) reads and writes these, the chat screen
+builds them. Nothing here holds an API key: `public_url` strips credentials, query and fragment
+from the server URL, and `scrub` removes known secret values from any text before it is saved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from urllib.parse import urlsplit, urlunsplit
+
+from specmon.core.redaction import redact_literal, redact_url
+
+TITLE_CHARS = 80
+"""A conversation's title is its first prompt's first line, cut to this many characters."""
+
+
+@dataclass(frozen=True, slots=True)
+class SavedNumbers:
+    """The numbers shown under one answer (None = not measured)."""
+
+    tokens: int | None = None
+    decode_tok_s: float | None = None
+    ttft_s: float | None = None
+    acceptance_length: float | None = None
+    acceptance_rate: float | None = None
+    al_source: str | None = None
+    """"server", "chunks" or "metrics": where the AL came from."""
+    verdict: str = "unjudged"
+    """ok, transition, vanilla, failed or unjudged (the vanilla-speed detector's verdict)."""
+    reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SavedTurn:
+    """One prompt and its answer (possibly partial: cancelled or failed)."""
+
+    prompt: str
+    answer: str = ""
+    status: str = "ok"
+    """ok, cancelled or failed."""
+    error: str | None = None
+    numbers: SavedNumbers | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SavedSettings:
+    """A conversation's system prompt and sampling settings (None = the server's default)."""
+
+    system: str | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SavedServer:
+    """The server a conversation talked to (a URL without credentials)."""
+
+    url: str | None = None
+    model: str | None = None
+    draft_model: str | None = None
+    n_spec: int | None = None
+    simulated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SavedConversation:
+    """A whole conversation. `id` is None until the store has given it one."""
+
+    turns: tuple[SavedTurn, ...]
+    server: SavedServer = SavedServer()
+    settings: SavedSettings = SavedSettings()
+    id: int | None = None
+    title: str = ""
+    created_at: str = ""
+    updated_at: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationSummary:
+    """One line of the list of saved conversations."""
+
+    id: int
+    title: str
+    model: str | None
+    server_url: str | None
+    updated_at: str
+    turns: int
+
+
+def public_url(url: str | None) -> str | None:
+    """A server URL fit to save: no `user:password@`, no query string, no fragment (either may
+    carry a key)."""
+    url = redact_url(url)
+    if url is None:
+        return None
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+
+
+def title_of(turns: Iterable[SavedTurn]) -> str:
+    """The first prompt's first non-blank line, cut to TITLE_CHARS ("(empty)" without one)."""
+    for turn in turns:
+        for line in turn.prompt.splitlines():
+            line = line.strip()
+            if line:
+                return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
+    return "(empty)"
+
+
+def _scrub(text: str | None, secrets: tuple[str, ...]) -> str | None:
+    return None if text is None else redact_literal(text, secrets)
+
+
+def scrub(conversation: SavedConversation, secrets: Iterable[str]) -> SavedConversation:
+    """The conversation with every known secret value (the API key in use) removed from all its
+    text, and the server URL made public: what may be written to disk."""
+    known = tuple(s for s in secrets if s)
+
+    def text(value: str) -> str:
+        return redact_literal(value, known) if known else value
+
+    turns = conversation.turns
+    if known:
+        turns = tuple(
+            replace(
+                t,
+                prompt=text(t.prompt),
+                answer=text(t.answer),
+                error=_scrub(t.error, known),
+                numbers=None
+                if t.numbers is None
+                else replace(t.numbers, reasons=tuple(text(r) for r in t.numbers.reasons)),
+            )
+            for t in turns
+        )
+    settings = conversation.settings
+    if known and settings.system is not None:
+        settings = replace(settings, system=text(settings.system))
+    server = replace(
+        conversation.server,
+        url=_scrub(public_url(conversation.server.url), known),
+        model=_scrub(conversation.server.model, known),
+        draft_model=_scrub(conversation.server.draft_model, known),
+    )
+    return replace(
+        conversation, turns=turns, settings=settings, server=server, title=text(conversation.title)
+    )

@@ -1,0 +1,393 @@
+"""Saved chat conversations: an SQLite file, `$XDG_DATA_HOME/specmon/chats.sqlite` (default
+`~/.local/share/specmon/chats.sqlite`).
+
+Two tables, `conversations` (server, model, system prompt, sampling settings, times) and `turns`
+(prompt, answer, status and the answer's numbers: tokens, tok/s, TTFT, AL, acceptance, verdict),
+versioned with `PRAGMA user_version` (SCHEMA_VERSION; a file from a newer specmon is refused, not
+changed). WAL journal, so a reader never waits for the writer; a lock held by another process is
+waited for at most BUSY_TIMEOUT_S. Bounded: at most MAX_CONVERSATIONS (the least recently
+updated are deleted), MAX_TURNS turns each, MAX_TEXT_CHARS characters per text.
+
+Every failure (not a database, a directory in its place, read-only, locked, a newer schema)
+raises ConversationStoreError with one line naming the file; the file is never replaced or
+repaired. The caller never passes an API key: what it saves went through core's `scrub`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import os
+import sqlite3
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from specmon.core.chat_record import (
+    ConversationSummary,
+    SavedConversation,
+    SavedNumbers,
+    SavedServer,
+    SavedSettings,
+    SavedTurn,
+    title_of,
+)
+
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_S = 0.5
+MAX_CONVERSATIONS = 1000
+MAX_TURNS = 2000
+MAX_TEXT_CHARS = 1_000_000
+"""About 1 MB of text per prompt, answer or system prompt; longer text is cut with a note."""
+LIST_LIMIT = 200
+"""The list screen shows at most this many conversations (newest first)."""
+
+_SCHEMA = """
+CREATE TABLE conversations (
+    id INTEGER PRIMARY KEY,
+    title TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    server_url TEXT,
+    model TEXT,
+    draft_model TEXT,
+    n_spec INTEGER,
+    simulated INTEGER NOT NULL DEFAULT 0,
+    system TEXT,
+    temperature REAL,
+    top_p REAL,
+    max_tokens INTEGER
+);
+CREATE TABLE turns (
+    conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    idx INTEGER NOT NULL,
+    prompt TEXT NOT NULL,
+    answer TEXT NOT NULL,
+    status TEXT NOT NULL,
+    error TEXT,
+    has_numbers INTEGER NOT NULL DEFAULT 0,
+    tokens INTEGER,
+    decode_tok_s REAL,
+    ttft_s REAL,
+    acceptance_length REAL,
+    acceptance_rate REAL,
+    al_source TEXT,
+    verdict TEXT,
+    reasons TEXT,
+    PRIMARY KEY (conversation_id, idx)
+);
+CREATE INDEX conversations_updated ON conversations(updated_at);
+"""
+
+
+class ConversationStoreError(Exception):
+    """The conversation file cannot be used; the message is one line naming the file."""
+
+
+def default_path(env: Mapping[str, str] | None = None) -> Path:
+    """`$XDG_DATA_HOME/specmon/chats.sqlite`, with XDG's default `~/.local/share`."""
+    env = os.environ if env is None else env
+    base = env.get("XDG_DATA_HOME") or ""
+    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".local" / "share"
+    return root / "specmon" / "chats.sqlite"
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+
+
+def _cut(text: str) -> str:
+    if len(text) <= MAX_TEXT_CHARS:
+        return text
+    return text[:MAX_TEXT_CHARS] + "\n\n[cut: longer than specmon saves]"
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+class ConversationStore:
+    """An open conversation file. Use from one thread at a time (the chat saver's thread, or the
+    list screen's worker)."""
+
+    def __init__(self, path: Path | None = None, *, create: bool = True) -> None:
+        """Open (and with `create`, make) the file; ConversationStoreError when it cannot be
+        used. Without `create` a missing file reads as empty (nothing is written)."""
+        self.path = path if path is not None else default_path()
+        self._db: sqlite3.Connection | None = None
+        if not create and not self.path.exists():
+            return
+        try:
+            if create:
+                self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                if not self.path.exists():
+                    # Private from the start: conversations are the user's text.
+                    with contextlib.suppress(FileExistsError):  # another specmon made it
+                        os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            if self.path.is_dir():
+                raise ConversationStoreError(f"{self.path} is a directory, not a database")
+            uri = self.path.resolve().as_uri() + ("" if create else "?mode=ro")
+            db = sqlite3.connect(
+                uri,
+                uri=True,
+                timeout=BUSY_TIMEOUT_S,
+                check_same_thread=False,
+                isolation_level=None,  # transactions are explicit (BEGIN IMMEDIATE)
+            )
+            self._db = db
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise ConversationStoreError(
+                    f"chat history {self.path} was written by a newer specmon (schema "
+                    f"{version}, this one knows {SCHEMA_VERSION}); it was left as it is"
+                )
+            db.execute("PRAGMA foreign_keys = ON")
+            if create:
+                with contextlib.suppress(sqlite3.OperationalError):  # read-only: no WAL switch
+                    db.execute("PRAGMA journal_mode = WAL")
+                db.execute("PRAGMA synchronous = NORMAL")
+                if version == 0:
+                    self._create_schema(db)
+        except ConversationStoreError:
+            self.close()
+            raise
+        except (sqlite3.Error, OSError) as exc:
+            self.close()
+            raise ConversationStoreError(f"chat history {self.path}: {_one_line(exc)}") from None
+
+    def _create_schema(self, db: sqlite3.Connection) -> None:
+        """Create the tables, under the write lock: a second specmon creating the same new file
+        at the same moment finds them made (same version) instead of a foreign file."""
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            if db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
+                db.execute("COMMIT")
+                return
+            if db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                raise ConversationStoreError(
+                    f"chat history {self.path} is an SQLite file but not specmon's; it was left "
+                    "as it is"
+                )
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            db.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+            raise
+
+    def close(self) -> None:
+        if self._db is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.close()
+            self._db = None
+
+    def __enter__(self) -> ConversationStore:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def _errors(self) -> Iterator[sqlite3.Connection | None]:
+        try:
+            yield self._db
+        except ConversationStoreError:
+            raise
+        except (sqlite3.Error, OSError) as exc:
+            raise ConversationStoreError(f"chat history {self.path}: {_one_line(exc)}") from None
+
+    # ------------------------------------------------------------------ writing
+
+    def save(
+        self, conversation: SavedConversation, *, previous: SavedConversation | None = None
+    ) -> int:
+        """Write the conversation (a new one when its id is None) and return its id. Turns equal
+        to `previous`'s (what was written last time) are not written again."""
+        with self._errors() as db:
+            if db is None:
+                raise ConversationStoreError(f"chat history {self.path} is not open for writing")
+            c = conversation
+            now = _now()
+            s, st = c.server, c.settings
+            turns = c.turns[:MAX_TURNS]
+            settings_values = (
+                s.url,
+                s.model,
+                s.draft_model,
+                s.n_spec,
+                int(s.simulated),
+                None if st.system is None else _cut(st.system),
+                st.temperature,
+                st.top_p,
+                st.max_tokens,
+            )
+            with _transaction(db):
+                if c.id is None:
+                    cur = db.execute(
+                        "INSERT INTO conversations (title, created_at, updated_at, server_url, "
+                        "model, draft_model, n_spec, simulated, system, temperature, top_p, "
+                        "max_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (title_of(turns), c.created_at or now, now, *settings_values),
+                    )
+                    conv_id = cur.lastrowid
+                    assert conv_id is not None
+                    previous = None
+                else:
+                    conv_id = c.id
+                    db.execute(
+                        "UPDATE conversations SET title = ?, updated_at = ?, server_url = ?, "
+                        "model = ?, draft_model = ?, n_spec = ?, simulated = ?, system = ?, "
+                        "temperature = ?, top_p = ?, max_tokens = ? WHERE id = ?",
+                        (title_of(turns), now, *settings_values, conv_id),
+                    )
+                old = previous.turns if previous is not None else ()
+                for i, turn in enumerate(turns):
+                    if i < len(old) and old[i] == turn:
+                        continue
+                    db.execute(
+                        "INSERT OR REPLACE INTO turns VALUES "
+                        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (conv_id, i, *_turn_values(turn)),
+                    )
+                db.execute(
+                    "DELETE FROM turns WHERE conversation_id = ? AND idx >= ?",
+                    (conv_id, len(turns)),
+                )
+                if c.id is None:
+                    self._prune(db)
+            return conv_id
+
+    def _prune(self, db: sqlite3.Connection) -> None:
+        db.execute(
+            "DELETE FROM conversations WHERE id NOT IN (SELECT id FROM conversations ORDER BY "
+            "updated_at DESC, id DESC LIMIT ?)",
+            (MAX_CONVERSATIONS,),
+        )
+
+    def delete(self, conversation_id: int) -> None:
+        with self._errors() as db:
+            if db is not None:
+                with _transaction(db):
+                    db.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
+
+    # ------------------------------------------------------------------ reading
+
+    def search(self, text: str = "", *, limit: int = LIST_LIMIT) -> list[ConversationSummary]:
+        """The conversations whose title, model, prompts or answers contain `text` (any case),
+        most recently updated first; all of them (up to `limit`) when `text` is blank."""
+        with self._errors() as db:
+            if db is None:
+                return []
+            where, params = "", ()
+            needle = text.strip()
+            if needle:
+                pattern = (
+                    "%" + needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+                )
+                where = (
+                    "WHERE c.title LIKE ? ESCAPE '\\' OR c.model LIKE ? ESCAPE '\\' OR EXISTS "
+                    "(SELECT 1 FROM turns t WHERE t.conversation_id = c.id AND (t.prompt LIKE ? "
+                    "ESCAPE '\\' OR t.answer LIKE ? ESCAPE '\\'))"
+                )
+                params = (pattern,) * 4  # type: ignore[assignment]
+            rows = db.execute(
+                "SELECT c.id, c.title, c.model, c.server_url, c.updated_at, (SELECT count(*) "
+                f"FROM turns t WHERE t.conversation_id = c.id) FROM conversations c {where} "
+                "ORDER BY c.updated_at DESC, c.id DESC LIMIT ?",
+                (*params, max(0, limit)),
+            ).fetchall()
+            return [ConversationSummary(*row) for row in rows]
+
+    def load(self, conversation_id: int) -> SavedConversation:
+        """One conversation with all its turns; ConversationStoreError when there is none."""
+        with self._errors() as db:
+            row = None
+            if db is not None:
+                row = db.execute(
+                    "SELECT id, title, created_at, updated_at, server_url, model, draft_model, "
+                    "n_spec, simulated, system, temperature, top_p, max_tokens FROM "
+                    "conversations WHERE id = ?",
+                    (conversation_id,),
+                ).fetchone()
+            if db is None or row is None:
+                raise ConversationStoreError(
+                    f"no saved conversation {conversation_id} in {self.path}"
+                )
+            turns = db.execute(
+                "SELECT prompt, answer, status, error, has_numbers, tokens, decode_tok_s, ttft_s, "
+                "acceptance_length, acceptance_rate, al_source, verdict, reasons FROM turns "
+                "WHERE conversation_id = ? ORDER BY idx",
+                (conversation_id,),
+            ).fetchall()
+        return SavedConversation(
+            turns=tuple(_turn_from(t) for t in turns),
+            server=SavedServer(row[4], row[5], row[6], row[7], bool(row[8])),
+            settings=SavedSettings(row[9], row[10], row[11], row[12]),
+            id=row[0],
+            title=row[1],
+            created_at=row[2],
+            updated_at=row[3],
+        )
+
+
+@contextlib.contextmanager
+def _transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction, taking the write lock at once (no upgrade from a read lock, which
+    WAL could refuse with SQLITE_BUSY without waiting); rolled back on any error."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def _turn_values(turn: SavedTurn) -> tuple[object, ...]:
+    n = turn.numbers
+    numbers: tuple[object, ...] = (0,) + (None,) * 8
+    if n is not None:
+        numbers = (
+            1,
+            n.tokens,
+            n.decode_tok_s,
+            n.ttft_s,
+            n.acceptance_length,
+            n.acceptance_rate,
+            n.al_source,
+            n.verdict,
+            "\n".join(r.replace("\n", " ") for r in n.reasons),
+        )
+    error = None if turn.error is None else _cut(turn.error)
+    return (_cut(turn.prompt), _cut(turn.answer), turn.status, error, *numbers)
+
+
+def _turn_from(row: tuple[object, ...]) -> SavedTurn:
+    (prompt, answer, status, error, has_numbers, tokens, tok_s, ttft, al, rate, source) = row[:11]
+    verdict, reasons = row[11], row[12]
+    numbers = None
+    if has_numbers:
+        numbers = SavedNumbers(
+            tokens=tokens if isinstance(tokens, int) else None,
+            decode_tok_s=_float(tok_s),
+            ttft_s=_float(ttft),
+            acceptance_length=_float(al),
+            acceptance_rate=_float(rate),
+            al_source=source if isinstance(source, str) else None,
+            verdict=verdict if isinstance(verdict, str) else "unjudged",
+            reasons=tuple(reasons.split("\n")) if isinstance(reasons, str) and reasons else (),
+        )
+    return SavedTurn(
+        prompt=str(prompt),
+        answer=str(answer),
+        status=str(status),
+        error=error if isinstance(error, str) else None,
+        numbers=numbers,
+    )
+
+
+def _float(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) else None

@@ -1,0 +1,384 @@
+"""Saved conversations in the chat screen (fake port, real store in a temporary XDG data dir):
+answers saved with their numbers and settings, a resumed conversation shown and continued, the
+ctrl+s Markdown export, no API key in the file, and every kind of broken database gives one line
+while the chat goes on."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sqlite3
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from tests.support.ui_fakes import SIM_SERVER, FakePort, screen_text, wait_for
+from tests.ui.chat_pilot import SIZE
+from tests.ui.chat_pilot import answers as _answers
+from tests.ui.chat_pilot import ask as _ask
+from tests.ui.chat_pilot import connected as _connected
+
+from specmon.cli.chat_history_args import chat_history_for, close_history
+from specmon.sources.conversation_store import ConversationStore, default_path
+from specmon.ui.app import SpecmonApp
+from specmon.ui.conversation import ChatSettings
+from specmon.ui.port import Connection
+
+KEY = "sk-test-4c1d8e9f0a2b7731"
+
+
+@pytest.fixture
+def data_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("VLLM_API_KEY", raising=False)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path / "data" / "specmon" / "chats.sqlite"
+
+
+def install_history(app: SpecmonApp, args: argparse.Namespace):
+    """What `specmon chat` gives the app (`chat_history=`), set on an app built by the test."""
+    history = chat_history_for(args)
+    app.chat_history = history
+    return history
+
+
+def cli_args(**given: object) -> argparse.Namespace:
+    values: dict[str, object] = {"api_key": None, "no_save": False, "resumed": None}
+    values.update(given)
+    return argparse.Namespace(**values)
+
+
+def saved(path: Path):
+    with ConversationStore(path, create=False) as store:
+        return [store.load(s.id) for s in store.search()]
+
+
+def finished(app, n: int) -> bool:
+    found = _answers(app)
+    return len(found) == n and found[-1].finished
+
+
+async def test_answers_are_saved_with_numbers_server_and_settings(data_home: Path) -> None:
+    assert default_path() == data_home
+    port = FakePort(answers=[["Hello", " there."], ["Second."]])
+    app = SpecmonApp(port, settings=ChatSettings(0.3, 0.8, 64), system="be brief")
+    history = install_history(app, cli_args())
+    async with app.run_test(size=SIZE) as pilot:
+        await _connected(pilot)
+        await _ask(pilot, "hi")
+        await wait_for(pilot, lambda: finished(app, 1))
+        await _ask(pilot, "again")
+        await wait_for(pilot, lambda: finished(app, 2))
+    close_history(history)
+    (conv,) = saved(data_home)
+    assert [(t.prompt, t.answer, t.status) for t in conv.turns] == [
+        ("hi", "Hello there.", "ok"),
+        ("again", "Second.", "ok"),
+    ]
+    n = conv.turns[0].numbers
+    assert n is not None
+    assert (n.tokens, n.ttft_s, n.acceptance_length, n.al_source) == (5, 0.1, 4.0, "chunks")
+    assert conv.server.url == SIM_SERVER.url and conv.server.model == SIM_SERVER.model
+    assert conv.server.simulated and conv.server.n_spec == 8
+    assert (conv.settings.system, conv.settings.temperature, conv.settings.max_tokens) == (
+        "be brief",
+        0.3,
+        64,
+    )
+    assert conv.title == "hi"
+
+
+async def test_no_save_writes_nothing(data_home: Path) -> None:
+    app = SpecmonApp(FakePort(answers=[["x"]]))
+    history = install_history(app, cli_args(no_save=True))
+    async with app.run_test(size=SIZE) as pilot:
+        await _connected(pilot)
+        await _ask(pilot, "hi")
+        await wait_for(pilot, lambda: finished(app, 1))
+    close_history(history)
+    assert not data_home.parent.exists()
+
+
+async def test_a_resumed_conversation_is_shown_sent_as_context_and_saved_in_place(
+    data_home: Path,
+) -> None:
+    first = SpecmonApp(FakePort(answers=[["first", " answer"]]))
+    history = install_history(first, cli_args())
+    async with first.run_test(size=SIZE) as pilot:
+        await _connected(pilot)
+        await _ask(pilot, "one")
+        await wait_for(pilot, lambda: finished(first, 1))
+    close_history(history)
+    (conv,) = saved(data_home)
+
+    port = FakePort(answers=[["second answer"]])
+    app = SpecmonApp(port)
+    history = install_history(app, cli_args(resumed=conv))
+    async with app.run_test(size=SIZE) as pilot:
+        await _connected(pilot)
+        await wait_for(pilot, lambda: f"resumed conversation {conv.id}: 1 turn" in screen_text(app))
+        text = screen_text(app)
+        assert "first answer" in text
+        assert "AL 4.00 (chunks)" in text  # the saved numbers under the saved answer
+        await _ask(pilot, "two")
+        await wait_for(pilot, lambda: finished(app, 2))
+        assert port.requests[0].messages == (("user", "one"), ("assistant", "first answer"))
+    close_history(history)
+    (again,) = saved(data_home)
+    assert again.id == conv.id
+    assert [t.prompt for t in again.turns] == ["one", "two"]
+
+
+async def test_changed_settings_are_saved_with_the_conversation(data_home: Path) -> None:
+    app = SpecmonApp(FakePort(answers=[["a"]]))
+    history = install_history(app, cli_args())
+    async with app.run_test(size=SIZE) as pilot:
+        await _connected(pilot)
+        await _ask(pilot, "hi")
+        await wait_for(pilot, lambda: finished(app, 1))
+        await pilot.press("f2")
+        await pilot.click("#temperature")
+        await pilot.press("1", "enter")
+        await pilot.pause()
+    close_history(history)
+    (conv,) = saved(data_home)
+    assert conv.settings.temperature == 1.0
+
+
+async def test_ctrl_s_exports_the_conversation_as_markdown(data_home: Path, tmp_path: Path) -> None:
+    app = SpecmonApp(FakePort(answers=[["**bold**", " answer"]]))
+    history = install_history(app, cli_args())
+    async with app.run_test(size=SIZE) as pilot:
+        await _connected(pilot)
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert "nothing to export yet" in screen_text(app)
+        await _ask(pilot, "hi")
+        await wait_for(pilot, lambda: finished(app, 1))
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: "exported to" in screen_text(app))
+    close_history(history)
+    (exported,) = tmp_path.glob("specmon-chat-*.md")
+    md = exported.read_text()
+    assert "> hi" in md and "**bold** answer" in md
+    assert "5 tokens" in md and "AL 4.00 (chunks)" in md
+
+
+async def test_no_api_key_from_the_flag_or_the_environment_reaches_the_database(
+    data_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env_key = "sk-env-99aa88bb77cc66dd"
+    monkeypatch.setenv("OPENAI_API_KEY", env_key)
+    server = replace(SIM_SERVER, url=f"http://user:{KEY}@127.0.0.1:8000/?api_key={env_key}")
+    port = FakePort(Connection(server), answers=[[f"echo {KEY} and {env_key}"]])
+    app = SpecmonApp(port, system=f"sys {KEY}")
+    history = install_history(app, cli_args(api_key=KEY))
+    async with app.run_test(size=SIZE) as pilot:
+        await _connected(pilot)
+        await _ask(pilot, f"my key {KEY}")
+        await wait_for(pilot, lambda: finished(app, 1))
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: "exported to" in screen_text(app))
+    close_history(history)
+    files = list(data_home.parent.iterdir()) + list(Path.cwd().glob("specmon-chat-*.md"))
+    assert any(p.suffix == ".md" for p in files) and data_home in files
+    for path in files:
+        data = path.read_bytes()
+        assert KEY.encode() not in data and env_key.encode() not in data, path.name
+    (conv,) = saved(data_home)
+    assert conv.server.url == "http://127.0.0.1:8000/"
+    assert conv.turns[0].prompt.startswith("my key ")
+
+
+# ------------------------------------------------------------------ broken databases
+
+
+def corrupt(path: Path) -> contextlib.AbstractContextManager[None]:
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"definitely not sqlite\n" * 50)
+    return contextlib.nullcontext()
+
+
+def directory(path: Path) -> contextlib.AbstractContextManager[None]:
+    path.mkdir(parents=True)
+    return contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def read_only(path: Path):
+    ConversationStore(path).close()
+    sqlite3.connect(path).execute("PRAGMA journal_mode = DELETE")
+    if os.geteuid() != 0:
+        path.chmod(0o400)
+        path.parent.chmod(0o500)
+        try:
+            yield
+        finally:
+            path.parent.chmod(0o700)
+        return
+    if subprocess.run(["chattr", "+i", str(path)], check=False).returncode != 0:
+        pytest.skip("running as root without chattr: cannot make a file read-only")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=False)
+
+
+@contextlib.contextmanager
+def locked(path: Path):
+    ConversationStore(path).close()
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN EXCLUSIVE")
+    try:
+        yield
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+
+
+def problem_notices(app) -> list[str]:
+    """The text of the conversation's notices that say saving failed."""
+    notes = [str(n.render()) for n in app.screen.query(".notice")]
+    return [n for n in notes if n.startswith("chat not saved:")]
+
+
+@pytest.mark.parametrize(
+    ("breakage", "words"),
+    [
+        (corrupt, "not a database"),
+        (directory, "is a directory"),
+        (read_only, "readonly"),
+        (locked, "locked"),
+    ],
+)
+async def test_a_broken_database_is_one_line_and_the_chat_goes_on(
+    data_home: Path, breakage, words: str
+) -> None:
+    with breakage(data_home):
+        port = FakePort(answers=[["first"], ["second"]])
+        app = SpecmonApp(port)
+        history = install_history(app, cli_args())
+        async with app.run_test(size=SIZE) as pilot:
+            await _connected(pilot)
+            await _ask(pilot, "one")
+            await wait_for(pilot, lambda: finished(app, 1))
+            assert history.saver is not None
+            history.saver.flush()
+            await wait_for(pilot, lambda: bool(problem_notices(app)))
+            (line,) = problem_notices(app)
+            assert "\n" not in line and words in line and str(data_home) in line
+            await _ask(pilot, "two")
+            await wait_for(pilot, lambda: finished(app, 2))
+            await wait_for(pilot, lambda: "second" in screen_text(app))
+            assert len(problem_notices(app)) == 1
+        close_history(history)
+        assert len(port.requests) == 2
+
+
+# ------------------------------------------------------------------ copy and edit
+
+
+async def test_copy_the_last_answer_and_its_last_code_block(data_home: Path) -> None:
+    answer = ["Run", " this:\n\n```sh\nls -l\n```\n\nthen\n\n```py\nprint(1)\nprint(2)\n```\n"]
+    app = SpecmonApp(FakePort(answers=[answer]))
+    async with app.run_test(size=SIZE) as pilot:
+        await _connected(pilot)
+        await pilot.press("ctrl+y")
+        await pilot.pause()
+        assert "nothing to copy yet" in screen_text(app)
+        await _ask(pilot, "hi")
+        await wait_for(pilot, lambda: finished(app, 1))
+        await pilot.press("ctrl+b")
+        await wait_for(pilot, lambda: "copied the last code block (2 lines)" in screen_text(app))
+        assert app.clipboard == "print(1)\nprint(2)"
+        await pilot.press("ctrl+y")
+        await wait_for(pilot, lambda: "copied the last answer" in screen_text(app))
+        assert app.clipboard == "".join(answer)
+
+
+async def test_edit_last_takes_the_turn_back_and_enter_resends_it(data_home: Path) -> None:
+    port = FakePort(answers=[["first", " answer"], ["bad", " answer"], ["good", " answer"]])
+    app = SpecmonApp(port)
+    history = install_history(app, cli_args())
+    async with app.run_test(size=SIZE) as pilot:
+        await _connected(pilot)
+        await _ask(pilot, "one")
+        await wait_for(pilot, lambda: finished(app, 1))
+        await _ask(pilot, "twoo")
+        await wait_for(pilot, lambda: finished(app, 2))
+        await pilot.press("ctrl+up")
+        await wait_for(pilot, lambda: len(_answers(app)) == 1)
+        prompt = app.screen.query_one("#prompt")
+        assert prompt.value == "twoo"
+        assert "bad answer" not in screen_text(app)
+        await pilot.press("backspace", "enter")
+        await wait_for(pilot, lambda: finished(app, 2))
+        assert port.requests[-1].prompt == "two"
+        assert port.requests[-1].messages == (("user", "one"), ("assistant", "first answer"))
+        await wait_for(pilot, lambda: "good answer" in screen_text(app))
+    close_history(history)
+    (conv,) = saved(data_home)
+    assert [(t.prompt, t.answer) for t in conv.turns] == [
+        ("one", "first answer"),
+        ("two", "good answer"),
+    ]
+
+
+async def test_edit_last_while_streaming_or_with_nothing_sent_only_says_why(
+    data_home: Path,
+) -> None:
+    port = FakePort(hold=True)
+    app = SpecmonApp(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await _connected(pilot)
+        await pilot.press("ctrl+up")
+        await pilot.pause()
+        assert "no prompt to edit yet" in screen_text(app)
+        await _ask(pilot, "hi")
+        await wait_for(pilot, lambda: len(port.feeds) == 1)
+        await pilot.press("ctrl+up")
+        await pilot.pause()
+        assert "still streaming" in screen_text(app)
+        assert len(_answers(app)) == 1
+
+
+async def test_the_system_prompt_is_edited_per_conversation_sent_and_saved(
+    data_home: Path,
+) -> None:
+    port = FakePort(answers=[["a", "b"], ["c", "d"], ["e", "f"]])
+    app = SpecmonApp(port, system="old system")
+    history = install_history(app, cli_args())
+    async with app.run_test(size=SIZE) as pilot:
+        await _connected(pilot)
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        await pilot.press("escape")  # cancel: unchanged
+        await pilot.pause()
+        await _ask(pilot, "one")
+        await wait_for(pilot, lambda: finished(app, 1))
+        assert port.requests[0].system == "old system"
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        app.screen.query_one("#system-text").text = ""
+        await pilot.press(*"be terse", "enter", *"always")
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: "system prompt set: be terse" in screen_text(app))
+        await _ask(pilot, "two")
+        await wait_for(pilot, lambda: finished(app, 2))
+        assert port.requests[1].system == "be terse\nalways"
+        assert history.saver is not None and history.saver.flush()
+        assert saved(data_home)[0].settings.system == "be terse\nalways"
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        app.screen.query_one("#system-text").text = "   "
+        await pilot.click("#system-save")
+        await wait_for(pilot, lambda: "no system prompt" in screen_text(app))
+        await _ask(pilot, "three")
+        await wait_for(pilot, lambda: finished(app, 3))
+        assert port.requests[2].system is None
+    close_history(history)
+    (conv,) = saved(data_home)
+    assert conv.settings.system is None

@@ -1,0 +1,193 @@
+"""`specmon chat --export-chat ID FILE`, `--resume [ID]` and `--no-save` on the command line:
+outputs, exit codes and one-line errors (no server needed)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from specmon.cli.chat_history_args import pick_resumed
+from specmon.cli.main import main
+from specmon.core.chat_record import (
+    SavedConversation,
+    SavedNumbers,
+    SavedServer,
+    SavedSettings,
+    SavedTurn,
+)
+from specmon.sources.conversation_store import ConversationStore
+
+
+@pytest.fixture
+def store_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("VLLM_API_KEY", raising=False)
+    return tmp_path / "data" / "specmon" / "chats.sqlite"
+
+
+def save_one(path: Path) -> int:
+    with ConversationStore(path) as store:
+        return store.save(
+            SavedConversation(
+                (SavedTurn("hello", "world", numbers=SavedNumbers(tokens=3, decode_tok_s=50.0)),),
+                SavedServer("http://127.0.0.1:9000", "qwen"),
+                SavedSettings("be brief", 0.2, None, 32),
+            )
+        )
+
+
+def test_export_chat_writes_markdown_to_a_file_and_to_stdout(
+    store_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cid = save_one(store_path)
+    out = tmp_path / "chat.md"
+    assert main(["chat", "--export-chat", str(cid), str(out)]) == 0
+    md = out.read_text()
+    assert md.startswith("# hello\n") and "> hello" in md and "world" in md
+    assert "*3 tokens · 50.0 tok/s" in md
+    assert f"conversation {cid} written to {out}" in capsys.readouterr().err
+    assert main(["chat", "--export-chat", str(cid), "-"]) == 0
+    assert capsys.readouterr().out == md
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "words"),
+    [
+        (["--export-chat", "x", "f.md"], 2, "--export-chat ID must be a conversation number"),
+        (["--export-chat", "0", "f.md"], 2, "--export-chat ID must be a conversation number"),
+        (["--export-chat", "7", "f.md"], 1, "no saved conversation 7"),
+        (["--resume", "abc", "--attach", "http://h:1"], 2, "--resume ID must be"),
+        (["--resume", "7", "--attach", "http://h:1"], 1, "no saved conversation 7"),
+        (["--resume"], 2, "needs a terminal for the list"),
+    ],
+)
+def test_bad_ids_and_missing_conversations_are_one_line(
+    store_path: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    code: int,
+    words: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    save_one(store_path)
+    assert main(["chat", *argv]) == code
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1
+    assert not (tmp_path / "f.md").exists()
+
+
+def test_export_chat_from_a_broken_database_is_one_line_and_leaves_it(
+    store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store_path.parent.mkdir(parents=True)
+    store_path.write_bytes(b"junk" * 300)
+    assert main(["chat", "--export-chat", "1", "-"]) == 1
+    err = capsys.readouterr().err
+    assert "not a database" in err and err.count("\n") == 1
+    assert store_path.read_bytes() == b"junk" * 300
+
+
+def test_export_chat_to_an_unwritable_place_is_one_line(
+    store_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cid = save_one(store_path)
+    assert main(["chat", "--export-chat", str(cid), str(tmp_path / "no" / "dir" / "x.md")]) == 1
+    err = capsys.readouterr().err
+    assert "cannot write" in err and err.count("\n") == 1
+
+
+def args(**given: object) -> argparse.Namespace:
+    values: dict[str, object] = {
+        "resume": None,
+        "attach": None,
+        "model": None,
+        "preset": None,
+        "system": None,
+        "temperature": None,
+        "top_p": None,
+        "max_tokens": None,
+    }
+    values.update(given)
+    return argparse.Namespace(**values)
+
+
+def test_resume_id_reconnects_to_the_saved_server_with_its_settings(store_path: Path) -> None:
+    cid = save_one(store_path)
+    a = args(resume=str(cid))
+    resumed = pick_resumed(a)
+    assert isinstance(resumed, SavedConversation) and resumed.id == cid
+    assert (a.attach, a.model) == ("http://127.0.0.1:9000", "qwen")
+    assert (a.system, a.temperature, a.top_p, a.max_tokens) == ("be brief", 0.2, None, 32)
+
+
+def test_flags_given_win_over_the_saved_conversation(store_path: Path) -> None:
+    cid = save_one(store_path)
+    a = args(resume=str(cid), attach="http://other:1", system="new system", temperature=0.9)
+    assert isinstance(pick_resumed(a), SavedConversation)
+    assert (a.attach, a.model, a.system, a.temperature) == (
+        "http://other:1",
+        None,
+        "new system",
+        0.9,
+    )
+    assert a.max_tokens == 32
+
+
+class _Tty:
+    def isatty(self) -> bool:
+        return True
+
+
+def test_resume_without_id_opens_the_list_and_esc_without_a_server_exits_0(
+    store_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from specmon.ui.screens import conversations
+
+    save_one(store_path)
+    seen: list[object] = []
+
+    def fake_run(self: conversations.ConversationsApp) -> int | None:
+        seen.append([s.title for s in self.search("")])
+        return None  # Esc
+
+    monkeypatch.setattr(conversations.ConversationsApp, "run", fake_run)
+    monkeypatch.setattr("sys.stdin", _Tty())
+    monkeypatch.setattr("sys.stdout", _Tty())
+    assert main(["chat", "--resume"]) == 0
+    assert seen == [["hello"]]
+
+
+def test_resume_without_id_picks_from_the_list(
+    store_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from specmon.ui.screens import conversations
+
+    cid = save_one(store_path)
+    monkeypatch.setattr(conversations.ConversationsApp, "run", lambda self: cid)
+    monkeypatch.setattr("sys.stdin", _Tty())
+    monkeypatch.setattr("sys.stdout", _Tty())
+    a = args(resume="")
+    resumed = pick_resumed(a)
+    assert isinstance(resumed, SavedConversation) and resumed.id == cid
+    assert a.attach == "http://127.0.0.1:9000"
+
+
+def test_a_saved_server_address_that_is_not_a_url_is_one_line_not_a_connect(
+    store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The saved address is checked as `--attach URL` is on the command line: a broken (or
+    # edited) database cannot hand the app an address that the argument check would refuse.
+    with ConversationStore(store_path) as store:
+        cid = store.save(
+            SavedConversation((SavedTurn("q", "a"),), SavedServer("ftp://h:x", "qwen"))
+        )
+    a = args(resume=str(cid))
+    assert pick_resumed(a) == 2
+    assert a.attach is None
+    err = capsys.readouterr().err
+    assert f"conversation {cid} has a bad server address" in err and err.count("\n") == 1

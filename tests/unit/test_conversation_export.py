@@ -1,0 +1,107 @@
+"""The Markdown export of a saved conversation and the record helpers (pure)."""
+
+from __future__ import annotations
+
+from specmon.core.chat_record import (
+    SavedConversation,
+    SavedNumbers,
+    SavedServer,
+    SavedSettings,
+    SavedTurn,
+    public_url,
+    scrub,
+    title_of,
+)
+from specmon.core.conversation_export import numbers_line, to_markdown
+
+NUMBERS = SavedNumbers(
+    tokens=13,
+    decode_tok_s=200.0,
+    ttft_s=0.1,
+    acceptance_length=4.0,
+    acceptance_rate=0.375,
+    al_source="chunks",
+    verdict="ok",
+)
+
+
+def test_numbers_line_names_every_number_and_dashes_what_is_missing() -> None:
+    assert numbers_line(NUMBERS) == (
+        "13 tokens · 200.0 tok/s · TTFT 100 ms · AL 4.00 (chunks) · accept 38% · "
+        "verdict: not at vanilla speed"
+    )
+    assert numbers_line(SavedNumbers(al_source="metrics", acceptance_length=2.5)) == (
+        "— tokens · — tok/s · TTFT — · AL 2.50 (/metrics) · accept — · verdict: not judged"
+    )
+    flagged = SavedNumbers(verdict="vanilla", reasons=("AL 1.01", "decode 20 tok/s"))
+    assert numbers_line(flagged).endswith("verdict: VANILLA SPEED (AL 1.01; decode 20 tok/s)")
+
+
+def test_the_document_has_the_server_settings_and_each_answer_with_its_numbers() -> None:
+    conv = SavedConversation(
+        turns=(
+            SavedTurn("What is DFlash?\n\n# not a heading", "A **drafter**.", numbers=NUMBERS),
+            SavedTurn("more", "part", status="cancelled", numbers=None),
+            SavedTurn("again", "", status="failed", error="HTTP 500: boom"),
+        ),
+        server=SavedServer("http://127.0.0.1:8000", "qwen", "z-lab/drafter", 8, True),
+        settings=SavedSettings("be brief\nand kind", 0.3, None, 64),
+        title="What is DFlash?",
+        created_at="2026-11-24T18:00:00+00:00",
+    )
+    md = to_markdown(conv)
+    assert md.startswith("# What is DFlash?\n")
+    assert "- server: http://127.0.0.1:8000 (SIMULATED)" in md
+    assert "- model: qwen" in md and "- draft: z-lab/drafter" in md and "- n_spec: 8" in md
+    assert "- sampling: temperature 0.3, top-p server default, max tokens 64" in md
+    assert "> be brief\n> and kind" in md
+    # The prompt is quoted line by line, so its own Markdown cannot break the structure.
+    assert "## 1. Prompt\n\n> What is DFlash?\n>\n> # not a heading\n" in md
+    assert "### Answer\n\nA **drafter**.\n\n*13 tokens · 200.0 tok/s" in md
+    assert "*cancelled: partial answer*" in md
+    assert "*(no answer)*" in md and "*failed: HTTP 500: boom*" in md
+    assert md.index("## 1.") < md.index("## 2.") < md.index("## 3.")
+    assert md.endswith("\n") and not md.endswith("\n\n")
+
+
+def test_public_url_drops_credentials_query_and_fragment() -> None:
+    assert public_url("https://u:sk-1@host:8000/v1?key=sk-1#sk-1") == "https://host:8000/v1"
+    assert public_url("http://127.0.0.1:8000") == "http://127.0.0.1:8000"
+    assert public_url(None) is None
+
+
+def test_scrub_removes_the_key_from_every_text() -> None:
+    key = "sk-abcdef123456"
+    conv = SavedConversation(
+        turns=(
+            SavedTurn(
+                key,
+                f"a{key}b",
+                error=key,
+                numbers=SavedNumbers(reasons=(f"r {key}",)),
+            ),
+        ),
+        server=SavedServer(f"http://x:{key}@h/?k={key}", model=key),
+        settings=SavedSettings(system=key),
+        title=f"title {key}",
+    )
+    assert key not in repr(scrub(conv, [key, ""]))
+    assert scrub(conv, []).turns == conv.turns  # nothing known: text kept as it is
+
+
+def test_title_is_the_first_non_blank_prompt_line_cut() -> None:
+    assert title_of([SavedTurn("\n  \n  hello there \nsecond")]) == "hello there"
+    assert title_of([]) == "(empty)"
+    long = title_of([SavedTurn("x" * 200)])
+    assert len(long) == 80 and long.endswith("…")
+
+
+def test_terminal_escapes_in_model_text_are_made_visible() -> None:
+    conv = SavedConversation(
+        turns=(SavedTurn("hi\x1b]0;title\x07", "clear\x1b[2J\r\nok\tx\u202eevil"),),
+        server=SavedServer(model="m\x1b[31m"),
+    )
+    md = to_markdown(conv)
+    assert "\x1b" not in md and "\x07" not in md and "\r" not in md and "\u202e" not in md
+    assert "clear␛[2J␍\nok\tx<U+202E>evil" in md
+    assert "- model: m␛[31m" in md
