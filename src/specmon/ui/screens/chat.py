@@ -33,6 +33,7 @@ from specmon.ui.screens.recording import RecordingScreen
 from specmon.ui.widgets.answer import AnswerView
 from specmon.ui.widgets.connect_box import ConnectBox
 from specmon.ui.widgets.heat import heat_colors, heat_legend, heat_styles
+from specmon.ui.widgets.diagnosis_panel import answer_diagnosis
 from specmon.ui.widgets.side_panel import SidePanel
 from specmon.ui.widgets.turn import (
     HeaderBar,
@@ -447,7 +448,8 @@ class ChatScreen(RecordingScreen):
             message = "not flagged: the answer was not at vanilla speed"
         else:
             message = "not judged: no verdict on the answer yet"
-        self._notice("why: " + message)
+        extra = answer_diagnosis(self.port.view(), n.request_id if n else None).plain
+        self._notice("why: " + message + (f" · {extra}" if extra else ""))
 
     def action_cancel(self) -> None:
         if self.feed is not None:
