@@ -32,8 +32,8 @@ from specmon.ui.screens.dialogs import AnswersScreen, SettingsScreen, blank
 from specmon.ui.screens.recording import RecordingScreen
 from specmon.ui.widgets.answer import AnswerView
 from specmon.ui.widgets.connect_box import ConnectBox
-from specmon.ui.widgets.heat import heat_colors, heat_legend, heat_styles
 from specmon.ui.widgets.diagnosis_panel import answer_diagnosis
+from specmon.ui.widgets.heat import heat_colors, heat_legend, heat_styles
 from specmon.ui.widgets.side_panel import SidePanel
 from specmon.ui.widgets.turn import (
     HeaderBar,
