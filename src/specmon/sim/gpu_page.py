@@ -3,7 +3,7 @@ shows the GPU heating and throttling through specmon's own dcgm reader (`sources
 another process than the simulator's, exactly as a real dcgm-exporter is read.
 
 The readings follow the engine's thermal drift (`drift.gpu_state`): temperature, SM clock and
-power; the clock-event reasons say "thermal (software)" once the clock is pulled down, "idle"
+power (no memory: the simulator has none to report); the clock-event reasons say "thermal (software)" once the clock is pulled down, "idle"
 when nothing runs. The GPU's name starts with "simulated" so no reading passes for a real one.
 """
 
@@ -13,10 +13,6 @@ from specmon.sim.drift import BASE_CLOCK_MHZ, THROTTLE_FROM_C, GpuState
 
 SIM_GPU_PATH = "/sim/gpu"
 """Where the simulator serves its GPU page."""
-MEMORY_TOTAL_MIB = 81_559
-"""An 80 GB card's frame buffer, in MiB as dcgm-exporter gives it."""
-MEMORY_USED_MIB = 74_000
-"""vLLM takes most of the memory at start (gpu_memory_utilization 0.92)."""
 IDLE = 0x001
 SW_THERMAL_SLOWDOWN = 0x020
 
@@ -33,8 +29,6 @@ def gpu_page(state: GpuState, gpu_name: str, *, running: int) -> str:
     fields = (
         ("DCGM_FI_DEV_GPU_TEMP", state.temperature_c),
         ("DCGM_FI_DEV_SLOWDOWN_TEMP", THROTTLE_FROM_C),
-        ("DCGM_FI_DEV_FB_USED", MEMORY_USED_MIB),
-        ("DCGM_FI_DEV_FB_FREE", MEMORY_TOTAL_MIB - MEMORY_USED_MIB),
         ("DCGM_FI_DEV_GPU_UTIL", 100 if running else 0),
         ("DCGM_FI_DEV_POWER_USAGE", state.power_w),
         ("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", state.power_limit_w),
