@@ -28,7 +28,7 @@ from specmon.ui.formatting import visible_line
 
 LEVELS = "▁▂▃▄▅▆▇█"
 """The bar chart's eighths (the same as the panel's sparklines)."""
-MAX_QUALITY_LINES = 3
+MAX_QUALITY_LINES = 2
 """The newest flagged answers listed; the count line says how many there were."""
 MAX_LINE = 48
 """Characters of one line of untrusted text (evidence, reasons, addresses) before it is cut."""
@@ -109,7 +109,11 @@ def thermal_lines(view: ThermalView) -> list[Content]:
     lines: list[Content] = []
     if view.slow and view.summary:
         style = "$error" if view.cause == "clock" else "$warning"
-        lines.append(Content.styled(_cut(view.summary, 2 * MAX_LINE), style))
+        # "the GPU clock fell 1725→1365 MHz at 91 °C" / "(70% of the slowdown; acceptance 20%)"
+        head, paren, rest = view.summary.partition(" (")
+        lines.append(Content.styled(_cut(head), style))
+        if paren:
+            lines.append(Content.styled("  " + _cut(paren.strip() + rest), style))
     for p in view.power_limits:
         if not p.differs:
             continue
@@ -162,11 +166,8 @@ def saved_lines(view: SecondsSavedView) -> list[Content]:
 def verdict_text(verdict: QualityVerdict) -> Content:
     """One flagged answer: its flag, AL and the evidence."""
     flag = verdict.flag or "?"
-    return Content.assemble(
-        (flag, "bold $error"),
-        f" AL {verdict.acceptance_length:.2f}: ",
-        _cut(verdict.evidence or verdict.request_id),
-    )
+    evidence = verdict.evidence or f"AL {verdict.acceptance_length:.2f}"
+    return Content.assemble((flag, "bold $error"), ": ", _cut(evidence, 2 * MAX_LINE))
 
 
 def quality_lines(view: QualityView) -> list[Content]:
