@@ -110,7 +110,9 @@ def thermal_lines(view: ThermalView) -> list[Content]:
     if view.slow and view.summary:
         style = "$error" if view.cause == "clock" else "$warning"
         # "the GPU clock fell 1725→1365 MHz at 91 °C" / "(70% of the slowdown; acceptance 20%)"
-        head, paren, rest = view.summary.partition(" (")
+        head, paren, rest = view.summary.rpartition(" (")
+        if not paren:
+            head = rest
         lines.append(Content.styled(_cut(head), style))
         if paren:
             lines.append(Content.styled("  " + _cut(paren.strip() + rest), style))
