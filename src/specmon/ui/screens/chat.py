@@ -421,7 +421,10 @@ class ChatScreen(RecordingScreen):
             numbers = self.port.numbers(feed)
             if numbers.tokens is not None:
                 view.answer.numbers = numbers
-                view.answer.set_status(format_numbers(numbers))
+                # seconds saved or cost, a quality flag, the TTFT split (when the row has them)
+                extra = answer_diagnosis(self.port.view(), numbers.request_id).plain
+                status = format_numbers(numbers)
+                view.answer.set_status(f"{status} · {extra}" if extra else status)
                 self.last_numbers = numbers
                 if self.heat_on:  # the server's step array may have arrived with the row
                     self._paint_heat(view.answer)
