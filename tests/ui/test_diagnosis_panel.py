@@ -28,6 +28,7 @@ from specmon.ui.widgets.diagnosis_panel import (
     context_lines,
     diagnosis_content,
     quality_lines,
+    saved_cell,
     saved_lines,
     thermal_lines,
 )
@@ -214,3 +215,9 @@ def test_sim_gpu_page_reads_back_as_a_simulated_throttled_gpu():
     cool = GpuState(temperature_c=45.0, sm_clock_mhz=1725.0, power_w=90.0)
     (idle,) = parse_dcgm_page(gpu_page(cool, "x", running=0), t=2.0, source="s").gpus
     assert idle.clock_event_reasons == ("gpu_idle",)
+
+
+def test_answers_table_saved_cell():
+    assert saved_cell(None) == "—"
+    assert saved_cell(AnswerSaving("a", 1.0, 200, 2.0, 4.8, 2.8, False)) == "+2.8 s"
+    assert saved_cell(AnswerSaving("b", 1.0, 200, 5.0, 4.2, -0.8, True, "why")) == "-0.8 s cost"

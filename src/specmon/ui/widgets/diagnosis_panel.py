@@ -274,6 +274,17 @@ def saved_by_request(view: SessionView | None) -> dict[str, AnswerSaving]:
     return {s.request_id: s for s in view.diagnosis.seconds_saved.recent}
 
 
+SAVED_COLUMN = "saved"
+"""The answers table's (F4) column of seconds saved (+) or cost (-) against the baseline."""
+
+
+def saved_cell(saving: AnswerSaving | None) -> str:
+    """One answer's cell of the saved column: "+2.8 s", "-0.8 s cost", — without a baseline."""
+    if saving is None:
+        return "—"
+    return seconds_text(saving.saved_s) + (" cost" if saving.cost else "")
+
+
 class DiagnosisSection(Static):
     """The panel's "diagnosis" section: hidden while there is nothing to say."""
 
