@@ -3,8 +3,9 @@ shows the GPU heating and throttling through specmon's own dcgm reader (`sources
 another process than the simulator's, exactly as a real dcgm-exporter is read.
 
 The readings follow the engine's thermal drift (`drift.gpu_state`): temperature, SM clock and
-power (no memory: the simulator has none to report); the clock-event reasons say "thermal (software)" once the clock is pulled down, "idle"
-when nothing runs. The GPU's name starts with "simulated" so no reading passes for a real one.
+power (no memory: the simulator has none to report); the clock-event reasons say "thermal
+(software)" once the clock is pulled down, "idle" when nothing runs. The GPU's name starts with
+"simulated" so no reading passes for a real one.
 """
 
 from __future__ import annotations
