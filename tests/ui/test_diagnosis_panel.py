@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tests.support.ui_fakes import FakePort, screen_text, wait_for
 from tests.ui.fake_views import session_view
 from textual.app import App, ComposeResult
 from textual.content import Content
+from textual.widgets import DataTable
 
 from specmon.core.canary import CanaryView
 from specmon.core.diagnosis.context_cliff import ContextBinView, ContextCliffView
@@ -20,6 +22,9 @@ from specmon.core.server_timing import TtftSplit
 from specmon.sim.drift import GpuState
 from specmon.sim.gpu_page import gpu_page
 from specmon.sources.gpu.dcgm import parse_dcgm_page
+from specmon.ui.app import SpecmonApp
+from specmon.ui.screens.dialogs import AnswersScreen
+from specmon.ui.widgets.answer import AnswerView
 from specmon.ui.widgets.diagnosis_panel import (
     DiagnosisSection,
     answer_diagnosis,
@@ -221,3 +226,49 @@ def test_answers_table_saved_cell():
     assert saved_cell(None) == "—"
     assert saved_cell(AnswerSaving("a", 1.0, 200, 2.0, 4.8, 2.8, False)) == "+2.8 s"
     assert saved_cell(AnswerSaving("b", 1.0, 200, 5.0, 4.2, -0.8, True, "why")) == "-0.8 s cost"
+
+
+async def test_answer_status_f3_and_f4_show_the_answers_saving_and_ttft_split():
+    port = FakePort(answers=[["a"]] * 10)
+    base = session_view(prefix="r")  # the same ids as the fake port's answers
+    row = base.rows[5]
+    split = TtftSplit(client_ttft_s=0.120, server_ttft_s=0.040, queue_s=0.0, outside_s=0.080)
+    saving = AnswerSaving(row.request_id, 1.0, 200, 5.0, 4.2, -0.8, True, "vanilla speed")
+    diagnosis = DiagnosisView(
+        NO_CONTEXT,
+        QUIET_THERMAL,
+        replace(NO_SAVING, baseline_tok_s=50.0, answers=1, answers_cost=1, recent=(saving,)),
+        NO_QUALITY,
+    )
+    rows = (*base.rows[:5], replace(row, ttft_split=split), *base.rows[6:])
+    port.fake_view = replace(base, rows=rows, diagnosis=diagnosis)
+    app = SpecmonApp(port)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_for(pilot, lambda: getattr(app.screen, "connection", None) is not None)
+        for i in range(6):
+            app.screen.send(f"q{i}")
+            await wait_for(pilot, lambda n=i: len(app.screen.query(AnswerView)) == n + 1)
+            await wait_for(pilot, lambda n=i: list(app.screen.query(AnswerView))[n].finished)
+        sixth = list(app.screen.query(AnswerView))[5]
+
+        def status() -> str:
+            return str(sixth.query_one(".answer-status").content)
+
+        await wait_for(pilot, lambda: "TTFT 120 ms (engine 40 ms, outside 80 ms)" in status())
+        assert "cost 0.8 s (vanilla speed)" in status()
+        await wait_for(pilot, lambda: app.screen.last_numbers.request_id == row.request_id)
+        await pilot.press("f3")
+        await pilot.pause()
+        notice = str(app.screen.query(".notice").last().content)
+        assert notice.startswith("why: ") and notice.endswith(
+            "cost 0.8 s (vanilla speed) · TTFT 120 ms (engine 40 ms, outside 80 ms)"
+        )
+        assert "saved 0.0 s" not in screen_text(app)
+        await pilot.press("f4")
+        await wait_for(pilot, lambda: isinstance(app.screen, AnswersScreen))
+        await pilot.pause()
+        table = app.screen.query_one(DataTable)
+        labels = [str(c.label) for c in table.columns.values()]
+        assert labels[-1] == "saved"
+        cells = [str(table.get_row_at(i)[-1]) for i in range(table.row_count)]
+        assert cells[5] == "-0.8 s cost" and cells[0] == "—"
