@@ -88,7 +88,9 @@ def run(args: argparse.Namespace) -> int:
     from specmon.runtime.exporter import Exporter, ExporterError
     from specmon.runtime.hub import Hub, SessionClock
     from specmon.runtime.monitor import Monitor, Target
+    from specmon.sim.gpu_page import SIM_GPU_PATH
     from specmon.sim.server import SimConfig, SimConfigError, start_in_thread
+    from specmon.sources.gpu import make_sampler
     from specmon.sources.log_lines import LogLineSource
 
     kwargs: dict[str, Any] = {"speed": args.speed, "schedule": args.schedule, "port": 0}
@@ -110,11 +112,14 @@ def run(args: argparse.Namespace) -> int:
     except (SimConfigError, ValueError) as exc:
         return fail(NAME, str(exc))
     logs.source = sim.url
+    # Under a thermal drift the simulator's GPU (labelled simulated) is read as a dcgm-exporter
+    # page, so the panel shows it heat and throttle and the thermal attribution names it.
+    gpu = f"{sim.url}{SIM_GPU_PATH}" if sim.app.engine.drift.heat_s is not None else "none"
     from specmon.cli.app_runner import wants_app  # a terminal, or a browser (specmon web)
 
     if wants_app() and not args.json:
         try:
-            return _app(sim.url, args, simulated_identity(SimConfig(**kwargs)))
+            return _app(sim.url, args, simulated_identity(SimConfig(**kwargs)), gpu=gpu)
         finally:
             sim.stop()
     monitor: Monitor | None = None
@@ -128,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
             redact=tuple(args.redact),
             hub=Hub(clock=clock),
             stream_limits=stream_limits_from(args),
+            gpu=make_sampler(gpu),
         )
         export = args.export
         if export is not None:
@@ -168,7 +174,9 @@ def simulated_identity(config: SimConfig) -> SessionInfo:
     )
 
 
-def _app(url: str, args: argparse.Namespace, known: SessionInfo | None = None) -> int:
+def _app(
+    url: str, args: argparse.Namespace, known: SessionInfo | None = None, *, gpu: str = "none"
+) -> int:
     """On a terminal: the chat app against the simulator, sending the demo prompts one after
     another (the user's own prompts go next), SIMULATED on screen at all times. The collector
     runs in its own process; the simulator stays on its thread here."""
@@ -187,6 +195,7 @@ def _app(url: str, args: argparse.Namespace, known: SessionInfo | None = None) -
         quiet=True,
         stream_limits=limits,
         known=known,
+        gpu=gpu,
     )
 
     def make_session() -> CollectorProcess:

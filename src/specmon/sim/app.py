@@ -18,6 +18,7 @@ from specmon.sim.api_errors import ApiError
 from specmon.sim.drift import Drift
 from specmon.sim.engine import Engine, Sleeper
 from specmon.sim.faults import FaultError, corrupt_metrics_page, parse_faults
+from specmon.sim.gpu_page import SIM_GPU_PATH, gpu_page
 from specmon.sim.http import HttpRequest, Responder
 from specmon.sim.jsonwire import dumps
 from specmon.sim.metrics import METRICS_CONTENT_TYPE
@@ -134,6 +135,12 @@ class SimApp:
             page = corrupt_metrics_page(page, how)
         await out.send(200, page, content_type=METRICS_CONTENT_TYPE)
 
+    async def gpu_metrics_page(self, request: HttpRequest, out: Responder) -> None:
+        """The simulated GPU, as dcgm-exporter serves one (sim.gpu_page)."""
+        engine = self.engine
+        page = gpu_page(engine.gpu_state(), self.profile.gpu, running=engine.running)
+        await out.send(200, page.encode(), content_type=METRICS_CONTENT_TYPE)
+
     async def tokenize(self, request: HttpRequest, out: Responder) -> None:
         body = request_body.parse_json_body(request.body)
         if "messages" in body:
@@ -203,6 +210,7 @@ _ROUTES: dict[str, tuple[str, str]] = {
     "/version": ("GET", "version"),
     "/v1/models": ("GET", "models"),
     "/metrics": ("GET", "metrics_page"),
+    SIM_GPU_PATH: ("GET", "gpu_metrics_page"),
     "/tokenize": ("POST", "tokenize"),
     "/v1/chat/completions": ("POST", "chat"),
     "/v1/completions": ("POST", "completions"),

@@ -35,6 +35,7 @@ from specmon.ui.screens.dialogs import AnswersScreen, ModelScreen, SettingsScree
 from specmon.ui.screens.recording import RecordingScreen
 from specmon.ui.widgets.answer import AnswerView
 from specmon.ui.widgets.connect_box import ConnectBox
+from specmon.ui.widgets.diagnosis_panel import answer_diagnosis
 from specmon.ui.widgets.heat import heat_colors, heat_legend, heat_styles
 from specmon.ui.widgets.side_panel import SidePanel, panel_summary
 from specmon.ui.widgets.turn import (
@@ -464,7 +465,10 @@ class ChatScreen(RecordingScreen):
             numbers = self.port.numbers(feed)
             if numbers.tokens is not None:
                 view.answer.numbers = numbers
-                view.answer.set_status(format_numbers(numbers))
+                # seconds saved or cost, a quality flag, the TTFT split (when the row has them)
+                extra = answer_diagnosis(self.port.view(), numbers.request_id).plain
+                status = format_numbers(numbers)
+                view.answer.set_status(f"{status} · {extra}" if extra else status)
                 self.last_numbers = numbers
                 if self.heat_on:  # the server's step array may have arrived with the row
                     self._paint_heat(view.answer)
@@ -493,7 +497,8 @@ class ChatScreen(RecordingScreen):
             message = "not flagged: the answer was not at vanilla speed"
         else:
             message = "not judged: no verdict on the answer yet"
-        self._notice("why: " + message)
+        extra = answer_diagnosis(self.port.view(), n.request_id if n else None).plain
+        self._notice("why: " + message + (f" · {extra}" if extra else ""))
 
     def action_cancel(self) -> None:
         if self.has_class("-panel-open"):  # Esc first closes the opened panel (F9)

@@ -27,6 +27,7 @@ from specmon.ui.formatting import (
     visible_line,
 )
 from specmon.ui.port import SessionPort, server_address
+from specmon.ui.widgets.diagnosis_panel import SAVED_COLUMN, saved_by_request, saved_cell
 
 
 def blank(value: float | int | None) -> str:
@@ -136,13 +137,18 @@ class AnswersScreen(ModalScreen[None]):
 
     def on_mount(self) -> None:
         table = self.query_one("#answers-table", DataTable)
-        table.add_columns(*ANSWER_COLUMNS)
+        table.add_columns(*ANSWER_COLUMNS, SAVED_COLUMN)
         self.refresh_rows()
         self.set_interval(1.0, self.refresh_rows)
 
     def refresh_rows(self) -> None:
         view = self.port.view()
-        rows = tuple(row_cells(r) for r in view.rows) if view is not None else ()
+        saved = saved_by_request(view)
+        rows = (
+            tuple((*row_cells(r), saved_cell(saved.get(r.request_id))) for r in view.rows)
+            if view is not None
+            else ()
+        )
         if rows == self._shown:
             return
         self._shown = rows
@@ -151,7 +157,7 @@ class AnswersScreen(ModalScreen[None]):
         for cells in rows:
             table.add_row(*(Text(c) for c in cells))
         if not rows:
-            table.add_row(*(Text(DASH) for _ in ANSWER_COLUMNS))
+            table.add_row(*(Text(DASH) for _ in (*ANSWER_COLUMNS, SAVED_COLUMN)))
 
     def action_close(self) -> None:
         self.dismiss(None)

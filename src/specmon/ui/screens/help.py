@@ -84,7 +84,7 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     (
-        "Diagnosis (panel: diagnosis; watch --json)",
+        "Panel: diagnosis (last section, when it has something to say; F3 adds the answer's)",
         (
             "al_by_context",
             "context_cliff",
@@ -100,7 +100,7 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     (
-        "Canary (watch --canary, chat in host mode)",
+        "Panel: diagnosis, the canary lines (watch --canary, chat in host mode)",
         (
             "canary_status",
             "canary_al",
@@ -110,7 +110,7 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     (
-        "Elsewhere (answers table, bench reports)",
+        "Elsewhere (F3 why: the TTFT split; answers table; bench reports)",
         ("e2e_tok_s", "tpot_s", "e2el_s", "server_ttft_s", "ttft_outside_s"),
     ),
 )

@@ -34,6 +34,7 @@ from specmon.ui.formatting import (
     visible,
     visible_line,
 )
+from specmon.ui.widgets.diagnosis_panel import DiagnosisSection
 
 GRAPH_SECONDS = 60
 """The graphs show the last minute, one sample a second."""
@@ -473,6 +474,7 @@ class SidePanel(VerticalScroll):
             box = Static("", id=f"panel-{name}", classes="panel-section", markup=False)
             box.border_title = name
             yield box
+        yield DiagnosisSection(id="panel-diagnosis", classes="panel-section")
 
     def sample(self, view: SessionView | None) -> None:
         """One graph sample of every server (call once a second)."""
@@ -520,6 +522,7 @@ class SidePanel(VerticalScroll):
                 continue
             self._shown[name] = key
             self.query_one(f"#panel-{name}", Static).update(text)
+        self.query_one(DiagnosisSection).show(view)
 
     def note(self, text: str) -> None:
         """A one-line notice at the top of the panel (recording started, marker added)."""
