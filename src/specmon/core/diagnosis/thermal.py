@@ -247,8 +247,8 @@ def attribute(
         )
     else:
         summary = (
-            f"neither clock ({clock_share:.0%}) nor acceptance ({al_share:.0%}) explains "
-            "most of the slowdown (batching, context length or power)"
+            f"{ref_speed:.0f}→{now_speed:.0f} tok/s, not from the GPU clock ({clock_share:.0%}) "
+            f"or acceptance ({al_share:.0%}): batching, context length or power?"
         )
     return ThermalView(
         fit=fit_view,
