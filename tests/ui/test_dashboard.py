@@ -10,7 +10,7 @@ from tests.ui.fake_views import SEED_SPEEDS, session_view
 
 from specmon.ui.answer_numbers import AnswerNumbers
 from specmon.ui.widgets.side_panel import (
-    GraphSeries,
+    GRAPH_SECONDS,
     bar,
     panel_sections,
     spark,
@@ -18,28 +18,47 @@ from specmon.ui.widgets.side_panel import (
 )
 
 
-def _sections(view, answer=None, series=None) -> dict[str, str]:
-    return {
-        name: text.plain
-        for name, text in panel_sections(view, answer, series or GraphSeries.empty())
-    }
+def _sections(view, answer=None, **kwargs) -> dict[str, str]:
+    return {name: text.plain for name, text in panel_sections(view, answer, **kwargs)}
+
+
+def _every_second(values, *, until: float = 100.0) -> tuple[tuple[float, ...], list]:
+    """A history with one point a second, the last at `until` (oldest first)."""
+    t = tuple(until - len(values) + 1 + i for i in range(len(values)))
+    return t, list(values)
 
 
 def test_graph_scales_are_fixed_not_fitted_to_the_data() -> None:
     # The same value draws the same height whatever else is in the window.
-    quiet = spark([2.0] * 60, 1.0, 9.0)
-    noisy = spark([2.0] * 30 + [2.05] * 30, 1.0, 9.0)
+    quiet = spark(*_every_second([2.0] * 60), 100.0, 1.0, 9.0)
+    noisy = spark(*_every_second([2.0] * 30 + [2.05] * 30), 100.0, 1.0, 9.0)
     assert quiet[0] == noisy[0] == "▂"
     assert set(noisy) == {"▂"}  # 2.00 vs 2.05 on a 1..9 scale is no visible change
-    assert spark([1.0] * 60, 1.0, 9.0) == "▁" * 20
-    assert spark([9.0] * 60, 1.0, 9.0) == "█" * 20
-    assert spark([20.0], 1.0, 9.0)[-1] == "█"  # clipped, never rescaled
+    assert spark(*_every_second([1.0] * 60), 100.0, 1.0, 9.0) == "▁" * 20
+    assert spark(*_every_second([9.0] * 60), 100.0, 1.0, 9.0) == "█" * 20
+    assert spark(*_every_second([20.0]), 100.0, 1.0, 9.0)[-1] == "█"  # clipped, never rescaled
 
 
-def test_missing_samples_are_blank_and_the_newest_is_at_the_right() -> None:
-    line = spark([None] * 57 + [5.0, 5.0, 5.0], 1.0, 9.0)
+def test_missing_values_are_blank_and_the_newest_is_at_the_right() -> None:
+    line = spark(*_every_second([None] * 57 + [5.0, 5.0, 5.0]), 100.0, 1.0, 9.0)
     assert line[:-1] == " " * 19 and line[-1] != " "
-    assert spark([], 0.0, 1.0) == " " * 20
+    assert spark((), (), 100.0, 0.0, 1.0) == " " * 20
+
+
+def test_the_graph_buckets_the_history_by_time_and_a_gap_without_scrapes_is_blank() -> None:
+    # A scrape a second from 41 to 70 and from 91 to 100; none in between (the server was down).
+    t = tuple(float(x) for x in [*range(41, 71), *range(91, 101)])
+    values = [0.5] * len(t)
+    line = spark(t, values, 100.0, 0.0, 1.0)  # 3 s a character: (40, 43], (43, 46], ...
+    assert line == "▅" * 10 + " " * 6 + "▅" * 4  # 91 falls in (88, 91]
+    # Points older than the last minute are left out; the line moves left as time passes.
+    assert spark(t, values, 130.0, 0.0, 1.0) == " " * 6 + "▅" * 4 + " " * 10
+    assert spark(t, values, 100.0 + GRAPH_SECONDS, 0.0, 1.0) == " " * 20
+    # Scrapes seconds apart, not one a second: still placed by their time, not their count.
+    sparse = spark((46.0, 70.0, 100.0), (1.0, 0.0, 1.0), 100.0, 0.0, 1.0)
+    assert sparse == " █" + " " * 7 + "▁" + " " * 9 + "█"
+    # A bucket shows the mean of its points; a point with no value does not count.
+    assert spark((98.0, 99.0, 100.0), (0.25, None, 0.75), 100.0, 0.0, 1.0)[-1] == "▅"
 
 
 def test_bars_fill_in_eighths() -> None:
@@ -51,10 +70,7 @@ def test_bars_fill_in_eighths() -> None:
 
 def test_a_healthy_view_shows_state_model_acceptance_gpu_and_flags() -> None:
     view = session_view()
-    series = GraphSeries.empty()
-    for _ in range(60):
-        series.sample(view.servers[0])
-    s = _sections(view, series=series)
+    s = _sections(view)
     assert "● up" in s["server"] and "vLLM 0.20.2" in s["server"]
     assert "SIMULATED" in s["server"]
     assert "z-lab/gemma-4-26B-A4B-it-DFlash" in s["server"] and "n_spec 8" in s["server"]

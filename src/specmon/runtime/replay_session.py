@@ -8,10 +8,9 @@ player), a `SessionState` folded up to the play head, and a play clock (injectab
 
 Seeking forward folds on; seeking backward rebuilds the state up to the target from the first
 event, or in a long recording from the nearest kept copy of the state (`CHECKPOINT_EVENTS`) at
-least a minute before it (docs/replay.md has the measured times). The
-graphs' one-sample-a-second history is taken at each whole recorded second the play head
-crosses (and rebuilt over the last `GRAPH_SAMPLES` seconds after a seek), so a seek shows the
-graphs as they were at that moment.
+before it (docs/replay.md has the measured times). The panel's graphs read the folded state's
+own server history (`ServerView.history`, kept in the state and in its copies), so a seek shows
+the graphs as they were at that moment.
 
 The timeline (`ReplayTimeline`: flags, markers, counter resets, the degradation cycle's phases)
 comes from one fold of the whole recording when the session is made. No I/O here: the events
@@ -25,7 +24,6 @@ import copy
 import itertools
 import math
 import threading
-from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -34,7 +32,7 @@ from specmon.core.clock import Clock, monotonic_clock
 from specmon.core.detectors.cycle import detect_cycle
 from specmon.core.events import Event, SessionInfo
 from specmon.core.session_state import SessionState
-from specmon.core.views import RequestRow, ServerView, SessionView
+from specmon.core.views import RequestRow, SessionView
 
 SPEEDS: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 """The speeds `+` and `-` step through."""
@@ -42,8 +40,6 @@ MIN_SPEED, MAX_SPEED = SPEEDS[0], SPEEDS[-1]
 LEAD_IN_S = 1.0
 """Playing starts this long before the recording's first event (or at its clock's zero, if
 nearer): a recording begun long after its session's clock started has no dead time first."""
-GRAPH_SAMPLES = 60
-"""Whole recorded seconds of graph samples kept (the panel's graphs show the last minute)."""
 CHECKPOINT_EVENTS = 20_000
 """A copy of the folded state is kept every this many events (made during the fold for the
 timeline), so a backward seek in a long recording folds from the nearest copy before the target,
@@ -198,8 +194,6 @@ class ReplaySession:
         self._state = make_state()
         self._pos = 0
         self._head = self.start
-        self._samples: deque[ServerView | None] = deque(maxlen=GRAPH_SAMPLES)
-        self._next_sample = math.floor(self.start) + 1.0
         self._view: SessionView | None = None
         self._view_pos = -1
         self.rebuilds = 0
@@ -228,28 +222,9 @@ class ReplaySession:
         self._anchor_wall = self._clock()
 
     def _fold_to(self, t: float) -> None:
-        """Apply every event at or before `t`, taking graph samples at whole seconds."""
-        events, times, state = self._events, self._times, self._state
-        stop = bisect.bisect_right(times, t)
-        # Samples older than the graph's span are never shown: skip straight past them.
-        first_kept = math.floor(t) - GRAPH_SAMPLES + 1
-        if self._next_sample < first_kept:
-            skip_to = bisect.bisect_right(times, first_kept - 1.0, lo=self._pos)
-            for i in range(self._pos, min(skip_to, stop)):
-                state.apply(events[i])
-            self._pos = max(self._pos, min(skip_to, stop))
-            self._next_sample = float(first_kept)
-            self._samples.clear()
-        while self._next_sample <= t:
-            upto = bisect.bisect_right(times, self._next_sample, lo=self._pos)
-            for i in range(self._pos, upto):
-                state.apply(events[i])
-            self._pos = upto
-            servers = state.server_views()
-            self._samples.append(servers[0] if servers else None)
-            if self._next_sample + 1.0 == self._next_sample:
-                break  # past 2**53 s a second no longer adds up (the reader refuses such times)
-            self._next_sample += 1.0
+        """Apply every event at or before `t`."""
+        events, state = self._events, self._state
+        stop = bisect.bisect_right(self._times, t)
         for i in range(self._pos, stop):
             state.apply(events[i])
         self._pos = max(self._pos, stop)
@@ -291,14 +266,6 @@ class ReplaySession:
                 self._view = self._state.view()
                 self._view_pos = self._pos
             return self._view
-
-    def graph_samples(self) -> tuple[ServerView | None, ...]:
-        """The first server's view at each whole recorded second of the last minute before the
-        play head, oldest first (what the panel's graphs show)."""
-        with self._lock:
-            return tuple(self._samples)
-
-    # ------------------------------------------------------------ controls
 
     def toggle_pause(self) -> bool:
         """Pause or resume; resuming at the end starts again from the beginning. Returns
@@ -351,17 +318,16 @@ class ReplaySession:
         self._reanchor(t)
 
     def _checkpoint_before(self, t: float) -> tuple[int, SessionState] | None:
-        """The latest checkpoint at least a graph span before `t` (so that the graphs' samples
-        are all rebuilt from it), if any."""
+        """The latest checkpoint at or before `t`, if any (its copy of the state holds the
+        servers' history, so the graphs need no earlier events)."""
         for index, state in reversed(self._checkpoints):
-            if self._times[index - 1] <= t - GRAPH_SAMPLES:
+            if self._times[index - 1] <= t:
                 return index, state
         return None
 
     def _restore(self, t: float, checkpoint: tuple[int, SessionState] | None) -> None:
         """Start again from a copy of `checkpoint` (a seek far forward, or back), else from an
         empty state (a seek back to before the first checkpoint)."""
-        self._samples.clear()
         self._view = None
         if checkpoint is not None:
             index, state = checkpoint
@@ -369,13 +335,11 @@ class ReplaySession:
             self._state = copy.deepcopy(state)
             self._pos = index
             self._head = head
-            self._next_sample = math.floor(head) + 1.0
             return
         self.rebuilds += 1
         self._state = self._make_state()
         self._pos = 0
         self._head = self.start
-        self._next_sample = math.floor(self.start) + 1.0
 
     def seek_by(self, seconds: float) -> ReplayPosition:
         """Move the play head by `seconds` (negative: back)."""

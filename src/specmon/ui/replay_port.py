@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from specmon.core.views import ServerView, SessionView
+from specmon.core.views import SessionView
 
 if TYPE_CHECKING:
     from specmon.runtime.replay_session import ReplayPosition, ReplaySession, ReplayTimeline
@@ -44,9 +44,6 @@ class ReplayPort:
     @property
     def timeline(self) -> ReplayTimeline:
         return self._session.timeline
-
-    def graph_samples(self) -> tuple[ServerView | None, ...]:
-        return self._session.graph_samples()
 
     def toggle_pause(self) -> bool:
         return self._session.toggle_pause()

@@ -58,8 +58,6 @@ NUMBERS_EVERY = 5
 """Numbers under a running answer are refreshed every this many text frames (4 Hz)."""
 PANEL_HZ = 4.0
 """The side panel's numbers are redrawn this often."""
-GRAPH_SAMPLE_S = 1.0
-"""The side panel's graphs take one sample this often."""
 NARROW_WIDTH = 110
 """Below this many columns the side panel is stacked under the chat."""
 TALL_HEIGHT = 36
@@ -194,7 +192,6 @@ class ChatScreen(RecordingScreen):
         self.app.theme_changed_signal.subscribe(self, self._theme_changed)
         self._timer = self.set_interval(1 / TEXT_HZ, self._frame, pause=True)
         self.set_interval(1 / PANEL_HZ, self.refresh_panel)
-        self.set_interval(GRAPH_SAMPLE_S, self.sample_graphs)
         if self.auto_prompts:
             self.set_interval(0.25, self._auto_send)
         self.query_one("#prompt", PromptInput).focus()
@@ -242,10 +239,6 @@ class ChatScreen(RecordingScreen):
     def _waiting_word(self) -> str:
         c = self.connection
         return "not connected" if c is not None and c.server is None else "connecting…"
-
-    def sample_graphs(self) -> None:
-        """One graph sample a second."""
-        self.query_one(SidePanel).sample(self.port.view())
 
     def _say(self, text: str, *, failed: bool = False) -> None:
         self._notice(text, failed=failed)

@@ -28,7 +28,7 @@ from specmon.ui.answer_numbers import AnswerNumbers, numbers_from_row
 from specmon.ui.formatting import visible
 from specmon.ui.replay_port import ReplayPort
 from specmon.ui.screens.dialogs import ANSWER_COLUMNS, row_cells
-from specmon.ui.widgets.side_panel import GraphSeries, SidePanel, panel_summary
+from specmon.ui.widgets.side_panel import SidePanel, panel_summary
 from specmon.ui.widgets.timeline import Timeline, clock_text, speed_text
 
 if TYPE_CHECKING:
@@ -212,11 +212,8 @@ class ReplayScreen(Screen[None]):
         self._show_rows(view, position.origin)
         if panel:
             side = self.query_one(SidePanel)
-            series = GraphSeries.empty()
-            for sample in port.graph_samples():
-                series.sample(sample)
-            side.set_series(view.servers[0].source if view.servers else None, series)
-            side.show(view, last_answer(view, self._badges))
+            # The graphs: the replayed state's own history, up to the play head.
+            side.show(view, last_answer(view, self._badges), now=position.t)
             summary = panel_summary(view, last_answer(view, self._badges))
             self.query_one("#replay-summary", Static).update(summary)
 

@@ -32,8 +32,6 @@ WIDE_WIDTH = 150
 """From this many, three a row."""
 PANEL_HZ = 4.0
 """The table's and the panel's numbers are redrawn this often."""
-GRAPH_SAMPLE_S = 1.0
-"""The panel's graphs take one sample this often."""
 
 
 class DashboardScreen(RecordingScreen):
@@ -87,7 +85,6 @@ class DashboardScreen(RecordingScreen):
 
     def on_mount(self) -> None:
         self.set_interval(1 / PANEL_HZ, self.refresh_panel)
-        self.set_interval(GRAPH_SAMPLE_S, self.sample_graphs)
         self.refresh_panel()
         self.connect()
 
@@ -133,9 +130,6 @@ class DashboardScreen(RecordingScreen):
         self._follow_selection(view)
         self.query_one(ServersTable).show(view, self.selected, waiting=waiting)
         self.query_one(SidePanel).show(view, None, waiting=waiting, server_index=self.selected)
-
-    def sample_graphs(self) -> None:
-        self.query_one(SidePanel).sample(self.port.view())
 
     def _say(self, text: str, *, failed: bool = False) -> None:
         self.app.notify(text, markup=False, severity="error" if failed else "information")

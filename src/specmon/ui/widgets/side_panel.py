@@ -1,9 +1,10 @@
 """The dashboard: the side panel of `specmon chat` / `specmon demo`, and `specmon watch`'s screen.
 
 Everything shown is read from the typed view (`core.views.SessionView`) and the current answer's
-numbers; nothing here does I/O. Numbers are refreshed at ~4 Hz, the graphs take one sample a
-second. Graph scales are fixed (AL 1..K+1, rates 0..1), never fitted to the data, so noise never
-looks like a change. Missing values are —. Numbers sit in fixed-width fields so nothing jumps.
+numbers; nothing here does I/O. Numbers are refreshed at ~4 Hz; the graphs draw the last minute
+of the server's one history (`ServerView.history`, a point a scrape) by time. Graph scales are
+fixed (AL 1..K+1, rates 0..1), never fitted to the data, so noise never looks like a change.
+Missing values are —. Numbers sit in fixed-width fields so nothing jumps.
 
 The text of each section is built by pure functions (`panel_sections`), tested without an app.
 """
@@ -11,9 +12,8 @@ The text of each section is built by pure functions (`panel_sections`), tested w
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -37,7 +37,7 @@ from specmon.ui.formatting import (
 from specmon.ui.widgets.diagnosis_panel import DiagnosisSection
 
 GRAPH_SECONDS = 60
-"""The graphs show the last minute, one sample a second."""
+"""The graphs show the last minute of the server's history (`ServerView.history`), by time."""
 GRAPH_WIDTH = 20
 """Characters per graph: 3 seconds a character."""
 BAR_WIDTH = 8
@@ -59,22 +59,39 @@ REASON_WORDS: dict[str, str] = {
 """Clock-event reason codes (core.gpu_reasons) in words; idle is not a throttle and is left out."""
 
 
-def spark(values: Sequence[float | None], lo: float, hi: float, width: int = GRAPH_WIDTH) -> str:
-    """A sparkline of `values` (oldest first) on the FIXED scale lo..hi, `width` characters, the
-    newest at the right: each character is the mean of its bucket's samples; a bucket with no
-    sample is a space. Values outside the scale are clipped to it."""
-    values = list(values)
-    n = len(values)
-    per = max(1, -(-GRAPH_SECONDS // width))  # samples per character
+def spark(
+    t: Sequence[float],
+    values: Sequence[float | None],
+    now: float,
+    lo: float,
+    hi: float,
+    width: int = GRAPH_WIDTH,
+) -> str:
+    """A sparkline of a history (`t` and `values` parallel, oldest first) over the last
+    GRAPH_SECONDS before `now`, on the FIXED scale lo..hi, `width` characters, the newest at the
+    right: character i covers an equal slice of time (3 s at 20 characters) and shows the mean of
+    the values whose time falls in it; a slice with no value (no scrape then: the server was
+    down, or not yet watched) is a space. Values outside the scale are clipped to it."""
+    sums = [0.0] * width
+    counts = [0] * width
+    start = now - GRAPH_SECONDS
+    per = GRAPH_SECONDS / width
+    for i in range(len(t) - 1, -1, -1):
+        when = t[i]
+        if when <= start:
+            break  # oldest first: everything before is older still
+        value = values[i] if i < len(values) else None
+        if value is None or when > now:
+            continue
+        slot = min(width - 1, math.ceil((when - start) / per) - 1)
+        sums[slot] += value
+        counts[slot] += 1
     chars: list[str] = []
-    for i in range(width):
-        end = n - (width - 1 - i) * per
-        bucket = [v for v in values[max(0, end - per) : max(0, end)] if v is not None]
-        if not bucket or hi <= lo:
+    for total, count in zip(sums, counts, strict=True):
+        if not count or hi <= lo:
             chars.append(" ")
             continue
-        frac = (sum(bucket) / len(bucket) - lo) / (hi - lo)
-        frac = min(1.0, max(0.0, frac))
+        frac = min(1.0, max(0.0, (total / count - lo) / (hi - lo)))
         chars.append(LEVELS[min(len(LEVELS) - 1, int(frac * len(LEVELS)))])
     return "".join(chars)
 
@@ -87,29 +104,6 @@ def bar(frac: float | None, width: int = BAR_WIDTH) -> str:
     full, part = divmod(eighths, 8)
     text = "█" * full + (" ▏▎▍▌▋▊▉"[part] if part else "")
     return text.ljust(width, "░")[:width]
-
-
-@dataclass
-class GraphSeries:
-    """The last minute of acceptance numbers, one sample a second (window and since-start)."""
-
-    al_window: deque[float | None]
-    al_lifetime: deque[float | None]
-    rate_window: deque[float | None]
-    rate_lifetime: deque[float | None]
-
-    @classmethod
-    def empty(cls) -> GraphSeries:
-        return cls(*(deque(maxlen=GRAPH_SECONDS) for _ in range(4)))
-
-    def sample(self, server: ServerView | None) -> None:
-        """Take one sample (call once a second)."""
-        w = server.window if server else None
-        life = server.lifetime if server else None
-        self.al_window.append(w.acceptance_length if w else None)
-        self.al_lifetime.append(life.acceptance_length if life else None)
-        self.rate_window.append(w.draft_acceptance_rate if w else None)
-        self.rate_lifetime.append(life.draft_acceptance_rate if life else None)
 
 
 NOT_READING = ("down", "unreadable")
@@ -184,7 +178,11 @@ def speed_section(server: ServerView | None, answer: AnswerNumbers | None) -> Te
     )
 
 
-def acceptance_section(view: SessionView, server: ServerView | None, series: GraphSeries) -> Text:
+def acceptance_section(
+    view: SessionView, server: ServerView | None, now: float | None = None
+) -> Text:
+    """AL and draft acceptance, window and since start, with their graphs of the last minute
+    of the server's history before `now` (default: the view's instant)."""
     n_spec = server.n_spec if server and server.n_spec is not None else view.info.n_spec
     top = float(n_spec + 1) if n_spec else 2.0
     w = server.window if server else None
@@ -198,16 +196,23 @@ def acceptance_section(view: SessionView, server: ServerView | None, series: Gra
     out.append(" " * (GRAPH_WIDTH - 5))
     out.append(f"{fmt_field(life.acceptance_length if life else None, '.2f', 6)}\n")
     out.append(f"1-{top:<4.0f}", style="dim")
-    out.append(spark(series.al_window, 1.0, top), style="cyan")
+    h = server.history if server else None
+    t: tuple[float, ...] = h.t if h else ()
+    edge = now if now is not None else view.t if view.t is not None else (t[-1] if t else 0.0)
+
+    def graph(values: tuple[float | None, ...] | None, lo: float, hi: float) -> str:
+        return spark(t, values or (), edge, lo, hi)
+
+    out.append(graph(h.acceptance_length if h else None, 1.0, top), style="cyan")
     out.append(" ")
-    out.append(spark(series.al_lifetime, 1.0, top), style="blue")
+    out.append(graph(h.acceptance_length_lifetime if h else None, 1.0, top), style="blue")
     out.append(f"\nrate  {fmt_field(_pct(w.draft_acceptance_rate if w else None), '.0f', 5)}%")
     out.append(" " * (GRAPH_WIDTH - 5))
     out.append(f"{fmt_field(_pct(life.draft_acceptance_rate if life else None), '.0f', 6)}%\n")
     out.append("0-1   ", style="dim")
-    out.append(spark(series.rate_window, 0.0, 1.0), style="cyan")
+    out.append(graph(h.draft_acceptance_rate if h else None, 0.0, 1.0), style="cyan")
     out.append(" ")
-    out.append(spark(series.rate_lifetime, 0.0, 1.0), style="blue")
+    out.append(graph(h.draft_acceptance_rate_lifetime if h else None, 0.0, 1.0), style="blue")
     return out
 
 
@@ -354,14 +359,15 @@ def cycle_lines(c: CycleView) -> list[str]:
 def panel_sections(
     view: SessionView | None,
     answer: AnswerNumbers | None,
-    series: GraphSeries,
     *,
     waiting: str = "connecting…",
     server_index: int = 0,
+    now: float | None = None,
 ) -> list[tuple[str, Text]]:
     """(title, text) of each section of the panel, for one view (`waiting`: what the server
     section says before there is one), about `view.servers[server_index]` (the first by
-    default; the watch screen passes its selected row)."""
+    default; the watch screen passes its selected row); the graphs end at `now` (default: the
+    view's instant; the replay passes its play head)."""
     if view is None:
         waiting_text = [("server", _t(waiting, "dim"))]
         return waiting_text + [(name, _t(DASH, "dim")) for name in SidePanel.SECTIONS[1:]]
@@ -372,7 +378,7 @@ def panel_sections(
     return [
         ("server", server_section(view, server)),
         ("speed", speed_section(server, answer)),
-        ("acceptance", acceptance_section(view, server, series)),
+        ("acceptance", acceptance_section(view, server, now)),
         ("positions", positions_section(server, n_spec)),
         ("load", load_section(view, server)),
         ("gpu", gpu_section(view)),
@@ -456,16 +462,12 @@ def hint_line(server: ServerView | None) -> Text:
 
 
 class SidePanel(VerticalScroll):
-    """The dashboard's sections, one Static each; `show()` at ~4 Hz, `sample()` once a second."""
+    """The dashboard's sections, one Static each; `show()` at ~4 Hz."""
 
     SECTIONS = ("server", "speed", "acceptance", "positions", "load", "gpu", "flags")
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.series = GraphSeries.empty()
-        """The graphs of the server shown (the first, or the one `show` was last asked for)."""
-        self._series: dict[str, GraphSeries] = {}
-        """Every server's graphs by its address, so a newly selected one shows its last minute."""
         self._shown: dict[str, str] = {}
 
     def compose(self) -> ComposeResult:
@@ -476,32 +478,6 @@ class SidePanel(VerticalScroll):
             yield box
         yield DiagnosisSection(id="panel-diagnosis", classes="panel-section")
 
-    def sample(self, view: SessionView | None) -> None:
-        """One graph sample of every server (call once a second)."""
-        servers = view.servers if view is not None else ()
-        if not servers:
-            self.series.sample(None)
-            return
-        for server in servers:
-            self._series_of(server.source).sample(live_numbers(server))
-        for gone in set(self._series) - {s.source for s in servers}:
-            del self._series[gone]
-
-    def set_series(self, source: str | None, series: GraphSeries) -> None:
-        """Graphs made elsewhere (the replay rebuilds them at each seek) for the server
-        `source` (None: before any server is known)."""
-        self.series = series
-        if source is not None:
-            self._series[source] = series
-
-    def _series_of(self, source: str) -> GraphSeries:
-        series = self._series.get(source)
-        if series is None:
-            # The first server seen takes the graphs drawn so far (before any server was known).
-            series = self.series if not self._series else GraphSeries.empty()
-            self._series[source] = series
-        return series
-
     def show(
         self,
         view: SessionView | None,
@@ -509,13 +485,11 @@ class SidePanel(VerticalScroll):
         *,
         waiting: str = "connecting…",
         server_index: int = 0,
+        now: float | None = None,
     ) -> None:
-        """Redraw the sections whose text changed (about `view.servers[server_index]`)."""
-        if view is not None and 0 <= server_index < len(view.servers):
-            self.series = self._series_of(view.servers[server_index].source)
-        sections = panel_sections(
-            view, answer, self.series, waiting=waiting, server_index=server_index
-        )
+        """Redraw the sections whose text changed (about `view.servers[server_index]`; the
+        graphs end at `now`, default the view's instant)."""
+        sections = panel_sections(view, answer, waiting=waiting, server_index=server_index, now=now)
         for name, text in sections:
             key = text.plain + repr(text.spans)
             if self._shown.get(name) == key:
