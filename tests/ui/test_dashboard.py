@@ -54,9 +54,13 @@ def test_the_graph_buckets_the_history_by_time_and_a_gap_without_scrapes_is_blan
     # Points older than the last minute are left out; the line moves left as time passes.
     assert spark(t, values, 130.0, 0.0, 1.0) == " " * 6 + "▅" * 4 + " " * 10
     assert spark(t, values, 100.0 + GRAPH_SECONDS, 0.0, 1.0) == " " * 20
-    # Scrapes seconds apart, not one a second: still placed by their time, not their count.
+    # Scrapes 10 s apart: each value stands until the next scrape (no dotted line), but a gap of
+    # more than 3 scrape intervals (50 -> 90) is still blank.
+    t10 = (30.0, 40.0, 50.0, 90.0, 100.0)
+    assert spark(t10, [0.5] * 5, 100.0, 0.0, 1.0) == "▅" * 4 + " " * 12 + "▅" * 4
+    # Placed by their time, not their count: the value of 46 stands until 70.
     sparse = spark((46.0, 70.0, 100.0), (1.0, 0.0, 1.0), 100.0, 0.0, 1.0)
-    assert sparse == " █" + " " * 7 + "▁" + " " * 9 + "█"
+    assert sparse == " " + "█" * 8 + "▁" * 10 + "█"
     # A bucket shows the mean of its points; a point with no value does not count.
     assert spark((98.0, 99.0, 100.0), (0.25, None, 0.75), 100.0, 0.0, 1.0)[-1] == "▅"
 

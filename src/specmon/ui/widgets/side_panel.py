@@ -11,6 +11,8 @@ The text of each section is built by pure functions (`panel_sections`), tested w
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import replace
@@ -59,6 +61,13 @@ REASON_WORDS: dict[str, str] = {
 """Clock-event reason codes (core.gpu_reasons) in words; idle is not a throttle and is left out."""
 
 
+HOLD_SCRAPES = 3
+"""A point stands for the time after it up to the next one when that comes within this many
+typical scrape intervals (the median spacing of the points): scrapes further apart than a graph
+character (3 s) draw a continuous line, and only a longer gap (a server stale or down: the
+scraper calls it stale after 3 missed intervals) is blank."""
+
+
 def spark(
     t: Sequence[float],
     values: Sequence[float | None],
@@ -69,29 +78,47 @@ def spark(
 ) -> str:
     """A sparkline of a history (`t` and `values` parallel, oldest first) over the last
     GRAPH_SECONDS before `now`, on the FIXED scale lo..hi, `width` characters, the newest at the
-    right: character i covers an equal slice of time (3 s at 20 characters) and shows the mean of
-    the values whose time falls in it; a slice with no value (no scrape then: the server was
-    down, or not yet watched) is a space. Values outside the scale are clipped to it."""
+    right. Character i covers an equal slice of time (3 s at 20 characters) and shows the mean of
+    the values whose time falls in it; a slice with none shows the latest earlier value while that
+    still stands (HOLD_SCRAPES), else a space: a gap with no scrape (the server down, or not yet
+    watched) is blank. A point with no value (None) shows nothing. Values outside the scale are
+    clipped to it."""
+    start = now - GRAPH_SECONDS
+    first = bisect.bisect_right(t, start)
+    stop = bisect.bisect_right(t, now)
+    lead = max(0, first - 1)  # the last point before the graph, which may stand into it
+    times, vals = t[lead:stop], values[lead:stop]
+    gaps = sorted(b - a for a, b in itertools.pairwise(t[lead : stop + 1]))
+    hold = HOLD_SCRAPES * gaps[len(gaps) // 2] if gaps else 0.0
+    per = GRAPH_SECONDS / width
     sums = [0.0] * width
     counts = [0] * width
-    start = now - GRAPH_SECONDS
-    per = GRAPH_SECONDS / width
-    for i in range(len(t) - 1, -1, -1):
-        when = t[i]
-        if when <= start:
-            break  # oldest first: everything before is older still
-        value = values[i] if i < len(values) else None
-        if value is None or when > now:
-            continue
-        slot = min(width - 1, math.ceil((when - start) / per) - 1)
-        sums[slot] += value
-        counts[slot] += 1
+    for when, value in zip(times, vals, strict=False):
+        if value is not None and when > start:
+            slot = min(width - 1, max(0, math.ceil((when - start) / per) - 1))
+            sums[slot] += value
+            counts[slot] += 1
     chars: list[str] = []
-    for total, count in zip(sums, counts, strict=True):
-        if not count or hi <= lo:
+    j = -1  # the latest point at or before this slice's start
+    for i in range(width):
+        if hi <= lo:
             chars.append(" ")
             continue
-        frac = min(1.0, max(0.0, (total / count - lo) / (hi - lo)))
+        if counts[i]:
+            mean: float | None = sums[i] / counts[i]
+        else:
+            slice_start = start + i * per
+            while j + 1 < len(times) and times[j + 1] <= slice_start:
+                j += 1
+            mean = None
+            if j >= 0:
+                ends = t[lead + j + 1] if lead + j + 1 < len(t) else now
+                if ends - times[j] <= hold and slice_start - times[j] < hold:
+                    mean = vals[j]
+        if mean is None:
+            chars.append(" ")
+            continue
+        frac = min(1.0, max(0.0, (mean - lo) / (hi - lo)))
         chars.append(LEVELS[min(len(LEVELS) - 1, int(frac * len(LEVELS)))])
     return "".join(chars)
 
