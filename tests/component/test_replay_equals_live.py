@@ -20,7 +20,7 @@ from specmon.runtime.replay_session import ReplaySession
 from specmon.sources.recording_player import read_recording
 from specmon.sources.stream_client import ChatRequest
 from specmon.ui.screens.replay import last_answer, table_rows
-from specmon.ui.widgets.side_panel import GraphSeries, panel_sections
+from specmon.ui.widgets.side_panel import panel_sections
 from specmon.ui.widgets.turn import format_numbers
 
 
@@ -52,7 +52,7 @@ def _shown(view: SessionView) -> dict[str, object]:
     return {
         "panel": [
             (name, text.plain, [(s.start, s.end, str(s.style)) for s in text.spans])
-            for name, text in panel_sections(view, answer, GraphSeries.empty())
+            for name, text in panel_sections(view, answer)
         ],
         "table": table_rows(view, 0.0),
         "answer": format_numbers(answer) if answer is not None else None,

@@ -14,7 +14,6 @@ from specmon.core.events import Marker, ServerLogLine, SessionInfo
 from specmon.core.session_state import SessionState
 from specmon.core.watch_json import snapshot_of
 from specmon.runtime.replay_session import (
-    GRAPH_SAMPLES,
     LEAD_IN_S,
     SPEEDS,
     ReplaySession,
@@ -138,22 +137,18 @@ def test_seek_by_clamps_to_the_recording() -> None:
     assert session.position().at_end
 
 
-def test_graph_samples_are_taken_at_whole_recorded_seconds_and_rebuilt_after_a_seek() -> None:
+def test_the_graphs_history_at_the_play_head_is_the_same_played_or_sought() -> None:
     session, clock, recording = _session("demo-cycle.ndjson.gz", playing=True)
     clock.advance(20.5)
-    session.advance()
-    played = session.graph_samples()
-    assert len(played) == 20  # seconds 1..20
-    lifetime = [s.lifetime.acceptance_length if s and s.lifetime else None for s in played]
-    # the same samples when the head is put there by a seek from the end (a rebuild)
+    played = session.view().servers[0].history
+    assert played.t and played.t[-1] <= 20.5 and len(played.t) > 10
+    # the same history when the head is put there by a seek from the end (a rebuild)
     session.seek(session.end)
-    assert len(session.graph_samples()) == GRAPH_SAMPLES
+    assert session.view().servers[0].history.t[-1] > 20.5
     session.seek(20.5)
-    again = session.graph_samples()
-    assert [s.lifetime.acceptance_length if s and s.lifetime else None for s in again] == lifetime
-    # sample k is the server's view after every event up to second k
-    state = _folded_until(recording, 7.0)
-    assert again[6] == state.view().servers[0]
+    assert session.view().servers[0].history == played
+    # and it is the server's history after every event up to there
+    assert _folded_until(recording, 20.5).view().servers[0].history == played
 
 
 def test_jumps_go_to_flags_and_markers_in_order() -> None:
@@ -266,12 +261,12 @@ def test_checkpoints_give_the_same_state_and_graphs_as_folding_from_the_start() 
     for target in (66.0, 64.5, 3.0, 61.2, 62.0, 20.0, 65.0):
         plain.seek(target)
         kept.seek(target)
-        assert kept.view() == plain.view()
-        assert kept.graph_samples() == plain.graph_samples()
-        assert len(kept.graph_samples()) == min(GRAPH_SAMPLES, int(target))
-    # back to 64.5 s starts from a copy (one made before 4.5 s); back to 3 s and 20 s cannot (a
-    # copy must be a graph span, 60 s, before the target): only those fold from the first event
-    assert plain.rebuilds == 3 and kept.rebuilds == 2
+        assert kept.view() == plain.view()  # the servers' history (the graphs) included
+        assert kept.view().servers[0].history.t[-1] <= target
+    # every backward seek (64.5, 3, 20 s) folds from a copy made before the target (one exists
+    # before 3 s): the copy holds the graphs' history, so no minute of earlier events is folded
+    # again, and none folds from the first event
+    assert plain.rebuilds == 3 and kept.rebuilds == 0
 
 
 @pytest.mark.parametrize("name", ["demo-cycle.ndjson.gz", "healthy.ndjson.gz", "restart.ndjson.gz"])

@@ -11,7 +11,6 @@ from textual.widgets import Input
 from specmon.ui.app import SpecmonApp
 from specmon.ui.conversation import ChatSettings
 from specmon.ui.port import Connection
-from specmon.ui.widgets.side_panel import SidePanel
 from specmon.ui.widgets.turn import AnswerView
 
 SIZE = (100, 32)
@@ -92,11 +91,8 @@ def _with_view(view, answers=None, **kwargs) -> SpecmonApp:
 
 
 async def _chat_with_graphs(pilot) -> None:
-    """One answer, then a full minute of graph samples of the (fixed) view."""
+    """One answer, then the panel drawn (its graphs: the view's server history)."""
     await _chat(pilot)
-    panel = pilot.app.screen.query_one(SidePanel)
-    for _ in range(60):
-        panel.sample(pilot.app.port.view())
     pilot.app.screen.refresh_panel()
     await pilot.pause(0.3)
 
@@ -123,9 +119,6 @@ def test_panel_narrow_stacked(snap_compare):
 
 async def _dashboard(pilot) -> None:
     await _connected(pilot)
-    panel = pilot.app.screen.query_one(SidePanel)
-    for _ in range(60):
-        panel.sample(pilot.app.port.view())
     pilot.app.screen.refresh_panel()
     await pilot.pause(0.3)
 

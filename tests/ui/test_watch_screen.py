@@ -24,7 +24,7 @@ from specmon.ui.widgets.servers_table import (
     state_word,
     table_text,
 )
-from specmon.ui.widgets.side_panel import GraphSeries, SidePanel, panel_sections
+from specmon.ui.widgets.side_panel import SidePanel, panel_sections
 
 SIZE = (160, 50)
 
@@ -240,10 +240,7 @@ async def test_x_and_delete_remove_the_selected_server_until_none_is_left():
 def test_the_detail_of_a_down_server_shows_dashes_and_keeps_since_start() -> None:
     view = watch_view()
     index = [s.source for s in view.servers].index(B)
-    sections = {
-        name: text.plain
-        for name, text in panel_sections(view, None, GraphSeries.empty(), server_index=index)
-    }
+    sections = {name: text.plain for name, text in panel_sections(view, None, server_index=index)}
     assert "● down" in sections["server"] and "Connection refused" in sections["server"]
     assert "server       —" in sections["speed"]
     assert "running   —  waiting   —  KV   —%" in sections["load"]

@@ -10,7 +10,6 @@ from tests.ui.test_watch_screen import WatchPort
 from tests.ui.watch_views import watch_view
 
 from specmon.ui.app import SpecmonApp
-from specmon.ui.widgets.side_panel import SidePanel
 
 WIDE = (160, 48)
 
@@ -26,9 +25,6 @@ def _ready(presses: tuple[str, ...]):
         await wait_for(pilot, lambda: getattr(pilot.app.screen, "connection", None) is not None)
         for key in presses:
             await pilot.press(key)
-        panel = pilot.app.screen.query_one(SidePanel)
-        for _ in range(60):
-            panel.sample(pilot.app.port.view())
         pilot.app.screen.refresh_panel()
         await pilot.pause(0.3)
 
