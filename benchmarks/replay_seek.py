@@ -98,7 +98,6 @@ def measure(name: str, info: SessionInfo, events: list[Event], rounds: int) -> s
     for _ in range(ticks):
         clock.advance(0.1)
         session.view()
-        session.graph_samples()
     play_s = time.perf_counter() - t
     wall_s = ticks * 0.1
     return (
