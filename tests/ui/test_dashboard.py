@@ -173,3 +173,28 @@ def test_cancelled_answers_are_counted_apart_from_failed_ones() -> None:
     view = replace(view, summary=replace(view.summary, failed=1, cancelled=2))
     flags = _sections(view)["flags"]
     assert re.search(r"failed\s+1\b", flags) and re.search(r"cancelled\s+2\b", flags)
+
+
+def test_the_panels_graphs_draw_the_selected_servers_history_up_to_the_view() -> None:
+    view = session_view()  # scraped every 10 s up to t=100
+    server = view.servers[0]
+    h = server.history
+    # Hand-made: AL 9 (top of 1..9) at 41..70 s, nothing at 71..90 s (down), AL 1 at 91..100 s.
+    t = tuple(float(x) for x in [*range(41, 71), *range(91, 101)])
+    al = (9.0,) * 30 + (1.0,) * 10
+    none = (None,) * len(t)
+    gappy = replace(
+        h,
+        t=t,
+        acceptance_length=al,
+        acceptance_length_lifetime=none,
+        draft_acceptance_rate=tuple(0.5 for _ in t),
+        draft_acceptance_rate_lifetime=none,
+    )
+    view = replace(view, t=100.0, servers=(replace(server, history=gappy),))
+    graphs = _sections(view)["acceptance"].splitlines()[2]
+    assert graphs[6:26] == "█" * 10 + " " * 6 + "▁" * 4
+    assert graphs[27:47] == " " * 20  # no since-start values in this history
+    # The replay passes its play head: 30 s on, the same history has moved left.
+    later = _sections(view, now=130.0)["acceptance"].splitlines()[2]
+    assert later[6:26] == " " * 6 + "▁" * 4 + " " * 10

@@ -114,7 +114,7 @@ def spark(
             if j >= 0:
                 ends = t[lead + j + 1] if lead + j + 1 < len(t) else now
                 if ends - times[j] <= hold and slice_start - times[j] < hold:
-                    mean = vals[j]
+                    mean = vals[j] if j < len(vals) else None
         if mean is None:
             chars.append(" ")
             continue
