@@ -86,7 +86,7 @@ def test_a_degradation_cycle_in_a_growing_chat_is_not_a_context_cliff() -> None:
     unguarded = find_cliff(bins.edges, bins.steps, bins.tokens)
     assert unguarded.summary == "AL 4.0 below 1k, 2.6 past 1k"  # what the panel said
     assert not bins.view().detected
-    for n, a in enumerate(al * 4):  # 40 answers: a real cliff past 8k still shows
+    for n in range(40):  # 40 answers: a real cliff past 8k still shows
         context = 9000 if n % 2 else 2000
         bins.add_answer([(context, 4 if context < 8192 else 1)] * 30)
     view = bins.view()
