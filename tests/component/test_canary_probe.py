@@ -7,13 +7,18 @@ from __future__ import annotations
 import asyncio
 import time
 
+from tests.support.canary import canary_rounds
+
 from specmon.core.canary import LEARN_PROBES, CanaryKey, CanaryTracker
-from specmon.core.events import CanaryProbed, Event
-from specmon.runtime.canary import CanaryProbe
+from specmon.core.events import CanaryProbed
 from specmon.sim.server import SimConfig, start_in_thread
 from specmon.sources.canary_store import CanaryStore
-from specmon.sources.metrics_scraper import MetricsScraper, metrics_url_for
-from specmon.sources.stream_client import ChatRequest, StreamClient
+from specmon.sources.stream_client import ChatRequest
+
+
+def _sim_key(url: str) -> CanaryKey:
+    return CanaryKey(server=url, model="", draft=None, method="sim", n_spec=8)
+
 
 ROUNDS_BEFORE_DROP = LEARN_PROBES + 1
 """Rounds of (one live request, one probe) before the drop: learning, then one judged probe."""
@@ -29,37 +34,14 @@ def _config(schedule: str | None) -> SimConfig:
     )
 
 
-async def _rounds(url: str, store: CanaryStore, rounds: int, *, live: bool = True) -> list:
-    key = CanaryKey(server=url, model="", draft=None, method="sim", n_spec=8)
-    out: list[Event] = []
-    async with StreamClient(url, from_env=False) as client:
-        scraper = MetricsScraper(metrics_url_for(url), source=client.source)
-        probe = CanaryProbe(client, key, interval_s=0.0, clock=time.monotonic, store=store)
-
-        async def scrape() -> None:
-            scraped = await scraper.scrape_once(lambda _e: None)
-            assert scraped is not None
-            probe.observe(scraped)
-
-        try:
-            await scrape()
-            for _ in range(rounds):
-                if live:
-                    await client.chat(ChatRequest("live traffic", max_tokens=16), lambda _e: None)
-                await scrape()
-                await probe.tick(out.append)
-                await scrape()
-        finally:
-            await scraper.aclose()
-    return out
-
-
 def test_the_canary_learns_then_flags_drift_and_suggests_a_restart(tmp_path):
     store = CanaryStore(tmp_path / "canary.json")
     # live request = odd number, canary = even: the drop hits both from round 7 on
     drop_at = 2 * ROUNDS_BEFORE_DROP + 1
     with start_in_thread(_config(f"drop-at:{drop_at}"), log_sink=lambda _l: None) as sim:
-        events = asyncio.run(_rounds(sim.url, store, ROUNDS_BEFORE_DROP + 2))
+        events = asyncio.run(
+            canary_rounds(sim.url, store, _sim_key(sim.url), ROUNDS_BEFORE_DROP + 2)
+        )
     probes = [e for e in events if isinstance(e, CanaryProbed)]
     assert len(probes) == ROUNDS_BEFORE_DROP + 2
     assert all(p.outcome == "ok" and p.acceptance_length is not None for p in probes)
@@ -88,7 +70,7 @@ def test_the_canary_learns_then_flags_drift_and_suggests_a_restart(tmp_path):
 def test_an_idle_server_is_never_probed(tmp_path):
     store = CanaryStore(tmp_path / "canary.json")
     with start_in_thread(_config(None), log_sink=lambda _l: None) as sim:
-        events = asyncio.run(_rounds(sim.url, store, 3, live=False))
+        events = asyncio.run(canary_rounds(sim.url, store, _sim_key(sim.url), 3, live=False))
         started = sim.server.app.engine.requests_started
     assert events == []
     assert started == 0  # no phantom batch: the canary sent nothing
@@ -98,8 +80,8 @@ def test_an_idle_server_is_never_probed(tmp_path):
 def test_a_stored_baseline_judges_the_first_probe_of_a_new_session(tmp_path):
     store = CanaryStore(tmp_path / "canary.json")
     with start_in_thread(_config(None), log_sink=lambda _l: None) as sim:
-        asyncio.run(_rounds(sim.url, store, LEARN_PROBES))
-        later = asyncio.run(_rounds(sim.url, store, 1))
+        asyncio.run(canary_rounds(sim.url, store, _sim_key(sim.url), LEARN_PROBES))
+        later = asyncio.run(canary_rounds(sim.url, store, _sim_key(sim.url), 1))
     (probe,) = later
     assert isinstance(probe, CanaryProbed)
     assert probe.learned_probes == LEARN_PROBES and probe.expected_al is not None

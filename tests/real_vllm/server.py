@@ -43,6 +43,9 @@ class ServerSpec:
     spec_metrics: str | None = SPEC_METRICS
     """`--per-request-spec-decode-metrics` (none|summary|detailed); None: the flag is not given
     (vLLM refuses any level but none without speculative decoding)."""
+    timing_metrics: bool = False
+    """`--enable-per-request-metrics`: the final usage chunk also carries vLLM's per-request
+    timings (queue, TTFT, generation time, mean ITL), which specmon splits TTFT with."""
 
     def speculative_config(self, models: TinyModels) -> dict[str, object] | None:
         if self.method == "ngram":
@@ -65,7 +68,7 @@ class ServerSpec:
 SPECS: dict[str, ServerSpec] = {
     spec.name: spec
     for spec in (
-        ServerSpec("draft_same", "draft_model", "draft_same"),
+        ServerSpec("draft_same", "draft_model", "draft_same", timing_metrics=True),
         ServerSpec("draft_noised", "draft_model", "draft_noised"),
         ServerSpec("draft_other", "draft_model", "draft_other"),
         ServerSpec("ngram", "ngram"),
@@ -179,6 +182,8 @@ def serve_args(spec: ServerSpec, models: TinyModels, port: int) -> list[str]:
         args += ["--speculative-config", json.dumps(config)]
     if spec.spec_metrics is not None:
         args += ["--per-request-spec-decode-metrics", spec.spec_metrics]
+    if spec.timing_metrics:
+        args.append("--enable-per-request-metrics")
     return args
 
 

@@ -335,6 +335,17 @@ def test_same_weights_greedy_all_three_measure_5(vllm_draft_same: VllmServer):
     assert server.per_step == [K] * STEPS and server.al == 5.0
     assert assert_steps_are_the_chunks(server, m.client, MAX_TOKENS) == 0
 
+    # vLLM's per-request timings (`--enable-per-request-metrics`, on this server only): the
+    # engine's share of TTFT is inside the client's, and the rest (HTTP, API server, reading) is
+    # what is left; the server's generation time is at most the client's whole request.
+    timing = m.client.server_timing
+    assert timing is not None and timing.ttft_s is not None and timing.generation_s is not None
+    split = m.client.ttft_split
+    assert split is not None and m.client.ttft_s is not None
+    assert split.client_ttft_s == m.client.ttft_s
+    assert 0 < split.server_ttft_s <= m.client.ttft_s + 0.005  # 5 ms: the two clocks' start
+    assert math.isclose(split.outside_s, m.client.ttft_s - split.server_ttft_s, abs_tol=1e-9)
+
     # The session state shows the same numbers, and the request is not flagged.
     row = m.session_row(vllm_draft_same)
     assert row["client_acceptance_length"] == row["metrics_acceptance_length"] == 5.0

@@ -108,7 +108,7 @@ def test_the_gpu_heats_and_its_clock_falls_from_85_to_91_degrees() -> None:
 
 def test_acceptance_falls_with_context_and_the_cliff_is_found(start_sim) -> None:
     sim = start_sim(seed=1, drift="context:512:1024")
-    view = _fold(_fake_timed(sim, 3, 1600), n_spec=8).view().diagnosis
+    view = _fold(_fake_timed(sim, 10, 1600), n_spec=8).view().diagnosis  # 10: a cliff needs answers
     assert view is not None
     cliff = view.context
     assert cliff.detected, cliff

@@ -382,3 +382,17 @@ async def test_the_system_prompt_is_edited_per_conversation_sent_and_saved(
     close_history(history)
     (conv,) = saved(data_home)
     assert conv.settings.system is None
+
+
+@pytest.mark.parametrize("verdict", ["ok", "transition", "vanilla-speed", "failed", "unjudged"])
+def test_a_saved_verdict_reads_back_as_itself(verdict: str) -> None:
+    """A resumed answer keeps its badge: "vanilla-speed" was not among the names read back, so a
+    flagged answer came back unjudged."""
+    from specmon.core.chat_record import SavedNumbers
+    from specmon.ui.answer_numbers import AnswerNumbers
+    from specmon.ui.chat_history import answer_numbers, saved_numbers
+
+    numbers = AnswerNumbers(3, 100.0, 0.1, 3.0, 0.3, "server", flag=verdict)  # type: ignore[arg-type]
+    saved = saved_numbers(numbers)
+    assert answer_numbers(saved).flag == verdict
+    assert answer_numbers(SavedNumbers(verdict="no-such-verdict")).flag == "unjudged"

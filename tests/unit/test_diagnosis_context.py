@@ -72,3 +72,22 @@ def test_a_flat_acceptance_has_no_cliff() -> None:
 def test_bad_edges_are_refused() -> None:
     with pytest.raises(ValueError):
         ContextBins((10, 5))
+
+
+def test_a_degradation_cycle_in_a_growing_chat_is_not_a_context_cliff() -> None:
+    """`specmon demo` (a chat whose context grows through the 5 fast, 1 transition, 3 slow, 1
+    recovery cycle) showed "AL 3.5 below 1k, 1.7 past 1k" after 12 answers: its slow answers
+    happened to come at longer contexts. A cliff needs a cycle's worth of answers on each side,
+    and then both sides hold the same mix."""
+    bins = ContextBins()
+    al = [4] * 5 + [2] + [1] * 3 + [3]  # tokens a step: one cycle
+    for n, a in enumerate(al + al[:2]):  # 12 answers, each 300 tokens of context further on
+        bins.add_answer([(300 * n + 10 * i, a) for i in range(25)])
+    unguarded = find_cliff(bins.edges, bins.steps, bins.tokens)
+    assert unguarded.summary == "AL 4.0 below 1k, 2.6 past 1k"  # what the panel said
+    assert not bins.view().detected
+    for n in range(40):  # 40 answers: a real cliff past 8k still shows
+        context = 9000 if n % 2 else 2000
+        bins.add_answer([(context, 4 if context < 8192 else 1)] * 30)
+    view = bins.view()
+    assert view.detected and view.past_tokens is not None and view.past_tokens >= 8192

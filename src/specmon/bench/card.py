@@ -14,7 +14,6 @@ Redaction (core.redaction): every text goes through `redact_text` (API keys, tok
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
@@ -26,6 +25,7 @@ from specmon.bench.result import BenchResult, ResultError, load_result
 from specmon.bench.sweep import SweepError, SweepStore, SweepSummary, summarize
 from specmon.core.display_text import DASH, MAX_NUMBER_CHARS, fit
 from specmon.core.redaction import redact_text
+from specmon.core.safe_json import finite
 
 FORMAT = "specmon-card"
 VERSION = 1
@@ -240,21 +240,10 @@ def load_card(path: str | Path, redaction: Redaction = Redaction()) -> RigCard:
 # ---------------------------------------------------------------- renderings
 
 
-def _finite(value: Any) -> Any:
-    """`value` with non-finite floats as None (JSON has no NaN or Infinity)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
-
-
 def card_json(card: RigCard) -> dict[str, Any]:
-    d = _finite(asdict(card))
+    d = finite(asdict(card))
     d["per_position"] = [
-        {"position": i + 1, "acceptance_rate": _finite(v)} for i, v in enumerate(card.per_position)
+        {"position": i + 1, "acceptance_rate": finite(v)} for i, v in enumerate(card.per_position)
     ]
     return {"format": FORMAT, "version": VERSION, **d}
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from specmon.bench.config import MAX_TOKENS_LIMIT, BenchConfig, ConfigError
 from specmon.bench.result import BenchResult
-from specmon.core.diagnosis.context_cliff import ContextCliffView
+from specmon.core.diagnosis.context_cliff import BIN_EDGES, ContextCliffView, find_cliff
 from specmon.core.display_text import MAX_NUMBER_CHARS, fit
 from specmon.core.events import Event, SessionInfo
 from specmon.core.session_state import SessionState
@@ -72,13 +72,19 @@ def point_of(input_len: int, result: BenchResult) -> ContextPoint:
 
 
 def context_of(events: Sequence[Event], n_spec: int | None) -> ContextCliffView:
-    """Acceptance by context over the runs' events (folded as a session would fold them)."""
+    """Acceptance by context over the runs' events (folded as a session would fold them). The
+    sweep's workload is controlled (one prompt length a run), so the cliff is looked for without
+    the live session's guard of MIN_ANSWERS_PER_SIDE answers on each side."""
     state = SessionState(SessionInfo(n_spec=n_spec), max_requests=1)
     for e in events:
         state.apply(e)
     d = state.view().diagnosis
     assert d is not None
-    return d.context
+    steps, tokens = [0] * len(BIN_EDGES), [0] * len(BIN_EDGES)
+    for b in d.context.bins:
+        i = BIN_EDGES.index(b.lo_tokens)
+        steps[i], tokens[i] = b.steps, b.tokens
+    return find_cliff(BIN_EDGES, steps, tokens)
 
 
 async def run_context_sweep(

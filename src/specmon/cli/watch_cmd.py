@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import threading
@@ -390,17 +389,9 @@ def dumps(snapshot: dict[str, Any]) -> str:
     try:
         return json.dumps(snapshot, allow_nan=False)
     except ValueError:
-        return json.dumps(_finite(snapshot), allow_nan=False)
+        from specmon.core.safe_json import finite
 
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
+        return json.dumps(finite(snapshot), allow_nan=False)
 
 
 def _json_lines(monitor: Monitor) -> int:

@@ -31,7 +31,8 @@ class SavedNumbers:
     al_source: str | None = None
     """"server", "chunks" or "metrics": where the AL came from."""
     verdict: str = "unjudged"
-    """ok, transition, vanilla, failed or unjudged (the vanilla-speed detector's verdict)."""
+    """The answer's verdict as core.verdict names it (ok, transition, vanilla-speed, failed,
+    cancelled, unjudged; a name this specmon does not know reads back as unjudged)."""
     reasons: tuple[str, ...] = ()
 
 

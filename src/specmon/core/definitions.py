@@ -558,8 +558,11 @@ DEFINITIONS: tuple[Definition, ...] = (
         'Where acceptance falls off with context, e.g. "AL 3.4 below 8k, 1.6 past 20k".',
         "The split of the bins with the largest drop of pooled AL from below to above it, "
         f"reported when it is at least {context_cliff.MIN_DROP_FRAC:.0%} with at least "
-        f'{context_cliff.MIN_STEPS_PER_SIDE} steps on each side. "Past" is the first bin '
-        "(with enough steps) whose AL is below the midpoint of the two sides.",
+        f"{context_cliff.MIN_STEPS_PER_SIDE} steps from at least "
+        f"{context_cliff.MIN_ANSWERS_PER_SIDE} answers on each side (fewer answers: a "
+        "degradation cycle in a growing chat would look like a cliff; bench --context-sweep, "
+        'a controlled workload, needs only the steps). "Past" is the first bin (with enough '
+        "steps) whose AL is below the midpoint of the two sides.",
     ),
     _d(
         "thermal_attribution",

@@ -20,6 +20,7 @@ SPEC is a comma-separated list of items:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 DRIFT_SYNTAX = (
     "context:LO:HI[:FLOOR], uptime:HALF_LIFE_S, thermal[:HEAT_S], loop:EVERY, garble:EVERY"
@@ -119,7 +120,7 @@ def _number(text: str, item: str, kind: type[int] | type[float]) -> float:
 
 def parse_drift(spec: str) -> Drift:
     """Parse a `--drift` value; DriftError (one line, naming the valid forms) if bad."""
-    fields: dict[str, object] = {}
+    fields: dict[str, Any] = {}  # Drift's own fields, each checked as it is parsed
     for raw in spec.split(","):
         item = raw.strip()
         kind, _, rest = item.partition(":")
@@ -145,4 +146,4 @@ def parse_drift(spec: str) -> Drift:
             fields["garble_every"] = int(_number(args[0], item, int))
         else:
             raise DriftError(f"bad drift item {item!r} (valid: {DRIFT_SYNTAX})")
-    return Drift(**fields)  # type: ignore[arg-type]
+    return Drift(**fields)

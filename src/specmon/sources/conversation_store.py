@@ -280,7 +280,7 @@ class ConversationStore:
         with self._errors() as db:
             if db is None:
                 return []
-            where, params = "", ()
+            where, params = "", tuple[str, ...]()
             needle = text.strip()
             if needle:
                 pattern = (
@@ -291,7 +291,7 @@ class ConversationStore:
                     "(SELECT 1 FROM turns t WHERE t.conversation_id = c.id AND (t.prompt LIKE ? "
                     "ESCAPE '\\' OR t.answer LIKE ? ESCAPE '\\'))"
                 )
-                params = (pattern,) * 4  # type: ignore[assignment]
+                params = (pattern,) * 4
             rows = db.execute(
                 "SELECT c.id, c.title, c.model, c.server_url, c.updated_at, (SELECT count(*) "
                 f"FROM turns t WHERE t.conversation_id = c.id) FROM conversations c {where} "

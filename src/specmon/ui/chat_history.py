@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, get_args
 
 from specmon.core.chat_record import (
     SavedConversation,
@@ -25,15 +25,18 @@ from specmon.core.chat_record import (
     title_of,
 )
 from specmon.core.conversation_export import to_markdown
+from specmon.core.verdict import VerdictKind
 from specmon.ui.answer_numbers import AnswerNumbers
-from specmon.ui.conversation import ChatSettings, Turn
+from specmon.ui.conversation import ChatSettings, Turn, TurnStatus
 from specmon.ui.widgets.turn import format_numbers
 
 if TYPE_CHECKING:
     from specmon.runtime.chat_saver import ChatSaver
     from specmon.ui.port import ServerSummary
 
-_VERDICTS = ("ok", "transition", "vanilla", "failed", "unjudged")
+_VERDICTS: dict[str, VerdictKind] = {k: k for k in get_args(VerdictKind)}
+"""Every verdict by its saved name (a name this specmon does not know reads back "unjudged")."""
+_STATUSES: dict[str, TurnStatus] = {"ok": "ok", "cancelled": "cancelled", "failed": "failed"}
 
 
 def saved_numbers(n: AnswerNumbers) -> SavedNumbers:
@@ -50,7 +53,7 @@ def saved_numbers(n: AnswerNumbers) -> SavedNumbers:
 
 
 def answer_numbers(n: SavedNumbers) -> AnswerNumbers:
-    verdict = n.verdict if n.verdict in _VERDICTS else "unjudged"
+    verdict = _VERDICTS.get(n.verdict or "", "unjudged")
     return AnswerNumbers(
         tokens=n.tokens,
         decode_tok_s=n.decode_tok_s,
@@ -58,7 +61,7 @@ def answer_numbers(n: SavedNumbers) -> AnswerNumbers:
         acceptance_length=n.acceptance_length,
         acceptance_rate=n.acceptance_rate,
         al_source=n.al_source,
-        flag=verdict,  # type: ignore[arg-type]
+        flag=verdict,
         reasons=n.reasons,
     )
 
@@ -174,11 +177,11 @@ class ChatHistory:
             return []
         out = []
         for t in saved.turns:
-            status = t.status if t.status in ("ok", "cancelled", "failed") else "ok"
+            status = _STATUSES.get(t.status, "ok")
             turn = Turn(
                 t.prompt,
                 t.answer,
-                status=status,  # type: ignore[arg-type]
+                status=status,
                 error=t.error,
                 completion_tokens=t.numbers.tokens if t.numbers is not None else None,
             )

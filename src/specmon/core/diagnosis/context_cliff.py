@@ -40,6 +40,11 @@ BIN_EDGES: tuple[int, ...] = (
 
 MIN_STEPS_PER_SIDE = 20
 """A cliff needs at least this many steps on each side of the split."""
+MIN_ANSWERS_PER_SIDE = 10
+"""... and steps from at least this many answers on each side (an answer counted once per bin it
+reached): a chat whose context grows while the server goes through a degradation cycle (5 fast,
+1 transition, 3 slow, 1 recovery) has its slow answers at longer contexts for a while; with a
+cycle's worth of answers on each side both sides hold the same mix and nothing is called a cliff."""
 MIN_BIN_STEPS = 5
 """Bins with fewer steps are shown but take no part in locating the cliff's edges."""
 MIN_DROP_FRAC = 0.25
@@ -125,7 +130,7 @@ def _k(tokens: int) -> str:
 class ContextBins:
     """Fixed-size fold: steps and tokens per context bin."""
 
-    __slots__ = ("edges", "steps", "tokens")
+    __slots__ = ("answers", "edges", "steps", "tokens")
 
     def __init__(self, edges: Sequence[int] = BIN_EDGES) -> None:
         if not edges or list(edges) != sorted(set(edges)) or edges[0] != 0:
@@ -133,6 +138,7 @@ class ContextBins:
         self.edges = tuple(edges)
         self.steps = [0] * len(self.edges)
         self.tokens = [0] * len(self.edges)
+        self.answers = [0] * len(self.edges)
 
     def add(self, context_tokens: int, tokens: int) -> None:
         """One step of `tokens` tokens at `context_tokens` of context."""
@@ -145,15 +151,21 @@ class ContextBins:
     def add_answer(self, steps: Sequence[tuple[int, int]]) -> None:
         for context, tokens in steps:
             self.add(context, tokens)
+        for i in {bin_index(context, self.edges) for context, tokens in steps if tokens > 0}:
+            self.answers[i] += 1
 
     def view(self) -> ContextCliffView:
-        return find_cliff(self.edges, self.steps, self.tokens)
+        return find_cliff(self.edges, self.steps, self.tokens, self.answers)
 
 
 def find_cliff(
-    edges: Sequence[int], steps: Sequence[int], tokens: Sequence[int]
+    edges: Sequence[int],
+    steps: Sequence[int],
+    tokens: Sequence[int],
+    answers: Sequence[int] | None = None,
 ) -> ContextCliffView:
-    """The bins' view and the split with the largest pooled-AL drop (see the module text)."""
+    """The bins' view and the split with the largest pooled-AL drop (see the module text);
+    `answers` (per bin; None: not counted) must reach MIN_ANSWERS_PER_SIDE on each side."""
     n = len(edges)
     bins = tuple(
         ContextBinView(
@@ -172,6 +184,10 @@ def find_cliff(
         s_lo, t_lo = sum(steps[:s]), sum(tokens[:s])
         s_hi, t_hi = total - s_lo, sum(tokens) - t_lo
         if s_lo < MIN_STEPS_PER_SIDE or s_hi < MIN_STEPS_PER_SIDE:
+            continue
+        if answers is not None and (
+            sum(answers[:s]) < MIN_ANSWERS_PER_SIDE or sum(answers[s:]) < MIN_ANSWERS_PER_SIDE
+        ):
             continue
         al_lo, al_hi = t_lo / s_lo, t_hi / s_hi
         drop = (al_lo - al_hi) / al_lo

@@ -37,7 +37,7 @@ from specmon.ui.widgets.answer import AnswerView
 from specmon.ui.widgets.connect_box import ConnectBox
 from specmon.ui.widgets.diagnosis_panel import answer_diagnosis
 from specmon.ui.widgets.heat import heat_colors, heat_legend, heat_styles
-from specmon.ui.widgets.side_panel import SidePanel, panel_summary
+from specmon.ui.widgets.side_panel import SidePanel, panel_summary, toggle_open
 from specmon.ui.widgets.turn import (
     HeaderBar,
     PromptInput,
@@ -695,13 +695,7 @@ class ChatScreen(RecordingScreen):
         whole panel in place of the conversation, focused so that the arrows and PgUp/PgDn
         scroll it; F9 again (or Esc) goes back to the conversation and the prompt. Elsewhere
         it moves the focus to the panel and back."""
-        panel = self.query_one(SidePanel)
-        opening = not self.has_class("-panel-open") and not panel.has_focus
-        self.set_class(opening and self.has_class("-short"), "-panel-open")
-        if opening:
-            panel.focus()
-        else:
-            self.query_one("#prompt", PromptInput).focus()
+        toggle_open(self.query_one(SidePanel), "-short", self.query_one("#prompt", PromptInput))
 
     def action_follow(self) -> None:
         self.query_one("#conversation", VerticalScroll).anchor()

@@ -28,7 +28,7 @@ from specmon.ui.answer_numbers import AnswerNumbers, numbers_from_row
 from specmon.ui.formatting import visible
 from specmon.ui.replay_port import ReplayPort
 from specmon.ui.screens.dialogs import ANSWER_COLUMNS, row_cells
-from specmon.ui.widgets.side_panel import SidePanel, panel_summary
+from specmon.ui.widgets.side_panel import SidePanel, panel_summary, toggle_open
 from specmon.ui.widgets.timeline import Timeline, clock_text, speed_text
 
 if TYPE_CHECKING:
@@ -242,13 +242,9 @@ class ReplayScreen(Screen[None]):
     def action_toggle_panel(self) -> None:
         """F9: below WIDE_WIDTH, the whole panel in place of the answers (focused: the arrows
         scroll it), and back; beside the answers, the focus to the panel and back."""
-        panel = self.query_one(SidePanel)
-        opening = not self.has_class("-panel-open") and not panel.has_focus
-        self.set_class(opening and self.has_class("-narrow"), "-panel-open")
-        if opening:
-            panel.focus()
-        else:
-            self.query_one("#replay-answers", DataTable).focus()
+        toggle_open(
+            self.query_one(SidePanel), "-narrow", self.query_one("#replay-answers", DataTable)
+        )
 
     def action_dismiss_notice(self) -> None:
         """Esc: hide the reader's notice (it is printed again on stderr after the app)."""

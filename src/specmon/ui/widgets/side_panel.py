@@ -20,6 +20,7 @@ from dataclasses import replace
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
+from textual.widget import Widget
 from textual.widgets import Static
 
 from specmon.core.events import GpuReading
@@ -530,3 +531,17 @@ class SidePanel(VerticalScroll):
         note = self.query_one("#panel-note", Static)
         note.update(Text(visible(text)))
         note.display = bool(text)
+
+
+def toggle_open(panel: SidePanel, collapsed: str, back_to: Widget) -> None:
+    """F9 on a screen with a side panel: where the screen has the `collapsed` class (the panel
+    folded into its summary line), show the whole panel in place of the screen's main part
+    (class -panel-open) and focus it, so the arrows and PgUp/PgDn scroll it; elsewhere only move
+    the focus to the panel. Again (or Esc), back to `back_to`."""
+    screen = panel.screen
+    opening = not screen.has_class("-panel-open") and not panel.has_focus
+    screen.set_class(opening and screen.has_class(collapsed), "-panel-open")
+    if opening:
+        panel.focus()
+    else:
+        back_to.focus()
