@@ -12,12 +12,12 @@ from rich.console import Console
 from specmon.bench.analysis import analyze
 from specmon.bench.config import BenchConfig
 from specmon.bench.render import summary_renderable
-from specmon.bench.result import ServerInfo, summary_markdown
+from specmon.bench.result import BenchResult, ServerInfo, summary_markdown
 
 RATES = (0.734, 0.468, 0.298, 0.234, 0.153, 0.089, 0.048, 0.024)
 
 
-def _result(rates: tuple[float, ...] = RATES):  # type: ignore[no-untyped-def]
+def _result(rates: tuple[float, ...] = RATES) -> BenchResult:
     base = analyze([], server=ServerInfo(url="http://127.0.0.1:9", n_spec=8), config=BenchConfig())
     spec = dataclasses.replace(
         base.spec_decode,
@@ -33,7 +33,7 @@ def _result(rates: tuple[float, ...] = RATES):  # type: ignore[no-untyped-def]
     return dataclasses.replace(base, spec_decode=spec)
 
 
-def _render(result, width: int) -> list[str]:  # type: ignore[no-untyped-def]
+def _render(result: BenchResult, width: int) -> list[str]:
     console = Console(width=width, record=True, highlight=False, color_system=None)
     with console.capture() as cap:
         console.print(summary_renderable(result))
