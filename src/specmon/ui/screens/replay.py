@@ -28,6 +28,7 @@ from specmon.ui.answer_numbers import AnswerNumbers, numbers_from_row
 from specmon.ui.formatting import visible
 from specmon.ui.replay_port import ReplayPort
 from specmon.ui.screens.dialogs import ANSWER_COLUMNS, row_cells
+from specmon.ui.styles import theme_styles
 from specmon.ui.widgets.side_panel import GraphSeries, SidePanel, panel_summary
 from specmon.ui.widgets.timeline import Timeline, clock_text, speed_text
 
@@ -217,7 +218,11 @@ class ReplayScreen(Screen[None]):
                 series.sample(sample)
             side.set_series(view.servers[0].source if view.servers else None, series)
             side.show(view, last_answer(view, self._badges))
-            summary = panel_summary(view, last_answer(view, self._badges))
+            summary = panel_summary(
+                view,
+                last_answer(view, self._badges),
+                styles=theme_styles(self.app.theme_variables),
+            )
             self.query_one("#replay-summary", Static).update(summary)
 
     def _show_rows(self, view: SessionView, start: float) -> None:
