@@ -34,7 +34,7 @@ class Styles:
     other: str
     """The theme's secondary: lifetime graphs, resets, the console's border."""
     simulated: str
-    """The simulated label."""
+    """`watch`'s simulated banner and border (the panel's label is a warning, as the header's)."""
 
     def status(self, state: str) -> str:
         """The style of a server state (up, restarted, stale, down, unreadable, connecting)."""

@@ -163,7 +163,7 @@ def server_section(
     out.append(f"{status:<10}", style=styles.status(status))
     out.append(f" vLLM {visible_line(info.vllm_version)}")
     if view.simulated:
-        out.append("  SIMULATED", style=f"bold reverse {styles.simulated}")
+        out.append("  SIMULATED", style=f"bold reverse {styles.warning}")
     if server and server.status in ("stale", "down", "unreadable") and server.status_detail:
         out.append("\n  " + visible_line(server.status_detail)[:80], style=styles.error)
     n_spec = server.n_spec if server and server.n_spec is not None else info.n_spec
