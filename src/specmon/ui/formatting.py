@@ -100,25 +100,6 @@ class FlagWords:
     text: str
 
 
-FLAG_STYLES: dict[FlagKind, str] = {
-    "failed": "red",
-    "flagged": "bold yellow",
-    "ok": "green",
-    "unknown": "",
-}
-"""Colour of each flag kind (Rich/Textual style words)."""
-
-STATUS_STYLES: dict[str, str] = {
-    "up": "green",
-    "restarted": "bold cyan",
-    "stale": "yellow",
-    "down": "bold red",
-    "unreadable": "bold red",
-    "connecting": "dim",
-}
-"""Colour of each server state (the servers table, the panel, `watch`'s console)."""
-
-
 def flag_words(row: RequestRow) -> FlagWords:
     """The flag of a request (its verdict, core.verdict): failed/cancelled with the error,
     VANILLA SPEED or TRANSITION with its reasons, ok, or — (not judged, or still running).

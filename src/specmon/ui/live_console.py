@@ -38,10 +38,8 @@ from specmon.core.histogram_quantiles import choose_latency
 from specmon.core.views import GpuView, PercentileView, RequestRow, SessionView
 from specmon.ui.formatting import (
     DASH,
-    FLAG_STYLES,
     SIMULATED_BANNER,
     SIMULATED_PREFIX,
-    STATUS_STYLES,
     WINDOW_LABEL,
     clean,
     cycle_text,
@@ -59,6 +57,7 @@ from specmon.ui.formatting import (
     lifetime_label,
     status_word,
 )
+from specmon.ui.styles import CONSOLE_STYLES
 
 __all__ = ["DASH", "TextTail", "clean", "fmt", "render", "run_live", "run_plain"]
 
@@ -109,7 +108,7 @@ class TextTail:
 def _flag_text(row: RequestRow) -> Text:
     words = flag_words(row)
     text = words.text[:60] if words.kind == "failed" else words.text
-    return Text(text, style=FLAG_STYLES[words.kind])
+    return Text(text, style=CONSOLE_STYLES.flag(words.kind))
 
 
 def requests_table(view: SessionView, max_rows: int = 12) -> Table:
@@ -162,7 +161,7 @@ def servers_table(view: SessionView) -> Table:
         table.add_column(name)
     for s in view.servers:
         status = status_word(s.status)
-        status_text = Text(status, style=STATUS_STYLES.get(status, ""))
+        status_text = Text(status, style=CONSOLE_STYLES.status(status))
         if s.status_detail and status != "up":
             status_text.append(" " + clean(s.status_detail)[:60])
         life = s.lifetime
@@ -219,7 +218,7 @@ def gpu_line(g: GpuReading) -> Text:
     line = Text(gpu_text(g))
     throttle = gpu_throttle_text(g)
     if throttle:
-        line.append("  " + throttle, style="yellow")
+        line.append("  " + throttle, style=CONSOLE_STYLES.warning)
     return line
 
 
@@ -257,7 +256,13 @@ def render(
     """The whole screen for one view."""
     parts: list[RenderableType] = []
     if view.simulated:
-        parts.append(Text(SIMULATED_BANNER, style="bold white on magenta", justify="center"))
+        parts.append(
+            Text(
+                SIMULATED_BANNER,
+                style=f"bold reverse {CONSOLE_STYLES.simulated}",
+                justify="center",
+            )
+        )
     parts.append(servers_table(view))
     parts.extend(latency_lines(view))
     parts.extend(fleet_lines(view))
@@ -271,7 +276,7 @@ def render(
     )
     cycle = cycle_text(view.cycle)
     if cycle is not None:
-        line.append(f"   cycle: {cycle}", style="yellow")
+        line.append(f"   cycle: {cycle}", style=CONSOLE_STYLES.warning)
     parts.append(line)
     parts.extend(_gpu_parts(view.gpu))
     if text_tail is not None and text_tail[0] is not None:
@@ -286,7 +291,7 @@ def render(
     return Panel(
         Group(*parts),
         title=Text(title),
-        border_style="magenta" if view.simulated else "blue",
+        border_style=CONSOLE_STYLES.simulated if view.simulated else CONSOLE_STYLES.other,
     )
 
 

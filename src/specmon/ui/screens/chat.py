@@ -33,6 +33,7 @@ from specmon.ui.messages import SettingsChanged
 from specmon.ui.port import Ask, Connection, SessionPort
 from specmon.ui.screens.dialogs import AnswersScreen, ModelScreen, SettingsScreen, blank
 from specmon.ui.screens.recording import RecordingScreen
+from specmon.ui.styles import theme_styles
 from specmon.ui.widgets.answer import AnswerView
 from specmon.ui.widgets.connect_box import ConnectBox
 from specmon.ui.widgets.diagnosis_panel import answer_diagnosis
@@ -213,7 +214,12 @@ class ChatScreen(RecordingScreen):
         view = self.port.view()
         numbers = self.current_numbers()
         self.query_one(SidePanel).show(view, numbers, waiting=self._waiting_word())
-        summary = panel_summary(view, numbers, waiting=self._waiting_word())
+        summary = panel_summary(
+            view,
+            numbers,
+            waiting=self._waiting_word(),
+            styles=theme_styles(self.app.theme_variables),
+        )
         self.query_one("#panel-summary", Static).update(summary)
         history = self.chat_history
         if history is not None and (problem := history.problem()) is not None:

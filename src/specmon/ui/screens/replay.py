@@ -28,6 +28,7 @@ from specmon.ui.answer_numbers import AnswerNumbers, numbers_from_row
 from specmon.ui.formatting import visible
 from specmon.ui.replay_port import ReplayPort
 from specmon.ui.screens.dialogs import ANSWER_COLUMNS, row_cells
+from specmon.ui.styles import theme_styles
 from specmon.ui.widgets.side_panel import SidePanel, panel_summary, toggle_open
 from specmon.ui.widgets.timeline import Timeline, clock_text, speed_text
 
@@ -214,7 +215,11 @@ class ReplayScreen(Screen[None]):
             side = self.query_one(SidePanel)
             # The graphs: the replayed state's own history, up to the play head.
             side.show(view, last_answer(view, self._badges), now=position.t)
-            summary = panel_summary(view, last_answer(view, self._badges))
+            summary = panel_summary(
+                view,
+                last_answer(view, self._badges),
+                styles=theme_styles(self.app.theme_variables),
+            )
             self.query_one("#replay-summary", Static).update(summary)
 
     def _show_rows(self, view: SessionView, start: float) -> None:

@@ -25,6 +25,7 @@ from specmon.core.startup_log import PHASE_WORDS, StartupPhase, StartupProgress
 from specmon.ui.formatting import visible
 from specmon.ui.host import HostWatch, StartupFailed
 from specmon.ui.messages import HostFailed, HostReady
+from specmon.ui.styles import theme_styles
 from specmon.ui.widgets.log_pane import LogPane
 
 REDRAW_HZ = 4.0
@@ -161,8 +162,10 @@ class StartupScreen(Screen[None]):
         p = self.host.progress()
         failed = self.failure is not None
         text = Text()
+        styles = theme_styles(self.app.theme_variables)
+        marks = {"✓": styles.ok, "▶": "bold", "✗": f"bold {styles.error}"}
         for mark, words in progress_lines(p, failed=failed):
-            style = {"✓": "green", "▶": "bold", "✗": "bold red"}.get(mark, "dim")
+            style = marks.get(mark, "dim")
             text.append(f" {mark} ", style)
             text.append(visible(words) + "\n", "" if mark != "·" else "dim")
         self.query_one("#startup-progress", Static).update(text)

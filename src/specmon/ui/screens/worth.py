@@ -25,6 +25,7 @@ from specmon.core.position_worth import (
 )
 from specmon.core.views import SessionView
 from specmon.ui.formatting import DASH, fmt_field
+from specmon.ui.styles import CONSOLE_STYLES, Styles, theme_styles
 from specmon.ui.widgets.side_panel import chosen_hint
 
 REFRESH_S = 1.0
@@ -72,7 +73,7 @@ def _positions(worth: PositionWorth | None, other: PositionWorth | None, k: int)
     return out
 
 
-def worth_text(view: SessionView | None) -> Text:
+def worth_text(view: SessionView | None, *, styles: Styles = CONSOLE_STYLES) -> Text:
     """The modal's text for the first server of `view`."""
     server = view.servers[0] if view is not None and view.servers else None
     if server is None:
@@ -106,7 +107,7 @@ def worth_text(view: SessionView | None) -> Text:
         )
     else:
         hint, which = found
-        out.append(f"{hint.text} ({which}).", style="bold yellow")
+        out.append(f"{hint.text} ({which}).", style=f"bold {styles.warning}")
     out.append(
         "\n\nAssumes the first n positions accept as they do now when fewer are drafted; the "
         "verify cost, which grows with n_spec, is not in these numbers.",
@@ -146,7 +147,7 @@ class WorthScreen(ModalScreen[None]):
         self.set_interval(REFRESH_S, self.refresh_numbers)
 
     def refresh_numbers(self) -> None:
-        text = worth_text(self._read_view())
+        text = worth_text(self._read_view(), styles=theme_styles(self.app.theme_variables))
         if text.plain != self._shown:
             self._shown = text.plain
             self.query_one("#worth-body", Static).update(text)

@@ -11,15 +11,7 @@ from rich.text import Text
 
 from specmon.core.step_heat import AnswerHeat, HeatClass, coalesce, many_bar
 from specmon.ui.formatting import visible
-
-HEAT_DEFAULTS: dict[HeatClass, str] = {
-    "many": "#187E36",
-    "some": "#1E307E",
-    "single": "#7B272A",
-    "unknown": "#3A3F47",
-    "prefill": "#242A30",
-}
-"""The heat shades when the theme has no `heat-*` variables (specmon-dark's)."""
+from specmon.ui.styles import HEAT_DEFAULTS
 
 HEAT_TEXT_STYLE: dict[HeatClass, str] = {
     "many": "",

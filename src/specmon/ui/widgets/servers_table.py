@@ -24,7 +24,8 @@ from textual.widgets import Static
 
 from specmon.core.events import GpuReading
 from specmon.core.views import EngineView, ServerView, SessionView
-from specmon.ui.formatting import STATUS_STYLES, fmt_field, visible
+from specmon.ui.formatting import fmt_field, visible
+from specmon.ui.styles import CONSOLE_STYLES, Styles, theme_styles
 from specmon.ui.widgets.side_panel import NOT_READING, live_numbers
 
 RESTART_SHOWN_S = 30.0
@@ -205,6 +206,7 @@ def table_text(
     *,
     waiting: str = "connecting…",
     width: int | None = None,
+    styles: Styles = CONSOLE_STYLES,
 ) -> Text:
     """The whole table for one view: a header line, then per server its row (▶ on the selected
     one), its last error when it is not up, and its engines when it has more than one (and is
@@ -213,7 +215,7 @@ def table_text(
     if view is None:
         return Text(waiting, style="dim")
     if not view.servers:
-        return Text(EMPTY_TEXT, style="bold yellow")
+        return Text(EMPTY_TEXT, style=f"bold {styles.warning}")
     layout = layout_for(width)
     name_width = layout.name_width
     out = Text(header_line(layout), style="dim")
@@ -224,14 +226,14 @@ def table_text(
         out.append("▶ " if chosen else "  ", style="bold")
         name = short_name(server.source, name_width)
         out.append(f"{name:<{name_width}} ", style="bold" if chosen else "")
-        out.append(f"{state:<10}", style=STATUS_STYLES.get(state, ""))
+        out.append(f"{state:<10}", style=styles.status(state))
         out.append(_keep(server_cells(view, server), layout), style="bold" if chosen else "")
         if server.status in ("down", "stale", "unreadable") and server.status_detail:
             detail = visible(" ".join(server.status_detail.split()))
             limit = ERROR_WIDTH if width is None else max(20, width - len("    last error: "))
             if len(detail) > limit:
                 detail = detail[: limit - 1] + "…"
-            out.append(f"\n    last error: {detail}", style="red")
+            out.append(f"\n    last error: {detail}", style=styles.error)
         if len(server.engine_numbers) > 1 and server.status not in NOT_READING:
             for engine in server.engine_numbers:
                 label = short_name(f"engine {engine.engine}", name_width - 4)
@@ -261,7 +263,13 @@ class ServersTable(Static):
     ) -> None:
         """Redraw when the text changed."""
         width = self.content_region.width or None  # 0 before the first layout: every column
-        text = table_text(view, selected, waiting=waiting, width=width)
+        text = table_text(
+            view,
+            selected,
+            waiting=waiting,
+            width=width,
+            styles=theme_styles(self.app.theme_variables),
+        )
         key = text.plain + repr(text.spans)
         if key != self._shown:
             self._shown = key

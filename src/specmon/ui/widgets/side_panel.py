@@ -31,12 +31,12 @@ from specmon.ui.answer_numbers import AnswerNumbers
 from specmon.ui.formatting import (
     DASH,
     GIB,
-    STATUS_STYLES,
     cycle_text,
     fmt_field,
     visible,
     visible_line,
 )
+from specmon.ui.styles import CONSOLE_STYLES, Styles, theme_styles
 from specmon.ui.widgets.diagnosis_panel import DiagnosisSection
 
 GRAPH_SECONDS = 60
@@ -165,7 +165,9 @@ def _t(text: str, style: str = "") -> Text:
     return Text(text, style=style)
 
 
-def server_section(view: SessionView, server: ServerView | None) -> Text:
+def server_section(
+    view: SessionView, server: ServerView | None, *, styles: Styles = CONSOLE_STYLES
+) -> Text:
     info = view.info
     if server is not None and len(view.servers) > 1 and info.server not in (None, server.source):
         # The session's identity (model, draft, version) is its first server's: another server
@@ -179,13 +181,13 @@ def server_section(view: SessionView, server: ServerView | None) -> Text:
         )
     status = server.status if server and server.status else "connecting"
     out = Text()
-    out.append("● ", style=STATUS_STYLES.get(status, ""))
-    out.append(f"{status:<10}", style=STATUS_STYLES.get(status, ""))
+    out.append("● ", style=styles.status(status))
+    out.append(f"{status:<10}", style=styles.status(status))
     out.append(f" vLLM {visible_line(info.vllm_version)}")
     if view.simulated:
-        out.append("  SIMULATED", style="bold reverse yellow")
+        out.append("  SIMULATED", style=f"bold reverse {styles.warning}")
     if server and server.status in ("stale", "down", "unreadable") and server.status_detail:
-        out.append("\n  " + visible_line(server.status_detail)[:80], style="red")
+        out.append("\n  " + visible_line(server.status_detail)[:80], style=styles.error)
     n_spec = server.n_spec if server and server.n_spec is not None else info.n_spec
     if len(view.servers) > 1 and server is not None:
         out.append(f"\nurl    {visible_line(server.source)}")
@@ -207,7 +209,11 @@ def speed_section(server: ServerView | None, answer: AnswerNumbers | None) -> Te
 
 
 def acceptance_section(
-    view: SessionView, server: ServerView | None, now: float | None = None
+    view: SessionView,
+    server: ServerView | None,
+    now: float | None = None,
+    *,
+    styles: Styles = CONSOLE_STYLES,
 ) -> Text:
     """AL and draft acceptance, window and since start, with their graphs of the last minute
     of the server's history before `now` (default: the view's instant)."""
@@ -231,16 +237,16 @@ def acceptance_section(
     def graph(values: tuple[float | None, ...] | None, lo: float, hi: float) -> str:
         return spark(t, values or (), edge, lo, hi)
 
-    out.append(graph(h.acceptance_length if h else None, 1.0, top), style="cyan")
+    out.append(graph(h.acceptance_length if h else None, 1.0, top), style=styles.accent)
     out.append(" ")
-    out.append(graph(h.acceptance_length_lifetime if h else None, 1.0, top), style="blue")
+    out.append(graph(h.acceptance_length_lifetime if h else None, 1.0, top), style=styles.other)
     out.append(f"\nrate  {fmt_field(_pct(w.draft_acceptance_rate if w else None), '.0f', 5)}%")
     out.append(" " * (GRAPH_WIDTH - 5))
     out.append(f"{fmt_field(_pct(life.draft_acceptance_rate if life else None), '.0f', 6)}%\n")
     out.append("0-1   ", style="dim")
-    out.append(graph(h.draft_acceptance_rate if h else None, 0.0, 1.0), style="cyan")
+    out.append(graph(h.draft_acceptance_rate if h else None, 0.0, 1.0), style=styles.accent)
     out.append(" ")
-    out.append(graph(h.draft_acceptance_rate_lifetime if h else None, 0.0, 1.0), style="blue")
+    out.append(graph(h.draft_acceptance_rate_lifetime if h else None, 0.0, 1.0), style=styles.other)
     return out
 
 
@@ -248,7 +254,9 @@ def _pct(frac: float | None) -> float | None:
     return None if frac is None else frac * 100
 
 
-def positions_section(server: ServerView | None, n_spec: int | None) -> Text:
+def positions_section(
+    server: ServerView | None, n_spec: int | None, *, styles: Styles = CONSOLE_STYLES
+) -> Text:
     """Per-position acceptance (window, else since start), two columns of bars."""
     rates: tuple[float, ...] | None = None
     which = "window"
@@ -269,9 +277,9 @@ def positions_section(server: ServerView | None, n_spec: int | None) -> Text:
                 continue
             r = rates[i] if rates and i < len(rates) else None
             out.append(f"{i + 1:>2} ")
-            out.append(bar(r), style="green")
+            out.append(bar(r), style=styles.ok)
             out.append(f" {fmt_field(r, '.2f', 4)}   ")
-    return out + hint_line(server)
+    return out + hint_line(server, styles=styles)
 
 
 PANEL_SOURCE_WORDS = {"streams": "  (this client)", "histograms": "  (server histograms)"}
@@ -302,7 +310,7 @@ def throttle_words(g: GpuReading) -> str:
     return ", ".join(REASON_WORDS.get(r, r) for r in reasons) if reasons else "none"
 
 
-def gpu_section(view: SessionView) -> Text:
+def gpu_section(view: SessionView, *, styles: Styles = CONSOLE_STYLES) -> Text:
     gpu = view.gpu
     if not gpu.gpus:
         why = gpu.error or ("no GPU source (--gpu none)" if gpu.source is None else "no reading")
@@ -325,7 +333,7 @@ def gpu_section(view: SessionView) -> Text:
         out.append(
             f"temp {fmt_field(g.temperature_c, '.0f', 3)} °C / slowdown "
             f"{fmt_field(g.slowdown_temperature_c, '.0f', 3)} °C\n",
-            style="bold red" if hot else "",
+            style=f"bold {styles.error}" if hot else "",
         )
         used = None if g.memory_used_bytes is None else g.memory_used_bytes / GIB
         total = None if g.memory_total_bytes is None else g.memory_total_bytes / GIB
@@ -338,11 +346,14 @@ def gpu_section(view: SessionView) -> Text:
             f"SM {fmt_field(g.sm_clock_mhz, '.0f', 4)} MHz\n"
         )
         words = throttle_words(g)
-        out.append(f"throttle: {words}", style="bold yellow" if words not in ("none", DASH) else "")
+        out.append(
+            f"throttle: {words}",
+            style=f"bold {styles.warning}" if words not in ("none", DASH) else "",
+        )
     return out
 
 
-def flags_section(view: SessionView) -> Text:
+def flags_section(view: SessionView, *, styles: Styles = CONSOLE_STYLES) -> Text:
     s = view.summary
     transitions = sum(
         1 for r in view.rows if r.speed_class is not None and r.speed_class.kind == "transition"
@@ -358,7 +369,7 @@ def flags_section(view: SessionView) -> Text:
     cycle = cycle_text(view.cycle)
     if cycle and view.cycle is not None:
         for line in cycle_lines(view.cycle):
-            out.append("\n" + line, style="yellow")
+            out.append("\n" + line, style=styles.warning)
     else:
         seen = view.cycle.requests if view.cycle else 0
         out.append(f"\ncycle: none seen ({seen} answer{'' if seen == 1 else 's'})", style="dim")
@@ -391,6 +402,7 @@ def panel_sections(
     waiting: str = "connecting…",
     server_index: int = 0,
     now: float | None = None,
+    styles: Styles = CONSOLE_STYLES,
 ) -> list[tuple[str, Text]]:
     """(title, text) of each section of the panel, for one view (`waiting`: what the server
     section says before there is one), about `view.servers[server_index]` (the first by
@@ -404,13 +416,13 @@ def panel_sections(
         server = live_numbers(server)
     n_spec = server.n_spec if server and server.n_spec is not None else view.info.n_spec
     return [
-        ("server", server_section(view, server)),
+        ("server", server_section(view, server, styles=styles)),
         ("speed", speed_section(server, answer)),
-        ("acceptance", acceptance_section(view, server, now)),
-        ("positions", positions_section(server, n_spec)),
+        ("acceptance", acceptance_section(view, server, now, styles=styles)),
+        ("positions", positions_section(server, n_spec, styles=styles)),
         ("load", load_section(view, server)),
-        ("gpu", gpu_section(view)),
-        ("flags", flags_section(view)),
+        ("gpu", gpu_section(view, styles=styles)),
+        ("flags", flags_section(view, styles=styles)),
     ]
 
 
@@ -424,6 +436,7 @@ def panel_summary(
     *,
     waiting: str = "connecting…",
     server_index: int = 0,
+    styles: Styles = CONSOLE_STYLES,
 ) -> Text:
     """The panel in one line, for a terminal too small for the panel (the chat's and the
     replay's at 80x24): the server's state, window tok/s, AL and acceptance, the answers and
@@ -438,7 +451,7 @@ def panel_summary(
         out.append(waiting, style="dim")
     else:
         status = server.status if server and server.status else "connecting"
-        out.append(f"● {status}", style=STATUS_STYLES.get(status, ""))
+        out.append(f"● {status}", style=styles.status(status))
         w = server.window if server else None
         tok_s = w.decode_tok_s if w else None
         if tok_s is None and answer is not None:
@@ -453,7 +466,7 @@ def panel_summary(
         c = view.cycle
         if c is not None and c.detected:
             lo, hi = c.period_min or c.period, c.period_max or c.period
-            out.append(f"  cycle every {lo if lo == hi else f'{lo}-{hi}'}", style="yellow")
+            out.append(f"  cycle every {lo if lo == hi else f'{lo}-{hi}'}", style=styles.warning)
     out.append(f" · {PANEL_KEY} panel", style="dim")
     return out
 
@@ -468,7 +481,7 @@ def chosen_hint(worth: ServerPositionWorth) -> tuple[TrimHint, str] | None:
     return None
 
 
-def hint_line(server: ServerView | None) -> Text:
+def hint_line(server: ServerView | None, *, styles: Styles = CONSOLE_STYLES) -> Text:
     """The trim hint on two short lines of the side panel, naming the numbers it came from
     (the bars above may show the window while the hint uses since-start numbers), e.g.
     "hint (since start): n_spec 8 keeps 97%" / "  pos 9-13 < 5% · press w" ("" when there is
@@ -485,7 +498,7 @@ def hint_line(server: ServerView | None) -> Text:
     return Text(
         f"\nhint ({which}): n_spec {hint.n_spec} keeps {kept}%"
         f"\n  {where} < {hint.threshold * 100:.0f}% · press w",
-        style="yellow",
+        style=styles.warning,
     )
 
 
@@ -517,7 +530,14 @@ class SidePanel(VerticalScroll):
     ) -> None:
         """Redraw the sections whose text changed (about `view.servers[server_index]`; the
         graphs end at `now`, default the view's instant)."""
-        sections = panel_sections(view, answer, waiting=waiting, server_index=server_index, now=now)
+        sections = panel_sections(
+            view,
+            answer,
+            waiting=waiting,
+            server_index=server_index,
+            now=now,
+            styles=theme_styles(self.app.theme_variables),
+        )
         for name, text in sections:
             key = text.plain + repr(text.spans)
             if self._shown.get(name) == key:

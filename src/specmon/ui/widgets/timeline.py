@@ -23,6 +23,8 @@ from textual import events
 from textual.message import Message
 from textual.widget import Widget
 
+from specmon.ui.styles import CONSOLE_STYLES, Styles, theme_styles
+
 if TYPE_CHECKING:  # the runtime's types reach the app through the port (replay_port.py)
     from specmon.runtime.replay_session import (
         PhaseKind,
@@ -31,20 +33,6 @@ if TYPE_CHECKING:  # the runtime's types reach the app through the port (replay_
         TickKind,
     )
 
-TICK_GLYPHS: dict[TickKind, tuple[str, str, int]] = {
-    "status": ("·", "dim", 0),
-    "marker": ("◆", "yellow", 1),
-    "flag": ("▼", "bold red", 2),
-    "reset": ("↺", "bold magenta", 3),
-}
-"""Glyph, style and priority (a higher one wins a shared column) of each kind of tick."""
-PHASE_STYLES: dict[PhaseKind, tuple[str, int]] = {
-    "fast": ("green", 0),
-    "recovery": ("cyan", 1),
-    "transition": ("yellow", 2),
-    "degraded": ("red", 3),
-}
-"""Style and priority (the worst phase in a column is shown) of each cycle phase."""
 BAND = "━"
 PLAIN = "─"
 HEAD = "▲"
@@ -86,14 +74,42 @@ def speed_text(speed: float) -> str:
     return f"×{speed:g}"  # noqa: RUF001 (the multiplication sign is meant)
 
 
-def timeline_text(timeline: ReplayTimeline, position: ReplayPosition, width: int) -> Text:
+def tick_glyphs(styles: Styles) -> dict[TickKind, tuple[str, str, int]]:
+    """Glyph, style and priority (a higher one wins a shared column) of each kind of tick."""
+    return {
+        "status": ("·", "dim", 0),
+        "marker": ("◆", styles.warning, 1),
+        "flag": ("▼", f"bold {styles.error}", 2),
+        "reset": ("↺", f"bold {styles.other}", 3),
+    }
+
+
+def phase_styles(styles: Styles) -> dict[PhaseKind, tuple[str, int]]:
+    """Style and priority (the worst phase in a column is shown) of each cycle phase."""
+    return {
+        "fast": (styles.ok, 0),
+        "recovery": (styles.accent, 1),
+        "transition": (styles.warning, 2),
+        "degraded": (styles.error, 3),
+    }
+
+
+def timeline_text(
+    timeline: ReplayTimeline,
+    position: ReplayPosition,
+    width: int,
+    *,
+    styles: Styles = CONSOLE_STYLES,
+) -> Text:
     """The timeline's four lines for a widget `width` columns wide."""
     width = max(2, width)
+    glyphs = tick_glyphs(styles)
+    phases = phase_styles(styles)
     start, end = timeline.start, timeline.end
     ticks: list[tuple[str, str, int] | None] = [None] * width
     for tick in timeline.ticks:
         c = column(tick.t, start, end, width)
-        glyph = TICK_GLYPHS[tick.kind]
+        glyph = glyphs[tick.kind]
         here = ticks[c]
         if here is None or glyph[2] >= here[2]:
             ticks[c] = glyph
@@ -108,7 +124,7 @@ def timeline_text(timeline: ReplayTimeline, position: ReplayPosition, width: int
     for span in timeline.phases:
         c0 = column(span.t0, start, end, width)
         c1 = column(span.t1, start, end, width)
-        phase = PHASE_STYLES[span.phase]
+        phase = phases[span.phase]
         for c in range(c0, max(c0, c1) + 1):
             cell = band[c]
             if cell is None or phase[1] > cell[1]:
@@ -129,15 +145,15 @@ def timeline_text(timeline: ReplayTimeline, position: ReplayPosition, width: int
     out.append(f"  {speed_text(position.speed)}", style="bold")
     out.append(f"  {clock_text(position.elapsed_s)} / {clock_text(position.total_s)}")
     flags = sum(1 for t in timeline.ticks if t.kind == "flag")
-    out.append(f"  ▼ {flags} flagged", style="red" if flags else "dim")
+    out.append(f"  ▼ {flags} flagged", style=styles.error if flags else "dim")
     resets = sum(1 for t in timeline.ticks if t.kind == "reset")
     if resets:
-        out.append(f"  ↺ {resets} reset{'s' if resets != 1 else ''}", style="magenta")
+        out.append(f"  ↺ {resets} reset{'s' if resets != 1 else ''}", style=styles.other)
     markers = sum(1 for t in timeline.ticks if t.kind == "marker")
     if markers:
-        out.append(f"  ◆ {markers} marker{'s' if markers != 1 else ''}", style="yellow")
+        out.append(f"  ◆ {markers} marker{'s' if markers != 1 else ''}", style=styles.warning)
     if timeline.cycle_period is not None:
-        out.append(f"  cycle every {timeline.cycle_period} requests", style="yellow")
+        out.append(f"  cycle every {timeline.cycle_period} requests", style=styles.warning)
     return out
 
 
@@ -168,7 +184,12 @@ class Timeline(Widget):
     def render(self) -> Text:
         if self.position is None:
             return Text("")
-        return timeline_text(self.timeline, self.position, self.content_size.width)
+        return timeline_text(
+            self.timeline,
+            self.position,
+            self.content_size.width,
+            styles=theme_styles(self.app.theme_variables),
+        )
 
     def on_click(self, event: events.Click) -> None:
         offset = event.get_content_offset(self)
