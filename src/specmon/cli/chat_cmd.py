@@ -89,10 +89,6 @@ def register(subparsers: Any) -> None:
     add_history_arguments(p)
 
 
-DEFAULT_CANARY_S = 300.0
-"""Seconds between canary probes in host mode (runtime.canary.EXTRA_KEY)."""
-
-
 def run(args: argparse.Namespace) -> int:
     if args.export_chat is not None:
         from specmon.cli.chat_history_args import export_chat
@@ -181,6 +177,7 @@ def _chat_hosted(args: argparse.Namespace, plan: HostPlan, gpu: str) -> int:
 
         def make_session() -> LiveSession:  # called once the server answered /health 200
             from specmon.cli.session_setup import state_factory
+            from specmon.core.canary import DEFAULT_INTERVAL_S
             from specmon.runtime.monitor import pair_targets
             from specmon.runtime.session import CollectorProcess, SessionConfig
 
@@ -194,7 +191,7 @@ def _chat_hosted(args: argparse.Namespace, plan: HostPlan, gpu: str) -> int:
                 known=host.session_info(),
                 stream_limits=stream_limits_from(args),
                 # host mode probes its server with the canary (docs/canary.md)
-                extra={"canary": DEFAULT_CANARY_S},
+                extra={"canary": DEFAULT_INTERVAL_S},
             )
             return CollectorProcess(config, state_factory(None))
 

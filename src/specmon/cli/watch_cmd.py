@@ -51,6 +51,7 @@ from specmon.cli.session_setup import (
     gpu_sampler,
     state_factory,
 )
+from specmon.core.canary import DEFAULT_INTERVAL_S
 from specmon.core.watch_json import snapshot_of
 
 if TYPE_CHECKING:  # imported in run(): `specmon --help` must not import openai/httpx
@@ -61,8 +62,8 @@ if TYPE_CHECKING:  # imported in run(): `specmon --help` must not import openai/
 
 FLEET_INTERVAL_S = 5.0
 """Default seconds between reads of a Prometheus (its own scrape interval is usually 15 s)."""
-DEFAULT_CANARY_S = 300.0
-"""`--canary` without a value (core.canary.DEFAULT_INTERVAL_S)."""
+DEFAULT_CANARY_S = DEFAULT_INTERVAL_S
+"""`--canary` without a value."""
 MIN_CANARY_S = 10.0
 MAX_CANARY_S = 86_400.0
 MAX_RATE_WINDOW_S = 24 * 3600.0
