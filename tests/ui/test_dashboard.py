@@ -198,3 +198,12 @@ def test_the_panels_graphs_draw_the_selected_servers_history_up_to_the_view() ->
     # The replay passes its play head: 30 s on, the same history has moved left.
     later = _sections(view, now=130.0)["acceptance"].splitlines()[2]
     assert later[6:26] == " " * 6 + "▁" * 4 + " " * 10
+
+
+def test_a_missing_acceptance_rate_is_a_dash_without_a_percent_sign() -> None:
+    """The panel and its summary line wrote "—%" for a share not known yet."""
+    from specmon.ui.widgets.side_panel import _pct_field
+
+    assert _pct_field(None, 6) == "     —"
+    assert _pct_field(0.29, 6) == "   29%"
+    assert _pct_field(None) == "—" and _pct_field(0.5) == "50%"

@@ -31,7 +31,9 @@ from specmon.ui.answer_numbers import AnswerNumbers
 from specmon.ui.formatting import (
     DASH,
     GIB,
+    MAX_NUMBER_CHARS,
     cycle_text,
+    fit,
     fmt_field,
     visible,
     visible_line,
@@ -240,9 +242,9 @@ def acceptance_section(
     out.append(graph(h.acceptance_length if h else None, 1.0, top), style=styles.accent)
     out.append(" ")
     out.append(graph(h.acceptance_length_lifetime if h else None, 1.0, top), style=styles.other)
-    out.append(f"\nrate  {fmt_field(_pct(w.draft_acceptance_rate if w else None), '.0f', 5)}%")
+    out.append(f"\nrate  {_pct_field(w.draft_acceptance_rate if w else None, 6)}")
     out.append(" " * (GRAPH_WIDTH - 5))
-    out.append(f"{fmt_field(_pct(life.draft_acceptance_rate if life else None), '.0f', 6)}%\n")
+    out.append(f"{_pct_field(life.draft_acceptance_rate if life else None, 7)}\n")
     out.append("0-1   ", style="dim")
     out.append(graph(h.draft_acceptance_rate if h else None, 0.0, 1.0), style=styles.accent)
     out.append(" ")
@@ -252,6 +254,12 @@ def acceptance_section(
 
 def _pct(frac: float | None) -> float | None:
     return None if frac is None else frac * 100
+
+
+def _pct_field(frac: float | None, width: int = 0) -> str:
+    """A 0..1 share as a whole percentage ("29%"), right-aligned in `width` characters; — (no
+    "%") when missing."""
+    return fit(_pct(frac), ".0f", width or MAX_NUMBER_CHARS, "%").rjust(width)
 
 
 def positions_section(
@@ -458,7 +466,7 @@ def panel_summary(
             tok_s = answer.decode_tok_s
         out.append(f"  tok/s {fmt_field(tok_s, '.1f')}")
         out.append(f"  AL {fmt_field(w.acceptance_length if w else None, '.2f')}")
-        out.append(f"  acc {fmt_field(_pct(w.draft_acceptance_rate if w else None), '.0f')}%")
+        out.append(f"  acc {_pct_field(w.draft_acceptance_rate if w else None)}")
         s = view.summary
         out.append(f"  answers {s.total} failed {s.failed}")
         if s.cancelled:
