@@ -35,14 +35,15 @@ USAGE_OPTIONS = {
 
 @pytest.fixture(scope="module")
 def sim_spec() -> Iterator[RunningSim]:
-    """Like the real tier's speculative servers: K = 4, `--per-request-spec-decode-metrics
-    detailed`."""
+    """Like the real tier's same-weights server: K = 4, `--per-request-spec-decode-metrics
+    detailed` and `--enable-per-request-metrics` (the timings beside the spec-decode object)."""
     config = SimConfig(
         profile=PROFILE,
         n_spec=4,
         speed=float("inf"),
         log_interval=0,
         per_request_spec_decode_metrics=SPEC_METRICS,
+        enable_per_request_metrics=True,
     )
     with start_in_thread(config, log_sink=lambda line: None) as sim:
         yield sim
