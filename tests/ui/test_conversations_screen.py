@@ -53,7 +53,9 @@ async def test_lists_newest_first_and_enter_reopens_the_highlighted(tmp_path: Pa
     ids = store_with(path, "alpha question", "beta question")
     app = Host(searcher(path))
     async with app.run_test(size=(120, 30)) as pilot:
+        # the count and the table's rows are painted in separate frames: wait for both
         await wait_for(pilot, lambda: "2 conversations" in screen_text(app))
+        await wait_for(pilot, lambda: "alpha question" in screen_text(app))
         text = screen_text(app)
         assert text.index("beta question") < text.index("alpha question")
         assert "model-alpha question" in text and "2 conversations" in text
@@ -129,6 +131,7 @@ async def test_titles_and_models_are_shown_literally(tmp_path: Path) -> None:
     app = Host(searcher(path))
     async with app.run_test(size=(140, 30)) as pilot:
         await wait_for(pilot, lambda: "1 conversation" in screen_text(app))
+        await wait_for(pilot, lambda: "[red]m" in screen_text(app))  # the row's own frame
         text = screen_text(app)
         assert "[bold]x[/bold] ␛[2J" in text
         assert "[red]m␛]0;t␇" in text

@@ -41,7 +41,14 @@ async def test_demo_thermal_drift_shows_the_gpu_throttle_and_its_share_of_the_sl
                     section = app.screen.query_one(DiagnosisSection)
                     return str(section.render()) if section.display else ""
 
-                await wait_for(pilot, lambda: "of the slowdown" in section_text(), frames=2400)
+                def thermal_shown() -> bool:
+                    # Which share wins (clock, acceptance or other) depends on how busy the
+                    # machine is; the section shows the attribution, whichever it is.
+                    v = port.view()
+                    t = v.diagnosis.thermal if v is not None and v.diagnosis is not None else None
+                    return t is not None and t.slow and t.summary[:24] in section_text()
+
+                await wait_for(pilot, thermal_shown, frames=4800)
                 gpu = str(app.screen.query_one("#panel-gpu", Static).render())
                 assert "simulated" in gpu
                 view = port.view()
