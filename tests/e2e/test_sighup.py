@@ -71,7 +71,9 @@ def test_sighup_stops_the_app_restores_the_terminal_and_leaves_nothing(
                 os.kill(pid, signal.SIGHUP)
         wait_for(term.exit_file.exists, f"{command} to exit after SIGHUP")
         assert term.exit_code() == 128 + int(signal.SIGHUP), term.screen()
-        assert _modes(term) == ["0", "0", "0", "0"], f"terminal left in app modes: {_modes(term)}"
+        assert _modes(term) == ["0", "0", "0", "0"], (
+            f"terminal left in app modes: {_modes(term)} {term.screen()[-600:]!r}"
+        )
         wait_for(lambda: not term.descendants(), f"no process of {command} left")
         assert "Traceback" not in term.screen()
     finally:

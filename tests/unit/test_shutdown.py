@@ -5,6 +5,7 @@ The handler is called directly (no signal is sent); `force_exit` is injected, so
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -163,3 +164,34 @@ def test_stop_hooks_run_off_the_main_thread_on_the_first_signal_only():
     shutdown._handle(signal.SIGTERM, None)  # the second signal forces; the hook is not run again
     assert exits.codes == [143] and len(ran) == 1
     shutdown.cancel_watchdog()
+
+
+def test_a_forced_exit_puts_the_terminal_back_first() -> None:
+    """A watchdog exit under load (the clean stop over its bound) left the shell in the app's
+    alternate screen with mouse reporting on (tests/e2e/test_sighup.py, 1 run in 3 at load): a
+    forced end now writes what a Textual app's exit writes, on a terminal, and sets the saved
+    terminal modes again."""
+    import pty
+    import termios
+
+    from specmon.runtime.shutdown import TERMINAL_RESET, restore_terminal
+
+    leader, follower = pty.openpty()
+    saved = os.dup(2), os.dup(0)
+    try:
+        modes = termios.tcgetattr(follower)
+        raw = list(modes)
+        raw[3] = raw[3] & ~(termios.ECHO | termios.ICANON)  # what an app's raw mode does
+        termios.tcsetattr(follower, termios.TCSANOW, raw)
+        os.dup2(follower, 2)
+        os.dup2(follower, 0)
+        restore_terminal(modes)
+        assert termios.tcgetattr(follower)[3] & termios.ECHO  # cooked again
+    finally:
+        os.dup2(saved[0], 2)
+        os.dup2(saved[1], 0)
+        os.close(follower)
+    written = os.read(leader, 4096).decode()
+    os.close(leader)
+    assert TERMINAL_RESET in written
+    assert "\x1b[?1049l" in written and "\x1b[?1003l" in written

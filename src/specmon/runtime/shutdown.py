@@ -14,6 +14,11 @@ command stops what it started instead of dying where it stands):
   non-daemon thread joined by the interpreter at exit);
 - a second signal ends the process at once.
 
+A forced end (the watchdog, a second signal) first puts the terminal back as a Textual app's
+clean exit would (`restore_terminal`: the alternate screen left, mouse reporting and bracketed
+paste off, the cursor shown, the terminal modes saved at `install()` set again), so a process
+ended by force never leaves the shell in the app's screen.
+
 Exit status: 130 after SIGINT, 143 after SIGTERM and 129 after SIGHUP (128 + the signal's
 number, the shell's convention), both for a clean stop and for a forced one (`specmon sim`, a
 server, exits 0 after a clean stop). `bench` and `sweep` (bench.interruptible) give the clean stop
@@ -28,19 +33,54 @@ does not depend on the main thread: it is armed from the handler and counts on i
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
+import termios
 import threading
 import time
 from collections.abc import Callable
 from types import FrameType
+from typing import Any
 
 DEFAULT_GRACE_S = 1.5
 """Time a clean stop may take after the first signal before the process is ended by force (the
 promise is an exit within 2 s of Ctrl-C, with room for a loaded machine)."""
 
 SIGNALS: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+TERMINAL_RESET = (
+    "\x1b[?1049l"  # leave the alternate screen
+    "\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1015l"  # mouse reporting off
+    "\x1b[?2004l"  # bracketed paste off
+    "\x1b[?25h"  # show the cursor
+)
+"""What a Textual app's exit writes to put the terminal back (harmless when it was not used)."""
+
+
+def _tty_modes() -> list[Any] | None:
+    """The terminal modes of standard input now (None: not a terminal)."""
+    try:
+        return termios.tcgetattr(0) if os.isatty(0) else None
+    except (OSError, termios.error):
+        return None
+
+
+def restore_terminal(modes: list[Any] | None) -> None:
+    """Put the terminal back before a forced exit: TERMINAL_RESET on the first of stderr and
+    stdout that is a terminal, and the saved `modes` (cooked input, echo) on standard input.
+    Never raises: the terminal may already be gone (SIGHUP)."""
+    for fd in (2, 1):
+        try:
+            if os.isatty(fd):
+                os.write(fd, TERMINAL_RESET.encode())
+                break
+        except OSError:
+            continue
+    if modes is not None:
+        with contextlib.suppress(OSError, termios.error):
+            termios.tcsetattr(0, termios.TCSANOW, modes)
 
 
 def exit_code_for(signum: int) -> int:
@@ -70,6 +110,7 @@ class Shutdown:
         self._count = 0
         self._watchdog: threading.Thread | None = None
         self._done = threading.Event()
+        self._tty_modes: list[Any] | None = None
 
     # ------------------------------------------------------------ wiring
 
@@ -78,6 +119,7 @@ class Shutdown:
         SIGHUP that is ignored when the process starts (`nohup`) stays ignored."""
         if threading.current_thread() is not threading.main_thread():
             return
+        self._tty_modes = _tty_modes()
         for sig in SIGNALS:
             if sig == signal.SIGHUP and signal.getsignal(sig) == signal.SIG_IGN:
                 continue
@@ -101,12 +143,16 @@ class Shutdown:
         return exit_code_for(self.signum) if self.signum is not None else None
 
     def exit_now(self, code: int) -> None:
-        """Flush stdout and stderr and end the process with `code` (after a clean stop)."""
+        """Flush stdout and stderr and end the process with `code` (after a clean stop). The
+        terminal is put back once more: Textual's driver writes its last sequences from a
+        thread of its own, and under load ending the process at once lost the last one (the
+        shell was left in the alternate screen, 1 run in 3 of tests/e2e/test_sighup.py)."""
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
             except (OSError, ValueError, AttributeError):
                 continue
+        restore_terminal(self._tty_modes)
         self._force_exit(code)
 
     def cancel_watchdog(self) -> None:
@@ -120,6 +166,7 @@ class Shutdown:
         if self._count > 1:
             code = exit_code_for(self.signum if self.signum is not None else signum)
             self._write_error(f"specmon: {signal.Signals(signum).name} again: exiting now\n")
+            restore_terminal(self._tty_modes)
             self._force_exit(code)
             return
         self.signum = signum
@@ -146,6 +193,7 @@ class Shutdown:
                 f"specmon: the clean stop did not finish within {waited:.1f} s: exiting now\n"
             )
             code = self.exit_code
+            restore_terminal(self._tty_modes)
             self._force_exit(code if code is not None else 1)
 
         self._watchdog = threading.Thread(target=watch, name="specmon-shutdown", daemon=True)
