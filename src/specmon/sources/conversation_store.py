@@ -31,6 +31,7 @@ from specmon.core.chat_record import (
     SavedTurn,
     title_of,
 )
+from specmon.sources.data_files import data_path
 
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_S = 0.5
@@ -85,10 +86,7 @@ class ConversationStoreError(Exception):
 
 def default_path(env: Mapping[str, str] | None = None) -> Path:
     """`$XDG_DATA_HOME/specmon/chats.sqlite`, with XDG's default `~/.local/share`."""
-    env = os.environ if env is None else env
-    base = env.get("XDG_DATA_HOME") or ""
-    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".local" / "share"
-    return root / "specmon" / "chats.sqlite"
+    return data_path("chats.sqlite", env)
 
 
 def _now() -> str:
