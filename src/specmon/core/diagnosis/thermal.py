@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 RECENT_ANSWERS = 5
 """The "now" of an attribution: the latest answers."""
@@ -250,21 +250,12 @@ def attribute(
             f"{ref_speed:.0f}→{now_speed:.0f} tok/s, not from the GPU clock ({clock_share:.0%}) "
             f"or acceptance ({al_share:.0%}): batching, context length or power?"
         )
-    return ThermalView(
-        fit=fit_view,
-        answers=len(points),
+    return replace(
+        numbers,
         slow=True,
-        ref_decode_tok_s=ref_speed,
-        now_decode_tok_s=now_speed,
-        ref_clock_mhz=ref_clock,
-        now_clock_mhz=now_clock,
-        now_temperature_c=now_temp,
-        ref_acceptance_length=ref_al,
-        now_acceptance_length=now_al,
         clock_share=clock_share,
         acceptance_share=al_share,
         other_share=other,
         cause=cause,
         summary=summary,
-        power_limits=power_limits,
     )
