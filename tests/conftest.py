@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -24,3 +26,57 @@ def _isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch) -
     root = tmp_path_factory.mktemp("xdg")
     monkeypatch.setenv("XDG_DATA_HOME", str(root / "data"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(root / "config"))
+
+
+# Tiers (docs/testing.md). A test gets its tier markers from what it needs, so a new test in the
+# right place is in the right tier without anyone remembering to mark it:
+TIER_FIXTURES: dict[str, tuple[str, ...]] = {
+    "chromium": ("browser", "process", "slow"),
+    "prometheus_bin": ("prometheus", "process", "slow"),
+}
+"""Fixture -> markers (the real-vLLM fixtures add `real_vllm` themselves, tests/real_vllm)."""
+
+TIER_FOLDERS: dict[str, tuple[str, ...]] = {
+    "e2e": ("process", "slow"),
+    "host": ("process",),
+    "web": ("process",),
+}
+"""Folder under tests/ -> markers: every test there spawns specmon, a server or a browser."""
+
+IMPLIED: dict[str, tuple[str, ...]] = {
+    "real_vllm": ("process", "slow"),
+    "terminal": ("process", "slow"),
+}
+"""A marker that brings others: a real server or a terminal is never the inner loop."""
+
+TESTS_DIR = Path(__file__).parent
+XDIST_GROUP_REAL = "real_vllm"
+
+
+def _tier_markers(item: pytest.Item) -> set[str]:
+    names = {mark.name for mark in item.iter_markers()}
+    fixtures = set(getattr(item, "fixturenames", ()))
+    for fixture, markers in TIER_FIXTURES.items():
+        if fixture in fixtures:
+            names.update(markers)
+    parts = item.path.relative_to(TESTS_DIR).parts if item.path.is_relative_to(TESTS_DIR) else ()
+    if parts:
+        names.update(TIER_FOLDERS.get(parts[0], ()))
+    for name in list(names):
+        names.update(IMPLIED.get(name, ()))
+    return names
+
+
+@pytest.hookimpl(trylast=True)  # after the real-vLLM plugin has marked its tests
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for name in sorted(_tier_markers(item) - {mark.name for mark in item.iter_markers()}):
+            item.add_marker(name)
+        present = {mark.name for mark in item.iter_markers()}
+        if "terminal" in present and shutil.which("tmux") is None and not os.environ.get("CI"):
+            # Skipped where tmux is missing, except in CI, where the test runs and fails.
+            item.add_marker(pytest.mark.skip(reason="needs tmux (in the base image)"))
+        if "real_vllm" in present:
+            # One worker runs the whole real tier, in collection order, so the server pool plans
+            # its servers' lifetimes as in a serial run (and at most its cap run at once).
+            item.add_marker(pytest.mark.xdist_group(XDIST_GROUP_REAL))
