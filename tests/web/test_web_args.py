@@ -359,3 +359,31 @@ def test_an_address_without_credentials_is_left_as_it_is():
     p = plan("watch", "--attach", "h:1", "--metrics-url", "http://m:2/a@b", "--interval", "2")
     assert p.app_args == ("--attach", "h:1", "--metrics-url", "http://m:2/a@b", "--interval", "2")
     assert p.url_secrets == ()
+
+
+def test_the_default_token_file_honours_xdg_state_home(tmp_path, monkeypatch):
+    """Without a private $XDG_RUNTIME_DIR the token went to ~/.local/state whatever
+    $XDG_STATE_HOME said. Now: $XDG_STATE_HOME/specmon (a relative one is ignored, as XDG says),
+    the file 0600, its directory 0700 even when it was there before with others' access."""
+    import stat
+
+    from specmon.web.auth import default_token_file, token_from_file
+
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    assert default_token_file(8000) == state / "specmon" / "web-8000.token"
+    (state / "specmon").mkdir(parents=True, mode=0o755)
+    (state / "specmon").chmod(0o755)
+    token, file, remove = token_from_file(None, 8000)
+    assert file == state / "specmon" / "web-8000.token" and remove
+    assert file.read_text().strip() == token
+    assert stat.S_IMODE(file.stat().st_mode) == 0o600
+    assert stat.S_IMODE(file.parent.stat().st_mode) == 0o700
+    monkeypatch.setenv("XDG_STATE_HOME", "relative/state")
+    assert default_token_file(8000) == tmp_path / "home" / ".local/state/specmon/web-8000.token"
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))  # a private runtime directory first
+    assert default_token_file(8000) == runtime / "specmon" / "web-8000.token"

@@ -12,7 +12,8 @@ command). At most --max-tabs pages are served at once; another is told so and cl
 
 A secret token guards the page: it is printed once, in the address to open
 (http://127.0.0.1:8000/?token=...), and kept in a file only you can read (--token-file FILE, or
-a file under $XDG_RUNTIME_DIR/specmon or ~/.local/state/specmon, removed at stop). Opening that
+a file under $XDG_RUNTIME_DIR/specmon, else $XDG_STATE_HOME/specmon (~/.local/state/specmon):
+mode 0600 in a 0700 directory, removed at stop). Opening that
 address sets a cookie (HttpOnly, SameSite=Strict); any request without it gets 403 and starts no
 app. An existing --token-file (mode 0600) is reused, so the address can stay the same.
 `--no-token` serves without one, and only on a loopback host with `--allow-any-local-user`: every
