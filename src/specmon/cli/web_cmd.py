@@ -46,6 +46,7 @@ from specmon.web.plan import (
     WebArgsError,
     WebPlan,
     check_access,
+    idle_timeout_from,
     take_api_key,
     take_url_credentials,
 )
@@ -177,6 +178,7 @@ def plan_from_args(args: argparse.Namespace) -> WebPlan:
         token_file=options["token_file"],
         no_token=options["no_token"],
         url_secrets=tuple(url_secrets),
+        idle_timeout_s=idle_timeout_from(),
     )
 
 

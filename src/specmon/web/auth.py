@@ -213,10 +213,15 @@ FORBIDDEN_TEXT = (
 Handler = Callable[[Any], Awaitable[Any]]
 
 
-def make_middleware(guard: Guard) -> Any:
+def make_middleware(guard: Guard, let_in: Callable[[Any], None] | None = None) -> Any:
     """An aiohttp middleware enforcing `guard` on every request, before any handler runs (so a
-    refused WebSocket starts no app process)."""
+    refused WebSocket starts no app process). `let_in(transport)` is told of each request it
+    lets through (web/limits.py never closes that connection to make room for another)."""
     from aiohttp import hdrs, web
+
+    def admitted(request: Any) -> None:
+        if let_in is not None:
+            let_in(request.transport)
 
     def forbidden() -> Any:
         return web.Response(status=403, text=FORBIDDEN_TEXT, headers={"Cache-Control": "no-store"})
@@ -229,8 +234,10 @@ def make_middleware(guard: Guard) -> Any:
         if guard.token is None:  # --no-token: loopback only; still no foreign Host
             if not guard.host_allowed(request.headers.get(hdrs.HOST)):
                 return forbidden()
+            admitted(request)
             return await handler(request)
         if guard.has_cookie(request.cookies):
+            admitted(request)
             return await handler(request)
         given = request.query.get(TOKEN_QUERY)
         if (
@@ -239,6 +246,7 @@ def make_middleware(guard: Guard) -> Any:
             and request.path == "/"
             and token_matches(given, guard.token)
         ):
+            admitted(request)
             rest = [(k, v) for k, v in request.query.items() if k != TOKEN_QUERY]
             target = request.rel_url.with_query(rest) if rest else request.rel_url.with_query(None)
             answer = web.HTTPSeeOther(location=str(target))

@@ -22,6 +22,11 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 DEFAULT_MAX_TABS = 8
 """Pages served at once (each runs an app process of ~150 MiB, docs/web.md); more are told so."""
+DEFAULT_IDLE_TIMEOUT_S = 5.0
+"""A connection without a complete request head for this long is closed (web/limits.py)."""
+MAX_IDLE_TIMEOUT_S = 3600.0
+IDLE_TIMEOUT_ENV = "SPECMON_WEB_IDLE_TIMEOUT"
+"""Seconds, instead of DEFAULT_IDLE_TIMEOUT_S (the tests make it short; a slow link, longer)."""
 
 NO_TOKEN_CONFIRM = "--allow-any-local-user"
 
@@ -55,6 +60,8 @@ class WebPlan:
     url_secrets: tuple[tuple[int, str], ...] = field(default=(), repr=False)
     """The served words that held `user:password@` credentials, by index, as given: the app
     processes get them through their environment (see `take_url_credentials`)."""
+    idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
+    """A connection that has sent no complete request head for this long is closed."""
 
     def app_argv(self, python: str) -> list[str]:
         """The argv of one app process."""
@@ -199,6 +206,26 @@ def check_served_args(plan: WebPlan, parse: Callable[[list[str]], Any]) -> None:
         file = Path(ns.file)
         if not file.is_file():
             raise WebArgsError(f"{ns.file}: no such recording")
+
+
+def idle_timeout_from(environ: Any = None) -> float:
+    """$SPECMON_WEB_IDLE_TIMEOUT (seconds, above 0 and at most an hour), else the default."""
+    import math
+
+    env = os.environ if environ is None else environ
+    text = env.get(IDLE_TIMEOUT_ENV, "").strip()
+    if not text:
+        return DEFAULT_IDLE_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= MAX_IDLE_TIMEOUT_S:  # NaN fails too
+        raise WebArgsError(
+            f"${IDLE_TIMEOUT_ENV} must be a number of seconds above 0 and at most "
+            f"{MAX_IDLE_TIMEOUT_S:g}, got {text[:40]!r}"
+        )
+    return value
 
 
 def check_access(host: str, *, no_token: bool, confirmed: bool, token_file: str | None) -> None:
