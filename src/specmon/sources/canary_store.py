@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from specmon.core.canary import CanaryBaseline, CanaryKey, n_spec_of_key
-from specmon.sources.data_files import data_path, write_atomic
+from specmon.sources.data_files import data_path, read_at_most, write_atomic
 
 FORMAT = "specmon-canary"
 VERSION = 1
@@ -53,12 +53,11 @@ class CanaryStore:
         """Every stored baseline by key ({} when the file does not exist yet)."""
         self.skipped = {}
         try:
-            with self.path.open("rb") as fh:
-                raw = fh.read(MAX_FILE_BYTES + 1)
-        except FileNotFoundError:
-            return {}
+            raw = read_at_most(self.path, MAX_FILE_BYTES)
         except OSError as exc:
             raise CanaryStoreError(f"cannot read the canary file {self.path}: {exc}") from None
+        if raw is None:
+            return {}
         if len(raw) > MAX_FILE_BYTES:
             raise CanaryStoreError(
                 f"the canary file {self.path} is over {MAX_FILE_BYTES // 2**20} MiB; "
