@@ -159,6 +159,17 @@ def test_canary_status_al_vs_expected_and_advice():
     assert learning[0].plain == "canary http://127.0.0.1:8000 learning 2/5 probes"
 
 
+def test_a_canary_note_shows_whatever_the_status():
+    """A note on a probe that did not fail (the stored baseline was refused and is learned
+    again) is shown too, as a warning; a failed probe's error stays red."""
+    note = "stored canary baseline refused, learned again"
+    lines = canary_lines([_canary("learning", learned_probes=0, error=note)], name_servers=False)
+    assert _plain(lines) == "canary learning 0/5 probes\n  " + note
+    assert "$warning" in _styles(lines[1])
+    failed = canary_lines([_canary("failed", error="HTTP 500")], name_servers=False)
+    assert failed[1].plain == "  HTTP 500" and "$error" in _styles(failed[1])
+
+
 def test_answer_line_saved_flag_and_ttft_split():
     view = session_view()
     row = view.rows[-1]

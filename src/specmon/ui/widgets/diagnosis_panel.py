@@ -201,8 +201,9 @@ def canary_lines(canaries: Sequence[CanaryView], *, name_servers: bool) -> list[
             expected = "—" if c.expected_al is None else f"{c.expected_al:.2f}"
             head = head + Content(f" AL {c.acceptance_length:.2f} vs {expected} expected")
         lines.append(head)
-        if c.error and c.status == "failed":
-            lines.append(Content.styled("  " + _cut(c.error), "$error"))
+        if c.error:  # a failed probe's error, or a note (a stored entry skipped, ...)
+            style = "$error" if c.status == "failed" else "$warning"
+            lines.append(Content.styled("  " + _cut(c.error), style))
         if c.advice:
             lines.append(Content.styled("  " + _cut(c.advice, 2 * MAX_LINE), "$warning"))
     return lines
