@@ -430,9 +430,10 @@ class Scrubber:
         return None if bare is None else self.text(bare)
 
     def value(self, value: Any) -> Any:
-        """A JSON-like value with every string in it (not the keys' names) scrubbed as text."""
+        """A JSON-like value with every string in it (not the keys' names) scrubbed as text; a
+        string that is a URL loses its `user:password@` whole (it stays a usable URL)."""
         if isinstance(value, str):
-            return self.text(value)
+            return self.text(redact_url(value) or "")
         if isinstance(value, dict):
             return {str(k): self.value(v) for k, v in value.items()}
         if isinstance(value, list | tuple):
