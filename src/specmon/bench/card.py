@@ -5,12 +5,13 @@ acceptance length and acceptance per draft position (positions numbered 1..K, as
 them), speed, thermals, the workload, and the recommended `vllm serve` line (a sweep's, or the
 line that reproduces a bench run's setting).
 
-Redaction (core.redaction): every text goes through `redact_text` (API keys, tokens, passwords,
-`--api-key X` in a serve line); server URLs and bare host names and addresses (`10.0.0.7`,
-`gpu-box:8000`, `node7.cluster.internal`, `[fd00::7]`, the value of `--host`) are shown as
-`<server>`, and local paths (a model or dataset given as a path) are cut to their last component,
-unless asked (`include_hosts`, `include_paths`). Loopback and unspecified addresses (`127.0.0.1`,
-`0.0.0.0`, `localhost`, `::1`) name no machine and are kept. A simulated run says so on the card.
+Redaction (core.redaction): every text goes through the one scrubber, `Scrubber` (API keys,
+tokens, passwords, `--api-key X` in a serve line, the environment's token values); server URLs
+and bare host names and addresses (`10.0.0.7`, `gpu-box:8000`, `node7.cluster.internal`,
+`[fd00::7]`, the value of `--host`) are shown as `<server>`, and local paths (a model or dataset
+given as a path) are cut to their last component, unless asked (`include_hosts`,
+`include_paths`). Loopback and unspecified addresses (`127.0.0.1`, `0.0.0.0`, `localhost`,
+`::1`) name no machine and are kept. A simulated run says so on the card.
 """
 
 from __future__ import annotations
@@ -18,15 +19,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from specmon.bench.recommend import ServeIdentity, serve_command
-from specmon.bench.result import BenchResult, ResultError, load_result
+from specmon.bench.result import BenchResult, ResultError, load_result, result_scrubber
 from specmon.bench.sweep import SweepError, SweepStore, SweepSummary, summarize
 from specmon.core.display_text import DASH, MAX_NUMBER_CHARS, fit
-from specmon.core.redaction import redact_text
+from specmon.core.redaction import Scrubber
 from specmon.core.safe_json import finite
 
 FORMAT = "specmon-card"
@@ -73,11 +74,13 @@ class CardError(ValueError):
 class Redaction:
     include_hosts: bool = False
     include_paths: bool = False
+    scrubber: Scrubber = field(default_factory=result_scrubber, repr=False, compare=False)
+    """The one scrubber (core.redaction): secrets by shape and the environment's token values."""
 
     def text(self, value: str | None) -> str | None:
         if value is None:
             return None
-        out = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", redact_text(value))
+        out = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", self.scrubber.text(value))
         if not self.include_hosts:
             out = _HOSTS.sub(_host_shown, _URL.sub(SERVER, out))
         if not self.include_paths:
