@@ -22,10 +22,11 @@ import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-import regex
+if TYPE_CHECKING:
+    import regex  # imported where a pattern is compiled: most commands never load it
 
 REDACTED = "[REDACTED]"
 """What a secret is replaced by, in every place specmon scrubs one."""
@@ -297,6 +298,8 @@ def compile_redactions(patterns: Iterable[str]) -> RedactPatterns | None:
 def compile_redaction(pattern: str) -> regex.Pattern[str]:
     """One `--redact` pattern, checked: it compiles (Python's `re` syntax, by the `regex`
     package) and matches no empty text. RedactPatternError (one line, naming it) otherwise."""
+    import regex
+
     if not pattern:
         raise RedactPatternError("--redact needs a non-empty regular expression")
     if len(pattern) > MAX_REDACT_PATTERN_CHARS:
