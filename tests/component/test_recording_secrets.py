@@ -135,3 +135,20 @@ def test_arguments_and_environment_are_written_without_their_secrets():
     ]
     env = {"HF_TOKEN": "x", "DB_PASSWORD": "y", "MY_SECRET": "z", "PATH": "/bin"}
     assert scrub.env(env) == {k: "[REDACTED]" for k in env if k != "PATH"} | {"PATH": "/bin"}
+
+
+def test_stored_arguments_and_environment_lose_their_secrets(tmp_path):
+    """The header's extra fields as a caller may give them, unmasked: an argument list with
+    `--api-key VALUE` as two arguments and an environment with secret names."""
+    path = tmp_path / "s.ndjson"
+    extra = {
+        "argv": ["vllm", "serve", "m", "--api-key", "plainvalue99"],
+        "env": {"DEPLOY_SECRET": "zz-top-9", "NO_COLOR": "1"},
+    }
+    with Recorder(path, SessionInfo(extra=extra), clock=FakeClock()):
+        pass
+    raw = path.read_text()
+    assert "plainvalue99" not in raw and "zz-top-9" not in raw
+    header = read_recording(path).info.extra
+    assert header["argv"][-2:] == ["--api-key", "[REDACTED]"]
+    assert header["env"] == {"DEPLOY_SECRET": "[REDACTED]", "NO_COLOR": "1"}

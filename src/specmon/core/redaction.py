@@ -434,12 +434,21 @@ class Scrubber:
 
     def value(self, value: Any) -> Any:
         """A JSON-like value with every string in it (not the keys' names) scrubbed as text; a
-        string that is a URL loses its `user:password@` whole (it stays a usable URL)."""
+        string that is a URL loses its `user:password@` whole (it stays a usable URL); a string
+        under a secret-looking name (`HF_TOKEN`, `api_key`, `*_SECRET`: is_secret_env_name) is
+        REDACTED; a list of strings is read as an argument list (`--api-key VALUE`)."""
         if isinstance(value, str):
             return self.text(redact_url(value) or "")
         if isinstance(value, dict):
-            return {str(k): self.value(v) for k, v in value.items()}
+            return {
+                str(k): REDACTED
+                if isinstance(v, str) and v and is_secret_env_name(str(k))
+                else self.value(v)
+                for k, v in value.items()
+            }
         if isinstance(value, list | tuple):
+            if value and all(isinstance(v, str) for v in value):
+                return self.argv(redact_url(v) or "" for v in value)
             return [self.value(v) for v in value]
         return value
 
