@@ -191,3 +191,30 @@ def test_compare_says_which_differences_beat_the_noise(tmp_path, capsys) -> None
     assert main(["compare", str(files[8]), str(files[8]), "--markdown", str(same)]) == 0
     text = same.read_text()
     assert "better" not in text and "worse" not in text and "x1.000 within noise" in text
+
+
+def test_no_url_password_or_environment_token_in_the_sweep_or_bench_files(
+    tmp_path, monkeypatch
+) -> None:
+    """Servers given as `http://user:password@host` and a token in the environment: no file a
+    sweep or `bench --json` writes holds either (the URLs are kept without `user:password@`)."""
+    password, token = "s3cret-Pw0rd", "hf_abcDEF0123456789ghiJKL"
+    monkeypatch.setenv("HF_TOKEN", token)
+    config = BenchConfig(
+        input_len=16, output_len=16, num_prompts=2, warmups=0, extra_body={"user": token}
+    )
+    with sims("gemma4-26b-rtx5090m", (0, 4), speed=200.0) as plain:
+        urls = {n: u.replace("http://", f"http://alice:{password}@") for n, u in plain.items()}
+        _, store, _ = sweep(urls, tmp_path, config, repeats=1)
+        bench_json = tmp_path / "bench.json"
+        argv = ["bench", "--attach", urls[4], "--gpu", "none", "--num-prompts", "2"]
+        argv += ["--output-len", "16", "--warmups", "0", "--label", f"run of {token}"]
+        assert main([*argv, "--json", str(bench_json)]) == 0
+    written = [p for p in store.folder.rglob("*") if p.is_file()] + [bench_json]
+    assert {"sweep.json", "summary.json", "bench.json"} <= {p.name for p in written}
+    for path in written:
+        text = path.read_text()
+        assert password not in text and token not in text, path.name
+    spec = json.loads((store.folder / "sweep.json").read_text())
+    assert set(spec["urls"].values()) == set(plain.values())
+    assert json.loads(bench_json.read_text())["server"]["url"] == plain[4]

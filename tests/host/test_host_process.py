@@ -77,6 +77,24 @@ def test_the_log_file_and_sinks_get_every_line_with_secrets_masked(
     assert "Application startup complete." in lines[-1]
 
 
+def test_the_environments_token_never_reaches_the_log_file(fake_vllm, tmp_path, monkeypatch):
+    """A server that prints $HF_TOKEN bare (no `key=` shape to find it by): its value is a known
+    secret of the environment the server runs with, kept out of the log file and the sinks."""
+    token = "plain-token-value-7731"
+    monkeypatch.setenv("HF_TOKEN", token)
+    monkeypatch.setenv("FAKE_VLLM_ECHO_TOKEN", "1")
+    server = launch(fake_vllm, tmp_path, monkeypatch, "ok")
+    lines: list[str] = []
+    server.add_line_sink(lines.append, replay=True)
+    try:
+        server.wait_ready(timeout_s=120)
+    finally:
+        server.stop()
+    text = server.log_path.read_text()
+    assert "hub user [REDACTED] logged in" in text
+    assert token not in text and not [line for line in lines if token in line]
+
+
 def test_never_ready_times_out_with_the_tail_and_leaves_no_process(
     fake_vllm, tmp_path, monkeypatch
 ):

@@ -193,6 +193,54 @@ async def test_no_api_key_from_the_flag_or_the_environment_reaches_the_database(
     assert conv.turns[0].prompt.startswith("my key ")
 
 
+PASSWORD = "s3cret-pw"
+HF_TOKEN = "hf_abcDEF0123456789ghiJKL"
+
+
+def no_secret_in(files: list[Path], *secrets: str) -> None:
+    for path in files:
+        data = path.read_bytes()
+        for secret in secrets:
+            assert secret.encode() not in data, (path.name, secret)
+
+
+async def test_no_url_password_env_token_or_redacted_text_reaches_the_files(
+    data_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server URL's password and $HF_TOKEN are kept out of every column, and `--redact`
+    patterns apply to saved chats: the database, its WAL and shared-memory files while the chat
+    runs, and the Markdown export, hold none of them."""
+    monkeypatch.setenv("HF_TOKEN", HF_TOKEN)
+    url = f"http://alice:{PASSWORD}@127.0.0.1:8000"
+    ticket = "TICKET-4242-XYZ"
+    server = replace(SIM_SERVER, url=url, model=f"m-{HF_TOKEN}")
+    said = f"the password is {PASSWORD}, the token {HF_TOKEN}, ticket {ticket}"
+    port = FakePort(Connection(server), answers=[[said]])
+    app = SpecmonApp(port, system=f"use {url}")
+    args = cli_args(attach=url, redact=[r"TICKET-\d+-[A-Z]+"])
+    history = install_history(app, args)
+    async with app.run_test(size=SIZE) as pilot:
+        await _connected(pilot)
+        await _ask(pilot, f"log in as {PASSWORD} with {HF_TOKEN} for {ticket}")
+        await wait_for(pilot, lambda: finished(app, 1))
+        assert history.saver is not None and history.saver.flush()
+        live = sorted(data_home.parent.iterdir())
+        assert {p.name for p in live} >= {"chats.sqlite", "chats.sqlite-wal"}
+        no_secret_in(live, PASSWORD, HF_TOKEN, ticket)
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: "exported to" in screen_text(app))
+    close_history(history)
+    files = list(data_home.parent.iterdir()) + list(Path.cwd().glob("specmon-chat-*.md"))
+    assert any(p.suffix == ".md" for p in files)
+    no_secret_in(files, PASSWORD, HF_TOKEN, ticket)
+    (conv,) = saved(data_home)
+    assert conv.server.url == "http://127.0.0.1:8000"
+    assert (
+        conv.turns[0].answer
+        == "the password is [REDACTED], the token [REDACTED], ticket [REDACTED]"
+    )
+
+
 # ------------------------------------------------------------------ broken databases
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 from specmon.bench.config import BenchConfig
 from specmon.bench.stats import Dist
 from specmon.core.display_text import DASH, MAX_NUMBER_CHARS, fit
+from specmon.core.redaction import Scrubber
 from specmon.core.safe_json import JsonError, loads_bounded
 
 FORMAT = "specmon-bench"
@@ -27,6 +29,12 @@ VERSION = 1
 
 class ResultError(ValueError):
     """A file that is not a readable bench result; str() names the file and the reason."""
+
+
+def result_scrubber(*urls: str | None) -> Scrubber:
+    """What a bench or sweep file goes through before it is written: the passwords of `urls`
+    and the environment's token values are known secrets (core.redaction.Scrubber)."""
+    return Scrubber.of(urls=urls, environ=os.environ)
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,7 +208,11 @@ class BenchResult:
         return d
 
     def to_json(self) -> str:
-        return json.dumps(self.as_dict(), indent=1, ensure_ascii=False)
+        """The result file's text, scrubbed (core.redaction.Scrubber: the server URL's
+        password, the environment's token values, secrets by shape in every text)."""
+        return json.dumps(
+            result_scrubber(self.server.url).value(self.as_dict()), indent=1, ensure_ascii=False
+        )
 
     @staticmethod
     def from_dict(d: dict[str, Any], *, where: str = "result") -> BenchResult:

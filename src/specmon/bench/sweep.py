@@ -39,7 +39,7 @@ from specmon.bench.recommend import (
     serve_command,
     with_speedups,
 )
-from specmon.bench.result import BenchResult, ResultError, load_result
+from specmon.bench.result import BenchResult, ResultError, load_result, result_scrubber
 from specmon.bench.runner import BenchError, RunOutput
 from specmon.bench.servers import Endpoint, Point, ServerProvider, ServerUnavailable
 from specmon.core.display_text import DASH, MAX_NUMBER_CHARS, fit
@@ -108,6 +108,13 @@ def run_key(
     return f"{Point(n_spec, serve).key}-c{concurrency}-r{repeat}"
 
 
+def _scrubbed(value: dict[str, Any], spec: SweepSpec) -> Any:
+    """A sweep file's content as it may be written: no URL password (the servers' URLs keep
+    no `user:password@`: `--resume` takes them again from `--attach`), no environment token
+    value, no secret by shape (core.redaction.Scrubber)."""
+    return result_scrubber(*spec.urls.values()).value(value)
+
+
 class SweepStore:
     """The sweep folder (see the module docstring)."""
 
@@ -122,7 +129,7 @@ class SweepStore:
             self.runs.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise SweepError(f"cannot create {self.folder}: {exc.strerror or exc}") from None
-        self._write("sweep.json", json.dumps(spec.as_dict(), indent=1))
+        self._write("sweep.json", json.dumps(_scrubbed(spec.as_dict(), spec), indent=1))
 
     def load_spec(self) -> SweepSpec:
         path = self.folder / "sweep.json"
@@ -175,10 +182,11 @@ class SweepStore:
         return {(f"n_spec={k}" if str(k).isdigit() else str(k)): str(v) for k, v in data.items()}
 
     def save_failures(self, failures: dict[str, str]) -> None:
-        self._write("failed.json", json.dumps(failures, indent=1))
+        self._write("failed.json", json.dumps(result_scrubber().value(failures), indent=1))
 
     def save_summary(self, summary: SweepSummary) -> None:
-        self._write("summary.json", json.dumps(summary.as_dict(), indent=1))
+        data = _scrubbed(summary.as_dict(), summary.spec)
+        self._write("summary.json", json.dumps(data, indent=1))
         self._write("summary.csv", summary_csv(summary))
         self._write("summary.md", summary_markdown(summary))
 

@@ -5,7 +5,9 @@ change); a background thread opens the store on first use and writes the newest 
 (snapshots replace each other, so none is lost by skipping one, and the queue cannot grow).
 The first failure (a corrupt or read-only file, a directory in its place, a lock held too long)
 turns saving off for the session and leaves one line in `problem` for the screen to show; the
-chat itself goes on. Known secret values (the API key in use) are scrubbed before any write.
+chat itself goes on. Every text is scrubbed before any write (core.chat_record.scrub with the
+session's core.redaction.Scrubber: the API key, the environment's tokens, the server URL's
+password, `--redact` patterns); each turn is scrubbed once, not again at every save.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
-from specmon.core.chat_record import SavedConversation, scrub
+from specmon.core.chat_record import SavedConversation, SavedTurn, scrub, scrub_turn
+from specmon.core.redaction import Scrubber
 from specmon.sources.conversation_store import ConversationStore, ConversationStoreError
 
 CLOSE_TIMEOUT_S = 2.0
@@ -30,9 +33,15 @@ class ChatSaver:
         *,
         resumed: SavedConversation | None = None,
         secrets: Iterable[str] = (),
+        scrubber: Scrubber | None = None,
     ) -> None:
+        """`scrubber`: what every text goes through before it is written (else one for the
+        known `secrets`)."""
         self._open_store = open_store
-        self._secrets = tuple(s for s in secrets if s)
+        self._scrubber = scrubber if scrubber is not None else Scrubber.of(secrets)
+        self._scrubbed: list[tuple[SavedTurn, SavedTurn]] = []
+        """The turns of the last snapshot written, as given and as scrubbed (on the saver's
+        thread only)."""
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._pending: SavedConversation | None = None
@@ -117,6 +126,21 @@ class ChatSaver:
                 store.close()
 
     def _write(self, store: ConversationStore, snapshot: SavedConversation) -> None:
-        clean = scrub(replace(snapshot, id=self.conversation_id), self._secrets)
+        clean = scrub(
+            replace(snapshot, id=self.conversation_id),
+            self._scrubber,
+            turns=self._scrub_turns(snapshot.turns),
+        )
         self.conversation_id = store.save(clean, previous=self._written)
         self._written = replace(clean, id=self.conversation_id)
+
+    def _scrub_turns(self, turns: tuple[SavedTurn, ...]) -> tuple[SavedTurn, ...]:
+        """The turns scrubbed, reusing the last snapshot's for the turns that did not change
+        (an answer is scrubbed once, not at every later answer's save)."""
+        done = self._scrubbed
+        out = [
+            done[i][1] if i < len(done) and done[i][0] == turn else scrub_turn(turn, self._scrubber)
+            for i, turn in enumerate(turns)
+        ]
+        self._scrubbed = list(zip(turns, out, strict=True))
+        return tuple(out)
