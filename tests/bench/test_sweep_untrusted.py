@@ -79,7 +79,8 @@ def planted_host_folder(tmp_path: Path, marker: Path) -> tuple[Path, Path]:
     flags = {
         "model": MODEL, "method": "ngram", "vllm": str(evil), "skip_arg_check": True,
         "env": [["LD_PRELOAD", str(tmp_path / "planted" / "x.so")]],
-        "vllm_args": ["--trust-remote-code"], "spec_option": [], "port": 0,
+        "vllm_args": ["--trust-remote-code", "--x=\x1b]0;title\x07\nforged line"],
+        "spec_option": [], "port": 0,
     }  # fmt: skip
     spec = SweepSpec(
         (4,), (1,), 1, BenchConfig(num_prompts=2), {}, (), {"flags": flags, "model": MODEL}
@@ -97,6 +98,7 @@ def test_a_program_named_by_the_folder_is_shown_never_run(tmp_path, capsys) -> N
     assert not marker.exists()
     assert "not trusted" in line and f"--vllm {evil}" in line  # shown, to check and give again
     assert "--env LD_PRELOAD=" in line and "-- --trust-remote-code" in line
+    assert "\x1b" not in line and "\u241b]0;title" in line  # shown literally, on one line
 
 
 def test_host_flags_that_differ_from_the_folders_are_refused(sim_vllm, tmp_path, capsys) -> None:

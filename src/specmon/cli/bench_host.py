@@ -269,13 +269,13 @@ def setup_words(saved: dict[str, Any], grid: Sequence[tuple[str, Sequence[str]]]
 
 
 def shown_words(words: Sequence[str], limit: int = 600) -> str:
-    """Words from a file, shown literally on one line: shell-quoted, control characters made
-    visible, cut past `limit` characters."""
+    """Words from a file, shown literally on one line: shell-quoted, control characters (a
+    newline and a tab too) made visible, cut past `limit` characters."""
     import shlex
 
     from specmon.core.display_text import visible
 
-    text = visible(shlex.join(words))
+    text = visible(shlex.join(words)).replace("\n", "\u240a").replace("\t", "\u2409")
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
