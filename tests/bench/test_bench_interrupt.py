@@ -143,9 +143,11 @@ def test_sweep_interrupted_keeps_the_point_in_progress_as_partial(
     assert partial["errors"]["interrupted"] is True
     assert 2 <= partial["summary"]["completed"] < 20
     assert json.loads((folder / "summary.json").read_text())["interrupted"] is True
-    # --resume measures the partial point again (not taken as done) and only it.
+    # --resume measures the partial point again (not taken as done) and only it (its server
+    # given again: a folder's URLs are never used on their own).
+    resume = ["sweep", "--resume", str(folder), "--point", f"4={sim_url}"]
     proc = subprocess.run(
-        [sys.executable, "-m", "specmon", "sweep", "--resume", str(folder)],
+        [sys.executable, "-m", "specmon", *resume],
         env=dict(os.environ, PYTHONPATH=SRC),
         capture_output=True,
         text=True,

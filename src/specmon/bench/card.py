@@ -267,7 +267,10 @@ def load_card(path: str | Path, redaction: Redaction = Redaction()) -> RigCard:
             spec = store.load_spec()
         except SweepError as exc:
             raise CardError(str(exc)) from None
-        runs = store.load_runs()
+        bad: list[str] = []
+        runs = store.load_runs(on_bad=bad.append)
+        if bad:  # a card is shared: never one made from part of the runs without saying so
+            raise CardError(bad[0])
         if not runs:
             raise CardError(f"{folder}: the sweep has no finished run yet")
         return sweep_card(summarize(spec, runs, store.load_failures()), runs, redaction)
@@ -358,7 +361,7 @@ def card_markdown(card: RigCard) -> str:
         lines += ["", "Sweep:", ""]
         lines += ["| K | concurrency | serve | tok/s | AL | vs K=0 |", "|---|---|---|---|---|---|"]
         for s in card.sweep:
-            speed = DASH if s.speedup is None else f"{s.speedup:.2f}x"
+            speed = DASH if s.speedup is None else f"{_f(s.speedup)}x"
             lines.append(
                 f"| {s.n_spec} | {s.concurrency} | {_cell(s.serve) if s.serve else '—'} | "
                 f"{_f(s.tok_s, 1)} | {_f(s.acceptance_length)} | {speed} |"
