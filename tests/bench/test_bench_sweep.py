@@ -5,31 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
 from dataclasses import replace
+
+from tests.support.sim_servers import sims
 
 from specmon.bench.config import BenchConfig
 from specmon.bench.runner import run_bench
 from specmon.bench.servers import AttachProvider
 from specmon.bench.sweep import SweepSpec, SweepStore, run_sweep
 from specmon.cli.main import main
-from specmon.sim.server import SimConfig, start_in_thread
-
-
-@contextmanager
-def sims(profile: str, points: tuple[int, ...], speed: float) -> Iterator[dict[int, str]]:
-    with ExitStack() as stack:
-        urls = {}
-        for n in points:
-            s = stack.enter_context(
-                start_in_thread(
-                    SimConfig(profile=profile, n_spec=n, speed=speed, seed=7),
-                    log_sink=lambda _l: None,
-                )
-            )
-            urls[n] = s.url
-        yield urls
 
 
 def plain_run(endpoint, config, label):
