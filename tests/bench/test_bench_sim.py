@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
+from tests.support.fake_nvml import FakeGpu, FakeNvml
 
 from specmon.bench.analysis import analyze
 from specmon.bench.config import BenchConfig
@@ -18,7 +19,6 @@ from specmon.bench.runner import BenchError, NoProgress, run_bench
 from specmon.bench.servers import endpoint_for
 from specmon.cli.main import main
 from specmon.sim.server import SimConfig, start_in_thread
-from specmon.sources.gpu.fake_nvml import FakeGpu, FakeNvml
 from specmon.sources.gpu.nvml import NvmlSampler
 
 
