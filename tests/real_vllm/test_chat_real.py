@@ -15,7 +15,7 @@ import threading
 
 import pytest
 from tests.real_vllm.server import VllmServer
-from tests.support.ui_fakes import screen_text
+from tests.support.ui_fakes import arrived_text, screen_text
 from tests.support.waiting import wait_for_app
 
 from specmon.cli.session_setup import state_factory
@@ -97,7 +97,7 @@ async def test_a_real_vllm_answer_is_literal_and_shows_vllms_own_acceptance(
             # The random model's text: all of it arrived and is what the widgets show, control
             # characters made visible; nothing raw reaches the screen; the app is still running.
             view = views()[0]
-            arrived = "".join(feeds[0].all_text)
+            arrived = arrived_text(feeds[0])
             assert arrived and view.text == arrived
             assert view.shown_text == visible(arrived)
             assert not CONTROL.search(text)

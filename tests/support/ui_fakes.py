@@ -221,3 +221,8 @@ def screen_text(app) -> str:
     # Textual's compositor renders the current screen to strips; this is what gets painted.
     strips = app.screen._compositor.render_strips()
     return "\n".join(strip.text for strip in strips)
+
+
+def arrived_text(feed: AnswerFeed) -> str:
+    """Every text fragment that reached the feed, in arrival order (its chunks' text)."""
+    return "".join(chunk.text or "" for chunk in feed.chunks())

@@ -8,6 +8,7 @@ import time
 import tracemalloc
 
 from tests.hostile_stream import ROLE, HostileServer, content, event, send
+from tests.support.retained import feed_retained
 from tests.support.ui_fakes import FakePort, screen_text
 from tests.support.waiting import wait_for_app
 from tests.ui.chat_pilot import SIZE
@@ -85,8 +86,7 @@ async def test_escape_frees_what_the_stream_grew_and_keeps_the_shown_text():
         assert kept < len(shown) + 4096, (grown, kept)  # the shown text, and nothing per chunk
         # Nothing per chunk is left in the feed: chunks, fragments, trace.
         assert feed.chunks() == ()
-        assert feed.all_text == []
-        assert feed.retained() == 0
+        assert feed_retained(feed) == 0
         text = screen_text(app)
         assert "cancelled — partial answer kept" in text
         assert "11997 tokens" in text  # the numbers stay (1 + 4 x 2999 tokens)
@@ -106,7 +106,7 @@ async def test_a_failed_answer_frees_its_stream_too():
         feed.end("failed", reason)
         await wait_for_app(pilot, lambda: _answers(app)[0].finished)
         await pilot.pause()
-        assert feed.chunks() == () and feed.all_text == []
+        assert feed.chunks() == () and feed_retained(feed) == 0
         assert "failed — " + reason in screen_text(app)  # literally: no markup read
 
 

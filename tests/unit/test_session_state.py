@@ -8,6 +8,7 @@ import tracemalloc
 
 import pytest
 from session_feed import SRC, Server, gpu_sample, request_events
+from tests.support.retained import session_retained
 
 from specmon.core.events import (
     Marker,
@@ -280,7 +281,7 @@ def test_ten_hours_at_1hz_stays_bounded():
     two_hours, ten_hours = sizes
     assert ten_hours <= MEMORY_CAP_BYTES
     assert ten_hours - two_hours <= 0.05 * MEMORY_CAP_BYTES  # no growth once the rings are full
-    counts = state.retained_counts()
+    counts = session_retained(state)
     assert counts["rows"] == state.max_requests
     assert counts["server_history"] == state.history_points
     assert counts["gpu_history"] == state.history_points

@@ -581,23 +581,3 @@ class SessionState:
                     stray_episodes=report.stray_episodes,
                 )
         return self._cycle_cache
-
-    # ------------------------------------------------------------------ sizes (for tests)
-
-    def retained_counts(self) -> dict[str, int]:
-        """How many objects each bounded container holds (the memory test checks these)."""
-        return {
-            "rows": len(self._rows),
-            "in_flight": len(self._in_flight),
-            "pending": len(self._pending),
-            "markers": len(self._markers),
-            "itl": len(self._itl),
-            "speeds": len(self._speeds),
-            "server_history": sum(len(s.history) for s in self._servers.values()),
-            "counter_points": sum(s.bank.points for s in self._servers.values()),
-            "gpu_history": sum(len(r) for r in self._gpu_history.values()),
-            "resets": sum(len(s.resets) for s in self._servers.values()),
-            "log_tail": sum(len(s.log_tail) for s in self._servers.values()),
-            "fleet_history": self._fleet.retained(),
-            "diagnosis": self._diagnosis.retained(),
-        }
