@@ -15,8 +15,8 @@ counter bank keeps a short time window, request rows are capped (`max_requests`;
 summarised as counts and means over ALL requests), and markers, resets, log tails, ITL values and
 the cycle detector's input are rings; the diagnosis fold (core.diagnosis: AL by context, thermal
 attribution, seconds saved, quality sentinel) holds bins, running sums and capped rings.
-MEMORY_CAP_BYTES is the stated cap, checked by a test that
-folds a 10-hour session at 1 Hz.
+MEMORY_CAP_BYTES is the stated cap, checked by a test that fills every ring and folds more
+(tests/unit/test_session_state.py); benchmarks/session_soak.py folds 10 hours at 1 Hz.
 """
 
 from __future__ import annotations
