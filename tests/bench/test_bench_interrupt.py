@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.support.waiting import wait_for
 
 from specmon.sim.server import SimConfig, start_in_thread
 
@@ -55,12 +56,14 @@ class Lines:
             return "\n".join(self.lines)
 
     def wait_for(self, predicate: object, what: str) -> None:
-        deadline = time.monotonic() + WAIT_S
-        while time.monotonic() < deadline:
-            if predicate(self.text()):  # type: ignore[operator]
-                return
-            time.sleep(0.05)
-        raise AssertionError(f"gave up waiting for {what}:\n{self.text()}")
+        """Until `predicate(the text so far)` holds; the text on giving up."""
+        wait_for(
+            lambda: predicate(self.text()),  # type: ignore[operator]
+            what,
+            timeout=WAIT_S,
+            interval=0.05,
+            detail=self.text,
+        )
 
 
 def _start(args: list[str]) -> tuple[subprocess.Popen[bytes], Lines, Lines]:

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 from host_helpers import TMUX, Terminal, alive, recorded_pids
-from test_host_serve_cli import specmon_env, wait_gone
+from tests.support.host_mode import wait_gone
+from tests.support.specmon_cli import specmon_env
 
 from specmon.cli.main import main
 from specmon.core.redaction import REDACTED

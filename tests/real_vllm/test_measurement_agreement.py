@@ -4,7 +4,7 @@ own reference client.
 One request at a time on a draft_model server (n_spec 4), measured independent ways:
 - vLLM's own per-request `metrics.speculative_decoding` (the servers run with
   `--per-request-spec-decode-metrics detailed`), read by specmon's StreamClient from the final
-  usage chunk and core.stream_stats.parse_server_spec: its counts equal the /metrics deltas, and
+  usage chunk and core.stream_stats.validate_server_spec: its counts equal the /metrics deltas, and
   step j of `per_step_accepted` is decode chunk j (`per_step_accepted[j] + 1` tokens);
 - /metrics counter deltas: specmon's MetricsScraper (core.metrics_page) before and after the
   request, core.counters + core.specdecode;
@@ -45,7 +45,12 @@ from specmon.core.specdecode import (
     per_position_deltas,
     spec_decode_stats,
 )
-from specmon.core.stream_stats import RequestStats, RequestTrace, parse_server_spec, request_stats
+from specmon.core.stream_stats import (
+    RequestStats,
+    RequestTrace,
+    request_stats,
+    validate_server_spec,
+)
 from specmon.sources.metrics_scraper import MetricsScraper, generation_tokens, metrics_url_for
 from specmon.sources.stream_client import ChatRequest, StreamClient
 
@@ -236,8 +241,8 @@ class ServerObject:
     def of(cls, ended: RequestEnded) -> ServerObject:
         spec = ended.spec_decoding
         assert isinstance(spec, dict), "no metrics.speculative_decoding on the final usage chunk"
-        parsed = parse_server_spec(spec)
-        assert parsed is not None
+        parsed, note = validate_server_spec(spec)
+        assert parsed is not None, note
         steps, accepted = parsed.num_spec_steps, parsed.num_accepted_draft_tokens
         drafted, al = parsed.num_draft_tokens, parsed.mean_acceptance_length
         assert steps is not None and accepted is not None and drafted is not None

@@ -14,7 +14,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from tests.support.ui_fakes import SIM_SERVER, FakePort, screen_text, wait_for
+from tests.support.ui_fakes import SIM_SERVER, FakePort, screen_text
+from tests.support.waiting import wait_for_app
 from tests.ui.chat_pilot import SIZE
 from tests.ui.chat_pilot import answers as _answers
 from tests.ui.chat_pilot import ask as _ask
@@ -69,9 +70,9 @@ async def test_answers_are_saved_with_numbers_server_and_settings(data_home: Pat
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         await _ask(pilot, "hi")
-        await wait_for(pilot, lambda: finished(app, 1))
+        await wait_for_app(pilot, lambda: finished(app, 1))
         await _ask(pilot, "again")
-        await wait_for(pilot, lambda: finished(app, 2))
+        await wait_for_app(pilot, lambda: finished(app, 2))
     close_history(history)
     (conv,) = saved(data_home)
     assert [(t.prompt, t.answer, t.status) for t in conv.turns] == [
@@ -97,7 +98,7 @@ async def test_no_save_writes_nothing(data_home: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         await _ask(pilot, "hi")
-        await wait_for(pilot, lambda: finished(app, 1))
+        await wait_for_app(pilot, lambda: finished(app, 1))
     close_history(history)
     assert not data_home.parent.exists()
 
@@ -110,7 +111,7 @@ async def test_a_resumed_conversation_is_shown_sent_as_context_and_saved_in_plac
     async with first.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         await _ask(pilot, "one")
-        await wait_for(pilot, lambda: finished(first, 1))
+        await wait_for_app(pilot, lambda: finished(first, 1))
     close_history(history)
     (conv,) = saved(data_home)
 
@@ -119,12 +120,14 @@ async def test_a_resumed_conversation_is_shown_sent_as_context_and_saved_in_plac
     history = install_history(app, cli_args(resumed=conv))
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
-        await wait_for(pilot, lambda: f"resumed conversation {conv.id}: 1 turn" in screen_text(app))
+        await wait_for_app(
+            pilot, lambda: f"resumed conversation {conv.id}: 1 turn" in screen_text(app)
+        )
         text = screen_text(app)
         assert "first answer" in text
         assert "AL 4.00 (chunks)" in text  # the saved numbers under the saved answer
         await _ask(pilot, "two")
-        await wait_for(pilot, lambda: finished(app, 2))
+        await wait_for_app(pilot, lambda: finished(app, 2))
         assert port.requests[0].messages == (("user", "one"), ("assistant", "first answer"))
     close_history(history)
     (again,) = saved(data_home)
@@ -138,7 +141,7 @@ async def test_changed_settings_are_saved_with_the_conversation(data_home: Path)
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         await _ask(pilot, "hi")
-        await wait_for(pilot, lambda: finished(app, 1))
+        await wait_for_app(pilot, lambda: finished(app, 1))
         await pilot.press("f2")
         await pilot.click("#temperature")
         await pilot.press("1", "enter")
@@ -157,9 +160,9 @@ async def test_ctrl_s_exports_the_conversation_as_markdown(data_home: Path, tmp_
         await pilot.pause()
         assert "nothing to export yet" in screen_text(app)
         await _ask(pilot, "hi")
-        await wait_for(pilot, lambda: finished(app, 1))
+        await wait_for_app(pilot, lambda: finished(app, 1))
         await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: "exported to" in screen_text(app))
+        await wait_for_app(pilot, lambda: "exported to" in screen_text(app))
     close_history(history)
     (exported,) = tmp_path.glob("specmon-chat-*.md")
     md = exported.read_text()
@@ -179,9 +182,9 @@ async def test_no_api_key_from_the_flag_or_the_environment_reaches_the_database(
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         await _ask(pilot, f"my key {KEY}")
-        await wait_for(pilot, lambda: finished(app, 1))
+        await wait_for_app(pilot, lambda: finished(app, 1))
         await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: "exported to" in screen_text(app))
+        await wait_for_app(pilot, lambda: "exported to" in screen_text(app))
     close_history(history)
     files = list(data_home.parent.iterdir()) + list(Path.cwd().glob("specmon-chat-*.md"))
     assert any(p.suffix == ".md" for p in files) and data_home in files
@@ -312,15 +315,15 @@ async def test_a_broken_database_is_one_line_and_the_chat_goes_on(
         async with app.run_test(size=SIZE) as pilot:
             await _connected(pilot)
             await _ask(pilot, "one")
-            await wait_for(pilot, lambda: finished(app, 1))
+            await wait_for_app(pilot, lambda: finished(app, 1))
             assert history.saver is not None
             history.saver.flush()
-            await wait_for(pilot, lambda: bool(problem_notices(app)))
+            await wait_for_app(pilot, lambda: bool(problem_notices(app)))
             (line,) = problem_notices(app)
             assert "\n" not in line and words in line and str(data_home) in line
             await _ask(pilot, "two")
-            await wait_for(pilot, lambda: finished(app, 2))
-            await wait_for(pilot, lambda: "second" in screen_text(app))
+            await wait_for_app(pilot, lambda: finished(app, 2))
+            await wait_for_app(pilot, lambda: "second" in screen_text(app))
             assert len(problem_notices(app)) == 1
         close_history(history)
         assert len(port.requests) == 2
@@ -338,12 +341,14 @@ async def test_copy_the_last_answer_and_its_last_code_block(data_home: Path) -> 
         await pilot.pause()
         assert "nothing to copy yet" in screen_text(app)
         await _ask(pilot, "hi")
-        await wait_for(pilot, lambda: finished(app, 1))
+        await wait_for_app(pilot, lambda: finished(app, 1))
         await pilot.press("ctrl+b")
-        await wait_for(pilot, lambda: "copied the last code block (2 lines)" in screen_text(app))
+        await wait_for_app(
+            pilot, lambda: "copied the last code block (2 lines)" in screen_text(app)
+        )
         assert app.clipboard == "print(1)\nprint(2)"
         await pilot.press("ctrl+y")
-        await wait_for(pilot, lambda: "copied the last answer" in screen_text(app))
+        await wait_for_app(pilot, lambda: "copied the last answer" in screen_text(app))
         assert app.clipboard == "".join(answer)
 
 
@@ -354,19 +359,19 @@ async def test_edit_last_takes_the_turn_back_and_enter_resends_it(data_home: Pat
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         await _ask(pilot, "one")
-        await wait_for(pilot, lambda: finished(app, 1))
+        await wait_for_app(pilot, lambda: finished(app, 1))
         await _ask(pilot, "twoo")
-        await wait_for(pilot, lambda: finished(app, 2))
+        await wait_for_app(pilot, lambda: finished(app, 2))
         await pilot.press("ctrl+up")
-        await wait_for(pilot, lambda: len(_answers(app)) == 1)
+        await wait_for_app(pilot, lambda: len(_answers(app)) == 1)
         prompt = app.screen.query_one("#prompt")
         assert prompt.value == "twoo"
         assert "bad answer" not in screen_text(app)
         await pilot.press("backspace", "enter")
-        await wait_for(pilot, lambda: finished(app, 2))
+        await wait_for_app(pilot, lambda: finished(app, 2))
         assert port.requests[-1].prompt == "two"
         assert port.requests[-1].messages == (("user", "one"), ("assistant", "first answer"))
-        await wait_for(pilot, lambda: "good answer" in screen_text(app))
+        await wait_for_app(pilot, lambda: "good answer" in screen_text(app))
     close_history(history)
     (conv,) = saved(data_home)
     assert [(t.prompt, t.answer) for t in conv.turns] == [
@@ -386,7 +391,7 @@ async def test_edit_last_while_streaming_or_with_nothing_sent_only_says_why(
         await pilot.pause()
         assert "no prompt to edit yet" in screen_text(app)
         await _ask(pilot, "hi")
-        await wait_for(pilot, lambda: len(port.feeds) == 1)
+        await wait_for_app(pilot, lambda: len(port.feeds) == 1)
         await pilot.press("ctrl+up")
         await pilot.pause()
         assert "still streaming" in screen_text(app)
@@ -406,16 +411,16 @@ async def test_the_system_prompt_is_edited_per_conversation_sent_and_saved(
         await pilot.press("escape")  # cancel: unchanged
         await pilot.pause()
         await _ask(pilot, "one")
-        await wait_for(pilot, lambda: finished(app, 1))
+        await wait_for_app(pilot, lambda: finished(app, 1))
         assert port.requests[0].system == "old system"
         await pilot.press("ctrl+o")
         await pilot.pause()
         app.screen.query_one("#system-text").text = ""
         await pilot.press(*"be terse", "enter", *"always")
         await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: "system prompt set: be terse" in screen_text(app))
+        await wait_for_app(pilot, lambda: "system prompt set: be terse" in screen_text(app))
         await _ask(pilot, "two")
-        await wait_for(pilot, lambda: finished(app, 2))
+        await wait_for_app(pilot, lambda: finished(app, 2))
         assert port.requests[1].system == "be terse\nalways"
         assert history.saver is not None and history.saver.flush()
         assert saved(data_home)[0].settings.system == "be terse\nalways"
@@ -423,9 +428,9 @@ async def test_the_system_prompt_is_edited_per_conversation_sent_and_saved(
         await pilot.pause()
         app.screen.query_one("#system-text").text = "   "
         await pilot.click("#system-save")
-        await wait_for(pilot, lambda: "no system prompt" in screen_text(app))
+        await wait_for_app(pilot, lambda: "no system prompt" in screen_text(app))
         await _ask(pilot, "three")
-        await wait_for(pilot, lambda: finished(app, 3))
+        await wait_for_app(pilot, lambda: finished(app, 3))
         assert port.requests[2].system is None
     close_history(history)
     (conv,) = saved(data_home)

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tests.support.ui_fakes import FakePort, screen_text, wait_for
+from tests.support.ui_fakes import FakePort, screen_text
+from tests.support.waiting import wait_for_app
 from tests.ui.fake_views import session_view
 from textual.app import App, ComposeResult
 from textual.content import Content
@@ -255,19 +256,19 @@ async def test_answer_status_f3_and_f4_show_the_answers_saving_and_ttft_split():
     port.fake_view = replace(base, rows=rows, diagnosis=diagnosis)
     app = SpecmonApp(port)
     async with app.run_test(size=(160, 45)) as pilot:
-        await wait_for(pilot, lambda: getattr(app.screen, "connection", None) is not None)
+        await wait_for_app(pilot, lambda: getattr(app.screen, "connection", None) is not None)
         for i in range(6):
             app.screen.send(f"q{i}")
-            await wait_for(pilot, lambda n=i: len(app.screen.query(AnswerView)) == n + 1)
-            await wait_for(pilot, lambda n=i: list(app.screen.query(AnswerView))[n].finished)
+            await wait_for_app(pilot, lambda n=i: len(app.screen.query(AnswerView)) == n + 1)
+            await wait_for_app(pilot, lambda n=i: list(app.screen.query(AnswerView))[n].finished)
         sixth = list(app.screen.query(AnswerView))[5]
 
         def status() -> str:
             return str(sixth.query_one(".answer-status").content)
 
-        await wait_for(pilot, lambda: "TTFT 120 ms (engine 40 ms, outside 80 ms)" in status())
+        await wait_for_app(pilot, lambda: "TTFT 120 ms (engine 40 ms, outside 80 ms)" in status())
         assert "cost 0.8 s (vanilla speed)" in status()
-        await wait_for(pilot, lambda: app.screen.last_numbers.request_id == row.request_id)
+        await wait_for_app(pilot, lambda: app.screen.last_numbers.request_id == row.request_id)
         await pilot.press("f3")
         await pilot.pause()
         notice = str(app.screen.query(".notice").last().content)
@@ -276,7 +277,7 @@ async def test_answer_status_f3_and_f4_show_the_answers_saving_and_ttft_split():
         )
         assert "saved 0.0 s" not in screen_text(app)
         await pilot.press("f4")
-        await wait_for(pilot, lambda: isinstance(app.screen, AnswersScreen))
+        await wait_for_app(pilot, lambda: isinstance(app.screen, AnswersScreen))
         await pilot.pause()
         table = app.screen.query_one(DataTable)
         labels = [str(c.label) for c in table.columns.values()]

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from tests.support.waiting import wait_for
+from tests.support.web_pages import PAGE_SIZE, app_groups, open_page, read_screen_until
 from tests.web.serving import (
     WAIT_LIMIT_S,
     WebRun,
@@ -20,9 +22,7 @@ from tests.web.serving import (
     cmdline,
     run_web,
     start_web,
-    wait_for,
 )
-from tests.web.test_web_serve import SIZE, app_groups, open_page, read_screen_until
 
 from specmon.sim.server import SimConfig, start_in_thread
 
@@ -49,7 +49,8 @@ async def refused_socket(run: WebRun, headers: dict[str, str]) -> int:
     async with aiohttp.ClientSession() as http:
         with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
             await http.ws_connect(
-                f"{run.ws_url}?width={SIZE['width']}&height={SIZE['height']}", headers=headers
+                f"{run.ws_url}?width={PAGE_SIZE['width']}&height={PAGE_SIZE['height']}",
+                headers=headers,
             )
         return refused.value.status
 

@@ -233,9 +233,6 @@ class FleetState:
             self._cache = tuple(out)
         return self._cache
 
-    def retained(self) -> int:
-        return sum(len(t.range_points) + len(t.recent) for t in self._targets.values())
-
 
 def _build_view(tgt: _Target) -> ServerView:
     x = tgt.last
