@@ -58,7 +58,7 @@ def test_the_environments_token_never_reaches_the_log_file(fake_vllm, tmp_path, 
     token = "plain-token-value-7731"
     monkeypatch.setenv("HF_TOKEN", token)
     monkeypatch.setenv("FAKE_VLLM_ECHO_TOKEN", "1")
-    server = launch(fake_vllm, tmp_path, monkeypatch, "ok")
+    server = launch_fake(fake_vllm, tmp_path, monkeypatch, "ok")
     lines: list[str] = []
     server.add_line_sink(lines.append, replay=True)
     try:

@@ -225,13 +225,13 @@ async def test_no_url_password_env_token_or_redacted_text_reaches_the_files(
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         await _ask(pilot, f"log in as {PASSWORD} with {HF_TOKEN} for {ticket}")
-        await wait_for(pilot, lambda: finished(app, 1))
+        await wait_for_app(pilot, lambda: finished(app, 1))
         assert history.saver is not None and history.saver.flush()
         live = sorted(data_home.parent.iterdir())
         assert {p.name for p in live} >= {"chats.sqlite", "chats.sqlite-wal"}
         no_secret_in(live, PASSWORD, HF_TOKEN, ticket)
         await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: "exported to" in screen_text(app))
+        await wait_for_app(pilot, lambda: "exported to" in screen_text(app))
     close_history(history)
     files = list(data_home.parent.iterdir()) + list(Path.cwd().glob("specmon-chat-*.md"))
     assert any(p.suffix == ".md" for p in files)
