@@ -17,9 +17,10 @@ Host mode (no --attach) starts vLLM exactly as `specmon serve` does (same checks
 same --dry-run), shows its startup progress and log until /health answers 200, then the chat;
 ctrl+l shows the server's log. Quitting, Ctrl-C, SIGTERM or SIGHUP stop its whole process group.
 
-Exit status: 0 on quit (0 after --dry-run); 1 when the hosted server failed to start or died
-(its last 50 log lines and the likely cause are shown); 2 for bad arguments or a failed
-pre-launch check; 130/143 after SIGINT/SIGTERM.
+Exit status: 0 on quit (ctrl+q; 0 after --dry-run); 1 when the hosted server failed to start or
+died (its last 50 log lines and the likely cause are shown); 2 for bad arguments or a failed
+pre-launch check; 130 after Ctrl-C (SIGINT, or the key in the app), 143 after SIGTERM, 129 after
+SIGHUP.
 """
 
 from __future__ import annotations
