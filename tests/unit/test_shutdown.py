@@ -275,3 +275,35 @@ def test_a_forced_exit_says_why_after_the_terminal_is_put_back() -> None:
     assert exits.codes == [143]
     assert TERMINAL_RESET in out and "did not finish" in out
     assert out.index(TERMINAL_RESET) < out.index("did not finish")
+
+
+_HOSTED_HUP_CHILD = (
+    "import asyncio, os, signal\n"
+    "from specmon.cli.host_launch import stop_signals\n"
+    "from specmon.runtime import shutdown\n"
+    "process = shutdown.install(grace_s=60)\n"
+    "async def hang_up():\n"
+    "    os.kill(os.getpid(), signal.SIGHUP)  # its handler runs inside this task\n"
+    "async def app():\n"
+    "    asyncio.create_task(hang_up())\n"
+    "    for _ in range(3):\n"
+    "        await asyncio.sleep(0)\n"
+    "    print('the app ran on', flush=True)\n"
+    "try:\n"
+    "    with stop_signals((signal.SIGHUP,)):\n"
+    "        asyncio.run(app())\n"
+    "except KeyboardInterrupt:\n"
+    "    print('stopped', flush=True)\n"
+    "    process.exit_now(process.exit_code)\n"
+)
+
+
+def test_a_hang_up_inside_one_of_the_apps_tasks_stops_a_hosted_command() -> None:
+    """Host mode (chat, serve) set its own SIGHUP handler raising Terminated; raised inside one
+    of the app's asyncio tasks it ended that task only and the app ran on (`chat` without a
+    terminal ignored SIGHUP, 1 run in 2). With the bounded shutdown installed, its handler stays:
+    KeyboardInterrupt, which asyncio passes on, and exit 129."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _HOSTED_HUP_CHILD], capture_output=True, text=True, timeout=120
+    )
+    assert (proc.returncode, proc.stdout.strip()) == (129, "stopped"), proc.stderr

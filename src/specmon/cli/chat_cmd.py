@@ -132,8 +132,8 @@ def _run_hosted(args: argparse.Namespace) -> int:
     if isinstance(plan, int):
         return plan
     raise_stop_grace()
-    # SIGTERM keeps the bounded shutdown's handler (KeyboardInterrupt, exit 143); SIGHUP (the
-    # terminal closed) must stop the server too.
+    # The bounded shutdown handles SIGTERM and SIGHUP (KeyboardInterrupt, exit 143 / 129); where
+    # it is not installed, SIGHUP (the terminal closed) must stop the server too.
     import signal
 
     with stop_signals((signal.SIGHUP,)):
