@@ -7,10 +7,9 @@ go next); ctrl+q or Ctrl-C quits. Without a terminal, or with --json, the hub ru
 and plain lines (or the final JSON) are printed. Everything is labelled SIMULATED. Ctrl-C (or the
 end of `--requests`) stops the loop, the hub and the simulator, leaving no thread or port behind.
 
-Exit status: 0 after `--requests`, and when the app is quit (ctrl+q, or Ctrl-C, which is a key
-in the app); without a terminal, 130 on Ctrl-C (SIGINT); 143 on SIGTERM and 129 on SIGHUP (the
-terminal closed); each after the recording is closed (within 2 s; a second signal exits at once);
-2 for bad arguments.
+Exit status: 0 after `--requests`, and when the app is quit (ctrl+q); 130 on Ctrl-C (SIGINT, or
+the key in the app), 143 on SIGTERM and 129 on SIGHUP (the terminal closed); each after the
+recording is closed (within 2 s; a second signal exits at once); 2 for bad arguments.
 """
 
 from __future__ import annotations

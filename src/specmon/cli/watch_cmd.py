@@ -13,12 +13,13 @@ its HTTP API, instead of attaching to servers (docs/fleet.md). `--export [HOST:]
 specmon's own /metrics (per-request AL, vanilla-speed flags by reason, the degradation cycle) on
 127.0.0.1 unless a host is given.
 
-Exit status: 0 after `--once`, or when the reader of `--json` lines goes away (a closed pipe, as
-with `| head`); 130 when interrupted (Ctrl-C / SIGINT) and 143 on SIGTERM, after the sources are
-stopped and the recording is closed (within 2 s; a second Ctrl-C exits at once); 2 for bad
-arguments or an --export port in use; 1 after `--once` when none of the servers given could be
-read (each is still in the snapshot, with its state and why), or after `--once --prometheus`
-when the Prometheus did not answer. Every read of a server has a deadline for its whole answer
+Exit status: 0 after `--once`, when the app is quit (q, ctrl+q), or when the reader of `--json`
+lines goes away (a closed pipe, as with `| head`); 130 when interrupted (Ctrl-C: SIGINT, or the
+key in the app), 143 on SIGTERM and 129 on SIGHUP, after the sources are stopped and the
+recording is closed (within 2 s; a second Ctrl-C exits at once); 2 for bad arguments or an
+--export port in use; 1 after `--once` when none of the servers given could be read (each is
+still in the snapshot, with its state and why), or after `--once --prometheus` when the
+Prometheus did not answer. Every read of a server has a deadline for its whole answer
 (5 s for /metrics, 10 s for /version and /v1/models): a server that never answers or trickles
 its page is shown down with why, never waited on.
 """

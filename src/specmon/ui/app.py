@@ -32,6 +32,10 @@ if TYPE_CHECKING:
 
 Mode = Literal["chat", "demo", "watch", "replay"]
 
+INTERRUPTED = 130
+"""The app's return code after Ctrl-C (the shell's exit status after SIGINT): the command then
+stops as after SIGINT. ctrl+q and q quit with 0."""
+
 
 class SpecmonApp(App[None]):
     """The app of `specmon chat` (mode "chat"), `specmon demo` (the chat against the built-in
@@ -50,7 +54,7 @@ class SpecmonApp(App[None]):
 
     CSS_PATH = "app.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+c", "quit", "quit", show=False, priority=True),
+        Binding("ctrl+c", "interrupt", "quit", show=False, priority=True),
         Binding("f1", "help", "help"),
         Binding("question_mark", "help", "help", show=False),
         Binding("f8", "worth", "worth"),
@@ -103,6 +107,10 @@ class SpecmonApp(App[None]):
         self.chat_history = chat_history  # saved conversations (None: not saved, not resumed)
         self.host_failure: StartupFailed | None = None
         """Why the hosted server did not start or stopped (the command then exits 1)."""
+
+    def action_interrupt(self) -> None:
+        """Ctrl-C: quit, as interrupted (return code INTERRUPTED: the command exits 130)."""
+        self.exit(return_code=INTERRUPTED)
 
     def on_unmount(self) -> None:
         # Textual's exit waits for its worker threads; a connection still being made (the
