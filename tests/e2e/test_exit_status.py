@@ -18,9 +18,10 @@ And a command started in the background of an interactive shell (`specmon sim --
 output)`): its standard input is still the shell's terminal, which it must not set from the
 background.
 
-These tests start processes (the e2e folder's tiers: `process`, `slow`); each case takes a few seconds. The simulator and the
-fake `vllm` (tests/host/fake_vllm.py) are shared by the module. Waits are bounded by generous
-limits (failure bounds, not speed goals: the 2 s bound is tests/e2e/test_shutdown_under_load.py's).
+These tests start processes (the e2e folder's tiers: `process`, `slow`); each case takes a few
+seconds. The simulator and the fake `vllm` (tests/host/fake_vllm.py) are shared by the module.
+Waits are bounded by generous limits (failure bounds, not speed goals: the 2 s bound is
+tests/e2e/test_shutdown_under_load.py's).
 """
 
 from __future__ import annotations
@@ -38,15 +39,14 @@ import subprocess
 import sys
 import termios
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from tests.host.conftest import make_fake_vllm
+from tests.support.waiting import wait_for
 
 from specmon.sim.server import SimConfig, start_in_thread
-
 
 ROOT = Path(__file__).resolve().parents[2]
 SRC = str(ROOT / "src")
@@ -60,11 +60,9 @@ CTRL_C = "ctrl-c"
 
 
 def _wait(predicate: Callable[[], bool], what: str, limit: float, text: Callable[[], str]) -> None:
-    deadline = time.monotonic() + limit
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what}; output:\n{text()[-3000:]}")
-        time.sleep(0.05)
+    wait_for(
+        predicate, what, timeout=limit, interval=0.05, detail=lambda: f"output:\n{text()[-3000:]}"
+    )
 
 
 class Command:
