@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
+from tests.real_vllm.fixtures import REAL_FIXTURES
 
 # Real `vllm serve` fixtures (vllm_draft_same, vllm_ngram, ...) for every test folder.
 pytest_plugins = ["tests.real_vllm.fixtures"]
@@ -33,8 +34,9 @@ def _isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch) -
 TIER_FIXTURES: dict[str, tuple[str, ...]] = {
     "chromium": ("browser", "process", "slow"),
     "prometheus_bin": ("prometheus", "process", "slow"),
+    **{fixture: ("real_vllm",) for fixture in REAL_FIXTURES},
 }
-"""Fixture -> markers (the real-vLLM fixtures add `real_vllm` themselves, tests/real_vllm)."""
+"""Fixture -> markers."""
 
 TIER_FOLDERS: dict[str, tuple[str, ...]] = {
     "e2e": ("process", "slow"),
@@ -67,7 +69,7 @@ def _tier_markers(item: pytest.Item) -> set[str]:
     return names
 
 
-@pytest.hookimpl(trylast=True)  # after the real-vLLM plugin has marked its tests
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         for name in sorted(_tier_markers(item) - {mark.name for mark in item.iter_markers()}):
