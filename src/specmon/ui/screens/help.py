@@ -118,6 +118,7 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 OTHER_TITLE = "Other numbers"
 
+
 def help_sections() -> tuple[tuple[str, tuple[Definition, ...]], ...]:
     """(title, definitions) in screen order; a definition no section names (a new one) goes
     under OTHER_TITLE at the end, so the help never leaves a number out."""
