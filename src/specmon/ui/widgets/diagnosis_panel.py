@@ -130,9 +130,12 @@ def thermal_lines(view: ThermalView) -> list[Content]:
 
 
 def seconds_text(saved_s: float) -> str:
-    """Seconds saved (+) or cost (-), with one decimal."""
-    sign = "+" if saved_s >= 0 else "-"
-    return f"{sign}{abs(saved_s):.1f} s"
+    """Seconds saved (+) or cost (-), with one decimal; what rounds to zero is "0.0 s", with no
+    sign (never "-0.0 s")."""
+    shown = f"{abs(saved_s):.1f}"
+    if float(shown) == 0:
+        return f"{shown} s"
+    return f"{'+' if saved_s > 0 else '-'}{shown} s"
 
 
 def saving_text(saving: AnswerSaving) -> Content:
@@ -280,10 +283,12 @@ SAVED_COLUMN = "saved"
 
 
 def saved_cell(saving: AnswerSaving | None) -> str:
-    """One answer's cell of the saved column: "+2.8 s", "-0.8 s cost", — without a baseline."""
+    """One answer's cell of the saved column: "+2.8 s", "-0.8 s cost", "0.0 s" (neither, to a
+    tenth of a second), — without a baseline."""
     if saving is None:
         return "—"
-    return seconds_text(saving.saved_s) + (" cost" if saving.cost else "")
+    text = seconds_text(saving.saved_s)
+    return text + (" cost" if saving.cost and text.startswith("-") else "")
 
 
 class DiagnosisSection(Static):
