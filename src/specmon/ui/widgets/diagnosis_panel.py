@@ -249,9 +249,21 @@ def ttft_text(split: TtftSplit) -> str:
     )
 
 
-def answer_diagnosis(view: SessionView | None, request_id: str | None) -> Content:
+def ttft_split_of(view: SessionView | None, request_id: str | None) -> TtftSplit | None:
+    """The answer's TTFT split (engine vs outside) when its row has one."""
+    if view is None or request_id is None:
+        return None
+    row = next((r for r in view.rows if r.request_id == request_id), None)
+    return None if row is None else row.ttft_split
+
+
+def answer_diagnosis(
+    view: SessionView | None, request_id: str | None, *, ttft: bool = True
+) -> Content:
     """One answer's diagnosis on one line: seconds saved or cost (with the reason), its quality
-    flag, and server vs client TTFT; empty when there is none of these."""
+    flag, and (`ttft`) server vs client TTFT; empty when there is none of these. Under an
+    answer, whose numbers line has the TTFT already (`format_numbers` with the split), `ttft`
+    is False: TTFT is said once."""
     if view is None or request_id is None:
         return Content("")
     parts: list[Content] = []
@@ -265,9 +277,9 @@ def answer_diagnosis(view: SessionView | None, request_id: str | None) -> Conten
         verdict = next((v for v in diagnosis.quality.flagged if v.request_id == request_id), None)
         if verdict is not None:
             parts.append(verdict_text(verdict))
-    row = next((r for r in view.rows if r.request_id == request_id), None)
-    if row is not None and row.ttft_split is not None:
-        parts.append(Content(ttft_text(row.ttft_split)))
+    split = ttft_split_of(view, request_id) if ttft else None
+    if split is not None:
+        parts.append(Content(ttft_text(split)))
     return Content(" · ").join(parts)
 
 
