@@ -71,7 +71,9 @@ def test_watch_once_prints_the_apps_servers_table(two_sims, capsys, monkeypatch,
         header = lines[rows[0] - 1].split()
         assert header[:4] == ["server", "state", "tok/s", "AL"]
         text = "\n".join(lines)
-        assert "TTFT s" not in text and "TTFT p50/p95/p99" in text and " ms" in text
+        assert "TTFT s" not in text and "latency p50/p95/p99 ms" in text
+        latency = [line.split()[0] for line in lines if "TTFT" in line and "ITL" in line]
+        assert latency == [f"127.0.0.1:{port}" for port in ports]  # a line each, in order
         assert max(len(line) for line in lines) <= columns
 
 

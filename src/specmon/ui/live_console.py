@@ -56,7 +56,7 @@ from specmon.ui.formatting import (
     lifetime_label,
     status_word,
 )
-from specmon.ui.servers_text import short_name, table_text
+from specmon.ui.servers_text import layout_for, short_name, table_text
 from specmon.ui.styles import CONSOLE_STYLES
 
 __all__ = ["DASH", "TextTail", "clean", "fmt", "once_text", "render", "run_live", "run_plain"]
@@ -229,29 +229,42 @@ def _gpu_parts(gpu: GpuView) -> list[RenderableType]:
     return parts
 
 
-def latency_lines(view: SessionView, *, short: bool = False) -> list[RenderableType]:
+def _ms(p: PercentileView) -> str:
+    """p50/p95/p99 in ms."""
+    return "/".join(fmt(None if v is None else v * 1000, ".0f") for v in (p.p50, p.p95, p.p99))
+
+
+def latency_lines(view: SessionView) -> list[RenderableType]:
     """One line per server: TTFT and ITL p50/p95/p99 in ms and where they come from (this
-    client's streams when it sent any, else the server's histograms over the window). `short`
-    (watch --once): servers named as the servers table names them (scheme left out, the port
-    kept), and a line with nothing measured says over which window."""
-
-    def ms(p: PercentileView) -> str:
-        return "/".join(fmt(None if v is None else v * 1000, ".0f") for v in (p.p50, p.p95, p.p99))
-
+    client's streams when it sent any, else the server's histograms over the window)."""
     out: list[RenderableType] = []
     for s in view.servers:
         choice = choose_latency(view, s)
         several = len(view.servers) > 1  # name the server only when there are several
-        name = short_name(s.source) if short else clean(s.source)
-        line = Text(f"latency {name}: " if several else "latency: ")
-        line.append(f"TTFT p50/p95/p99 {ms(choice.ttft_s)} ms · ITL {ms(choice.itl_s)} ms")
-        window = s.window.window_seconds
-        if choice.source == "histograms" and window is not None:
-            line.append(f"  ({choice.words}, last {window:.0f} s)", style="dim")
+        line = Text(f"latency {clean(s.source)}: " if several else "latency: ")
+        line.append(f"TTFT p50/p95/p99 {_ms(choice.ttft_s)} ms · ITL {_ms(choice.itl_s)} ms")
+        if choice.source == "histograms" and s.window.window_seconds is not None:
+            line.append(f"  ({choice.words}, last {s.window.window_seconds:.0f} s)", style="dim")
         elif choice.source is not None:
             line.append(f"  ({choice.words})", style="dim")
-        elif short and window is not None:
-            line.append(f"  (no request in the last {window:.0f} s)", style="dim")
+        out.append(line)
+    return out
+
+
+def once_latency(view: SessionView, name_width: int) -> list[RenderableType]:
+    """`watch --once`: a heading, then each server's TTFT and ITL p50/p95/p99 in ms on a line of
+    its own, named as the servers table names it; — where no request fell in the window."""
+    windows = [s.window.window_seconds for s in view.servers if s.window.window_seconds]
+    over = f"last {max(windows):.0f} s" if windows else "the window"
+    out: list[RenderableType] = [
+        Text(f"latency p50/p95/p99 ms, {over} (— none in it)", style="dim")
+    ]
+    for s in view.servers:
+        choice = choose_latency(view, s)
+        line = Text(f"  {short_name(s.source, name_width):<{name_width}} ")
+        line.append(f"TTFT {_ms(choice.ttft_s):>14}  ITL {_ms(choice.itl_s):>14}")
+        if choice.source == "streams":
+            line.append(f"  ({choice.words})", style="dim")
         out.append(line)
     return out
 
@@ -264,7 +277,8 @@ def once_text(view: SessionView, *, title: str, width: int | None) -> Renderable
     if view.simulated:
         parts.append(Text(SIMULATED_BANNER, style=f"bold reverse {CONSOLE_STYLES.simulated}"))
     parts.append(table_text(view, -1, width=width))
-    parts.extend(latency_lines(view, short=True))
+    if view.servers:
+        parts.extend(once_latency(view, layout_for(width).name_width))
     parts.extend(fleet_lines(view))
     parts.extend(_gpu_parts(view.gpu))
     return Group(*parts)
