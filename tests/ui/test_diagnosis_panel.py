@@ -37,6 +37,7 @@ from specmon.ui.widgets.diagnosis_panel import (
     quality_lines,
     saved_cell,
     saved_lines,
+    seconds_text,
     thermal_lines,
 )
 
@@ -242,6 +243,14 @@ def test_answers_table_saved_cell():
     # a cost that rounds to nothing: "0.0 s", not "-0.0 s cost"
     assert saved_cell(AnswerSaving("c", 1.0, 200, 4.22, 4.2, -0.02, True, "why")) == "0.0 s"
     assert saved_cell(AnswerSaving("d", 1.0, 200, 4.2, 4.22, 0.02, False)) == "0.0 s"
+    # the panel's total likewise: no sign on what rounds to zero
+    assert [seconds_text(s) for s in (-0.04, 0.0, 0.04, 2.75, -0.8)] == [
+        "0.0 s",
+        "0.0 s",
+        "0.0 s",
+        "+2.8 s",
+        "-0.8 s",
+    ]
 
 
 async def test_answer_status_f3_and_f4_show_the_answers_saving_and_ttft_split():

@@ -153,9 +153,10 @@ def saved_lines(view: SecondsSavedView) -> list[Content]:
     if view.baseline_tok_s is None or view.answers == 0:
         return []
     n = view.answers
+    total_s = seconds_text(view.saved_s)
     total = Content.assemble(
         ("saved ", "$text-muted"),
-        (seconds_text(view.saved_s), "$success" if view.saved_s >= 0 else "bold $error"),
+        (total_s, "bold $error" if total_s.startswith("-") else "$success"),
         f" this session ({n} answer{'' if n == 1 else 's'}",
         (f", {view.answers_cost} cost time" if view.answers_cost else "", "$warning"),
         f"; vanilla {view.baseline_tok_s:.0f} tok/s)",
