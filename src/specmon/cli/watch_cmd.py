@@ -2,12 +2,12 @@
 
 `--once --json` prints one snapshot (docs/watch-json.md) and exits, `--once` alone the app's
 servers table once (one row per server, in the order given, fitted to the terminal's width) and
-each server's latency in ms; `--json` prints one snapshot line per interval until interrupted; on a terminal the app's
-dashboard screen: one row per server (and per engine), the selected one in detail (keys: up/down
-select, a adds a server, x removes the selected one, r records, m adds a marker, F4 lists the
-answers, q quits); otherwise plain lines. Servers that are down are shown as down with their
-last error; the others keep updating. For https servers whose certificate comes from a private
-CA, point SSL_CERT_FILE (or SSL_CERT_DIR) at the CA.
+each server's latency in ms; `--json` prints one snapshot line per interval until interrupted;
+on a terminal the app's dashboard screen: one row per server (and per engine), the selected one
+in detail (keys: up/down select, a adds a server, x removes the selected one, r records, m adds
+a marker, F4 lists the answers, q quits); otherwise plain lines. Servers that are down are shown
+as down with their last error; the others keep updating. For https servers whose certificate
+comes from a private CA, point SSL_CERT_FILE (or SSL_CERT_DIR) at the CA.
 
 `--prometheus URL [--match SELECTOR]` reads every vLLM target that a Prometheus scrapes, through
 its HTTP API, instead of attaching to servers (docs/fleet.md). `--export [HOST:]PORT` serves
