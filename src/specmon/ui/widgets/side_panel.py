@@ -38,6 +38,7 @@ from specmon.ui.formatting import (
     visible,
     visible_line,
 )
+from specmon.ui.servers_text import live_numbers
 from specmon.ui.styles import CONSOLE_STYLES, Styles, theme_styles
 from specmon.ui.widgets.diagnosis_panel import DiagnosisSection
 
@@ -134,33 +135,6 @@ def bar(frac: float | None, width: int = BAR_WIDTH) -> str:
     full, part = divmod(eighths, 8)
     text = "█" * full + (" ▏▎▍▌▋▊▉"[part] if part else "")
     return text.ljust(width, "░")[:width]
-
-
-NOT_READING = ("down", "unreadable")
-"""States in which a server's live numbers are not being read: they are shown — (its last error
-says why), not the last values it had. Since-start numbers (the counters' absolute values at the
-last scrape) stay."""
-
-
-def live_numbers(server: ServerView) -> ServerView:
-    """The server as shown: its window numbers and gauges blanked while it is not being read."""
-    if server.status not in NOT_READING:
-        return server
-    w = server.window
-    return replace(
-        server,
-        window=replace(
-            w,
-            decode_tok_s=None,
-            acceptance_length=None,
-            draft_acceptance_rate=None,
-            per_position_rates=None,
-        ),
-        requests_running=None,
-        requests_waiting=None,
-        kv_cache_usage_frac=None,
-        engine_numbers=(),
-    )
 
 
 def _t(text: str, style: str = "") -> Text:
