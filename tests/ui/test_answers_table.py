@@ -93,14 +93,14 @@ async def test_f_shows_only_the_flagged_answers_and_the_title_says_so():
     async with app.run_test(size=SIZE) as pilot:
         table = await _open_answers(pilot, app)
         assert "f filter" in screen_text(app)  # the key is in the dialog's footer
-        assert f"All answers of this session: {len(LONG)}" in screen_text(app)
+        assert f"All answers: {len(LONG)}  (f filters" in screen_text(app)
         await pilot.press("f")
         await wait_for_app(pilot, lambda: table.row_count == len(flagged))
         shown = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
         assert shown == flagged
-        assert f"flagged only: {len(flagged)} of {len(LONG)}" in screen_text(app)
+        assert f"Flagged answers only: {len(flagged)} of {len(LONG)}" in screen_text(app)
         await pilot.press("f")  # failed: none in this session, one row of dashes
-        await wait_for_app(pilot, lambda: "failed only: 0 of" in screen_text(app))
+        await wait_for_app(pilot, lambda: "Failed answers only: 0 of" in screen_text(app))
         assert table.row_count == 1 and str(table.get_row_at(0)[0]) == "—"
         await pilot.press("f")  # back to all
         await wait_for_app(pilot, lambda: table.row_count == len(LONG))

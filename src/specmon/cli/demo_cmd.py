@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     # The app shows them with l / ctrl+l (the newest kept in memory: the simulator writes no file).
     clock = SessionClock()
     logs = LogLineSource(max_pending=100, clock=clock)
-    kept = KeptLog(f"in memory, the newest {KEPT_LOG_LINES} lines (the simulator writes no file)")
+    kept = KeptLog(f"in memory, the newest {KEPT_LOG_LINES} lines")
 
     def sink(line: str) -> None:
         logs.push(line)

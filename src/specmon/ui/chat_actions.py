@@ -46,6 +46,7 @@ def keep_copy(text: str, path: Path | None = None) -> tuple[Path, str | None]:
     could not be written)."""
     target = path or state_path(CLIPBOARD_FILE)
     try:
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         write_atomic(target, text)
     except (OSError, UnicodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)

@@ -134,10 +134,11 @@ def answer_shown(row: RequestRow, which: str) -> bool:
 
 
 def answers_title(which: str, shown: int, total: int) -> str:
-    """The line above the answers table: the filter in use and how many rows it shows."""
+    """The line above the answers table: the filter in use and how many rows it shows (short
+    enough for the dialog at 80 columns)."""
     if which == "all":
-        return f"All answers of this session: {total}  (f: filter · Esc closes)"
-    return f"Answers of this session, {which} only: {shown} of {total}  (f: filter · Esc closes)"
+        return f"All answers: {total}  (f filters · Esc closes)"
+    return f"{which.capitalize()} answers only: {shown} of {total}  (f filters · Esc closes)"
 
 
 class AnswersTable(DataTable[Text]):
