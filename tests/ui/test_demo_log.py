@@ -3,7 +3,6 @@ vLLM's log is shown), where it used to say that specmon did not start the server
 
 from __future__ import annotations
 
-from tests.support.ui_fakes import FakePort
 from tests.support.waiting import wait_for_app
 from textual.widgets import Label
 
@@ -54,14 +53,3 @@ async def test_ctrl_l_in_the_demo_shows_the_simulators_log_lines():
                 await wait_for_app(pilot, lambda: not isinstance(app.screen, LogScreen))
         finally:
             port.close()
-
-
-async def test_ctrl_l_without_a_server_specmon_runs_says_there_is_no_log():
-    app = SpecmonApp(FakePort())
-    async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("ctrl+l")
-        await wait_for_app(
-            pilot,
-            lambda: any("did not start this server" in str(n.message) for n in app._notifications),
-        )
-        assert not isinstance(app.screen, LogScreen)
