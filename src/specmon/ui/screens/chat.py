@@ -25,7 +25,7 @@ from specmon.core.step_heat import AnswerHeat, answer_heat, pieces_from_chunks
 from specmon.core.views import SessionView
 from specmon.ui.answer_feed import AnswerFeed
 from specmon.ui.answer_numbers import AnswerNumbers
-from specmon.ui.chat_actions import answer_to_copy
+from specmon.ui.chat_actions import answer_to_copy, copied_line, keep_copy
 from specmon.ui.chat_history import ChatHistory, ChatState
 from specmon.ui.conversation import ChatSettings, Conversation, Turn
 from specmon.ui.formatting import visible_line
@@ -619,9 +619,13 @@ class ChatScreen(RecordingScreen):
         self._notice(line, failed=not line.startswith("exported"))
 
     def action_copy_answer(self, code: bool) -> None:
+        """ctrl+y / ctrl+b: the last answer (or its last code block) to the terminal's clipboard
+        (OSC 52, which a terminal may drop unsaid) and to a file the line names."""
         text, line, failed = answer_to_copy(self.conversation.turns, code=code)
         if text is not None:
             self.app.copy_to_clipboard(text)
+            path, error = keep_copy(text)
+            line, failed = copied_line(line, path, error), error is not None
         self._notice(line, failed=failed)
 
     def action_edit_last(self) -> None:

@@ -26,6 +26,7 @@ from textual.widgets import Static
 from specmon.core.events import GpuReading
 from specmon.core.histogram_quantiles import choose_latency
 from specmon.core.position_worth import ServerPositionWorth, TrimHint, server_position_worth
+from specmon.core.redaction import redact_url
 from specmon.core.views import CycleView, ServerView, SessionView
 from specmon.ui.answer_numbers import AnswerNumbers
 from specmon.ui.formatting import (
@@ -164,9 +165,10 @@ def server_section(
         out.append("  SIMULATED", style=f"bold reverse {styles.warning}")
     if server and server.status in ("stale", "down", "unreadable") and server.status_detail:
         out.append("\n  " + visible_line(server.status_detail)[:80], style=styles.error)
+    # The server's address near the top (without credentials): the header cuts it at 80 columns.
+    url = redact_url(server.source if server is not None else view.info.server)
+    out.append(f"\nurl    {visible_line(url)}")
     n_spec = server.n_spec if server and server.n_spec is not None else info.n_spec
-    if len(view.servers) > 1 and server is not None:
-        out.append(f"\nurl    {visible_line(server.source)}")
     out.append(f"\nmodel  {visible_line(info.model)}")
     out.append(f"\ndraft  {visible_line(info.draft_model)}")
     out.append(f"\nmethod {visible_line(info.method)} · n_spec {fmt_field(n_spec, 'd')}")

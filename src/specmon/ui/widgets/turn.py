@@ -12,6 +12,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Input, Static
 
+from specmon.core.redaction import redact_url
 from specmon.core.server_timing import TtftSplit
 from specmon.core.verdict import VerdictKind
 from specmon.ui.answer_numbers import AnswerNumbers
@@ -66,7 +67,7 @@ class HeaderBar(Horizontal):
         ]
         if server.max_model_len is not None:
             parts.append(f"ctx {server.max_model_len}")
-        parts.append(server.url)
+        parts.append(redact_url(server.url) or server.url)
         if state:
             parts.append(state)
         line.update(literal(" · ".join(parts)))
