@@ -131,5 +131,6 @@ def test_watch_gives_ttft_and_itl_percentiles_from_the_servers_histograms(
     monkeypatch.setenv("COLUMNS", "240")
     assert main(["watch", "--attach", url, "--once", "--interval", "1.0"]) == 0
     out = capsys.readouterr().out
-    (line,) = [ln for ln in out.splitlines() if "TTFT p50/p95/p99" in ln]
+    assert "latency p50/p95/p99 ms" in out
+    (line,) = [ln for ln in out.splitlines() if "TTFT" in ln and "ITL" in ln]
     assert "from server histograms" in line and "—/—/—" not in line.split("ITL")[0]

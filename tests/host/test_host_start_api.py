@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from tests.support.host_mode import start_host
+from tests.support.waiting import wait_for
 
 from specmon.cli.host_args import add_host_arguments, plan_host
 from specmon.core.startup_log import StartupPhase
@@ -86,7 +87,12 @@ def test_start_host_returns_a_ready_server_with_what_a_recording_needs(fake_vllm
         assert info is not None
         assert info.method == "ngram" and info.n_spec == 4 and info.vllm_version == "0.0.1-fake"
         assert info.extra["host"]["argv"][1] == "serve"
-        assert any("Application startup complete" in line for line in lines)
+        # The log's reader thread hands lines on as they come: /health may answer before the
+        # server's own "startup complete" line has been read.
+        wait_for(
+            lambda: any("Application startup complete" in line for line in lines),
+            "the server's startup line on the line sink",
+        )
     finally:
         assert server.stop().survivors == ()
 

@@ -263,9 +263,23 @@ def once_latency(view: SessionView, name_width: int) -> list[RenderableType]:
         choice = choose_latency(view, s)
         line = Text(f"  {short_name(s.source, name_width):<{name_width}} ")
         line.append(f"TTFT {_ms(choice.ttft_s):>14}  ITL {_ms(choice.itl_s):>14}")
-        if choice.source == "streams":
+        if choice.source is not None:  # this client's streams, or the server's histograms
             line.append(f"  ({choice.words})", style="dim")
         out.append(line)
+    return out
+
+
+def once_identities(view: SessionView, name_width: int) -> list[RenderableType]:
+    """`watch --once`: what each server said it serves (model, vLLM version), named as the
+    servers table names it, so servers of one host that serve other models are told apart."""
+    if not any(s.model or s.vllm_version for s in view.servers):
+        return []
+    out: list[RenderableType] = [Text("serving", style="dim")]
+    for s in view.servers:
+        words = [clean(s.model) if s.model else DASH]
+        if s.vllm_version:
+            words.append(f"vLLM {clean(s.vllm_version)}")
+        out.append(Text(f"  {short_name(s.source, name_width):<{name_width}} " + " · ".join(words)))
     return out
 
 
@@ -278,6 +292,7 @@ def once_text(view: SessionView, *, title: str, width: int | None) -> Renderable
         parts.append(Text(SIMULATED_BANNER, style=f"bold reverse {CONSOLE_STYLES.simulated}"))
     parts.append(table_text(view, -1, width=width))
     if view.servers:
+        parts.extend(once_identities(view, layout_for(width).name_width))
         parts.extend(once_latency(view, layout_for(width).name_width))
     parts.extend(fleet_lines(view))
     parts.extend(_gpu_parts(view.gpu))
