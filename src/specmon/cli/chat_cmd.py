@@ -20,6 +20,11 @@ ctrl+l shows the server's log. Quitting, Ctrl-C, SIGTERM or SIGHUP stop its whol
 Exit status: 0 on quit (0 after --dry-run); 1 when the hosted server failed to start or died
 (its last 50 log lines and the likely cause are shown); 2 for bad arguments or a failed
 pre-launch check; 130/143 after SIGINT/SIGTERM.
+
+Defaults you set once: [chat] attach (used when neither --attach nor a host-mode flag such as
+--preset or --draft is given; --model then picks the model on that server) and [app] theme in
+$XDG_CONFIG_HOME/specmon/config.toml (or the file $SPECMON_CONFIG names); a flag beats the file,
+`specmon config` shows what applies (docs/app.md, "Configuration").
 """
 
 from __future__ import annotations
@@ -59,7 +64,8 @@ def register(subparsers: Any) -> None:
         type=server_url,
         default=None,
         metavar="URL",
-        help="base URL of a running server (without it, --model starts one: host mode)",
+        help="base URL of a running server (default: [chat] attach of the config file; without "
+        "either, --model starts one: host mode)",
     )
     p.add_argument(
         "--metrics-url",
