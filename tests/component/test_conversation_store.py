@@ -328,3 +328,50 @@ def test_a_failed_write_leaves_nothing_half_written(tmp_path: Path) -> None:
         with pytest.raises(Exception):  # noqa: B017 - any error: the point is the rollback
             store.save(bad)
         assert [t.prompt for t in store.load(cid).turns] == ["one"]
+
+
+def test_each_turns_system_prompt_round_trips(tmp_path: Path) -> None:
+    path = tmp_path / "chats.sqlite"
+    turns = (
+        SavedTurn("one", "a", system=""),
+        SavedTurn("two", "b", system="be terse"),
+        SavedTurn("three", "c", system=None),
+    )
+    with ConversationStore(path) as store:
+        cid = store.save(SavedConversation(turns, settings=SavedSettings("be terse")))
+    with ConversationStore(path, create=False) as store:
+        assert [t.system for t in store.load(cid).turns] == ["", "be terse", None]
+
+
+def _version_1_file(path: Path) -> None:
+    """A chat file as specmon wrote it before turns kept their system prompt (schema 1)."""
+    schema = cs._SCHEMA.replace("    system TEXT,\n    PRIMARY KEY", "    PRIMARY KEY")
+    assert schema != cs._SCHEMA
+    db = sqlite3.connect(path)
+    db.executescript(schema)
+    db.execute(
+        "INSERT INTO conversations (id, title, created_at, updated_at, system) VALUES "
+        "(1, 'old', '2026-11-01T00:00:00+00:00', '2026-11-01T00:00:00+00:00', 'old rule')"
+    )
+    db.execute(
+        "INSERT INTO turns (conversation_id, idx, prompt, answer, status) VALUES "
+        "(1, 0, 'hi', 'hello', 'ok')"
+    )
+    db.execute("PRAGMA user_version = 1")
+    db.commit()
+    db.close()
+
+
+def test_a_version_1_file_reads_and_is_upgraded_when_written(tmp_path: Path) -> None:
+    path = tmp_path / "chats.sqlite"
+    _version_1_file(path)
+    with ConversationStore(path, create=False) as store:  # read only: left at version 1
+        old = store.load(1)
+    assert [(t.prompt, t.system) for t in old.turns] == [("hi", None)]
+    assert old.settings.system == "old rule"
+    assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == 1
+    with ConversationStore(path) as store:
+        turns = (*old.turns, SavedTurn("more", "sure", system="new rule"))
+        store.save(SavedConversation(turns, settings=SavedSettings("new rule"), id=1))
+        assert [t.system for t in store.load(1).turns] == [None, "new rule"]
+    assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == 2

@@ -449,3 +449,34 @@ def test_a_saved_verdict_reads_back_as_itself(verdict: str) -> None:
     saved = saved_numbers(numbers)
     assert answer_numbers(saved).flag == verdict
     assert answer_numbers(SavedNumbers(verdict="no-such-verdict")).flag == "unjudged"
+
+
+async def test_a_system_prompt_set_after_turn_2_is_exported_where_it_took_effect(
+    data_home: Path, tmp_path: Path
+) -> None:
+    port = FakePort(answers=[["a", "b"], ["c", "d"], ["e", "f"]])
+    app = SpecmonApp(port)
+    history = install_history(app, cli_args())
+    async with app.run_test(size=SIZE) as pilot:
+        await _connected(pilot)
+        for n, prompt in enumerate(("one", "two"), 1):
+            await _ask(pilot, prompt)
+            await wait_for_app(pilot, lambda n=n: finished(app, n))
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        app.screen.query_one("#system-text").text = ""
+        await pilot.press(*"be terse", "ctrl+s")
+        await wait_for_app(pilot, lambda: "system prompt set: be terse" in screen_text(app))
+        await _ask(pilot, "three")
+        await wait_for_app(pilot, lambda: finished(app, 3))
+        await pilot.press("ctrl+s")
+        await wait_for_app(pilot, lambda: "exported to" in screen_text(app))
+        assert history.saver is not None and history.saver.flush()
+    close_history(history)
+    (conv,) = saved(data_home)
+    assert [t.system for t in conv.turns] == ["", "", "be terse"]  # each turn's, as sent
+    (exported,) = tmp_path.glob("specmon-chat-*.md")
+    md = exported.read_text()
+    assert "System prompt:" not in md  # nothing applied to the whole conversation
+    change = md.index("System prompt from here on:\n\n> be terse\n")
+    assert md.index("## 2. Prompt") < change < md.index("## 3. Prompt")

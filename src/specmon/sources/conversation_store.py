@@ -2,10 +2,12 @@
 `~/.local/share/specmon/chats.sqlite`).
 
 Two tables, `conversations` (server, model, system prompt, sampling settings, times) and `turns`
-(prompt, answer, status and the answer's numbers: tokens, tok/s, TTFT, AL, acceptance, verdict),
-versioned with `PRAGMA user_version` (SCHEMA_VERSION; a file from a newer specmon is refused, not
-changed). WAL journal, so a reader never waits for the writer; a lock held by another process is
-waited for at most BUSY_TIMEOUT_S. Bounded: at most MAX_CONVERSATIONS (the least recently
+(prompt, answer, status, the answer's numbers: tokens, tok/s, TTFT, AL, acceptance, verdict, and
+the system prompt the turn was sent with), versioned with `PRAGMA user_version` (SCHEMA_VERSION; a
+file from a newer specmon is refused, not changed; one of version 1, without the turns' system
+prompts, gets the column when opened for writing, its old turns reading as not recorded). WAL
+journal, so a reader never waits for the writer; a lock held by another process is waited for at
+most BUSY_TIMEOUT_S. Bounded: at most MAX_CONVERSATIONS (the least recently
 updated are deleted), MAX_TURNS turns each, MAX_TEXT_CHARS characters per text.
 
 Every failure (not a database, a directory in its place, read-only, locked, a newer schema)
@@ -33,7 +35,7 @@ from specmon.core.chat_record import (
 )
 from specmon.sources.data_files import data_path
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 BUSY_TIMEOUT_S = 0.5
 MAX_CONVERSATIONS = 1000
 MAX_TURNS = 2000
@@ -74,6 +76,7 @@ CREATE TABLE turns (
     al_source TEXT,
     verdict TEXT,
     reasons TEXT,
+    system TEXT,
     PRIMARY KEY (conversation_id, idx)
 );
 CREATE INDEX conversations_updated ON conversations(updated_at);
@@ -112,6 +115,7 @@ class ConversationStore:
         used. Without `create` a missing file reads as empty (nothing is written)."""
         self.path = path if path is not None else default_path()
         self._db: sqlite3.Connection | None = None
+        self._version = SCHEMA_VERSION
         if not create and not self.path.exists():
             return
         try:
@@ -145,6 +149,10 @@ class ConversationStore:
                 db.execute("PRAGMA synchronous = NORMAL")
                 if version == 0:
                     self._create_schema(db)
+                    version = SCHEMA_VERSION
+                elif version == 1:
+                    version = self._upgrade_from_1(db)
+            self._version = version
         except ConversationStoreError:
             self.close()
             raise
@@ -174,6 +182,19 @@ class ConversationStore:
             with contextlib.suppress(sqlite3.Error):
                 db.execute("ROLLBACK")
             raise
+
+    def _upgrade_from_1(self, db: sqlite3.Connection) -> int:
+        """Version 1 to 2: the turns' system prompts (NULL for the turns already saved: not
+        recorded), under the write lock (another specmon may be upgrading the same file). A file
+        that cannot be written stays version 1 and is read as one (returns the version)."""
+        try:
+            with _transaction(db):
+                if db.execute("PRAGMA user_version").fetchone()[0] == 1:
+                    db.execute("ALTER TABLE turns ADD COLUMN system TEXT")
+                    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        except sqlite3.OperationalError:  # read-only, or locked past BUSY_TIMEOUT_S
+            return 1
+        return SCHEMA_VERSION
 
     def close(self) -> None:
         if self._db is not None:
@@ -246,7 +267,7 @@ class ConversationStore:
                         continue
                     db.execute(
                         "INSERT OR REPLACE INTO turns VALUES "
-                        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (conv_id, i, *_turn_values(turn)),
                     )
                 db.execute(
@@ -313,10 +334,11 @@ class ConversationStore:
                 raise ConversationStoreError(
                     f"no saved conversation {conversation_id} in {self.path}"
                 )
+            system = "system" if self._version >= 2 else "NULL"  # a version 1 file, read only
             turns = db.execute(
                 "SELECT prompt, answer, status, error, has_numbers, tokens, decode_tok_s, ttft_s, "
-                "acceptance_length, acceptance_rate, al_source, verdict, reasons FROM turns "
-                "WHERE conversation_id = ? ORDER BY idx",
+                f"acceptance_length, acceptance_rate, al_source, verdict, reasons, {system} "
+                "FROM turns WHERE conversation_id = ? ORDER BY idx",
                 (conversation_id,),
             ).fetchall()
         return SavedConversation(
@@ -360,7 +382,8 @@ def _turn_values(turn: SavedTurn) -> tuple[object, ...]:
             "\n".join(r.replace("\n", " ") for r in n.reasons),
         )
     error = None if turn.error is None else _cut(turn.error)
-    return (_cut(turn.prompt), _cut(turn.answer), turn.status, error, *numbers)
+    system = None if turn.system is None else _cut(turn.system)
+    return (_cut(turn.prompt), _cut(turn.answer), turn.status, error, *numbers, system)
 
 
 def _turn_from(row: tuple[object, ...]) -> SavedTurn:
@@ -384,6 +407,7 @@ def _turn_from(row: tuple[object, ...]) -> SavedTurn:
         status=str(status),
         error=error if isinstance(error, str) else None,
         numbers=numbers,
+        system=row[13] if len(row) > 13 and isinstance(row[13], str) else None,
     )
 
 

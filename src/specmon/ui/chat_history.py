@@ -129,6 +129,7 @@ class ChatHistory:
                     status=turn.status,
                     error=turn.error,
                     numbers=None if numbers is None else saved_numbers(numbers),
+                    system=turn.system,
                 )
             )
         server_info = state.server
@@ -186,6 +187,7 @@ class ChatHistory:
                 status=status,
                 error=t.error,
                 completion_tokens=t.numbers.tokens if t.numbers is not None else None,
+                system=t.system,
             )
             numbers = None if t.numbers is None else answer_numbers(t.numbers)
             line = "" if numbers is None else format_numbers(numbers)

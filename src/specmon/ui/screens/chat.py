@@ -361,6 +361,7 @@ class ChatScreen(RecordingScreen):
         else:
             turn = self.conversation.turns[-1]
             turn.status = "streaming"
+        turn.system = self.conversation.system or ""  # the export shows where it took effect
         self.turn, self.view = turn, view
         self._settling = None
         self._pending = (prompt, extra_drop)
