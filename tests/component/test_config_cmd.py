@@ -68,7 +68,7 @@ def test_specmon_config_names_the_file_that_spec_config_points_at(
     assert f"config file: {other}" in out and "baseline.tok_s  40  (file)" in out
 
 
-@pytest.mark.parametrize("command", [["config"], ["watch"], ["chat"], ["demo"]])
+@pytest.mark.parametrize("command", [["config"], ["watch"], ["chat"], ["replay", "absent.ndjson"]])
 def test_a_bad_file_is_one_line_and_exit_2(
     config_file: Path,
     ran: list[argparse.Namespace],
