@@ -118,3 +118,20 @@ def test_watch_and_chat_help_mention_the_file(capsys: pytest.CaptureFixture[str]
         with pytest.raises(SystemExit):
             main([command, "--help"])
         assert "config.toml" in capsys.readouterr().out
+
+
+def test_web_checks_a_served_watch_with_the_config_file_applied(
+    config_file: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from specmon.web import server
+
+    started: list[object] = []
+    monkeypatch.setattr(server, "start", lambda plan: started.append(plan) or 0)
+    config_file.write_text("[watch]\ncanary = 1\n")
+    with pytest.raises(SystemExit) as stop:
+        main(["web", "watch"])
+    assert stop.value.code == 2
+    assert "watch.canary: must be a number of seconds from 10" in capsys.readouterr().err
+    config_file.write_text('[watch]\nattach = "http://gpu-box:8000"\n')
+    assert main(["web", "watch"]) == 0  # the tabs' watch finds its servers in the file
+    assert len(started) == 1

@@ -74,6 +74,11 @@ MAX_RATE_WINDOW_S = 24 * 3600.0
 """Longest --rate-window accepted: a day."""
 
 NAME = "watch"
+NO_SERVERS = (
+    "give --attach URL or --prometheus URL (or set [watch] attach in the config file: "
+    "`specmon config`)"
+)
+"""Why a watch cannot start with neither flag given and no servers in the config file."""
 SUMMARY = "attach to running vLLM servers: live tok/s, acceptance, GPU, flags"
 
 
@@ -172,11 +177,7 @@ def run(args: argparse.Namespace) -> int:
     from specmon.runtime.monitor import Monitor, pair_targets
 
     if args.attach is None and args.prometheus is None:
-        return fail(
-            NAME,
-            "give --attach URL or --prometheus URL (or set [watch] attach in the config file: "
-            "`specmon config`)",
-        )
+        return fail(NAME, NO_SERVERS)
     interval = args.interval
     if interval is None:
         interval = FLEET_INTERVAL_S if args.prometheus is not None else 1.0
