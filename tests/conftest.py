@@ -18,6 +18,13 @@ settings.register_profile("ci", deadline=None, print_blob=True, derandomize=True
 settings.register_profile("dev", deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # pytest-xdist's workers run with COLUMNS=80 and LINES=24 in their environment; every program a
+    # test starts would inherit them (Textual sizes itself from them, tmux panes included), so a
+    # worker's tests would see another terminal than a serial run's.
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
+
 
 @pytest.fixture(autouse=True)
 def _isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch) -> None:
@@ -34,7 +41,7 @@ TIER_FIXTURES: dict[str, tuple[str, ...]] = {
     "chromium": ("browser", "process", "slow"),
     "prometheus_bin": ("prometheus", "process", "slow"),
 }
-"""Fixture -> markers (the real-vLLM fixtures add `real_vllm` themselves, tests/real_vllm)."""
+"""Fixture -> markers (and every real-vLLM fixture -> `real_vllm`, below)."""
 
 TIER_FOLDERS: dict[str, tuple[str, ...]] = {
     "e2e": ("process", "slow"),
@@ -55,7 +62,11 @@ XDIST_GROUP_REAL = "real_vllm"
 
 def _tier_markers(item: pytest.Item) -> set[str]:
     names = {mark.name for mark in item.iter_markers()}
+    from tests.real_vllm.fixtures import REAL_FIXTURES  # a plugin: pytest imports it first
+
     fixtures = set(getattr(item, "fixturenames", ()))
+    if fixtures & REAL_FIXTURES:
+        names.add("real_vllm")
     for fixture, markers in TIER_FIXTURES.items():
         if fixture in fixtures:
             names.update(markers)
@@ -67,7 +78,7 @@ def _tier_markers(item: pytest.Item) -> set[str]:
     return names
 
 
-@pytest.hookimpl(trylast=True)  # after the real-vLLM plugin has marked its tests
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         for name in sorted(_tier_markers(item) - {mark.name for mark in item.iter_markers()}):

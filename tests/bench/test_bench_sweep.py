@@ -123,6 +123,22 @@ def test_the_sweep_recommends_the_peak_the_test_placed(tmp_path, peak) -> None:
     assert not rec.differ
 
 
+def test_the_sweep_table_pads_its_edge_columns(tmp_path) -> None:
+    """Every cell has a space between it and the table's border: the last column ("vanilla")
+    lines up with the others, not "vanilla┃" / "0│" against the edge."""
+    from rich.console import Console
+
+    from specmon.bench.render import sweep_renderable
+
+    summary, _ = model_sweep(peaked_profile(POINTS[1]), tmp_path)
+    console = Console(width=160, record=True)
+    console.print(sweep_renderable(summary))
+    rows = [line for line in console.export_text().splitlines() if line[:1] in ("┃", "│")]
+    assert len(rows) >= len(POINTS) + 1, rows  # the header and a row per point
+    for line in rows:
+        assert line[1] == " " and line[-2] == " ", line
+
+
 def test_two_points_at_the_same_speed_tie_and_the_smaller_is_recommended(tmp_path) -> None:
     summary, _ = model_sweep(peaked_profile(3, tie_with=9), tmp_path)
     (rec,) = summary.recommendations

@@ -4,6 +4,7 @@ redaction (no keys, no hosts, no local paths unless asked), and bad input."""
 from __future__ import annotations
 
 import json
+import re
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -75,6 +76,9 @@ def test_the_card_of_a_bench_run_names_the_rig_and_positions_1_to_k(bench_json, 
     assert "SIMULATED" in md
     assert "| K (num_speculative_tokens) | 8 |" in md
     assert "| position | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 |" in md
+    # rates in percent, as bench and compare show them (42.1%, not 0.42)
+    assert re.search(r"^\| Draft acceptance rate \| \d{1,3}\.\d% \|$", md, re.M), md
+    assert re.search(r"^\| accepted( \| \d{1,3}\.\d%){8} \|$", md, re.M), md
     assert "Serve line of this setting" in md and "vllm serve" in md
     assert "Driver | not recorded" in md
     assert "127.0.0.1" not in md and "http://" not in md  # the host is left out

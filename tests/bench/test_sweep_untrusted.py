@@ -16,7 +16,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from tests.bench.test_bench_sweep import sims
+from tests.support.sim_servers import sims
 
 from specmon.bench.card import RigCard, SweepRow, card_markdown
 from specmon.bench.config import BenchConfig

@@ -215,13 +215,16 @@ async def test_the_watch_dashboard_shows_the_panel_and_r_m_f4_act():
     assert app.return_code == 0
 
 
-async def test_ctrl_c_quits():
+async def test_ctrl_c_quits_as_interrupted():
+    """Ctrl-C is a key in the app: it quits with return code 130, the command's exit status after
+    SIGINT (it quit with 0, while --help says 130); ctrl+q quits with 0 (above)."""
     app = SpecmonApp(FakePort())
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         await pilot.press("ctrl+c")
         await pilot.pause()
         assert not app.is_running
+    assert app.return_code == 130
 
 
 async def test_the_demo_quits_after_requests_answers():

@@ -332,7 +332,16 @@ async def test_a_broken_database_is_one_line_and_the_chat_goes_on(
 # ------------------------------------------------------------------ copy and edit
 
 
-async def test_copy_the_last_answer_and_its_last_code_block(data_home: Path) -> None:
+def _last_notice(app) -> str:
+    return str(app.screen.query(".notice").last().content)
+
+
+async def test_copy_the_last_answer_and_its_last_code_block(
+    data_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    kept = state / "specmon" / "clipboard.txt"
     answer = ["Run", " this:\n\n```sh\nls -l\n```\n\nthen\n\n```py\nprint(1)\nprint(2)\n```\n"]
     app = SpecmonApp(FakePort(answers=[answer]))
     async with app.run_test(size=SIZE) as pilot:
@@ -340,16 +349,45 @@ async def test_copy_the_last_answer_and_its_last_code_block(data_home: Path) -> 
         await pilot.press("ctrl+y")
         await pilot.pause()
         assert "nothing to copy yet" in screen_text(app)
+        assert not kept.exists()
         await _ask(pilot, "hi")
         await wait_for_app(pilot, lambda: finished(app, 1))
         await pilot.press("ctrl+b")
-        await wait_for_app(
-            pilot, lambda: "copied the last code block (2 lines)" in screen_text(app)
+        await wait_for_app(pilot, lambda: "code block" in _last_notice(app))
+        # whether the terminal took the OSC 52 write cannot be known: the line says it was
+        # sent, and names the file that holds the text as well
+        assert _last_notice(app) == (
+            "the last code block (2 lines) sent to the terminal's clipboard (OSC 52) — "
+            f"if nothing was copied, the text is also in {kept}"
         )
         assert app.clipboard == "print(1)\nprint(2)"
+        assert kept.read_text(encoding="utf-8") == "print(1)\nprint(2)"
+        assert kept.stat().st_mode & 0o077 == 0
         await pilot.press("ctrl+y")
-        await wait_for_app(pilot, lambda: "copied the last answer" in screen_text(app))
+        await wait_for_app(pilot, lambda: "the last answer" in _last_notice(app))
+        assert f"(OSC 52) — if nothing was copied, the text is also in {kept}" in _last_notice(app)
         assert app.clipboard == "".join(answer)
+        assert kept.read_text(encoding="utf-8") == "".join(answer)
+
+
+async def test_a_copy_file_that_cannot_be_written_is_said_and_the_copy_still_sent(
+    data_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = tmp_path / "state"
+    (state / "specmon").mkdir(parents=True)
+    (state / "specmon" / "clipboard.txt").mkdir()  # a directory where the file goes
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    app = SpecmonApp(FakePort(answers=[["plain answer"]]))
+    async with app.run_test(size=SIZE) as pilot:
+        await _connected(pilot)
+        await _ask(pilot, "hi")
+        await wait_for_app(pilot, lambda: finished(app, 1))
+        await pilot.press("ctrl+y")
+        await wait_for_app(pilot, lambda: "the last answer" in _last_notice(app))
+        line = _last_notice(app)
+        assert "sent to the terminal's clipboard (OSC 52); it could not also be written" in line
+        assert "\n" not in line
+        assert app.clipboard == "plain answer"
 
 
 async def test_edit_last_takes_the_turn_back_and_enter_resends_it(data_home: Path) -> None:

@@ -14,11 +14,13 @@ from tests.support.ui_apps import (
     watch_app,
     watch_settled,
 )
+from tests.support.ui_fakes import SIM_SERVER, screen_text
 from tests.ui.fake_views import SEED_SPEEDS, session_view
 from tests.ui.watch_views import watch_view
 from textual.widgets import DataTable
 
 from specmon.ui.app import SpecmonApp
+from specmon.ui.port import Connection
 from specmon.ui.widgets.servers_table import layout_for, table_text
 from specmon.ui.widgets.side_panel import SidePanel
 
@@ -47,6 +49,27 @@ async def test_the_chat_panel_is_a_summary_line_that_f9_opens_and_the_keys_scrol
         await pilot.press("f9")
         await pilot.pause()
         assert screen.query_one("#prompt").has_focus and not panel.display
+
+
+async def test_at_80x24_f9_shows_the_server_url_at_the_top_without_its_credentials() -> None:
+    view = session_view(prefix="r")
+    secret_url = "http://alice:s3cret-pw@gpu-box.example:8000"
+    view = dataclasses.replace(
+        view,
+        info=dataclasses.replace(view.info, server=secret_url),
+        servers=(dataclasses.replace(view.servers[0], source=secret_url),),
+    )
+    app = chat_app_with_view(view)
+    app.port.connection = Connection(dataclasses.replace(SIM_SERVER, url=secret_url))
+    async with app.run_test(size=SMALL) as pilot:
+        await chat_with_graphs(pilot)
+        assert "gpu-box.example" not in screen_text(app)  # the header cut it, the line has none
+        await pilot.press("f9")
+        await pilot.pause()
+        lines = screen_text(app).splitlines()
+        top = next(i for i, line in enumerate(lines) if "vLLM 0.20.2" in line)
+        assert "url    http://gpu-box.example:8000" in lines[top + 1]
+        assert "s3cret" not in screen_text(app) and "alice" not in screen_text(app)
 
 
 def test_servers_table_rows_never_wrap_and_keep_tok_s_and_al() -> None:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from specmon.bench.recommend import ServeIdentity, serve_command
-from specmon.bench.result import BenchResult, ResultError, load_result, result_scrubber
+from specmon.bench.result import BenchResult, ResultError, fmt_pct, load_result, result_scrubber
 from specmon.bench.sweep import SweepError, SweepStore, SweepSummary, summarize
 from specmon.core.display_text import DASH, MAX_NUMBER_CHARS, fit
 from specmon.core.redaction import Scrubber
@@ -325,7 +325,7 @@ def card_markdown(card: RigCard) -> str:
         ("Method", _cell(card.method)),
         ("K (num_speculative_tokens)", DASH if card.n_spec is None else str(card.n_spec)),
         ("Acceptance length", _f(card.acceptance_length)),
-        ("Draft acceptance rate", _f(card.acceptance_rate)),
+        ("Draft acceptance rate", fmt_pct(card.acceptance_rate)),  # 42.1%, as bench says
         ("Output tok/s", _f(card.output_tok_s, 1)),
         ("Decode tok/s (mean per request)", _f(card.decode_tok_s, 1)),
         ("TTFT median (ms)", _f(card.ttft_ms, 1)),
@@ -348,7 +348,7 @@ def card_markdown(card: RigCard) -> str:
             "| position | " + " | ".join(str(i + 1) for i in range(len(card.per_position))) + " |"
         )
         lines.append("|---|" + "---|" * len(card.per_position))
-        lines.append("| rate | " + " | ".join(_f(v) for v in card.per_position) + " |")
+        lines.append("| accepted | " + " | ".join(fmt_pct(v) for v in card.per_position) + " |")
     if card.thermals:
         lines += ["", "Thermals (min / mean / max over the run):", ""]
         lines += ["| GPU | samples | °C | W | SM MHz |", "|---|---|---|---|---|"]

@@ -390,7 +390,7 @@ def sweep_renderable(summary: Any) -> RenderableType:
     title = "specmon sweep" + (" — SIMULATED" if summary.simulated else "")
     if summary.interrupted:
         title += " — INTERRUPTED (partial; continue with --resume)"
-    t = Table(title=title, title_justify="left", pad_edge=False)
+    t = Table(title=title, title_justify="left")  # edges padded: the last column lines up
     names = [name for name, _ in summary.spec.grid]
     for name in names:
         t.add_column(name, justify="right")

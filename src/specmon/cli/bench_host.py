@@ -307,9 +307,12 @@ def setup_differences(
 
 
 def holds_secret(saved: dict[str, Any]) -> bool:
-    """Whether saved host-mode flags had a secret left out (SECRET_MARK in its place)."""
+    """Whether saved host-mode flags had a secret left out (SECRET_MARK in its place, or the
+    scrubber's mark where the file's writer found it first)."""
+    from specmon.core.redaction import REDACTED
+
     args, env = saved.get("vllm_args"), saved.get("env")
     values = list(args) if isinstance(args, list) else []
     if isinstance(env, list):
         values += [p[1] for p in env if isinstance(p, list | tuple) and len(p) == 2]
-    return SECRET_MARK in values
+    return SECRET_MARK in values or REDACTED in values

@@ -31,8 +31,8 @@ Closing a tab ends its app. Ctrl-C (or SIGTERM) ends every app (each runs in a p
 its own: SIGTERM, then SIGKILL to the group) and the server, within 2 s; the apps also get SIGTERM
 if this process dies without that clean stop.
 
-Exit status: 130 after Ctrl-C (SIGINT), 143 after SIGTERM; 2 for bad arguments or a port that
-cannot be bound.
+Exit status: 130 after Ctrl-C (SIGINT), 143 after SIGTERM, 129 after SIGHUP; 2 for bad arguments
+or a port that cannot be bound.
 """
 
 from __future__ import annotations

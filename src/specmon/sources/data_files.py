@@ -1,13 +1,14 @@
 """specmon's files under the XDG data directory (`$XDG_DATA_HOME/specmon/`, default
-`~/.local/share/specmon/`): where each one lives, reading one within a size bound (a regular file
-only: a FIFO or device in its place is refused, never waited on), and writing one atomically (a
-temporary file in the same directory, fsync, rename), so a crash or a full disk never leaves half
-a file.
+`~/.local/share/specmon/`; `state_path` for the XDG state directory): where each one lives,
+reading one within a size bound (a regular file only: a FIFO or device in its place is refused,
+never waited on), and writing one atomically (a temporary file in the same directory, fsync,
+rename), so a crash or a full disk never leaves half a file.
 
 `write_atomic` is specmon's one safe write, for every file it replaces whole (the data files, a
-sweep folder's files, `--emit-vllm-dynamic`): the temporary file has a random name and is
-created exclusively without following links (tempfile.mkstemp: O_CREAT|O_EXCL|O_NOFOLLOW), so a
-file or a symbolic link planted under a predictable temporary name is never written through."""
+sweep folder's files, `--emit-vllm-dynamic`, the copied text of the chat): the temporary file has
+a random name and is created exclusively without following links (tempfile.mkstemp:
+O_CREAT|O_EXCL|O_NOFOLLOW), so a file or a symbolic link planted under a predictable temporary
+name is never written through."""
 
 from __future__ import annotations
 
@@ -26,6 +27,15 @@ def data_path(name: str, env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
     base = env.get("XDG_DATA_HOME") or ""
     root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".local" / "share"
+    return root / "specmon" / name
+
+
+def state_path(name: str, env: Mapping[str, str] | None = None) -> Path:
+    """`$XDG_STATE_HOME/specmon/<name>`; XDG's default `~/.local/state` when the variable is
+    unset, empty or relative."""
+    env = os.environ if env is None else env
+    base = env.get("XDG_STATE_HOME") or ""
+    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".local" / "state"
     return root / "specmon" / name
 
 
