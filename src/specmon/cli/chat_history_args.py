@@ -36,7 +36,8 @@ def add_history_arguments(p: Any) -> None:
         default=None,
         metavar="ID",
         help="reopen a saved conversation: ID, or without it a list to search and pick from; "
-        "without --attach/--model it connects to the server the conversation used",
+        "without --attach/--model it connects to the server the conversation used; a long one "
+        "is reopened with its last turns (200, at most 2 MB of text)",
     )
     p.add_argument(
         "--export-chat",
