@@ -9,7 +9,8 @@ Generated in a temporary directory (removed at the end unless `--keep`):
   plain sqlite3 (as an older specmon, which had no size cap, could have written it).
 
 Each measurement runs in its own child process; its peak RSS is the child's `ru_maxrss`
-(os.wait4), its time the child's own clock around the work (imports not counted):
+(os.wait4), its time the child's own clock around the work (imports not counted), wall and
+CPU (`time.process_time`: steadier than the wall time on a shared machine):
 
 - `replay --json`: `specmon replay FILE --json` (the streaming path), the whole command;
 - replay app, open: `cli.replay_cmd.replay_port`, the loader the replay screen uses before the app
@@ -50,10 +51,10 @@ ROOT = Path(__file__).resolve().parents[1]
 _REPLAY_APP = """
 import json, sys, time
 from specmon.cli.replay_cmd import replay_port
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 port = replay_port(sys.argv[1], baseline_tok_s=None, speed=1.0, label="bench")
 port.view()
-opened = time.perf_counter() - t0
+opened, cpu = time.perf_counter() - t0, time.process_time() - c0
 t0 = time.perf_counter()
 end = port.timeline.end
 port.seek(end)
@@ -61,17 +62,19 @@ port.view()
 port.seek((port.timeline.start + end) / 2)
 port.view()
 back = time.perf_counter() - t0
-print(json.dumps({"open_s": opened, "seek_s": back, "total": port.position().events_total}))
+print(json.dumps({"open_s": opened, "cpu_s": cpu, "seek_s": back,
+                  "total": port.position().events_total}))
 """
 
 _REPLAY_JSON = """
 import contextlib, io, json, sys, time
 from specmon.cli.main import main
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 out = io.StringIO()
 with contextlib.redirect_stdout(out):
     code = main(["replay", sys.argv[1], "--json"])
-print(json.dumps({"open_s": time.perf_counter() - t0, "code": code,
+print(json.dumps({"open_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
+                  "code": code,
                   "requests": json.loads(out.getvalue())["requests"]["summary"]["total"]}))
 """
 
@@ -95,9 +98,15 @@ import argparse, asyncio, json, sys, time
 from tests.support.ui_fakes import FakePort
 from specmon.cli.chat_history_args import chat_history_for, pick_resumed
 from specmon.ui.app import SpecmonApp
+from textual.pilot import Pilot
+
+_wait = Pilot._wait_for_screen
+async def _patient(self, timeout=900.0):  # mounting 100 MB of turns outlasted the 30 s default
+    return await _wait(self, timeout)
+Pilot._wait_for_screen = _patient
 args = argparse.Namespace(resume=sys.argv[1], attach=None, model=None, preset=None, system=None,
     temperature=None, top_p=None, max_tokens=None, no_save=True, api_key=None)
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 args.resumed = pick_resumed(args)
 app = SpecmonApp(FakePort())
 app.chat_history = chat_history_for(args)
@@ -109,7 +118,7 @@ async def shown() -> None:
         await pilot.pause()
 
 asyncio.run(shown())
-print(json.dumps({"open_s": time.perf_counter() - t0}))
+print(json.dumps({"open_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0}))
 """
 
 
@@ -281,9 +290,15 @@ def main(argv: list[str] | None = None) -> int:
                 f"{time.perf_counter() - t0:.0f} s)"
             )
             got, rss = _child(_REPLAY_JSON, str(path))
-            print(f"| replay --json | {got['open_s']:.1f} s | {rss:,.0f} MiB |")
+            print(
+                f"| replay --json | {got['open_s']:.1f} s ({got['cpu_s']:.1f} s CPU) "
+                f"| {rss:,.0f} MiB |"
+            )
             got, rss = _child(_REPLAY_APP, str(path))
-            print(f"| replay app: open | {got['open_s']:.1f} s | {rss:,.0f} MiB |")
+            print(
+                f"| replay app: open | {got['open_s']:.1f} s ({got['cpu_s']:.1f} s CPU) "
+                f"| {rss:,.0f} MiB |"
+            )
             print(f"| replay app: seek end, then back to the middle | {got['seek_s']:.2f} s | |")
         if "conversation" not in skip:
             home = tmp / "data"
@@ -298,7 +313,8 @@ def main(argv: list[str] | None = None) -> int:
             env = {"XDG_DATA_HOME": str(home), "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}"}
             got, rss = _child(_RESUME_SCREEN, str(cid), env=env)
             print(
-                f"| chat --resume, on the chat screen (headless) | {got['open_s']:.1f} s | "
+                f"| chat --resume, on the chat screen (headless) | {got['open_s']:.1f} s "
+                f"({got['cpu_s']:.1f} s CPU) | "
                 f"{rss:,.0f} MiB |"
             )
         if "contention" not in skip:

@@ -39,7 +39,7 @@ from typing import Any, Literal, Protocol
 
 from specmon.core.clock import Clock, monotonic_clock
 from specmon.core.detectors.cycle import detect_cycle
-from specmon.core.events import Event, SessionInfo
+from specmon.core.events import Event, SessionInfo, StreamChunk
 from specmon.core.session_state import SessionState
 from specmon.core.views import RequestRow, SessionView
 
@@ -69,6 +69,8 @@ class EventLog(Protocol):
     """Where a replay's events come from: read in order, marked between two events, and read
     again from a mark (`restart(None)`: from the first event)."""
 
+    def __iter__(self) -> Iterator[Event]: ...
+
     def __next__(self) -> Event: ...
 
     def mark(self) -> object: ...
@@ -82,6 +84,9 @@ class _ListLog:
     def __init__(self, events: Sequence[Event]) -> None:
         self._events = events
         self._i = 0
+
+    def __iter__(self) -> _ListLog:
+        return self
 
     def __next__(self) -> Event:
         i = self._i
@@ -334,7 +339,8 @@ class ReplaySession:
         log, kept = self._log, self._checkpoints
         count = 0
         first = tmax = 0.0
-        for event in _events_of(log):
+        after = builder.after
+        for event in log:
             t = event.t
             if count == 0:
                 first = tmax = t
@@ -342,7 +348,8 @@ class ReplaySession:
                 tmax = t
             whole.apply(event)
             count += 1
-            builder.after(whole, tmax)
+            if type(event) is not StreamChunk:  # a chunk neither ends a request nor marks
+                after(whole, tmax)
             if count % every == 0:
                 kept.append(_Checkpoint(count, tmax, log.mark(), _freeze(whole)))
                 if len(kept) >= most:  # keep every other one: the spacing doubles
@@ -550,15 +557,6 @@ class ReplaySession:
                 ids = [r.request_id for r in view.rows if r.t_end is not None and r.t_end == t]
                 out.extend(f"vanilla speed: {rid}" for rid in ids or ["a request"])
             return tuple(out)
-
-
-def _events_of(log: EventLog) -> Iterator[Event]:
-    while True:
-        try:
-            event = next(log)
-        except StopIteration:
-            return
-        yield event
 
 
 def clamp_speed(speed: float) -> float:

@@ -97,8 +97,8 @@ class ReadMark:
     """Where a reading stands between two events (`RecordingReader.mark`): the file offset read
     up to, the decompressor's state and the input it has not used yet, the lines read but not yet
     decoded, the line number, the count of skipped lines and the event decoder's state (a
-    /metrics scrape is stored as the change from the one before it). About 100 KiB; the replay
-    screen keeps a few to read on from there after a seek."""
+    /metrics scrape is stored as the change from the one before it). At most about 300 KiB; the
+    replay screen keeps a few to read on from there after a seek."""
 
     offset: int
     decomp: Any
