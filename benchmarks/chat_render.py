@@ -216,7 +216,7 @@ async def measure_chat(
             cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
             await pilot.pause(0.5)
             view = next(iter(screen.query(AnswerView)))
-            received = "".join(feeds[0].all_text)
+            received = "".join(c.text or "" for c in feeds[0].chunks())
             if on_done is None:
                 assert view.text == received, "text lost or reordered"
             else:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tests.support.retained import session_retained
 from tests.unit.diagnosis_feed import answer, gpu
 from tests.unit.session_feed import SRC, Server
 
@@ -94,7 +95,7 @@ def main() -> None:
                     events,
                     (current - base) / 2**20,
                     (peak - base) / 2**20,
-                    state.retained_counts()["diagnosis"],
+                    session_retained(state)["diagnosis"],
                     d.context.summary or "-",
                     d.quality.loops,
                 )

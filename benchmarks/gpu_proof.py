@@ -289,7 +289,8 @@ def main(argv: list[str] | None = None) -> int:
         out.append(line)
 
     if args.fake:
-        from specmon.sources.gpu.fake_nvml import FakeGpu, FakeNvml
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' fake NVML
+        from tests.support.fake_nvml import FakeGpu, FakeNvml
 
         fake = FakeNvml([FakeGpu(memory_used_bytes=1 * GIB)])
         sampler = NvmlSampler(nvml=fake)

@@ -42,7 +42,8 @@ def pick_nvml(force_fake: bool) -> tuple[Any, str]:
             return pynvml, "real NVML"
         except Exception as exc:
             print(f"(real NVML unavailable: {exc}; using the fake NVML)", file=sys.stderr)
-    from specmon.sources.gpu.fake_nvml import FakeGpu, FakeNvml
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' fake NVML
+    from tests.support.fake_nvml import FakeGpu, FakeNvml
 
     return FakeNvml([FakeGpu()]), "FAKE NVML (no driver calls; measures specmon's own overhead)"
 

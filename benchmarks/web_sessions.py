@@ -25,7 +25,8 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.web helpers
 
-from tests.web.serving import group_alive, start_web, wait_for
+from tests.support.waiting import wait_for
+from tests.web.serving import group_alive, start_web
 
 SIZE = {"width": 140, "height": 40}
 

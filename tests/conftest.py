@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -16,6 +18,13 @@ settings.register_profile("ci", deadline=None, print_blob=True, derandomize=True
 settings.register_profile("dev", deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # pytest-xdist's workers run with COLUMNS=80 and LINES=24 in their environment; every program a
+    # test starts would inherit them (Textual sizes itself from them, tmux panes included), so a
+    # worker's tests would see another terminal than a serial run's.
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
+
 
 @pytest.fixture(autouse=True)
 def _isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch) -> None:
@@ -24,3 +33,61 @@ def _isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch) -
     root = tmp_path_factory.mktemp("xdg")
     monkeypatch.setenv("XDG_DATA_HOME", str(root / "data"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(root / "config"))
+
+
+# Tiers (docs/testing.md). A test gets its tier markers from what it needs, so a new test in the
+# right place is in the right tier without anyone remembering to mark it:
+TIER_FIXTURES: dict[str, tuple[str, ...]] = {
+    "chromium": ("browser", "process", "slow"),
+    "prometheus_bin": ("prometheus", "process", "slow"),
+}
+"""Fixture -> markers (and every real-vLLM fixture -> `real_vllm`, below)."""
+
+TIER_FOLDERS: dict[str, tuple[str, ...]] = {
+    "e2e": ("process", "slow"),
+    "host": ("process",),
+    "web": ("process",),
+}
+"""Folder under tests/ -> markers: every test there spawns specmon, a server or a browser."""
+
+IMPLIED: dict[str, tuple[str, ...]] = {
+    "real_vllm": ("process", "slow"),
+    "terminal": ("process", "slow"),
+}
+"""A marker that brings others: a real server or a terminal is never the inner loop."""
+
+TESTS_DIR = Path(__file__).parent
+XDIST_GROUP_REAL = "real_vllm"
+
+
+def _tier_markers(item: pytest.Item) -> set[str]:
+    names = {mark.name for mark in item.iter_markers()}
+    from tests.real_vllm.fixtures import REAL_FIXTURES  # a plugin: pytest imports it first
+
+    fixtures = set(getattr(item, "fixturenames", ()))
+    if fixtures & REAL_FIXTURES:
+        names.add("real_vllm")
+    for fixture, markers in TIER_FIXTURES.items():
+        if fixture in fixtures:
+            names.update(markers)
+    parts = item.path.relative_to(TESTS_DIR).parts if item.path.is_relative_to(TESTS_DIR) else ()
+    if parts:
+        names.update(TIER_FOLDERS.get(parts[0], ()))
+    for name in list(names):
+        names.update(IMPLIED.get(name, ()))
+    return names
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for name in sorted(_tier_markers(item) - {mark.name for mark in item.iter_markers()}):
+            item.add_marker(name)
+        present = {mark.name for mark in item.iter_markers()}
+        if "terminal" in present and shutil.which("tmux") is None and not os.environ.get("CI"):
+            # Skipped where tmux is missing, except in CI, where the test runs and fails.
+            item.add_marker(pytest.mark.skip(reason="needs tmux (in the base image)"))
+        if "real_vllm" in present:
+            # One worker runs the whole real tier, in collection order, so the server pool plans
+            # its servers' lifetimes as in a serial run (and at most its cap run at once).
+            item.add_marker(pytest.mark.xdist_group(XDIST_GROUP_REAL))

@@ -6,12 +6,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from tests.support.waiting import wait_for
 
 TMUX = shutil.which("tmux")
 SPECMON = shutil.which("specmon")
@@ -23,24 +23,6 @@ needs_terminal = pytest.mark.skipif(
 
 WAIT_LIMIT_S = 90.0
 """Upper bound on waiting for the screen to show something: a failure bound, not a speed target."""
-
-
-def wait_for(
-    predicate: Callable[[], bool],
-    what: str,
-    *,
-    limit: float = WAIT_LIMIT_S,
-    screen: Callable[[], str] | None = None,
-) -> None:
-    """Poll `predicate` until it holds; fail after `limit` seconds naming `what` (and showing
-    the screen when given)."""
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.3)
-    shown = f"; the screen:\n{screen()}" if screen is not None else ""
-    raise AssertionError(f"gave up waiting for {what}{shown}")
 
 
 class Terminal:
@@ -129,8 +111,10 @@ class Terminal:
                 todo.append(child)
         return found
 
-    def wait_for(self, predicate: Callable[[], bool], what: str) -> None:
-        wait_for(predicate, what, limit=self.wait_limit_s, screen=self.screen)
+    def wait_for(self, predicate: Callable[[], object], what: str) -> None:
+        """Poll `predicate` (the screen is read 3 times a second at most: each read is a tmux
+        call); on giving up the message shows the screen."""
+        wait_for(predicate, what, timeout=self.wait_limit_s, interval=0.3, detail=self.screen)
 
     def close(self) -> None:
         assert TMUX is not None

@@ -27,6 +27,8 @@ DEEP = "[" * 100_000 + "]" * 100_000
 
 class _Handler(BaseHTTPRequestHandler):
     tokenize_body = b""
+    tokenize_hang = False
+    release = threading.Event()
 
     def _send(self, body: bytes, kind: str = "application/json") -> None:
         self.send_response(200)
@@ -48,6 +50,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
         if self.path == "/tokenize":
+            if type(self).tokenize_hang:
+                type(self).release.wait()  # never answers (until the test ends)
+                return
             self._send(type(self).tokenize_body)
         else:
             self.send_error(404)
@@ -58,13 +63,14 @@ class _Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def tokenize_server() -> Iterator[tuple[str, type[_Handler]]]:
-    handler = type("H", (_Handler,), {})
+    handler = type("H", (_Handler,), {"release": threading.Event()})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}", handler
     finally:
+        handler.release.set()
         server.shutdown()
         server.server_close()
 
@@ -102,9 +108,24 @@ def test_a_tokenize_answer_that_is_not_usable_is_one_line_exit_1(
     assert lines[0].startswith("specmon bench: cannot size random prompts: ")
 
 
-def test_an_error_without_words_still_gives_a_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("error", "said"),
+    [
+        (httpx.ReadTimeout(""), "timed out after 60 s reading {url}/tokenize"),
+        (httpx.ConnectTimeout(""), "timed out after 60 s reading {url}/tokenize"),
+        (httpx.RemoteProtocolError(""), "{url}/tokenize: RemoteProtocolError"),
+        (httpx.ConnectError("refused"), "{url}/tokenize: ConnectError: refused"),
+    ],
+    ids=["read-timeout", "connect-timeout", "protocol", "connect"],
+)
+def test_an_error_without_words_still_gives_a_readable_reason(
+    monkeypatch: pytest.MonkeyPatch, error: httpx.HTTPError, said: str
+) -> None:
+    """httpx's timeouts have no words of their own: the reason is one readable line naming the
+    URL (never `ReadTimeout('')`)."""
+
     async def silent(self: prompts.Tokenizer, text: str) -> int:
-        raise httpx.ReadTimeout("")
+        raise error
 
     monkeypatch.setattr(prompts.Tokenizer, "_ask", silent)
     config = BenchConfig(input_len=8, output_len=8, num_prompts=1, warmups=0)
@@ -114,7 +135,27 @@ def test_an_error_without_words_still_gives_a_reason(monkeypatch: pytest.MonkeyP
     ):
         asyncio.run(run_bench(endpoint_for(s.url), config))
     reason = str(info.value).split("cannot size random prompts: ", 1)[1]
-    assert "/tokenize" in reason and "ReadTimeout" in reason, reason
+    assert reason == said.format(url=s.url), reason
+
+
+def test_a_tokenize_that_never_answers_times_out_in_one_line(
+    tokenize_server: tuple[str, type[_Handler]],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A /tokenize that accepts the request and never answers ends at the deadline (shortened
+    here) with one line naming the URL without its credentials."""
+    url, handler = tokenize_server
+    handler.tokenize_hang = True
+    monkeypatch.setattr(prompts, "TOKENIZE_DEADLINE_S", 0.5)
+    with_key = url.replace("http://", "http://user:sekret@")
+    code, err = _bench(capsys, "--attach", with_key)
+    assert code == 1
+    lines = [ln for ln in err.splitlines() if ln.startswith("specmon bench:")]
+    assert lines == [
+        f"specmon bench: cannot size random prompts: timed out after 0.5 s reading {url}/tokenize"
+    ], err
+    assert "sekret" not in err
 
 
 def test_describe_is_never_empty() -> None:

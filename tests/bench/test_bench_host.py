@@ -126,8 +126,15 @@ def test_ctrl_c_stops_the_server_and_resume_finishes_the_sweep(
     assert json.loads((out / "summary.json").read_text())["interrupted"] is True
 
     monkeypatch.setattr(runner, "run_bench", real)
-    # --resume with the saved host-mode flags: only the missing point is started again.
-    assert main(["sweep", "--resume", str(out)]) == 0
+    # --resume alone: the folder's flags are shown, never run (a shared folder chooses nothing).
+    assert main(["sweep", "--resume", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and f"--vllm {sim_vllm}" in err
+    assert len(starts(tmp_path)) == 2
+    # --resume with the same host-mode flags given again: only the missing point is started.
+    again_argv = ["sweep", "--resume", str(out), "--vllm", str(sim_vllm), "--model", MODEL,
+                  "--method", "ngram", "--skip-arg-check"]  # fmt: skip
+    assert main(again_argv) == 0
     again = starts(tmp_path)[2:]
     assert len(again) == 1
     assert (

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.support.waiting import wait_for
 
 from specmon.sim.server import SimConfig, start_in_thread
 
@@ -55,12 +56,14 @@ class Lines:
             return "\n".join(self.lines)
 
     def wait_for(self, predicate: object, what: str) -> None:
-        deadline = time.monotonic() + WAIT_S
-        while time.monotonic() < deadline:
-            if predicate(self.text()):  # type: ignore[operator]
-                return
-            time.sleep(0.05)
-        raise AssertionError(f"gave up waiting for {what}:\n{self.text()}")
+        """Until `predicate(the text so far)` holds; the text on giving up."""
+        wait_for(
+            lambda: predicate(self.text()),  # type: ignore[operator]
+            what,
+            timeout=WAIT_S,
+            interval=0.05,
+            detail=self.text,
+        )
 
 
 def _start(args: list[str]) -> tuple[subprocess.Popen[bytes], Lines, Lines]:
@@ -143,9 +146,11 @@ def test_sweep_interrupted_keeps_the_point_in_progress_as_partial(
     assert partial["errors"]["interrupted"] is True
     assert 2 <= partial["summary"]["completed"] < 20
     assert json.loads((folder / "summary.json").read_text())["interrupted"] is True
-    # --resume measures the partial point again (not taken as done) and only it.
+    # --resume measures the partial point again (not taken as done) and only it (its server
+    # given again: a folder's URLs are never used on their own).
+    resume = ["sweep", "--resume", str(folder), "--point", f"4={sim_url}"]
     proc = subprocess.run(
-        [sys.executable, "-m", "specmon", "sweep", "--resume", str(folder)],
+        [sys.executable, "-m", "specmon", *resume],
         env=dict(os.environ, PYTHONPATH=SRC),
         capture_output=True,
         text=True,

@@ -1,35 +1,30 @@
-"""`specmon sweep` against simulated servers (one per n_spec, as attached servers): the seeds'
-rankings, failed points, Ctrl-C and --resume, the concurrency schedule, the files it writes."""
+"""`specmon sweep`: its ranking, recommendation and statistics on runs built from the simulator's
+step model for a profile the test shapes (its peak placed at each point in turn, every number
+computed here by hand); and against simulated servers (one per n_spec, as attached servers):
+failed points, Ctrl-C and --resume, the concurrency schedule, the files it writes."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+import math
 from dataclasses import replace
+from random import Random
+
+import pytest
+from tests.support.sim_servers import sims
+from tests.unit.session_feed import Server
 
 from specmon.bench.config import BenchConfig
-from specmon.bench.runner import run_bench
+from specmon.bench.result import ServerInfo, load_result
+from specmon.bench.runner import RunOutput, run_bench
 from specmon.bench.servers import AttachProvider
 from specmon.bench.sweep import SweepSpec, SweepStore, run_sweep
 from specmon.cli.main import main
-from specmon.sim.server import SimConfig, start_in_thread
-
-
-@contextmanager
-def sims(profile: str, points: tuple[int, ...], speed: float) -> Iterator[dict[int, str]]:
-    with ExitStack() as stack:
-        urls = {}
-        for n in points:
-            s = stack.enter_context(
-                start_in_thread(
-                    SimConfig(profile=profile, n_spec=n, speed=speed, seed=7),
-                    log_sink=lambda _l: None,
-                )
-            )
-            urls[n] = s.url
-        yield urls
+from specmon.core.events import RequestEnded, RequestStarted, StreamChunk
+from specmon.sim import step_model as sm
+from specmon.sim.profiles import DEFAULT_PROFILE, PROFILES, Profile
+from specmon.sources.server_identity import ServerIdentity
 
 
 def plain_run(endpoint, config, label):
@@ -43,43 +38,145 @@ def sweep(urls: dict[int, str], tmp_path, config: BenchConfig, repeats: int, run
     return run_sweep(spec, AttachProvider(urls), store, run=run), store, spec
 
 
-SEED_WORKLOAD = BenchConfig(
-    input_len=256, output_len=1024, num_prompts=3, warmups=1, ignore_eos=True
-)
+# ---------------------------------------------------------------- ranking and statistics
+
+POINTS = (0, 1, 3, 9)
+WORKLOAD = BenchConfig(input_len=64, output_len=200, num_prompts=3, warmups=0, ignore_eos=True)
+REPEAT_SLOWER = (1.0, 1.03)
+"""Repeat r's requests take this much longer than the model says (run-to-run drift)."""
 
 
-def test_laptop_profile_ranks_n8_first_or_tied_with_n6(tmp_path) -> None:
-    """Seed 000 (RTX 5090 laptop): n=8 peaks, n=6 gives up ~1.5%, deeper drafts lose. In the
-    model n=8 is 1.4% above n=6 and 3.9% above n=12: n=8 must be first or tied with the first,
-    and the recommendation n=8, or n=6 when it ties."""
-    workload = replace(SEED_WORKLOAD, num_prompts=5)
-    with sims("gemma4-26b-rtx5090m", (4, 6, 8, 12), speed=20.0) as urls:
-        outcome, _, _ = sweep(urls, tmp_path, workload, repeats=2)
-    (rec,) = outcome.summary.recommendations
-    t = rec.by_throughput
-    assert t is not None
-    top = {t.best_n_spec, *t.tied}
-    assert 8 in top
-    assert t.n_spec in (6, 8)
-    assert 4 not in top  # 9% below the peak in the model: never a tie
+def peaked_profile(peak: int, tie_with: int | None = None) -> Profile:
+    """A profile whose output tok/s peaks at n_spec=`peak`, placed by the test: every draft is
+    accepted (a step yields K+1 tokens, no randomness), drafting is free and the verify step
+    costs t(1 + vK^2). Per step, tok/s ~ (K+1)/(1 + vK^2), largest at K = sqrt(1 + 1/v) - 1:
+    v = 1/((peak+1)^2 - 1) puts it at `peak`. With `tie_with`, v = 1/(ab + a + b) gives `peak`
+    (a) and `tie_with` (b) the same step rate instead."""
+    a, b = peak, tie_with
+    return replace(
+        PROFILES[DEFAULT_PROFILE],
+        name="test-peak",
+        target_step_s=0.02,
+        verify_per_draft=0.0,
+        verify_per_draft_sq=1.0 / ((a + 1) ** 2 - 1) if b is None else 1.0 / (a * b + a + b),
+        draft_base_s=0.0,
+        draft_per_token_s=0.0,
+        prefill_base_s=0.05,
+        prefill_per_token_s=0.0,
+        accept_first=1.0,
+        accept_decay=1.0,
+    )
+
+
+def model_run(profile: Profile, n: int, config: BenchConfig, slower: float) -> RunOutput:
+    """What `specmon bench` records from a simulator of `profile` at n_spec=`n`, built from the
+    simulator's step model instead of a clock (so every number is known exactly): requests one
+    after the other, a chunk per engine step, /metrics scraped before and after."""
+    url = f"http://sim-n{n}.invalid"
+    counters = Server(k=max(n, 1))
+    events: list = [counters.scrape(0.0, source=url)] if n else []
+    t = 0.0
+    for i in range(config.num_prompts):
+        rid = f"n{n}-{i}"
+        events.append(RequestStarted(t=t, request_id=rid, source=url, model="m", max_tokens=200))
+        tokens = 0
+        steps = sm.request_steps(profile, n, config.input_len, config.output_len, Random(i))
+        for step in steps:
+            t += step.duration * slower
+            tokens += step.tokens
+            events.append(StreamChunk(t=t, request_id=rid, text="x" * step.tokens,
+                                      completion_tokens=tokens))  # fmt: skip
+            if step.drafts:
+                counters.step(step.accepted)
+        events.append(RequestEnded(t=t, request_id=rid, completion_tokens=tokens,
+                                   finish_reason="length"))  # fmt: skip
+    if n:
+        events.append(counters.scrape(t, source=url))
+    server = ServerInfo(url=url, simulated=True, n_spec=n, spec_configured=n > 0)
+    return RunOutput(events, server, ServerIdentity(url))
+
+
+def model_sweep(profile: Profile, tmp_path) -> tuple:
+    """A sweep over POINTS, 2 repeats, each run built by `model_run`."""
+    urls = {n: f"http://sim-n{n}.invalid" for n in POINTS}
+
+    def run(endpoint, config, label) -> RunOutput:
+        n = next(k for k, u in urls.items() if endpoint.base_url.startswith(u))
+        repeat = int(label.split(" r")[1].split("/")[0])
+        return model_run(profile, n, config, REPEAT_SLOWER[repeat - 1])
+
+    outcome, store, _ = sweep(urls, tmp_path, WORKLOAD, repeats=2, run=run)
     assert not outcome.summary.missing and not outcome.summary.failures
+    return outcome.summary, store
 
 
-def test_desktop_profile_lands_on_the_plateau_with_n13(tmp_path) -> None:
-    """Seed 004 (RTX 5090 desktop): gains flatten from n≈8 to n≈15 and n=13 was chosen. The
-    model's peak is n=10 (581.9 tok/s), n=13 is 1.2% below, n=8 0.8%: one plateau. n=13 is on
-    the measured plateau (within 3% of the best; it usually ties within the noise), and the tie
-    rule recommends a setting on it, the smallest of the tied."""
-    with sims("gemma4-26b-rtx5090", (4, 8, 13, 16), speed=10.0) as urls:
-        outcome, _, _ = sweep(urls, tmp_path, SEED_WORKLOAD, repeats=2)
-    (rec,) = outcome.summary.recommendations
+@pytest.mark.parametrize("peak", POINTS[1:])
+def test_the_sweep_recommends_the_peak_the_test_placed(tmp_path, peak) -> None:
+    """Each point in turn is made the best: both recommendations must name it, alone (every
+    other point is at least 20% slower, far beyond the noise)."""
+    summary, _ = model_sweep(peaked_profile(peak), tmp_path)
+    (rec,) = summary.recommendations
+    t, p95 = rec.by_throughput, rec.by_p95
+    assert t is not None and p95 is not None
+    assert (t.best_n_spec, t.n_spec, t.tied) == (peak, peak, ())
+    assert (p95.best_n_spec, p95.n_spec, p95.tied) == (peak, peak, ())
+    assert not rec.differ
+
+
+def test_the_sweep_table_pads_its_edge_columns(tmp_path) -> None:
+    """Every cell has a space between it and the table's border: the last column ("vanilla")
+    lines up with the others, not "vanilla┃" / "0│" against the edge."""
+    from rich.console import Console
+
+    from specmon.bench.render import sweep_renderable
+
+    summary, _ = model_sweep(peaked_profile(POINTS[1]), tmp_path)
+    console = Console(width=160, record=True)
+    console.print(sweep_renderable(summary))
+    rows = [line for line in console.export_text().splitlines() if line[:1] in ("┃", "│")]
+    assert len(rows) >= len(POINTS) + 1, rows  # the header and a row per point
+    for line in rows:
+        assert line[1] == " " and line[-2] == " ", line
+
+
+def test_two_points_at_the_same_speed_tie_and_the_smaller_is_recommended(tmp_path) -> None:
+    summary, _ = model_sweep(peaked_profile(3, tie_with=9), tmp_path)
+    (rec,) = summary.recommendations
     t = rec.by_throughput
     assert t is not None
-    top = {t.best_n_spec, *t.tied}
-    by_n = {c.n_spec: c.tok_s.value for c in outcome.summary.cells if c.tok_s is not None}
-    assert by_n[13] >= 0.97 * t.best_value
-    assert 4 not in top  # 11% below the peak in the model
-    assert 8 <= t.n_spec <= 13
+    assert t.n_spec == 3 and {t.best_n_spec, *t.tied} == {3, 9}  # fewer drafts, same speed
+
+
+def test_the_cells_are_the_mean_and_standard_error_of_the_repeats(tmp_path) -> None:
+    """Every number of a cell, computed here by hand from the step model: a request's time,
+    tok/s over the two repeats (the second 3% slower), the speedup over n=0, the server's AL."""
+    profile = peaked_profile(3)
+    summary, store = model_sweep(profile, tmp_path)
+    cells = {c.n_spec: c for c in summary.cells}
+    assert sorted(cells) == list(POINTS)
+    decode = WORKLOAD.output_len - 1  # the first token comes from the prefill
+    tok_s = {}
+    for n, cell in cells.items():
+        steps = math.ceil(decode / (n + 1))
+        seconds = profile.prefill_base_s + steps * profile.target_step_s * (
+            1 + profile.verify_per_draft_sq * n * n
+        )
+        a, b = (WORKLOAD.output_len / (seconds * slower) for slower in REPEAT_SLOWER)
+        saved = [load_result(store.runs / f"n{n}-c1-r{r}.json") for r in (1, 2)]
+        assert [r.summary.output_throughput for r in saved] == pytest.approx([a, b], rel=1e-9)
+        assert cell.tok_s is not None and cell.tok_s.n == 2
+        assert cell.tok_s.value == pytest.approx((a + b) / 2, rel=1e-9)
+        assert cell.tok_s.se == pytest.approx(abs(a - b) / 2, rel=1e-6)  # sd/sqrt(2), ddof 1
+        tok_s[n] = (a + b) / 2
+        if n:  # the server's counters: every draft accepted, the last step cut at max_tokens
+            assert cell.acceptance_length is not None and cell.acceptance_rate is not None
+            assert cell.acceptance_length.value == pytest.approx(decode / steps, rel=1e-9)
+            accepted = decode - steps
+            assert cell.acceptance_rate.value == pytest.approx(
+                100 * accepted / (steps * n), rel=1e-9
+            )
+    for n, cell in cells.items():
+        assert cell.speedup == pytest.approx(tok_s[n] / tok_s[0], rel=1e-9)
 
 
 def test_failed_point_interrupt_and_resume(tmp_path) -> None:
@@ -191,3 +288,30 @@ def test_compare_says_which_differences_beat_the_noise(tmp_path, capsys) -> None
     assert main(["compare", str(files[8]), str(files[8]), "--markdown", str(same)]) == 0
     text = same.read_text()
     assert "better" not in text and "worse" not in text and "x1.000 within noise" in text
+
+
+def test_no_url_password_or_environment_token_in_the_sweep_or_bench_files(
+    tmp_path, monkeypatch
+) -> None:
+    """Servers given as `http://user:password@host` and a token in the environment: no file a
+    sweep or `bench --json` writes holds either (the URLs are kept without `user:password@`)."""
+    password, token = "s3cret-Pw0rd", "hf_abcDEF0123456789ghiJKL"
+    monkeypatch.setenv("HF_TOKEN", token)
+    config = BenchConfig(
+        input_len=16, output_len=16, num_prompts=2, warmups=0, extra_body={"user": token}
+    )
+    with sims("gemma4-26b-rtx5090m", (0, 4), speed=200.0) as plain:
+        urls = {n: u.replace("http://", f"http://alice:{password}@") for n, u in plain.items()}
+        _, store, _ = sweep(urls, tmp_path, config, repeats=1)
+        bench_json = tmp_path / "bench.json"
+        argv = ["bench", "--attach", urls[4], "--gpu", "none", "--num-prompts", "2"]
+        argv += ["--output-len", "16", "--warmups", "0", "--label", f"run of {token}"]
+        assert main([*argv, "--json", str(bench_json)]) == 0
+    written = [p for p in store.folder.rglob("*") if p.is_file()] + [bench_json]
+    assert {"sweep.json", "summary.json", "bench.json"} <= {p.name for p in written}
+    for path in written:
+        text = path.read_text()
+        assert password not in text and token not in text, path.name
+    spec = json.loads((store.folder / "sweep.json").read_text())
+    assert set(spec["urls"].values()) == set(plain.values())
+    assert json.loads(bench_json.read_text())["server"]["url"] == plain[4]

@@ -4,6 +4,7 @@ redaction (no keys, no hosts, no local paths unless asked), and bad input."""
 from __future__ import annotations
 
 import json
+import re
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -75,6 +76,9 @@ def test_the_card_of_a_bench_run_names_the_rig_and_positions_1_to_k(bench_json, 
     assert "SIMULATED" in md
     assert "| K (num_speculative_tokens) | 8 |" in md
     assert "| position | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 |" in md
+    # rates in percent, as bench and compare show them (42.1%, not 0.42)
+    assert re.search(r"^\| Draft acceptance rate \| \d{1,3}\.\d% \|$", md, re.M), md
+    assert re.search(r"^\| accepted( \| \d{1,3}\.\d%){8} \|$", md, re.M), md
     assert "Serve line of this setting" in md and "vllm serve" in md
     assert "Driver | not recorded" in md
     assert "127.0.0.1" not in md and "http://" not in md  # the host is left out
@@ -118,6 +122,24 @@ def test_keys_never_reach_the_card(bench_json, tmp_path, capsys):
         assert code == 0 and KEY not in text
 
 
+def test_bare_host_names_and_addresses_are_left_out_like_urls(bench_json, tmp_path, capsys):
+    """Not only URLs: a host name or address written bare in a result (a GPU named by its
+    machine, a dataset on another host, a serve line's --host) is `<server>` on the card."""
+    hosts = ("gpu-node-7.cluster.internal", "10.20.30.40", "dgx01:8000", "fd00::7")
+    data = json.loads(bench_json.read_text())
+    data["server"]["gpu"] = "H100 on gpu-node-7.cluster.internal"
+    data["server"]["model"] = "org/model-7B --host 10.20.30.40"
+    data["config"]["dataset"] = "prompts from dgx01:8000 and [fd00::7]:9000"
+    planted = tmp_path / "hosts.json"
+    planted.write_text(json.dumps(data))
+    for extra in ([], ["--json"]):
+        code, text, _ = _card(capsys, str(planted), *extra)
+        assert code == 0 and "<server>" in text
+        assert not [h for h in hosts if h in text], text
+    _, kept, _ = _card(capsys, str(planted), "--include-hosts")
+    assert all(h in kept for h in hosts)
+
+
 @pytest.mark.parametrize(
     ("content", "words"),
     [(None, "does not exist"), ("{not json", "not a usable result"), ("{}", "not a specmon")],
@@ -151,6 +173,20 @@ def test_output_goes_to_a_file(bench_json, tmp_path, capsys):
         ("~/models/drafter", "drafter"),
         ("./ckpt/final", "final"),
         ("served at http://gpu-box:8000/v1", "served at <server>"),
+        ("vllm serve m --host 10.1.2.3 --port 8000", "vllm serve m --host <server> --port 8000"),
+        ("--host=gpu-box.lan", "--host=<server>"),
+        ("at 192.168.1.50:8000, [fd00::7]:80", "at <server>, <server>"),
+        ("on node7.cluster.internal", "on <server>"),
+        ("H100 @ gpu-box:8000", "H100 @ <server>"),
+        # loopback and unspecified addresses name no machine; versions are not addresses
+        (
+            "--host 0.0.0.0 127.0.0.1:8000 localhost:8000",
+            "--host 0.0.0.0 127.0.0.1:8000 localhost:8000",
+        ),
+        (
+            "vLLM 0.10.1.1, Qwen/Qwen2.5-7B-Instruct, ngram:16",
+            "vLLM 0.10.1.1, Qwen/Qwen2.5-7B-Instruct, ngram:16",
+        ),
         ("vllm serve m --api-key sk-abcdefghijkl", "vllm serve m --api-key [REDACTED]"),
     ],
 )

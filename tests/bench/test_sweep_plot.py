@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from specmon.bench.plot import write_plot
+from specmon.bench.plot import build_figure, write_plot
 
 pytest.importorskip("matplotlib")
 
@@ -50,3 +50,20 @@ def test_the_p95_line_is_drawn_over_the_bars_in_its_own_colour(tmp_path: Path) -
     for at, colour in lines[:2]:  # the plotted lines (the legend's samples follow)
         assert at > last_bar
         assert colour not in bar_fills, (colour, bar_fills)
+
+
+def test_both_axes_start_at_zero() -> None:
+    """p95 E2EL of 685 and 740 ms drawn on an axis from 685 ms looked like a cliff; from zero the
+    8% is what it is. The bars' axis starts at zero too."""
+    summary = _summary()
+    for cell, p95 in zip(summary.cells, (685.0, 700.0, 740.0) * 2, strict=True):
+        cell.e2el_p95_ms = SimpleNamespace(value=p95, sd=None)
+    import matplotlib.pyplot as plt
+
+    fig = build_figure(summary)
+    bars, p95_axis = fig.axes[:2]
+    bottom = bars.get_ylim()[0]
+    low, high = p95_axis.get_ylim()
+    plt.close(fig)
+    assert bottom == 0
+    assert low == 0 and high >= 740

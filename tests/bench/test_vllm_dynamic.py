@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 
 import pytest
-from tests.bench.test_bench_sweep import sims
+from tests.support.sim_servers import sims
 
 from specmon.bench.recommend import ServeIdentity
 from specmon.bench.vllm_dynamic import dynamic_config, write_dynamic_config

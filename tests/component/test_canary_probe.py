@@ -5,15 +5,17 @@ falls (a `drop-at:N` schedule: every request from the N-th on is degraded)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 
 from tests.support.canary import canary_rounds
 
 from specmon.core.canary import LEARN_PROBES, CanaryKey, CanaryTracker
-from specmon.core.events import CanaryProbed
+from specmon.core.events import CanaryProbed, MetricSample, MetricsScraped
+from specmon.runtime.canary import CanaryProbe
 from specmon.sim.server import SimConfig, start_in_thread
 from specmon.sources.canary_store import CanaryStore
-from specmon.sources.stream_client import ChatRequest
+from specmon.sources.stream_client import ChatRequest, StreamClient
 
 
 def _sim_key(url: str) -> CanaryKey:
@@ -145,3 +147,66 @@ def test_a_session_config_asks_for_canaries_through_its_extra(monkeypatch, tmp_p
         assert start_canary_from_extra(monitor, {EXTRA_KEY: "x"}) == []
         (probe,) = start_canary_from_extra(monitor, {EXTRA_KEY: 300.0})
         assert probe.interval_s == 300.0 and probe.key.server == sim.url
+
+
+def test_a_refused_stored_baseline_is_said_not_silently_relearned(tmp_path):
+    """A stored entry whose AL is not one for its K (1e308 here) is skipped by the loader: the
+    first probe says so in one line, and the baseline learned again is stored sane."""
+    path = tmp_path / "canary.json"
+    with start_in_thread(_config(None), log_sink=lambda _l: None) as sim:
+        key = _sim_key(sim.url)
+        path.write_text(
+            json.dumps(
+                {
+                    "format": "specmon-canary",
+                    "version": 1,
+                    "baselines": {key.id(): {"probes": [3.0] * LEARN_PROBES, "live": [1e308]}},
+                }
+            )
+        )
+        events = asyncio.run(canary_rounds(sim.url, CanaryStore(path), key, 2))
+    first, second = events
+    assert isinstance(first, CanaryProbed) and isinstance(second, CanaryProbed)
+    assert first.outcome == "ok" and first.learned_probes == 0  # learned again ...
+    assert first.error is not None and "\n" not in first.error  # ... and said, in one line
+    assert first.error.startswith("stored canary baseline refused, learned again: ")
+    assert str(path) in first.error and "`live` holds 1e+308, not an AL" in first.error
+    assert second.error is None  # said once
+    reread = CanaryStore(path)
+    assert len(reread.get(key).probes) == 2 and reread.skipped == {}
+
+
+def test_an_absurd_live_al_is_ignored_not_stored(tmp_path):
+    """Garbage counters give a live AL of 1e308: it is not shown, judged or learned (the store
+    would refuse it next time), and the probe says why."""
+    store = CanaryStore(tmp_path / "canary.json")
+    with start_in_thread(_config(None), log_sink=lambda _l: None) as sim:
+        key = _sim_key(sim.url)
+
+        async def one_probe() -> CanaryProbed | None:
+            async with StreamClient(sim.url, from_env=False) as client:
+                probe = CanaryProbe(client, key, interval_s=0.0, clock=time.monotonic, store=store)
+                for tokens, drafts, accepted in ((0.0, 0.0, 0.0), (500.0, 1.0, 1e308)):
+                    probe.observe(
+                        MetricsScraped(0.0, client.source, _counters(tokens, drafts, accepted))
+                    )
+                return await probe.tick(lambda _e: None)
+
+        event = asyncio.run(one_probe())
+    assert event is not None and event.outcome == "ok" and event.acceptance_length is not None
+    assert event.live_acceptance_length is None
+    assert event.error is not None and event.error.startswith(
+        "live acceptance length from /metrics ignored: 1e+308, not an AL for K = 8"
+    )
+    reread = CanaryStore(store.path)
+    assert reread.get(key).live == () and len(reread.get(key).probes) == 1
+    assert reread.skipped == {}
+
+
+def _counters(tokens: float, drafts: float, accepted: float) -> tuple[MetricSample, ...]:
+    labels = (("engine", "0"),)
+    return (
+        MetricSample("vllm:generation_tokens_total", labels, tokens),
+        MetricSample("vllm:spec_decode_num_drafts_total", labels, drafts),
+        MetricSample("vllm:spec_decode_num_accepted_tokens_total", labels, accepted),
+    )

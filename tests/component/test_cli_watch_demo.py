@@ -5,8 +5,13 @@ from __future__ import annotations
 import json
 import socket
 import threading
+from collections.abc import Iterator
+from contextlib import ExitStack
+
+import pytest
 
 from specmon.cli.main import main
+from specmon.sim.server import SimConfig, start_in_thread
 from specmon.sources.recording_player import read_recording
 
 
@@ -28,6 +33,65 @@ def test_watch_once_without_json_prints_the_table_once(sim, capsys):
     assert not out.lstrip().startswith("{")
     assert "SIMULATED" in out and sim.url in out and "up" in out
     assert out.count("specmon watch") == 1  # one frame
+
+
+@pytest.fixture
+def two_sims() -> Iterator[tuple[str, str]]:
+    """Two simulators on one host (127.0.0.1, two ports)."""
+    with ExitStack() as stack:
+        urls = [
+            stack.enter_context(
+                start_in_thread(SimConfig(speed=50.0, seed=n), log_sink=lambda _l: None)
+            ).url
+            for n in (1, 2)
+        ]
+        yield urls[0], urls[1]
+
+
+@pytest.mark.parametrize("columns", [80, 160])
+def test_watch_once_prints_the_apps_servers_table(two_sims, capsys, monkeypatch, columns):
+    """`--once` alone: one row per server with its port (two servers on one host read apart),
+    in the order of the command line, latency in ms, nothing wider than the terminal."""
+    first, second = two_sims
+    monkeypatch.setenv("COLUMNS", str(columns))
+    for order in ((second, first), (first, second)):
+        argv = ["watch", "--attach", order[0], "--attach", order[1], "--once", "--interval", "0.1"]
+        assert main(argv) == 0
+        lines = capsys.readouterr().out.splitlines()
+        ports = [url.rsplit(":", 1)[1] for url in order]
+        rows = [
+            n
+            for n, line in enumerate(lines)
+            for port in ports
+            if f"127.0.0.1:{port} " in line and " up " in line
+        ]
+        assert len(rows) == 2, lines  # one row per server, not a row per rate
+        assert [p for p in ports if f"127.0.0.1:{p} " in lines[rows[0]]] == [ports[0]]
+        assert f"127.0.0.1:{ports[1]} " in lines[rows[1]]
+        header = lines[rows[0] - 1].split()
+        assert header[:4] == ["server", "state", "tok/s", "AL"]
+        text = "\n".join(lines)
+        assert "TTFT s" not in text and "latency p50/p95/p99 ms" in text
+        latency = [line.split()[0] for line in lines if "TTFT" in line and "ITL" in line]
+        assert latency == [f"127.0.0.1:{port}" for port in ports]  # a line each, in order
+        assert max(len(line) for line in lines) <= columns
+
+
+def test_watch_once_drops_columns_as_the_app_does(two_sims, capsys, monkeypatch):
+    """A long host name at 60 columns: the app's layout for that width (server column first,
+    then columns in the app's DROP_ORDER), the port still shown."""
+    from specmon.ui.servers_text import header_line, layout_for
+
+    first, _ = two_sims
+    port = first.rsplit(":", 1)[1]
+    nowhere = f"http://a-very-long-host-name-that-does-not-resolve.invalid:{port}"
+    monkeypatch.setenv("COLUMNS", "60")
+    argv = ["watch", "--attach", nowhere, "--metrics-url", first + "/metrics", "--once"]
+    assert main([*argv, "--interval", "0.1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert header_line(layout_for(60)) in lines
+    row = next(line for line in lines if " up " in line)
+    assert row.split()[0].endswith(f"…:{port}")
 
 
 def test_watch_survives_a_down_server_and_says_so(sim, capsys):

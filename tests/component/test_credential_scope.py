@@ -8,11 +8,11 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from tests.component.header_listener import header_listener
+from tests.support.waiting import wait_for
 
 from specmon.core.credentials import KeyScope, origin_of
 from specmon.core.session_state import SessionState
@@ -26,12 +26,7 @@ SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
 def _wait(predicate, what: str) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"gave up waiting for {what}")
+    wait_for(predicate, what, timeout=WAIT_S, interval=0.05)
 
 
 def test_origins_are_scheme_host_and_port():

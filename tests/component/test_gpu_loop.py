@@ -6,11 +6,11 @@ import asyncio
 import threading
 
 import pytest
+from tests.support.fake_nvml import FakeNvml
 
 from specmon.core.clock import FakeClock
 from specmon.core.events import GpuSampled
 from specmon.sources.gpu import NvmlSampler, run_sampler
-from specmon.sources.gpu.fake_nvml import FakeNvml
 
 
 class Stop(Exception):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pynvml
 import pytest
+from tests.support.fake_nvml import GIB, FakeGpu, FakeNvml
 
 from specmon.core.events import GpuReading, GpuSampled
 from specmon.sources.gpu import FIELD_GROUPS, NvmlSampler
-from specmon.sources.gpu.fake_nvml import GIB, FakeGpu, FakeNvml
 
 MIB = 1024**2
 

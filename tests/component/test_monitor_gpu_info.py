@@ -7,13 +7,14 @@ import asyncio
 import json
 
 import pytest
+from tests.support.fake_nvml import FakeGpu, FakeNvml
 
 from specmon.cli.main import main
 from specmon.cli.session_setup import gpu_sampler
 from specmon.core.events import GpuReading, GpuSampled
 from specmon.core.session_state import SessionState
 from specmon.runtime.monitor import Monitor, Target, gpu_name
-from specmon.sources.gpu import FakeGpu, FakeNvml, NvmlSampler
+from specmon.sources.gpu import NvmlSampler
 from specmon.sources.recording_player import read_recording
 
 

@@ -5,6 +5,7 @@ chunk boundaries, and nothing of the answer is lost."""
 from __future__ import annotations
 
 import argparse
+import logging
 import random
 
 import pytest
@@ -13,8 +14,10 @@ from specmon.cli.session_setup import add_redact_argument
 from specmon.core.clock import FakeClock
 from specmon.core.events import RequestEnded, RequestStarted, SessionInfo, StreamChunk
 from specmon.core.redaction import (
+    REDACT_TIMED_OUT,
     REDACTED,
     RedactPatternError,
+    Scrubber,
     StreamRedactor,
     compile_redactions,
 )
@@ -129,3 +132,73 @@ def test_without_redact_the_model_text_is_verbatim(tmp_path):
     assert KEY not in path.read_text()  # the chunks split it: no chunk holds it whole
     joined = "".join(e.text for e in read_recording(path).events if isinstance(e, StreamChunk))
     assert joined == f"key {KEY}"
+
+
+# ---------------------------------------------------------------- patterns, each on its own
+
+
+@pytest.mark.timeout(60)
+def test_a_pattern_that_backtracks_without_end_cannot_freeze_the_stream(tmp_path, caplog):
+    """`(a|aa)+b` against a run of `a`s backtracks for ever with Python's re: the matching is
+    bounded, the answer is written as one marker (never raw) and one warning line is given,
+    once, however many texts it happens on."""
+    text = "a" * 320 + f" {KEY}"
+    events = _answer("r1", text, finish=True) + _answer("r2", text, finish=True, t0=2.0)
+    with caplog.at_level(logging.WARNING, logger="specmon.core.redaction"):
+        path, recording = _record(tmp_path, events, redact=(r"(a+)+b", r"(a|aa)+b", PATTERN))
+    raw = path.read_text()
+    assert "a" * 40 not in raw and "sk-live-" not in raw
+    for rid in ("r1", "r2"):
+        chunks = [e for e in recording.events if isinstance(e, StreamChunk) and e.request_id == rid]
+        assert "".join(c.text for c in chunks) == REDACT_TIMED_OUT
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 1 and "(a|aa)+b" in warnings[0]
+
+
+@pytest.mark.timeout(60)
+def test_the_pathological_pattern_on_a_whole_text_returns_the_marker():
+    patterns = compile_redactions([r"(a+)+b", r"(a|aa)+b"])
+    assert patterns is not None
+    assert Scrubber(patterns=patterns).data("a" * 320) == REDACT_TIMED_OUT
+    assert patterns.sub("no run here") == "no run here"
+
+
+def test_a_global_flag_in_a_later_pattern_works():
+    """`(?i)` at the start of the second pattern is no longer in the middle of a joined one."""
+    patterns = compile_redactions(["foo", "(?i)secret"])
+    assert patterns is not None
+    assert patterns.sub("a SECRET and a Secret, foo") == "a [REDACTED] and a [REDACTED], [REDACTED]"
+
+
+def test_patterns_may_use_the_same_group_names():
+    patterns = compile_redactions([r"(?P<k>sk-[a-z]{6})", r"(?P<k>pw-[0-9]{4})"])
+    assert patterns is not None
+    assert patterns.sub("sk-abcdef pw-1234") == "[REDACTED] [REDACTED]"
+
+
+def test_a_backreference_in_a_later_pattern_refers_to_its_own_group():
+    patterns = compile_redactions([r"(sk)-[a-z]{8}", r"(['\"])hunter2\1"])
+    assert patterns is not None
+    assert patterns.sub("""pw 'hunter2' and "hunter2" """) == "pw [REDACTED] and [REDACTED] "
+
+
+def test_overlapping_matches_of_two_patterns_are_one_redaction():
+    patterns = compile_redactions([r"abc-\d+", r"\d+-xyz"])
+    assert patterns is not None
+    assert patterns.sub("id abc-123-xyz end") == "id [REDACTED] end"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "words"),
+    [("(", "missing )"), ("a{2,1}", "min repeat greater than max repeat"), ("(?P<1x>a)", "bad")],
+)
+def test_a_bad_pattern_is_one_line_naming_it_at_start(capsys, pattern, words):
+    from specmon.cli.main import main
+
+    argv = ["chat", "--attach", "http://127.0.0.1:9", "--redact", "ok", "--redact", pattern]
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith(f"specmon chat: error: argument --redact: {pattern!r}: ")
+    assert words in err[0] and len(err) == 2 and "Traceback" not in err[0]

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import gzip
+
 import pytest
 
 from specmon.core.clock import FakeClock
 from specmon.core.events import (
+    GpuSampled,
     RequestEnded,
     ServerLogLine,
     ServerStatusChanged,
     SessionInfo,
     StreamChunk,
 )
-from specmon.core.recording_format import redact_text
+from specmon.core.recording_format import redact_text, redact_url
+from specmon.core.redaction import Scrubber
 from specmon.runtime.recorder import Recorder, environment_secrets
 from specmon.sources.recording_player import read_recording
 
@@ -83,3 +87,68 @@ def test_a_key_typed_for_an_added_server_never_reaches_the_file(tmp_path):
     raw = path.read_text()
     assert typed not in raw
     assert "401: bad key" in raw
+
+
+@pytest.mark.parametrize("name", ["s.ndjson", "s.ndjson.gz"])
+def test_a_url_password_and_the_environments_token_never_reach_the_file(
+    tmp_path, monkeypatch, name
+):
+    """The server URL's password is a known secret like the key: gone from the header, every
+    URL (the GPU exporter's too) and every text, model text included; so is $HF_TOKEN."""
+    password, token = "s3cret-Pw0rd", "hf_abcDEF0123456789ghiJKL"
+    monkeypatch.setenv("HF_TOKEN", token)
+    server = f"http://alice:{password}@127.0.0.1:8123"
+    path = tmp_path / name
+    with Recorder(path, SessionInfo(server=server), clock=FakeClock()) as rec:
+        rec.write(GpuSampled(0.5, f"http://alice:{password}@gpu-box:9400/metrics", ()))
+        rec.write(StreamChunk(1.0, "r", text=f"you said {password} and {token}"))
+        rec.write(RequestEnded(2.0, "r", "failed", error=f"login {password!r} refused"))
+        rec.write(ServerLogLine(3.0, server, f"token is {token}"))
+    raw = path.read_bytes()
+    if name.endswith(".gz"):
+        raw = gzip.decompress(raw)
+    assert password.encode() not in raw and token.encode() not in raw
+    recording = read_recording(path)
+    assert recording.info.server == "http://127.0.0.1:8123"
+    chunk = next(e for e in recording.events if isinstance(e, StreamChunk))
+    assert chunk.text == "you said [REDACTED] and [REDACTED]"
+
+
+def test_a_password_holding_an_at_sign_leaves_nothing_behind():
+    url = "http://alice:p@ss-w0rd@host:8000/v1"
+    assert redact_url(url) == "http://host:8000/v1"
+    assert "ss-w0rd" not in redact_text(f"GET {url}")
+
+
+def test_arguments_and_environment_are_written_without_their_secrets():
+    scrub = Scrubber.of()
+    argv = ["vllm", "serve", "m", "--api-key", "plain-value-1", "--hf-token=tok-22", "--port", "8"]
+    assert scrub.argv(argv) == [
+        "vllm",
+        "serve",
+        "m",
+        "--api-key",
+        "[REDACTED]",
+        "--hf-token=[REDACTED]",
+        "--port",
+        "8",
+    ]
+    env = {"HF_TOKEN": "x", "DB_PASSWORD": "y", "MY_SECRET": "z", "PATH": "/bin"}
+    assert scrub.env(env) == {k: "[REDACTED]" for k in env if k != "PATH"} | {"PATH": "/bin"}
+
+
+def test_stored_arguments_and_environment_lose_their_secrets(tmp_path):
+    """The header's extra fields as a caller may give them, unmasked: an argument list with
+    `--api-key VALUE` as two arguments and an environment with secret names."""
+    path = tmp_path / "s.ndjson"
+    extra = {
+        "argv": ["vllm", "serve", "m", "--api-key", "plainvalue99"],
+        "env": {"DEPLOY_SECRET": "zz-top-9", "NO_COLOR": "1"},
+    }
+    with Recorder(path, SessionInfo(extra=extra), clock=FakeClock()):
+        pass
+    raw = path.read_text()
+    assert "plainvalue99" not in raw and "zz-top-9" not in raw
+    header = read_recording(path).info.extra
+    assert header["argv"][-2:] == ["--api-key", "[REDACTED]"]
+    assert header["env"] == {"DEPLOY_SECRET": "[REDACTED]", "NO_COLOR": "1"}

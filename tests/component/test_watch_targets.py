@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import pytest
 from tests.loopback import SilentServer
+from tests.support.waiting import wait_for
 
 from specmon.core.session_state import SessionState
 from specmon.core.views import SessionView
@@ -21,13 +22,19 @@ WAIT_S = 30.0  # bound on waiting for a view; not a timing assertion
 
 
 def _wait_view(session, predicate: Callable[[SessionView], bool]) -> SessionView:
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        view = session.view(fresh=True)
-        if view is not None and predicate(view):
-            return view
-        time.sleep(0.1)
-    raise AssertionError(f"view condition not reached; last: {view and view.servers}")
+    last: SessionView | None = None
+
+    def ready() -> SessionView | None:
+        nonlocal last
+        last = session.view(fresh=True)
+        return last if last is not None and predicate(last) else None
+
+    return wait_for(
+        ready,
+        "the view's condition",
+        timeout=WAIT_S,
+        detail=lambda: f"servers: {last and last.servers}",
+    )
 
 
 @pytest.mark.parametrize("kind", [InProcessSession, CollectorProcess])

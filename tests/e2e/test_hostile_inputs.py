@@ -50,11 +50,17 @@ class Outcome:
         return self.stdout + self.stderr
 
 
-def run_specmon(*args: str, env: dict[str, str] | None = None) -> Outcome:
+def run_specmon(*args: str, env: dict[str, str] | None = None, prelude: str = "") -> Outcome:
+    """`specmon ARGS` in a subprocess; `prelude` (Python run first, e.g. to shorten a deadline
+    that would make the case wait a minute) makes it `python -c PRELUDE; main(ARGS)`."""
     full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "120", **(env or {})}
+    command = [sys.executable, "-m", "specmon", *args]
+    if prelude:
+        run = "import sys; from specmon.cli.main import main; raise SystemExit(main(sys.argv[1:]))"
+        command = [sys.executable, "-c", f"{prelude}\n{run}", *args]
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "specmon", *args],
+            command,
             capture_output=True,
             text=True,
             errors="replace",
@@ -346,7 +352,15 @@ def test_huge_gauges_keep_json_valid() -> None:
     finally:
         server.stop()
     assert "Traceback" not in outcome.both, outcome.both[-3000:]
-    json.loads(outcome.stdout, parse_constant=_refuse_constant)
+    snapshot = json.loads(outcome.stdout, parse_constant=_refuse_constant)
+    # a KV usage of 1e308 and a running count of -1e308 are not readings: null, and why
+    (server_json,) = snapshot["servers"].values()
+    assert server_json["kv_cache_usage"] is None and server_json["requests_running"] is None
+    assert server_json["history"]["kv_cache_usage"][-1] is None
+    note = server_json["gauge_note"]
+    assert "vllm:kv_cache_usage_perc 1e+308 is outside its range (0 to 1)" in note, note
+    assert "vllm:num_requests_running -1e+308 is outside its range (0 or more)" in note, note
+    assert server_json["acceptance_length"] is None or server_json["acceptance_length"] >= 1
 
 
 def test_bench_when_tokenize_answers_not_json(sim_url: str) -> None:
@@ -368,6 +382,106 @@ def test_bench_when_tokenize_answers_not_json(sim_url: str) -> None:
     finally:
         server.stop()
     assert_clean_failure(outcome)
+
+
+class TokenizeNeverAnswers(HostileServer):
+    """Answers like HostileServer, but holds a /tokenize request without a byte until the
+    client hangs up."""
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        request = await reader.readuntil(b"\r\n\r\n")
+        path = request.split(b" ", 2)[1].decode("latin-1")
+        if path.startswith("/tokenize"):
+            await reader.read()  # until the client gives up
+        else:
+            writer.write(self.respond(path))
+            await writer.drain()
+        writer.close()
+
+
+def _models_else_html(path: str) -> bytes:
+    if path.startswith("/v1/models"):
+        body = b'{"object":"list","data":[{"id":"m","object":"model"}]}'
+        return (
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+            b"Content-Length: %d\r\n\r\n" % len(body) + body
+        )
+    return _page(b"<html>not json</html>")
+
+
+def test_bench_when_tokenize_never_answers() -> None:
+    """One readable line at the deadline (shortened from 60 s to 1 s here), naming the URL
+    without its credentials; never `ReadTimeout('')`."""
+    server = TokenizeNeverAnswers(_models_else_html)
+    url = server.url.replace("http://", "http://user:sekret@")
+    try:
+        outcome = run_specmon(
+            "bench", "--attach", url, "--num-prompts", "1", "--warmups", "0",
+            "--output-len", "8", "--gpu", "none",
+            prelude="import specmon.bench.prompts as p; p.TOKENIZE_DEADLINE_S = 1.0",
+        )  # fmt: skip
+    finally:
+        server.stop()
+    assert_clean_failure(outcome, codes=(1,))
+    assert (
+        f"specmon bench: cannot size random prompts: timed out after 1 s reading "
+        f"{server.url}/tokenize"
+    ) in outcome.stderr.splitlines(), outcome.stderr
+    assert "sekret" not in outcome.both and "ReadTimeout" not in outcome.both
+
+
+def test_watch_canary_with_an_absurd_stored_baseline(sim_url: str, tmp_path: Path) -> None:
+    """A canary file whose entry holds an AL of 1e308 (not one for K = 4): the first probe says
+    in one line that it was skipped (not a silent relearning), and no absurd value is written."""
+    store = tmp_path / "specmon" / "canary.json"
+    store.parent.mkdir()
+    absurd_key = json.dumps([sim_url, "m", None, None, 4], separators=(",", ":"))
+    store.write_text(
+        json.dumps(
+            {
+                "format": "specmon-canary",
+                "version": 1,
+                "baselines": {absurd_key: {"probes": [3.0, 1e308], "live": []}},
+            }
+        )
+    )
+    command = [sys.executable, "-m", "specmon", "watch", "--attach", sim_url, "--json",
+               "--interval", "0.3", "--gpu", "none", "--canary", "10"]  # fmt: skip
+    watcher = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdin=subprocess.DEVNULL, preexec_fn=_cap_memory,
+        env={**os.environ, "XDG_DATA_HOME": str(tmp_path)},
+    )  # fmt: skip
+    canary: list[dict[str, object]] = []
+    try:
+        assert watcher.stdout is not None
+        watcher.stdout.readline()  # the first scrape: live traffic counts from here
+        _live_traffic(sim_url)  # the canary probes a server only while it has live traffic
+        # one line per interval: wait for the probe, bounded by the line count
+        for _ in range(int(HANG_GUARD_S / 0.3)):
+            line = watcher.stdout.readline()
+            if not line:
+                break
+            canary = json.loads(line, parse_constant=_refuse_constant)["canary"]
+            if canary:
+                break
+    finally:
+        watcher.send_signal(signal.SIGINT)
+        _, stderr = watcher.communicate(timeout=HANG_GUARD_S)
+    assert "Traceback" not in stderr, stderr[-3000:]
+    assert canary, stderr[-3000:]
+    error = canary[0]["error"]
+    assert isinstance(error, str) and "\n" not in error, canary
+    assert error.startswith("stored canary entry skipped: ") and str(store) in error, error
+    assert "holds 1e+308, not an AL for K = 4 (1 to 5)" in error, error
+    assert "1e+308" not in store.read_text() and "Infinity" not in store.read_text()
+
+
+def _live_traffic(url: str) -> None:
+    import httpx
+
+    body = {"messages": [{"role": "user", "content": "hello"}], "max_tokens": 16}
+    httpx.post(f"{url}/v1/chat/completions", json=body, timeout=HANG_GUARD_S).raise_for_status()
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.terminal import MISSING, SPECMON, Terminal, needs_terminal, wait_for
+from tests.terminal import MISSING, SPECMON, Terminal, needs_terminal
 
 from specmon.sim.server import SimConfig, start_in_thread
 
@@ -58,23 +58,23 @@ def test_sighup_stops_the_app_restores_the_terminal_and_leaves_nothing(
     line = f"cd {shlex.quote(str(tmp_path))} && {SPECMON} {shlex.join(args)}"
     term = Terminal(line, tmp_path / "exit-code", width=160)
     try:
-        wait_for(
+        term.wait_for(
             lambda: _modes(term)[0] == "1" and "1" in _modes(term)[1:],
             "the app in the alternate screen with mouse reporting on",
         )
-        wait_for(lambda: len(term.screen().split()) > 10, "the app's screen")
+        term.wait_for(lambda: len(term.screen().split()) > 10, "the app's screen")
         pids = term.children("specmon")
         assert len(pids) == 1, pids
         others = [int(d.split()[0]) for d in term.descendants()] if everyone else []
         for pid in [pids[0], *(p for p in others if p != pids[0])]:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGHUP)
-        wait_for(term.exit_file.exists, f"{command} to exit after SIGHUP")
+        term.wait_for(term.exit_file.exists, f"{command} to exit after SIGHUP")
         assert term.exit_code() == 128 + int(signal.SIGHUP), term.screen()
         assert _modes(term) == ["0", "0", "0", "0"], (
             f"terminal left in app modes: {_modes(term)} {term.screen()[-600:]!r}"
         )
-        wait_for(lambda: not term.descendants(), f"no process of {command} left")
+        term.wait_for(lambda: not term.descendants(), f"no process of {command} left")
         assert "Traceback" not in term.screen()
     finally:
         term.close()

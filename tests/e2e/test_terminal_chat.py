@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from tests.support.canned_server import CannedServer
+from tests.support.terminal_chat import quit_chat
 from tests.terminal import MISSING, SPECMON, Terminal, needs_terminal
 
 from specmon.sim.corpus import ANSWERS
@@ -61,15 +62,6 @@ def terminal(tmp_path: Path) -> Iterator[Callable[[str], Terminal]]:
     yield start
     for term in started:
         term.close()
-
-
-def quit_chat(term: Terminal) -> None:
-    assert term.children("specmon chat"), "the chat should still be running before ctrl+q"
-    term.key("C-q")
-    term.wait_for(term.exit_file.exists, "the chat to exit after ctrl+q")
-    assert term.exit_file.read_text().strip() == "0"
-    assert term.children("specmon chat") == []
-    assert "Traceback" not in term.screen()
 
 
 def test_chat_attached_to_a_simulator_streams_an_answer_with_its_numbers(

@@ -1,8 +1,9 @@
 """The README's first command in a real terminal: tmux runs the INSTALLED `specmon demo` (the
 Textual app against the built-in simulator), we read the screen as a person would — the SIMULATED
 badge, the demo's answers with their numbers, the side panel — press Ctrl-C (or ctrl+q), and check
-that it exits cleanly and leaves nothing behind: no demo, no collector process. In CI a missing
-tmux or specmon command is a failure, not a skip.
+that it exits cleanly (130 after Ctrl-C, as after SIGINT; 0 after ctrl+q) and leaves nothing
+behind: no demo, no collector process. In CI a missing tmux or specmon command is a failure, not
+a skip.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.terminal import MISSING, SPECMON, Terminal, needs_terminal, wait_for
+from tests.terminal import MISSING, SPECMON, Terminal, needs_terminal
 
 pytestmark = needs_terminal
 
@@ -37,10 +38,10 @@ def _answers_done(screen: str) -> int:
 def test_demo_in_a_real_terminal_shows_simulated_answers_and_numbers_and_quits(
     term: Terminal, key: str
 ) -> None:
-    wait_for(lambda: "SIMULATED" in term.screen(), "the SIMULATED badge")
+    term.wait_for(lambda: "SIMULATED" in term.screen(), "the SIMULATED badge")
     # The demo sends its own prompts: answers arrive with their numbers under them.
-    wait_for(lambda: _answers_done(term.screen()) >= 1, "a finished answer with its numbers")
-    wait_for(lambda: "AL " in term.screen() and "(server)" in term.screen(), "the answer's AL")
+    term.wait_for(lambda: _answers_done(term.screen()) >= 1, "a finished answer with its numbers")
+    term.wait_for(lambda: "AL " in term.screen() and "(server)" in term.screen(), "the answer's AL")
     screen = term.screen()
     assert screen.splitlines()[0].rstrip().endswith("SIMULATED")  # the header, always on top
     assert "vLLM" in screen and "per-position acceptance" in screen  # the side panel
@@ -53,7 +54,7 @@ def test_demo_in_a_real_terminal_shows_simulated_answers_and_numbers_and_quits(
     assert term.descendants(), "the demo should still be running before the key"
 
     term.key(key)
-    wait_for(term.exit_file.exists, "the demo to exit")
-    assert term.exit_file.read_text().strip() == "0"
-    wait_for(lambda: not term.descendants(), "no process of the demo left")
+    term.wait_for(term.exit_file.exists, "the demo to exit")
+    assert term.exit_file.read_text().strip() == {"C-c": "130", "C-q": "0"}[key]
+    term.wait_for(lambda: not term.descendants(), "no process of the demo left")
     assert "Traceback" not in term.screen()

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.terminal import MISSING, SPECMON, Terminal, needs_terminal, wait_for
+from tests.terminal import MISSING, SPECMON, Terminal, needs_terminal
 
 pytestmark = needs_terminal
 SAMPLE = Path(__file__).resolve().parents[2] / "recordings" / "demo-cycle.ndjson.gz"
@@ -49,42 +49,42 @@ def _answers(screen: str) -> int:
 def test_replay_in_a_real_terminal_seeks_and_finds_the_cycle(term: Terminal) -> None:
     # The header paints first and the timeline a frame later: wait for the whole first frame.
     wanted = ("RECORDED", "PLAYING", "▼ 9 flagged", "cycle every 10 requests")
-    wait_for(lambda: all(w in term.screen() for w in wanted), "the header and the timeline")
+    term.wait_for(lambda: all(w in term.screen() for w in wanted), "the header and the timeline")
     first = term.screen().splitlines()[0]
     assert first.startswith("RECORDED · SIMULATED · ") and first.rstrip().endswith("SIMULATED")
-    wait_for(lambda: _elapsed(term.screen()) > 0.5, "the play head to move")
+    term.wait_for(lambda: _elapsed(term.screen()) > 0.5, "the play head to move")
 
     term.key("Space")
-    wait_for(lambda: "PAUSED" in term.screen(), "PAUSED")
+    term.wait_for(lambda: "PAUSED" in term.screen(), "PAUSED")
     # Seek forward 10 s at a time until the panel's cycle line appears: the third cycle.
     for _ in range(8):
         if "cycle: every 10 requests" in term.screen():
             break
         before = _elapsed(term.screen())
         term.key("Right")
-        wait_for(lambda b=before: _elapsed(term.screen()) > b, "the seek")  # type: ignore[misc]
+        term.wait_for(lambda b=before: _elapsed(term.screen()) > b, "the seek")  # type: ignore[misc]
     # The play head moves a frame before the panel and the rows repaint: wait for them, then read.
-    wait_for(lambda: "cycle: every 10 requests, 3 degraded" in term.screen(), "the cycle line")
+    term.wait_for(lambda: "cycle: every 10 requests, 3 degraded" in term.screen(), "the cycle line")
     screen = term.screen()
     assert len(re.findall(r"\br\d+\s.*vanilla-speed", screen)) >= 6
     assert _answers(screen) >= 21
 
     term.key("Home")
-    wait_for(lambda: _answers(term.screen()) == 0, "home: no answer yet")
+    term.wait_for(lambda: _answers(term.screen()) == 0, "home: no answer yet")
     term.key("n")
     term.key("n")
-    wait_for(lambda: "vanilla speed: r7" in term.screen(), "n: the first flagged request")
+    term.wait_for(lambda: "vanilla speed: r7" in term.screen(), "n: the first flagged request")
     rows = [line for line in term.screen().splitlines() if re.search(r"\br\d+\s", line)]
     assert "r7" in rows[-1] and "vanilla-speed" in rows[-1]
 
     term.key("+")
     term.key("+")
-    wait_for(lambda: "\N{MULTIPLICATION SIGN}4" in term.screen(), "the speed x4")
+    term.wait_for(lambda: "\N{MULTIPLICATION SIGN}4" in term.screen(), "the speed x4")
 
     term.key("q")
-    wait_for(term.exit_file.exists, "the replay to exit")
+    term.wait_for(term.exit_file.exists, "the replay to exit")
     assert term.exit_file.read_text().strip() == "0"
-    wait_for(lambda: not term.descendants(), "no process of the replay left")
+    term.wait_for(lambda: not term.descendants(), "no process of the replay left")
     assert "Traceback" not in term.screen()
 
 
@@ -97,12 +97,12 @@ def test_a_torn_recording_in_a_real_terminal_replays_to_the_tear_and_says_where(
     term = _start(tmp_path, torn)
     try:
         notice = f"torn.ndjson: line {torn_line}: torn last line"
-        wait_for(lambda: notice in term.screen(), "the notice on the screen")
+        term.wait_for(lambda: notice in term.screen(), "the notice on the screen")
         term.key("End")
-        wait_for(lambda: "END" in term.screen(), "the end of what was kept")
+        term.wait_for(lambda: "END" in term.screen(), "the end of what was kept")
         assert 0 < _answers(term.screen()) < 30
         term.key("q")
-        wait_for(term.exit_file.exists, "the replay to exit")
+        term.wait_for(term.exit_file.exists, "the replay to exit")
         assert term.exit_file.read_text().strip() == "0"
         after = term.screen()  # the app is gone: the notice is repeated on stderr
         assert f"specmon replay: notice: {torn}: line {torn_line}: torn last line" in after
@@ -126,7 +126,7 @@ def test_bad_input_in_a_real_terminal_is_one_line_and_exit_2(
         path.write_bytes(content)
     term = _start(tmp_path, path)
     try:
-        wait_for(term.exit_file.exists, "the command to exit")
+        term.wait_for(term.exit_file.exists, "the command to exit")
         assert term.exit_file.read_text().strip() == "2"
         joined = term.tmux("capture-pane", "-p", "-J", "-t", "t")  # a long path wraps: rejoin it
         lines = [line for line in joined.splitlines() if line.strip()]

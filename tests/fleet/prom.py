@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+from tests.support.waiting import wait_for
 
 APT_LOCK = "/tmp/specmon-apt.lock"
 SCRAPE_INTERVAL_S = 1.0
@@ -150,11 +151,18 @@ class Prometheus:
 
     def wait_for_scrapes(self, query: str, count: int, timeout: float = 30.0) -> None:
         """Wait until the instant `query` returns at least `count` series."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+
+        def series() -> int:
             with contextlib.suppress(httpx.HTTPError):
                 r = httpx.get(self.url + "/api/v1/query", params={"query": query}, timeout=5.0)
-                if r.status_code == 200 and len(r.json()["data"]["result"]) >= count:
-                    return
-            time.sleep(0.25)
-        raise AssertionError(f"{query!r} did not reach {count} series in {timeout:g} s")
+                if r.status_code == 200:
+                    return len(r.json()["data"]["result"])
+            return 0
+
+        wait_for(
+            lambda: series() >= count,
+            f"{query!r} to reach {count} series",
+            timeout=timeout,
+            interval=0.25,
+            detail=self.log_tail,
+        )

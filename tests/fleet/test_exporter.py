@@ -10,8 +10,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests.fleet.test_fleet_prometheus import _specmon
 from tests.support.fleet import StartPrometheus
+from tests.support.specmon_cli import run_specmon
 
 from specmon.core.session_state import SessionState
 from specmon.runtime.exporter import Exporter, ExporterError, is_loopback, parse_listen
@@ -58,7 +58,9 @@ def test_a_port_in_use_is_one_line_error() -> None:
         with pytest.raises(ExporterError, match=r"in use"):
             Exporter().serve("127.0.0.1", port)
         with start_in_thread(SimConfig(speed=50.0, n_spec=4), log_sink=lambda _l: None) as sim:
-            done = _specmon("watch", "--attach", sim.url, "--json", "--export", f"127.0.0.1:{port}")
+            done = run_specmon(
+                "watch", "--attach", sim.url, "--json", "--export", f"127.0.0.1:{port}"
+            )
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         f"specmon watch: cannot serve /metrics on 127.0.0.1:{port}: in use"
@@ -149,7 +151,7 @@ def test_watch_export_serves_metrics_and_says_where(start_prometheus: StartProme
     import sys
 
     from tests.fleet.prom import free_port
-    from tests.fleet.test_fleet_prometheus import SRC
+    from tests.support.specmon_cli import SRC
 
     port = free_port()
     with start_in_thread(SimConfig(speed=50.0, n_spec=4), log_sink=lambda _l: None) as sim:

@@ -8,28 +8,23 @@ running across a window's edges the two windows differ by up to one scrape inter
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from pathlib import Path
 
 import httpx
 import pytest
-from tests.support.fleet import StartPrometheus
+from tests.support.fleet import StartPrometheus, by_source, fleet_for, read
+from tests.support.specmon_cli import run_specmon
+from tests.support.waiting import wait_for
 
-from specmon.core.events import FleetSampled, SessionInfo
+from specmon.core.events import SessionInfo
 from specmon.core.session_state import SessionState
-from specmon.core.views import ServerView, SessionView
+from specmon.core.views import SessionView
 from specmon.runtime.monitor import Monitor, Target
 from specmon.sim.server import RunningSim, SimConfig, start_in_thread
 from specmon.sources.prometheus_fleet import PrometheusFleet
-
-SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 @contextmanager
@@ -55,34 +50,6 @@ def traffic(sim: RunningSim, requests: int = 3, max_tokens: int = 64) -> None:
             timeout=60,
         )
         r.raise_for_status()
-
-
-_LOOP = asyncio.new_event_loop()
-"""One loop for every read: a fleet's HTTP connections belong to the loop that opened them."""
-
-
-def read(fleet: PrometheusFleet, state: SessionState) -> FleetSampled:
-    return _LOOP.run_until_complete(fleet.read_once(state.apply))
-
-
-def fleet_for(url: str, **kwargs: object) -> PrometheusFleet:
-    kwargs.setdefault("rate_window_s", 120.0)
-    kwargs.setdefault("history_s", 60.0)
-    kwargs.setdefault("history_step_s", 1.0)
-    return PrometheusFleet(url, **kwargs)  # type: ignore[arg-type]
-
-
-def by_source(view: SessionView) -> dict[str, ServerView]:
-    return {s.source: s for s in view.servers}
-
-
-def wait_until(predicate, timeout: float = 30.0, every: float = 0.5):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(every)
 
 
 def test_fleet_lists_vllm_targets_with_the_same_al_as_attach(
@@ -164,8 +131,7 @@ def test_fleet_survives_the_prometheus_restarting(start_prometheus: StartPrometh
 
         prom.start()  # same port, same storage
         prom.wait_for_scrapes("up == 1", 2)
-        again = wait_until(lambda: read(fleet, state).targets)
-        assert again
+        wait_for(lambda: read(fleet, state).targets, "the fleet's targets again", interval=0.5)
         fresh = state.view().servers[0]
         assert fresh.status == "up" and fresh.status_detail == ""
         assert fresh.lifetime is not None and fresh.lifetime.acceptance_length == al
@@ -192,13 +158,13 @@ def test_targets_appear_and_disappear_and_match_selects(
         assert {s.source for s in state.view().servers} == {a.url, b.url}
 
         prom.reload({"vllm": [host(a), host(c)], "other": [host(b)]})
-        assert wait_until(lambda: c.url in by_source(_read_view(fleet, state)))
+        wait_for(lambda: c.url in by_source(_read_view(fleet, state)), "c's row", interval=0.5)
         plain = by_source(state.view())[c.url]
         assert plain.spec_configured is False  # no spec_decode series: speculation is off
         assert plain.window.acceptance_length is None  # "—", never 1.0
 
         prom.reload({"vllm": [host(c)], "other": [host(b)]})
-        assert wait_until(lambda: a.url not in by_source(_read_view(fleet, state)))
+        wait_for(lambda: a.url not in by_source(_read_view(fleet, state)), "a gone", interval=0.5)
         assert {s.source for s in state.view().servers} == {b.url, c.url}
         assert any("gone from the Prometheus" in m.label for m in state.view().markers)
 
@@ -285,18 +251,6 @@ def test_a_target_shows_its_history_and_its_hosts_gpus(
     assert gpu1.temperature_c == 58 and gpu1.power_w is None  # a missing series: "—"
 
 
-def _specmon(*args: str, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(SRC)}
-    return subprocess.run(
-        [sys.executable, "-m", "specmon", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        stdin=subprocess.DEVNULL,
-    )
-
-
 def test_watch_prometheus_once_json(start_prometheus: StartPrometheus) -> None:
     with sims(SimConfig(speed=50.0, n_spec=4, seed=8)) as (a,):
         prom = start_prometheus({"vllm": [host(a)]})
@@ -304,12 +258,12 @@ def test_watch_prometheus_once_json(start_prometheus: StartPrometheus) -> None:
         time.sleep(1.2)
         traffic(a, requests=1)
         time.sleep(2.5)
-        done = _specmon(
+        done = run_specmon(
             "watch", "--prometheus", prom.url, "--once", "--json", "--rate-window", "30"
         )
         url = prom.url
         prom.stop()
-        down = _specmon("watch", "--prometheus", url, "--once", "--json")
+        down = run_specmon("watch", "--prometheus", url, "--once", "--json")
     assert done.returncode == 0, done.stderr
     snap = json.loads(done.stdout)
     server = snap["servers"][a.url]
@@ -335,11 +289,13 @@ def test_the_apps_collector_process_reads_the_fleet(start_prometheus: StartProme
         session = CollectorProcess(SessionConfig((), extra={EXTRA_KEY: spec}), SessionState)
         session.start()
         try:
-            view = wait_until(
-                lambda: (v := session.view(fresh=True)) is not None and v.servers and v, 60
+            view = wait_for(
+                lambda: (v := session.view(fresh=True)) is not None and v.servers and v,
+                "a fleet row from the collector process",
+                timeout=60,
+                interval=0.5,
             )
         finally:
             session.stop()
-    assert view, "no fleet row came back from the collector process"
     (server,) = view.servers
     assert server.source == a.url and server.origin == "prometheus"

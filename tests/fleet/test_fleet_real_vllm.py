@@ -9,10 +9,9 @@ import time
 
 import httpx
 import pytest
-from tests.fleet.test_fleet_prometheus import by_source, fleet_for, read
 from tests.real_vllm.probe import chat_body, stream_chunks
 from tests.real_vllm.server import VllmServer
-from tests.support.fleet import StartPrometheus
+from tests.support.fleet import StartPrometheus, by_source, fleet_for, read
 
 from specmon.core.events import SessionInfo
 from specmon.core.session_state import SessionState

@@ -307,9 +307,9 @@ def test_a_slow_prometheus_is_an_error_not_a_hang() -> None:
     ],
 )
 def test_watch_refuses_bad_fleet_arguments(args: list[str], said: str) -> None:
-    from tests.fleet.test_fleet_prometheus import _specmon
+    from tests.support.specmon_cli import run_specmon
 
-    done = _specmon("watch", *args, "--once", timeout=60)
+    done = run_specmon("watch", *args, "--once", timeout=60)
     assert done.returncode == 2
     assert said in done.stderr
 

@@ -66,6 +66,8 @@ def main() -> int:
     host, port = arg(argv, "--host", "127.0.0.1"), int(arg(argv, "--port", "8000"))
     say("vLLM server version 0.0.1-fake, serving model " + model)
     say(f"NO_COLOR={os.environ.get('NO_COLOR', '')}")
+    if os.environ.get("FAKE_VLLM_ECHO_TOKEN"):  # a log line that carries the token bare
+        say(f"hub user {os.environ.get('HF_TOKEN', '')} logged in")
     # Untrusted text a log may carry: a title-setting OSC, a colour escape and Rich markup,
     # which specmon must show literally.
     sys.stdout.write("crafted: \x1b]0;pwned-title\x07\x1b[31m[bold red]markup[/bold red]\x1b[0m\n")

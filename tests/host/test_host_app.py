@@ -9,7 +9,9 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from tests.support.ui_fakes import FakePort, screen_text, wait_for
+from tests.support.host_mode import launch_fake
+from tests.support.ui_fakes import FakePort, screen_text
+from tests.support.waiting import wait_for, wait_for_app
 
 from specmon.core.startup_log import StartupPhase, StartupProgress
 from specmon.ui.app import SpecmonApp
@@ -92,7 +94,7 @@ async def test_the_startup_view_shows_progress_elapsed_path_and_literal_log_line
     host.lines = ["INFO starting", CRAFTED]
     app = SpecmonApp(FakePort(), host=host)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: SHOWN in screen_text(app))
+        await wait_for_app(pilot, lambda: SHOWN in screen_text(app))
         text = screen_text(app)
         assert isinstance(app.screen, StartupScreen)
         assert "Starting vLLM: tiny (ngram, K=4)" in text
@@ -104,8 +106,8 @@ async def test_the_startup_view_shows_progress_elapsed_path_and_literal_log_line
         # A line that arrives later is appended; the screen follows the log.
         host.lines.append("INFO Application startup complete.")
         host.now = 76.0
-        await wait_for(pilot, lambda: "Application startup complete." in screen_text(app))
-        await wait_for(pilot, lambda: "elapsed 1 min 16 s" in screen_text(app))
+        await wait_for_app(pilot, lambda: "Application startup complete." in screen_text(app))
+        await wait_for_app(pilot, lambda: "elapsed 1 min 16 s" in screen_text(app))
         assert app.title != "pwned"
         host.go.set()
 
@@ -115,19 +117,19 @@ async def test_ready_opens_the_chat_and_ctrl_l_toggles_the_servers_log():
     host.lines = ["INFO hello from vLLM", CRAFTED]
     app = SpecmonApp(FakePort(), host=host)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, StartupScreen))
+        await wait_for_app(pilot, lambda: isinstance(app.screen, StartupScreen))
         host.go.set()
-        await wait_for(pilot, lambda: isinstance(app.screen, ChatScreen))
+        await wait_for_app(pilot, lambda: isinstance(app.screen, ChatScreen))
         assert not any(isinstance(s, StartupScreen) for s in app.screen_stack)
         host.lines.append("INFO a line after ready")
         await pilot.press("ctrl+l")
-        await wait_for(pilot, lambda: isinstance(app.screen, LogScreen))
-        await wait_for(pilot, lambda: "a line after ready" in screen_text(app))
+        await wait_for_app(pilot, lambda: isinstance(app.screen, LogScreen))
+        await wait_for_app(pilot, lambda: "a line after ready" in screen_text(app))
         text = screen_text(app)
         assert "vLLM log: /logs/vllm-test.log" in text
         assert SHOWN in text and "hello from vLLM" in text
         await pilot.press("ctrl+l")
-        await wait_for(pilot, lambda: isinstance(app.screen, ChatScreen))
+        await wait_for_app(pilot, lambda: isinstance(app.screen, ChatScreen))
         assert app.host_failure is None
 
 
@@ -137,18 +139,18 @@ async def test_the_dashboard_after_ready_toggles_the_log_with_l():
     host.go.set()
     app = SpecmonApp(FakePort(), mode="watch", host=host)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
+        await wait_for_app(pilot, lambda: isinstance(app.screen, DashboardScreen))
         await pilot.press("l")
-        await wait_for(pilot, lambda: "dashboard log line" in screen_text(app))
+        await wait_for_app(pilot, lambda: "dashboard log line" in screen_text(app))
         assert isinstance(app.screen, LogScreen)
         await pilot.press("l")
-        await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
+        await wait_for_app(pilot, lambda: isinstance(app.screen, DashboardScreen))
 
 
 async def test_without_a_hosted_server_l_says_there_is_no_log():
     app = SpecmonApp(FakePort(), mode="watch")
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
+        await wait_for_app(pilot, lambda: isinstance(app.screen, DashboardScreen))
         await pilot.press("l")
         await pilot.pause()
         assert isinstance(app.screen, DashboardScreen)
@@ -165,8 +167,8 @@ async def test_a_failed_start_shows_the_cause_and_exactly_the_last_50_lines():
     host.go.set()
     app = SpecmonApp(FakePort(), host=host)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.host_failure is not None)
-        await wait_for(pilot, lambda: "likely cause" in screen_text(app))
+        await wait_for_app(pilot, lambda: app.host_failure is not None)
+        await wait_for_app(pilot, lambda: "likely cause" in screen_text(app))
         text = screen_text(app)
         assert "vLLM did not start: the server exited with code 1 before it was ready" in text
         assert "likely cause: the GPU ran out of memory" in text
@@ -187,7 +189,7 @@ async def test_a_server_that_dies_while_serving_shows_why_over_the_chat():
     host.go.set()
     app = SpecmonApp(FakePort(), host=host)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, ChatScreen))
+        await wait_for_app(pilot, lambda: isinstance(app.screen, ChatScreen))
         host.died = StartupFailed(
             reason="the server exited with code 1 while serving",
             tail=("vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue",),
@@ -195,8 +197,8 @@ async def test_a_server_that_dies_while_serving_shows_why_over_the_chat():
             cause="the engine process died during startup",
             after_ready=True,
         )
-        await wait_for(pilot, lambda: app.host_failure is not None)
-        await wait_for(pilot, lambda: "vLLM stopped:" in screen_text(app))
+        await wait_for_app(pilot, lambda: app.host_failure is not None)
+        await wait_for_app(pilot, lambda: "vLLM stopped:" in screen_text(app))
         assert "EngineDeadError" in screen_text(app)
 
 
@@ -212,7 +214,7 @@ async def test_the_log_pane_is_bounded():
     app = One()
     async with app.run_test(size=(60, 20)) as pilot:
         pane = app.query_one(LogPane)
-        await wait_for(pilot, lambda: len(pane.lines) > 0)
+        await wait_for_app(pilot, lambda: len(pane.lines) > 0)
         assert list(pane.lines) == [f"line {i}" for i in range(20, 30)]
 
 
@@ -235,11 +237,11 @@ def test_elapsed_words():
 
 
 def test_lines_after_gives_only_new_lines_and_the_count(fake_vllm, tmp_path, monkeypatch):
-    from test_host_process import launch, wait_until
-
-    server = launch(fake_vllm, tmp_path, monkeypatch, "never")
+    server = launch_fake(fake_vllm, tmp_path, monkeypatch, "never")
     try:
-        assert wait_until(lambda: "KV cache size" in " ".join(server.tail()))
+        wait_for(
+            lambda: "KV cache size" in " ".join(server.tail()), "the KV cache line", timeout=30
+        )
         total, first = server.lines_after(0)
         assert total == len(first) and first[0].endswith("serving model tiny")
         assert server.lines_after(total) == (total, [])
@@ -286,9 +288,9 @@ async def test_off_a_terminal_a_death_while_serving_ends_the_app_at_once():
     host.go.set()
     app = SpecmonApp(FakePort(), host=host)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, ChatScreen))
+        await wait_for_app(pilot, lambda: isinstance(app.screen, ChatScreen))
         host.died = StartupFailed("the server exited with code 1 while serving", (), "x.log")
-        await wait_for(pilot, lambda: not app.is_running)
+        await wait_for_app(pilot, lambda: not app.is_running)
     assert app.host_failure == host.died
 
 

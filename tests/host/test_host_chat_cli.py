@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 from host_helpers import TMUX, Terminal, alive, recorded_pids
-from test_host_serve_cli import specmon_env, wait_gone
+from tests.support.host_mode import wait_gone
+from tests.support.specmon_cli import specmon_env
 
 from specmon.cli.main import main
 from specmon.core.redaction import REDACTED
@@ -233,14 +234,16 @@ def test_a_signal_to_specmon_stops_the_whole_group(fake_vllm, tmp_path, how):
 
 
 @needs_tmux
-def test_quitting_during_the_start_stops_the_group_and_exits_0(fake_vllm, tmp_path):
+@pytest.mark.parametrize(("key", "status"), [("C-q", 0), ("C-c", 130)])
+def test_quitting_during_the_start_stops_the_group(fake_vllm, tmp_path, key, status):
+    """ctrl+q quits (0); Ctrl-C, a key in the app too, quits as interrupted (130, as SIGINT)."""
     term = open_chat(tmp_path, fake_vllm, "never")
     try:
         term.wait_for(lambda: "KV cache sized" in term.screen(), "the startup progress")
         pgid = recorded_pids(tmp_path)[0]
-        term.key("C-c")  # the app's quit key, as ctrl+q
+        term.key(key)
         term.wait_for(lambda: term.exit_code() is not None, "specmon to exit")
-        assert term.exit_code() == 0
+        assert term.exit_code() == status
         assert f"vLLM stopped (process group {pgid} gone)" in term.screen()
     finally:
         term.close()

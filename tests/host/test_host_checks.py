@@ -6,8 +6,9 @@ import socket
 from pathlib import Path
 
 import pytest
+from tests.support.fake_nvml import FakeGpu, FakeNvml
 
-from specmon.sources.gpu import FakeGpu, FakeNvml, NvmlSampler
+from specmon.sources.gpu import NvmlSampler
 from specmon.sources.host.checks import (
     HostCheckError,
     find_vllm,

@@ -132,6 +132,8 @@ def test_specmon_presets_lists_builtin_and_user_presets(tmp_path, monkeypatch, c
     assert main(["presets"]) == 0
     out = capsys.readouterr().out
     assert "dgx-spark-gemma4-31b-dflash" in out and "proven on:" in out
+    # what "seed:" means, once, with where to read about the seeds
+    assert out.count("The published runs ('the seeds')") == 1
     assert "mine" in out
     assert "hf_abcdefgh" not in out
     assert main(["presets", "nope"]) == 2

@@ -2,45 +2,20 @@
 
 from __future__ import annotations
 
-import time
-from pathlib import Path
-
 import pytest
 from host_helpers import alive, recorded_pids
+from tests.support.host_mode import launch_fake
+from tests.support.waiting import wait_for
 
 from specmon.core.redaction import REDACTED
 from specmon.core.startup_log import StartupPhase
-from specmon.sources.host.checks import pick_free_port
-from specmon.sources.host.process import HostedServer, HostStartError
-from specmon.sources.host.spec import HostSettings, build_command
-
-
-def launch(fake: Path, tmp_path: Path, monkeypatch, mode: str, **kwargs) -> HostedServer:
-    monkeypatch.setenv("FAKE_VLLM_MODE", mode)
-    settings = HostSettings(
-        model="tiny",
-        method="ngram",
-        port=pick_free_port("127.0.0.1"),
-        vllm_args=("--api-key", "sk-fake-secret-123"),
-    )
-    command = build_command(settings, str(fake))
-    return HostedServer.launch(command, tmp_path / "logs" / "vllm.log", **kwargs)
-
-
-def wait_until(predicate, timeout_s: float = 30.0) -> bool:
-    """Poll `predicate` (bounded wait for an outside process; not a timing assertion)."""
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return predicate()
+from specmon.sources.host.process import HostStartError
 
 
 def test_a_server_that_dies_with_an_oom_trace_reports_the_cause_and_tail(
     fake_vllm, tmp_path, monkeypatch
 ):
-    server = launch(fake_vllm, tmp_path, monkeypatch, "oom")
+    server = launch_fake(fake_vllm, tmp_path, monkeypatch, "oom")
     with pytest.raises(HostStartError) as info:
         server.wait_ready(timeout_s=120)
     error = info.value
@@ -58,7 +33,7 @@ def test_a_server_that_dies_with_an_oom_trace_reports_the_cause_and_tail(
 def test_the_log_file_and_sinks_get_every_line_with_secrets_masked(
     fake_vllm, tmp_path, monkeypatch
 ):
-    server = launch(fake_vllm, tmp_path, monkeypatch, "ok")
+    server = launch_fake(fake_vllm, tmp_path, monkeypatch, "ok")
     lines: list[str] = []
     server.add_line_sink(lines.append, replay=True)
     phases = []
@@ -77,10 +52,28 @@ def test_the_log_file_and_sinks_get_every_line_with_secrets_masked(
     assert "Application startup complete." in lines[-1]
 
 
+def test_the_environments_token_never_reaches_the_log_file(fake_vllm, tmp_path, monkeypatch):
+    """A server that prints $HF_TOKEN bare (no `key=` shape to find it by): its value is a known
+    secret of the environment the server runs with, kept out of the log file and the sinks."""
+    token = "plain-token-value-7731"
+    monkeypatch.setenv("HF_TOKEN", token)
+    monkeypatch.setenv("FAKE_VLLM_ECHO_TOKEN", "1")
+    server = launch_fake(fake_vllm, tmp_path, monkeypatch, "ok")
+    lines: list[str] = []
+    server.add_line_sink(lines.append, replay=True)
+    try:
+        server.wait_ready(timeout_s=120)
+    finally:
+        server.stop()
+    text = server.log_path.read_text()
+    assert "hub user [REDACTED] logged in" in text
+    assert token not in text and not [line for line in lines if token in line]
+
+
 def test_never_ready_times_out_with_the_tail_and_leaves_no_process(
     fake_vllm, tmp_path, monkeypatch
 ):
-    server = launch(fake_vllm, tmp_path, monkeypatch, "never")
+    server = launch_fake(fake_vllm, tmp_path, monkeypatch, "never")
     with pytest.raises(HostStartError) as info:
         server.wait_ready(timeout_s=3)
     assert "not ready (/health 200) after 3 s" in str(info.value)
@@ -95,9 +88,9 @@ def test_never_ready_times_out_with_the_tail_and_leaves_no_process(
 def test_a_group_that_ignores_sigterm_is_killed_after_the_grace_period(
     fake_vllm, tmp_path, monkeypatch
 ):
-    server = launch(fake_vllm, tmp_path, monkeypatch, "ignore-term", grace_s=1.0)
+    server = launch_fake(fake_vllm, tmp_path, monkeypatch, "ignore-term", grace_s=1.0)
     server.wait_ready(timeout_s=120)
-    assert wait_until(lambda: len(recorded_pids(tmp_path)) == 2)  # server + its child
+    wait_for(lambda: len(recorded_pids(tmp_path)) == 2, "the server and its child", timeout=30)
     report = server.stop()
     assert report.signals == ("TERM", "group TERM", "group KILL")
     assert report.survivors == ()
@@ -107,13 +100,13 @@ def test_a_group_that_ignores_sigterm_is_killed_after_the_grace_period(
 
 def test_the_watchdog_stops_the_group_when_its_pipe_closes(fake_vllm, tmp_path, monkeypatch):
     """What happens when specmon is SIGKILLed: the watchdog's pipe closes."""
-    server = launch(fake_vllm, tmp_path, monkeypatch, "ignore-term", grace_s=1.0)
+    server = launch_fake(fake_vllm, tmp_path, monkeypatch, "ignore-term", grace_s=1.0)
     server.wait_ready(timeout_s=120)
-    assert wait_until(lambda: len(recorded_pids(tmp_path)) == 2)
+    wait_for(lambda: len(recorded_pids(tmp_path)) == 2, "the server and its child", timeout=30)
     watchdog = server._watchdog
     assert watchdog is not None and watchdog.stdin is not None
     watchdog.stdin.close()  # as the kernel does when specmon dies
-    assert wait_until(lambda: not server.members(), timeout_s=30)
+    wait_for(lambda: not server.members(), "the group to end", timeout=30)
     watchdog.wait(timeout=30)
     assert not any(alive(pid) for pid in recorded_pids(tmp_path))
     server.stop()

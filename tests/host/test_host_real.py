@@ -24,9 +24,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from test_host_serve_cli import specmon_env, wait_for, wait_gone
 from tests.real_vllm.server import server_env
 from tests.real_vllm.tiny_models import TinyModels
+from tests.support.host_mode import output_match, wait_gone
+from tests.support.specmon_cli import specmon_env
 
 from specmon.sources.host.checks import check_arguments
 from specmon.sources.host.presets import BUILTIN_PRESETS
@@ -92,8 +93,8 @@ def run_and_stop(tmp_path, python, models, spec_args, how: signal.Signals) -> di
     started = time.monotonic()
     proc, out, err = serve(tmp_path, python, models, *spec_args)
     try:
-        pgid = int(wait_for(err, r"process group (\d+)\)", proc, timeout_s=READY_S))
-        url = wait_for(out, r"ready: (http://127\.0\.0\.1:\d+)", proc, timeout_s=READY_S)
+        pgid = int(output_match(err, r"process group (\d+)\)", proc, timeout_s=READY_S))
+        url = output_match(out, r"ready: (http://127\.0\.0\.1:\d+)", proc, timeout_s=READY_S)
         ready_s = time.monotonic() - started
         body = chat(url)
         proc.send_signal(how)

@@ -5,54 +5,20 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from host_helpers import alive, recorded_pids
+from tests.support.host_mode import output_match, wait_gone
+from tests.support.specmon_cli import specmon_env
 
-import specmon
 from specmon.cli.main import main
 from specmon.core.recording_format import CODE_LOG
 from specmon.core.redaction import REDACTED
-from specmon.sources.host.process import group_members
-
-SRC = str(Path(specmon.__file__).resolve().parents[1])
-
-
-def specmon_env(**extra: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = SRC + os.pathsep + env.get("PYTHONPATH", "")
-    env.update(extra)
-    return env
-
-
-def wait_for(path: Path, pattern: str, proc: subprocess.Popen, timeout_s: float = 120.0) -> str:
-    """Bounded wait for `pattern` in a file another process writes (not a timing assertion)."""
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        text = path.read_text() if path.exists() else ""
-        m = re.search(pattern, text)
-        if m:
-            return m.group(1) if m.groups() else m.group(0)
-        if proc.poll() is not None:
-            break
-        time.sleep(0.1)
-    raise AssertionError(f"{pattern!r} not seen; output:\n{path.read_text()}")
-
-
-def wait_gone(pgid: int, timeout_s: float = 60.0) -> bool:
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        if not group_members(pgid):
-            return True
-        time.sleep(0.1)
-    return not group_members(pgid)
 
 
 def start_serve(tmp_path: Path, fake: Path, *extra: str, mode: str = "ok") -> tuple:
@@ -78,8 +44,8 @@ def test_quit_by_signal_stops_the_whole_group(fake_vllm, tmp_path, how):
         "--", "--api-key", "sk-fake-secret-123", "--max-model-len", "1024",
     )  # fmt: skip
     try:
-        pgid = int(wait_for(err, r"process group (\d+)\)", proc))
-        wait_for(out, r"ready: http://127\.0\.0\.1:\d+", proc)
+        pgid = int(output_match(err, r"process group (\d+)\)", proc))
+        output_match(out, r"ready: http://127\.0\.0\.1:\d+", proc)
         assert "[startup] ready (/health 200)" in err.read_text()
         assert len(recorded_pids(tmp_path)) >= 1
         proc.send_signal(how)
@@ -109,8 +75,8 @@ def test_quit_by_signal_stops_the_whole_group(fake_vllm, tmp_path, how):
 def test_sigkill_of_specmon_still_stops_the_group(fake_vllm, tmp_path):
     proc, out, err = start_serve(tmp_path, fake_vllm, mode="ignore-term")
     try:
-        pgid = int(wait_for(err, r"process group (\d+)\)", proc))
-        wait_for(out, r"ready: ", proc)
+        pgid = int(output_match(err, r"process group (\d+)\)", proc))
+        output_match(out, r"ready: ", proc)
         proc.kill()
         proc.wait(timeout=30)
         # The watchdog: TERM (ignored by this fake), then KILL after the 10 s grace period.
@@ -134,7 +100,7 @@ def test_a_failed_start_prints_the_tail_and_the_cause_and_exits_1(fake_vllm, tmp
 def test_a_server_that_dies_while_serving_ends_the_dashboard_with_the_cause(fake_vllm, tmp_path):
     proc, out, err = start_serve(tmp_path, fake_vllm, mode="dies")
     try:
-        wait_for(out, r"ready: ", proc)
+        output_match(out, r"ready: ", proc)
         assert proc.wait(timeout=120) == 1
     finally:
         if proc.poll() is None:

@@ -1,4 +1,5 @@
-"""The functions `specmon chat` (and serve) use: plan_host, start_host; the parser fallback for
+"""The functions `specmon chat` (and serve) use: plan_host, launch_host (through
+tests.support.host_mode.start_host: plan, launch, wait until ready); the parser fallback for
 `--per-request-spec-decode-metrics detailed` on builds that do not know it."""
 
 from __future__ import annotations
@@ -9,8 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.support.host_mode import start_host
 
-from specmon.cli.host_args import add_host_arguments, plan_host, start_host
+from specmon.cli.host_args import add_host_arguments, plan_host
 from specmon.core.startup_log import StartupPhase
 from specmon.sources.host.checks import check_arguments
 from specmon.sources.host.spec import HostSpecError

@@ -6,6 +6,7 @@ code is compared against.
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Callable
@@ -119,3 +120,31 @@ def tokens_per_chunk(chunks: list[dict[str, object]]) -> list[int]:
         counts.append(completion - previous)
         previous = completion
     return counts
+
+
+def server_step_tokens(chunks: list[dict[str, object]]) -> list[int]:
+    """Tokens each verify step produced (accepted drafts + 1), from vLLM's own per-request
+    `metrics.speculative_decoding` (detailed) on the final usage chunk."""
+    for chunk in reversed(chunks):
+        metrics = chunk.get("metrics")
+        spec = metrics.get("speculative_decoding") if isinstance(metrics, dict) else None
+        if isinstance(spec, dict) and isinstance(spec.get("per_step_accepted"), list):
+            return [int(accepted) + 1 for accepted in spec["per_step_accepted"]]
+    raise AssertionError("no metrics.speculative_decoding with per_step_accepted in the stream")
+
+
+def assert_chunks_are_whole_steps(chunk_tokens: list[int], step_tokens: list[int]) -> int:
+    """The stream's content chunks cut the answer only between engine steps: the prefill token
+    (1), then each step's tokens; a chunk that carries several steps was merged by vLLM's API
+    server when it fell behind its engine (a loaded machine), which is legitimate and counted,
+    never a step split. `max_tokens` may cut the last step. Returns how many chunks were merged
+    away (steps + 1 - chunks), which holds whatever the load."""
+    produced = list(itertools.accumulate([1, *step_tokens]))  # tokens after the prefill, each step
+    received = list(itertools.accumulate(chunk_tokens))
+    assert chunk_tokens and all(t > 0 for t in chunk_tokens), chunk_tokens
+    assert set(received[:-1]) <= set(produced[:-1]), (
+        f"chunks {chunk_tokens} split a step of {step_tokens} (prefill 1 first)"
+    )
+    cut = produced[-1] - received[-1]
+    assert 0 <= cut < step_tokens[-1] if step_tokens else cut == 0, (chunk_tokens, step_tokens)
+    return len(produced) - len(received)

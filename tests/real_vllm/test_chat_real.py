@@ -15,7 +15,8 @@ import threading
 
 import pytest
 from tests.real_vllm.server import VllmServer
-from tests.support.ui_fakes import screen_text, wait_for
+from tests.support.ui_fakes import arrived_text, screen_text
+from tests.support.waiting import wait_for_app
 
 from specmon.cli.session_setup import state_factory
 from specmon.core.events import RequestEnded
@@ -71,15 +72,15 @@ async def test_a_real_vllm_answer_is_literal_and_shows_vllms_own_acceptance(
     app = SpecmonApp(port, settings=settings)
     try:
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: app.screen.connection is not None, frames=1200)
+            await wait_for_app(pilot, lambda: app.screen.connection is not None, frames=1200)
             assert port.connected, screen_text(app)
             header = screen_text(app).splitlines()[0]
             assert "SIMULATED" not in header and "model tiny" in header
             await _type(pilot, "Tell me about the river and the town.")
             views = lambda: list(app.screen.query(AnswerView))  # noqa: E731
-            await wait_for(pilot, lambda: bool(views()) and views()[0].finished, frames=1200)
+            await wait_for_app(pilot, lambda: bool(views()) and views()[0].finished, frames=1200)
             # The numbers are refreshed for a moment after the end; the server's AL is first.
-            await wait_for(pilot, lambda: "(server)" in screen_text(app), frames=200)
+            await wait_for_app(pilot, lambda: "(server)" in screen_text(app), frames=200)
             await pilot.pause(0.3)
             with lock:
                 assert len(ends) == 1
@@ -96,7 +97,7 @@ async def test_a_real_vllm_answer_is_literal_and_shows_vllms_own_acceptance(
             # The random model's text: all of it arrived and is what the widgets show, control
             # characters made visible; nothing raw reaches the screen; the app is still running.
             view = views()[0]
-            arrived = "".join(feeds[0].all_text)
+            arrived = arrived_text(feeds[0])
             assert arrived and view.text == arrived
             assert view.shown_text == visible(arrived)
             assert not CONTROL.search(text)
@@ -109,7 +110,7 @@ async def test_a_real_vllm_answer_is_literal_and_shows_vllms_own_acceptance(
 
 
 def test_a_real_vllm_chat_in_a_real_terminal(vllm_draft_noised: VllmServer, tmp_path) -> None:
-    from tests.e2e.test_terminal_chat import quit_chat
+    from tests.support.terminal_chat import quit_chat
     from tests.terminal import MISSING, SPECMON, TMUX, Terminal
 
     if TMUX is None or SPECMON is None:

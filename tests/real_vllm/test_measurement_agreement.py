@@ -4,7 +4,7 @@ own reference client.
 One request at a time on a draft_model server (n_spec 4), measured independent ways:
 - vLLM's own per-request `metrics.speculative_decoding` (the servers run with
   `--per-request-spec-decode-metrics detailed`), read by specmon's StreamClient from the final
-  usage chunk and core.stream_stats.parse_server_spec: its counts equal the /metrics deltas, and
+  usage chunk and core.stream_stats.validate_server_spec: its counts equal the /metrics deltas, and
   step j of `per_step_accepted` is decode chunk j (`per_step_accepted[j] + 1` tokens);
 - /metrics counter deltas: specmon's MetricsScraper (core.metrics_page) before and after the
   request, core.counters + core.specdecode;
@@ -23,7 +23,6 @@ nobody here wrote) against specmon's /metrics deltas over the same window.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import math
 import re
@@ -32,6 +31,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.real_vllm.probe import assert_chunks_are_whole_steps
 from tests.real_vllm.server import VllmServer, server_env
 from tests.real_vllm.tiny_models import TinyModels
 
@@ -45,7 +45,12 @@ from specmon.core.specdecode import (
     per_position_deltas,
     spec_decode_stats,
 )
-from specmon.core.stream_stats import RequestStats, RequestTrace, parse_server_spec, request_stats
+from specmon.core.stream_stats import (
+    RequestStats,
+    RequestTrace,
+    request_stats,
+    validate_server_spec,
+)
 from specmon.sources.metrics_scraper import MetricsScraper, generation_tokens, metrics_url_for
 from specmon.sources.stream_client import ChatRequest, StreamClient
 
@@ -236,8 +241,8 @@ class ServerObject:
     def of(cls, ended: RequestEnded) -> ServerObject:
         spec = ended.spec_decoding
         assert isinstance(spec, dict), "no metrics.speculative_decoding on the final usage chunk"
-        parsed = parse_server_spec(spec)
-        assert parsed is not None
+        parsed, note = validate_server_spec(spec)
+        assert parsed is not None, note
         steps, accepted = parsed.num_spec_steps, parsed.num_accepted_draft_tokens
         drafted, al = parsed.num_draft_tokens, parsed.mean_acceptance_length
         assert steps is not None and accepted is not None and drafted is not None
@@ -264,41 +269,34 @@ MEASURE_ATTEMPTS = 5
 MEASURE_PAUSE_S = 2.0  # merges come in bursts, while other processes hold the cores
 
 
-def measure_whole_steps(server: VllmServer, request: ChatRequest) -> Measured:
+def measure_steps(server: VllmServer, request: ChatRequest) -> tuple[Measured, bool]:
     """`measure`, repeated (at most MEASURE_ATTEMPTS times, a pause between) until every decode
-    chunk is one verify step, as vLLM's own per-request object counts the steps. On a loaded
-    machine vLLM's API server may fall behind its engine and merge steps into one chunk
-    (docs/testing.md, "Known variation"); the chunk measurements compared here assume it did
-    not, and the object tells exactly whether it did."""
+    chunk is one verify step, as vLLM's own per-request object counts the steps; with whether
+    that was reached. On a loaded machine vLLM's API server may fall behind its engine and merge
+    steps into one chunk (docs/testing.md, "Known variation"): that is the server's legitimate
+    behaviour, so a test compares the chunks exactly when they are whole steps and holds them to
+    what merging allows otherwise (never fails for the machine's load)."""
     for attempt in range(1, MEASURE_ATTEMPTS + 1):
         m = measure(server, request)
         steps = ServerObject.of(m.ended).steps
         if m.client.decode_chunks == steps:
-            return m
+            return m, True
         print(
             f"\n[{server.name}] attempt {attempt}: {m.client.decode_chunks} decode chunks for "
-            f"{steps} verify steps (the API server merged steps); measuring again"
+            f"{steps} verify steps (the API server merged steps)"
         )
-        time.sleep(MEASURE_PAUSE_S)
-    raise AssertionError(
-        f"{server.name}: vLLM's API server merged steps into chunks in all {MEASURE_ATTEMPTS} "
-        "attempts (a heavily loaded machine?): the chunk measurements cannot be compared"
-    )
+        if attempt < MEASURE_ATTEMPTS:
+            time.sleep(MEASURE_PAUSE_S)
+    return m, False
 
 
 def assert_steps_are_the_chunks(server: ServerObject, client: RequestStats, tokens: int) -> int:
     """Decode chunk j carried step j's tokens; merged chunks (a reader behind) are runs of whole
-    steps. Only the last step may be cut by max_tokens. Returns the tokens it cut."""
-    produced = list(itertools.accumulate(server.step_tokens(), initial=1))  # after each step
-    received = list(itertools.accumulate(client.chunk_tokens))
-    assert received[0] == 1, "the first token comes alone, from the prefill"
-    assert received[-1] == tokens
-    assert set(received[:-1]) <= set(produced[:-1]), (
-        f"chunks {client.chunk_tokens} are not whole steps {server.step_tokens()}"
-    )
-    cut = produced[-1] - tokens
-    assert 0 <= cut < server.step_tokens()[-1], "only the last step can be cut"
-    return cut
+    steps, the prefill token's chunk included. Only the last step may be cut by max_tokens.
+    Returns the tokens it cut."""
+    assert assert_chunks_are_whole_steps(client.chunk_tokens, server.step_tokens()) >= 0
+    assert sum(client.chunk_tokens) == tokens
+    return 1 + sum(server.step_tokens()) - tokens
 
 
 # ------------------------------------------------------------------ the tests
@@ -316,11 +314,13 @@ def test_same_weights_greedy_all_three_measure_5(vllm_draft_same: VllmServer):
     assert m.metrics.draft_acceptance_rate == 1.0
     assert m.metrics.per_position_rates == (1.0,) * K
 
-    # Chunks: role chunk (0 tokens), the prefill token alone, then 5 tokens per engine step. A
-    # chunk that merged steps (the API server fell behind) is excluded from the client AL.
-    assert m.client.chunk_tokens[0] == 1
-    assert {t for t in m.client.chunk_tokens[1:] if t <= K + 1} == {K + 1}
-    assert m.client.client_acceptance_length == 5.0
+    # Chunks: the prefill token, then 5 tokens per engine step. A chunk that merged steps (the
+    # API server fell behind on a loaded machine) holds whole steps, is counted, and is left out
+    # of the client AL, which is 5.0 whenever one step was read alone.
+    merged = assert_chunks_are_whole_steps(m.client.chunk_tokens, [K + 1] * STEPS)
+    alone = [t for t in m.client.chunk_tokens[1:] if t <= K + 1]
+    assert set(alone) <= {K + 1}
+    assert m.client.client_acceptance_length == (5.0 if alone else None), (merged, alone)
 
     # vLLM's own log: the lines covering this request hold exactly its drafts, all accepted.
     assert sum(x.drafted_tokens or 0 for x in m.log) == m.metrics.draft_tokens == STEPS * K
@@ -362,7 +362,7 @@ def test_other_seed_draft_is_flagged_acceptance_near_zero(vllm_draft_other: Vllm
     (Temperature 1.0 on the same-weights draft is the other real case, but its acceptance varies
     from run to run, 0 to 9% of drafts seen, AL 1.0 to 1.34: too close to the detector's margin
     to flag reliably. Greedy on another draft is deterministic.)"""
-    m = measure_whole_steps(vllm_draft_other, greedy())
+    m, whole = measure_steps(vllm_draft_other, greedy())
     report("draft_other t=0", m)
     drafts, al = m.metrics.drafts, m.metrics.acceptance_length
     assert drafts is not None and drafts > 0  # speculation is running ...
@@ -376,13 +376,12 @@ def test_other_seed_draft_is_flagged_acceptance_near_zero(vllm_draft_other: Vllm
     assert server.al == al
 
     row = m.session_row(vllm_draft_other)
-    merged = server.steps - m.client.decode_chunks
-    assert row["client_acceptance_length"] is not None and row["client_acceptance_length"] <= 1.1, (
-        f"chunk AL {row['client_acceptance_length']} from {m.client.decode_chunks} decode chunks "
-        f"for {server.steps} verify steps: vLLM's API server merged {merged} step(s) into "
-        "other chunks (it does when it falls behind on a loaded machine), so 1-token steps "
-        f"looked like accepted drafts; the server's own object says AL {server.al}"
-    )
+    client_al = row["client_acceptance_length"]
+    assert client_al is not None
+    if whole:  # one chunk per step: the chunks say what the server says
+        assert client_al <= 1.1
+    else:  # merged 1-token steps can read as accepted drafts: only the range holds
+        assert 1.0 <= client_al <= K + 1
     assert row["metrics_acceptance_length"] == al
     assert (row["acceptance_source"], row["acceptance_length"]) == ("server", al)
     assert row["vanilla"]["flagged"] is True
@@ -393,7 +392,7 @@ def test_other_seed_draft_is_flagged_acceptance_near_zero(vllm_draft_other: Vllm
 def test_noised_draft_three_ways_agree_and_per_position_rates_fall(
     vllm_draft_noised: VllmServer,
 ):
-    m = measure_whole_steps(vllm_draft_noised, greedy())
+    m, whole = measure_steps(vllm_draft_noised, greedy())
     report("draft_noised t=0", m)
     al = m.metrics.acceptance_length
     assert al is not None and 1.0 < al < 5.0  # partial acceptance: the comparison means something
@@ -422,7 +421,12 @@ def test_noised_draft_three_ways_agree_and_per_position_rates_fall(
     assert n == MAX_TOKENS
     client_al = m.client.client_acceptance_length
     assert client_al is not None
-    assert (m.client.decode_chunks, m.client.merged_chunks) == (drafts, 0), "chunks merged"
+    assert_steps_are_the_chunks(ServerObject.of(m.ended), m.client, n)
+    if not whole:  # merged steps: the chunks are whole steps (above) and the AL in range
+        assert m.client.decode_chunks < drafts
+        assert 1.0 <= client_al <= K + 1
+        return
+    assert (m.client.decode_chunks, m.client.merged_chunks) == (drafts, 0)
     counted = sum(m.client.chunk_tokens[1:-1])
     last_step = drafts + accepted - counted  # the last step's accepted + bonus, before the cut
     assert m.client.chunk_tokens[-1] <= last_step <= K + 1
@@ -446,7 +450,7 @@ def test_alone_the_servers_own_object_equals_chunks_and_metrics(vllm_draft_noise
       whole-request chunk AL, (completion tokens - 1) / steps, equals the object's AL exactly when
       nothing was cut and is lower by cut / steps otherwise.
     """
-    m = measure_whole_steps(vllm_draft_noised, greedy())
+    m, whole = measure_steps(vllm_draft_noised, greedy())
     server = ServerObject.of(m.ended)
     metrics = m.metrics
     assert metrics.drafts is not None and metrics.accepted is not None
@@ -463,13 +467,16 @@ def test_alone_the_servers_own_object_equals_chunks_and_metrics(vllm_draft_noise
     tokens = m.ended.completion_tokens
     assert tokens == MAX_TOKENS
     cut = assert_steps_are_the_chunks(server, m.client, tokens)
+    whole_chunk_al = (tokens - 1) / server.steps
+    assert math.isclose(whole_chunk_al, server.al - cut / server.steps, rel_tol=1e-12)
+    if not whole:  # merged steps: the object and /metrics above are the comparison that holds
+        assert m.client.decode_chunks < server.steps
+        return
     assert m.client.merged_chunks == 0 and m.client.decode_chunks == server.steps
     before_last = server.per_step[:-1]
     client_al = m.client.client_acceptance_length
     assert client_al is not None
     assert math.isclose(client_al, 1.0 + sum(before_last) / len(before_last), rel_tol=1e-12)
-    whole_chunk_al = (tokens - 1) / server.steps
-    assert math.isclose(whole_chunk_al, server.al - cut / server.steps, rel_tol=1e-12)
     print(
         f"\n[draft_noised alone] object AL {server.al:.6f} (steps {server.steps}, accepted "
         f"{server.accepted}, per step {server.per_step}); /metrics AL "

@@ -1,5 +1,10 @@
 """The profiles reproduce the seeds' figures on the step model itself (analytic, no clock):
-256 prompt / 1024 output tokens, concurrency 1, output tok/s as `vllm bench serve` reports it."""
+256 prompt / 1024 output tokens, concurrency 1, output tok/s as `vllm bench serve` reports it.
+
+Every expected number here was measured on real hardware (the seeds, docs/simulator.md), not
+chosen with the profile: a change to the step model or a profile that drifts from what was
+measured fails here. What bench and sweep do with a profile is tested with profiles the tests
+shape themselves (tests/bench/test_bench_sweep.py)."""
 
 from __future__ import annotations
 
@@ -46,17 +51,6 @@ def test_rtx5090m_peaks_at_n8_among_the_sweep_points_and_beyond() -> None:
     assert max(swept, key=lambda k: throughput("gemma4-26b-rtx5090m", k)) == 8
 
 
-def test_rtx5090m_degraded_runs_near_60_and_not_above_vanilla() -> None:
-    degraded = throughput("gemma4-26b-rtx5090m", 8, scale=0.0)
-    assert degraded == pytest.approx(60.0, rel=TOLERANCE)
-    assert degraded < throughput("gemma4-26b-rtx5090m", 0)
-
-
-def test_rtx5090_speedup_at_13_is_about_2_5x() -> None:
-    ratio = throughput("gemma4-26b-rtx5090", 13) / throughput("gemma4-26b-rtx5090", 0)
-    assert ratio == pytest.approx(578.0 / 228.0, rel=TOLERANCE)
-
-
 def test_h100_acceptance_length_and_speedup() -> None:
     assert acceptance_length("gemma4-26b-h100", 15) == pytest.approx(7.8, rel=TOLERANCE)
     ratio = throughput("gemma4-26b-h100", 15) / throughput("gemma4-26b-h100", 0)
@@ -69,20 +63,15 @@ def test_spark_draft_acceptance_rate() -> None:
     assert rate == pytest.approx(0.2882, rel=TOLERANCE)
 
 
-def test_cycle_phases_on_the_default_profile() -> None:
-    """The seed's cycle at n=8: fast ~221, transition ~103 (about half), degraded ~60,
-    recovery ~212."""
+@pytest.mark.parametrize(("phase", "seed_figure"), [("d", 60.0), ("r", 212.0)])
+def test_cycle_phases_on_the_default_profile(phase, seed_figure) -> None:
+    """The seed's cycle at n=8 (fast ~221 is in SEED_THROUGHPUTS): degraded ~60 (drafts verified,
+    none accepted), recovery ~212. The transition runs at half the fast AL by design
+    (step_model.TRANSITION_SPEED, checked in test_sim_step_model.py), not fitted to the seed."""
     profile = PROFILES[DEFAULT_PROFILE]
     k = profile.default_n_spec
-    fast = throughput(DEFAULT_PROFILE, k)
-    speeds = {
-        phase: throughput(DEFAULT_PROFILE, k, sm.phase_acceptance_scale(profile, k, phase))
-        for phase in "ftdr"
-    }
-    assert speeds["f"] == fast
-    assert speeds["t"] / fast == pytest.approx(0.5, abs=0.05)
-    assert speeds["d"] == pytest.approx(60.0, rel=TOLERANCE)
-    assert speeds["r"] == pytest.approx(212.0, rel=TOLERANCE)
+    scale = sm.phase_acceptance_scale(profile, k, phase)
+    assert throughput(DEFAULT_PROFILE, k, scale) == pytest.approx(seed_figure, rel=TOLERANCE)
 
 
 def test_unknown_profile_names_the_choices() -> None:

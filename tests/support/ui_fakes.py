@@ -1,12 +1,12 @@
 """Fakes and helpers of the Textual app tests: a port without a server (`FakePort`, `FakeFeed`),
-a real port on a simulator (`sim_port`), a server that answers 401, and Pilot helpers
-(`screen_text`, `wait_for`)."""
+a real port on a simulator (`sim_port`), a server that answers 401, and `screen_text` (waiting
+for the app: tests.support.waiting.wait_for_app)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 
 from tests.loopback import LoopbackServer
@@ -223,10 +223,6 @@ def screen_text(app) -> str:
     return "\n".join(strip.text for strip in strips)
 
 
-async def wait_for(pilot, predicate: Callable[[], bool], *, frames: int = 400) -> None:
-    """Let the app run (pause between checks) until `predicate()` holds; fail after `frames`."""
-    for _ in range(frames):
-        if predicate():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError("condition not reached")
+def arrived_text(feed: AnswerFeed) -> str:
+    """Every text fragment that reached the feed, in arrival order (its chunks' text)."""
+    return "".join(chunk.text or "" for chunk in feed.chunks())

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.support.ui_fakes import wait_for
+from tests.support.waiting import wait_for_app
 
 from specmon.ui.widgets.answer import AnswerView
 
@@ -11,7 +11,7 @@ SIZE = (160, 40)
 
 async def connected(pilot) -> None:
     """Until the screen has handled the connection (the header shows the server)."""
-    await wait_for(pilot, lambda: getattr(pilot.app.screen, "connection", None) is not None)
+    await wait_for_app(pilot, lambda: getattr(pilot.app.screen, "connection", None) is not None)
     await pilot.pause()
 
 

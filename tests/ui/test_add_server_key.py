@@ -3,8 +3,9 @@ it; the key field is masked, and what is typed goes with that server only."""
 
 from __future__ import annotations
 
-from tests.support.ui_fakes import screen_text, wait_for
-from tests.ui.test_watch_screen import SIZE, WatchPort, _ready
+from tests.support.ui_apps import WATCH_SIZE, WatchPort, watch_ready
+from tests.support.ui_fakes import screen_text
+from tests.support.waiting import wait_for_app
 from tests.ui.watch_views import watch_view
 from textual.widgets import Input
 
@@ -27,10 +28,10 @@ async def test_a_key_typed_in_the_dialog_goes_with_that_server_and_is_masked():
     port = KeyedPort()
     port.fake_view = watch_view()
     app = SpecmonApp(port, mode="watch")
-    async with app.run_test(size=SIZE) as pilot:
-        await _ready(pilot)
+    async with app.run_test(size=WATCH_SIZE) as pilot:
+        await watch_ready(pilot)
         await pilot.press("a")
-        await wait_for(pilot, lambda: isinstance(app.screen, AddServerScreen))
+        await wait_for_app(pilot, lambda: isinstance(app.screen, AddServerScreen))
         app.screen.query_one("#add-url", Input).value = "gpu-box-9:8000"
         key_box = app.screen.query_one("#add-key", Input)
         assert key_box.password
@@ -38,14 +39,14 @@ async def test_a_key_typed_in_the_dialog_goes_with_that_server_and_is_masked():
         assert "typed-key-0123456789" not in screen_text(app)
         key_box.focus()
         await pilot.press("enter")
-        await wait_for(pilot, lambda: port.added == ["http://gpu-box-9:8000"])
+        await wait_for_app(pilot, lambda: port.added == ["http://gpu-box-9:8000"])
         assert port.keys == ["typed-key-0123456789"]
-        await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
+        await wait_for_app(pilot, lambda: isinstance(app.screen, DashboardScreen))
         # Without a key typed: none is sent (the command line's key is not for this server).
         await pilot.press("a")
-        await wait_for(pilot, lambda: isinstance(app.screen, AddServerScreen))
+        await wait_for_app(pilot, lambda: isinstance(app.screen, AddServerScreen))
         app.screen.query_one("#add-url", Input).value = "gpu-box-10:8000"
         app.screen.query_one("#add-url", Input).focus()
         await pilot.press("enter")
-        await wait_for(pilot, lambda: len(port.added) == 2)
+        await wait_for_app(pilot, lambda: len(port.added) == 2)
         assert port.keys == ["typed-key-0123456789", None]

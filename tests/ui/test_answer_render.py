@@ -10,7 +10,8 @@ import gc
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from tests.support.ui_fakes import screen_text, wait_for
+from tests.support.ui_fakes import screen_text
+from tests.support.waiting import wait_for_app
 from textual.app import App, ComposeResult
 
 from specmon.sim.corpus import ANSWERS
@@ -168,10 +169,10 @@ async def test_a_long_code_block_never_piles_up_in_the_redrawn_tail() -> None:
         assert "value_119 = compute(119)" in screen_text(pilot.app)
         assert "```" not in screen_text(pilot.app)  # the pieces show as one code block
         view.finish()
-        await wait_for(pilot, lambda: not view.query_one(".tail").display)
+        await wait_for_app(pilot, lambda: not view.query_one(".tail").display)
         assert view.shown_text == view.text
         # The final render replaces the pieces; the screen shows it from the next paint on.
-        await wait_for(pilot, lambda: "Done." in screen_text(pilot.app))
+        await wait_for_app(pilot, lambda: "Done." in screen_text(pilot.app))
 
 
 async def test_an_answer_without_newline_streams_in_pieces_and_ends_as_the_whole_text() -> None:
@@ -183,10 +184,10 @@ async def test_an_answer_without_newline_streams_in_pieces_and_ends_as_the_whole
             await pilot.pause()
             assert len(view.splitter.tail) <= RUN_CHARS  # the redrawn tail stays short
             assert text.startswith(view.shown_text)  # nothing lost or reordered
-        await wait_for(pilot, lambda: view.rendering == 0)
+        await wait_for_app(pilot, lambda: view.rendering == 0)
         assert len(view.blocks) >= len(text) // RUN_CHARS - 1
         view.finish()
-        await wait_for(pilot, lambda: not view.query_one(".tail").display)
+        await wait_for_app(pilot, lambda: not view.query_one(".tail").display)
         # Cut inside a line, the streamed pieces re-wrapped; the final render lays the whole
         # text out again as one piece: exactly what the whole text renders to at once.
         assert view.settled.pieces == [Piece(text)]
@@ -206,11 +207,11 @@ async def test_pieces_rendered_in_the_worker_thread_arrive_in_order_with_nothing
             assert text.startswith(view.shown_text)
             await pilot.pause()
             assert text.startswith(view.shown_text)  # a prefix, in order, every frame
-        await wait_for(pilot, lambda: view.rendering == 0)
+        await wait_for_app(pilot, lambda: view.rendering == 0)
         assert view.background_renders > 5
         assert "".join(view.blocks) + view.splitter.tail == text
         view.finish()
-        await wait_for(pilot, lambda: not view.query_one(".tail").display)
+        await wait_for_app(pilot, lambda: not view.query_one(".tail").display)
         assert view.shown_text == text
 
 
@@ -240,7 +241,7 @@ async def test_control_characters_in_a_split_fence_are_shown_as_signs() -> None:
         view.append("```sh\x1b[2J\n" + "echo \x1b]0;title\x07\n" * 20 + "```\n\n")
         await pilot.pause()
         view.finish()
-        await wait_for(pilot, lambda: not view.query_one(".tail").display)
+        await wait_for_app(pilot, lambda: not view.query_one(".tail").display)
         text = screen_text(pilot.app)
         assert "echo ␛]0;title␇" in text
         assert "\x1b" not in text and "\x07" not in text
@@ -254,7 +255,7 @@ async def test_full_garbage_collections_wait_while_an_answer_streams() -> None:
         assert gc.get_threshold()[2] > 100_000  # no full pass in the middle of the stream
         assert gc.get_threshold()[:2] == before[:2]  # young collections as before
         view.finish()
-        await wait_for(pilot, lambda: gc.get_threshold() == before)
+        await wait_for_app(pilot, lambda: gc.get_threshold() == before)
     gc.unfreeze()
 
 

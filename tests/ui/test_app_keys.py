@@ -4,7 +4,8 @@ panel, the transition badge and F3, the answers table (F4), recording (F5 / r) a
 
 from __future__ import annotations
 
-from tests.support.ui_fakes import FakePort, screen_text, wait_for
+from tests.support.ui_fakes import FakePort, screen_text
+from tests.support.waiting import wait_for_app
 from tests.ui.fake_views import session_view
 from textual.widgets import DataTable, Input
 
@@ -18,7 +19,7 @@ SIZE = (160, 45)
 
 
 async def _connected(pilot) -> None:
-    await wait_for(pilot, lambda: getattr(pilot.app.screen, "connection", None) is not None)
+    await wait_for_app(pilot, lambda: getattr(pilot.app.screen, "connection", None) is not None)
     await pilot.pause()
 
 
@@ -36,7 +37,7 @@ async def test_the_side_panel_shows_the_published_view():
     app = SpecmonApp(port)
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
-        await wait_for(pilot, lambda: "vLLM 0.20.2" in screen_text(app))
+        await wait_for_app(pilot, lambda: "vLLM 0.20.2" in screen_text(app))
         text = screen_text(app)
         assert "● up" in text and "n_spec 8" in text
         assert "AL      4.00" in text
@@ -68,11 +69,11 @@ async def test_a_transition_answer_has_its_badge_and_f3_says_why():
         await _connected(pilot)
         for i in range(6):  # the sixth answer is the seed's 103 tok/s transition
             app.screen.send(f"q{i}")
-            await wait_for(pilot, lambda n=i: len(_answers(app)) == n + 1)
-            await wait_for(pilot, lambda n=i: _answers(app)[n].finished)
+            await wait_for_app(pilot, lambda n=i: len(_answers(app)) == n + 1)
+            await wait_for_app(pilot, lambda n=i: _answers(app)[n].finished)
         port.fake_view = session_view(prefix="r")  # the same ids as the fake port's answers
-        await wait_for(pilot, lambda: "TRANSITION (F3: why)" in _status(app, 5))
-        await wait_for(pilot, lambda: app.screen.last_numbers.flag == "transition")
+        await wait_for_app(pilot, lambda: "TRANSITION (F3: why)" in _status(app, 5))
+        await wait_for_app(pilot, lambda: app.screen.last_numbers.flag == "transition")
         await pilot.press("f3")
         await pilot.pause()
         assert "why: TRANSITION: between the recent levels: 103 tok/s" in screen_text(app)
@@ -81,10 +82,10 @@ async def test_a_transition_answer_has_its_badge_and_f3_says_why():
         notices = len(app.screen.query(".notice"))
         # (the first answer's numbers were settled from its own stream, before any verdict)
         app.screen.post_message(StatusLine.Clicked(_answers(app)[0]))
-        await wait_for(pilot, lambda: len(app.screen.query(".notice")) == notices + 1)
+        await wait_for_app(pilot, lambda: len(app.screen.query(".notice")) == notices + 1)
         assert "why: not judged" in str(app.screen.query(".notice").last().content)
         await pilot.click(_answers(app)[5].query_one(".answer-status"))
-        await wait_for(pilot, lambda: len(app.screen.query(".notice")) == notices + 2)
+        await wait_for_app(pilot, lambda: len(app.screen.query(".notice")) == notices + 2)
         assert "why: TRANSITION" in str(app.screen.query(".notice").last().content)
 
 
@@ -95,7 +96,7 @@ async def test_f4_shows_every_answer_with_its_badge_and_escape_closes_it():
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         await pilot.press("f4")
-        await wait_for(pilot, lambda: isinstance(app.screen, AnswersScreen))
+        await wait_for_app(pilot, lambda: isinstance(app.screen, AnswersScreen))
         await pilot.pause()
         table = app.screen.query_one(DataTable)
         assert table.row_count == 10
@@ -114,11 +115,11 @@ async def test_f5_starts_and_stops_recording_with_a_notice_saying_where():
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         await pilot.press("f5")
-        await wait_for(pilot, lambda: "recording to " in screen_text(app))
+        await wait_for_app(pilot, lambda: "recording to " in screen_text(app))
         path = port.recordings[0]
         assert path.endswith(".ndjson") and port.recording == path
         await pilot.press("f5")
-        await wait_for(pilot, lambda: "recording stopped: " in screen_text(app))
+        await wait_for_app(pilot, lambda: "recording stopped: " in screen_text(app))
         assert port.recording is None
 
 
@@ -128,15 +129,15 @@ async def test_f6_adds_a_marker_with_its_label_and_escape_adds_none():
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         await pilot.press("f6")
-        await wait_for(pilot, lambda: isinstance(app.screen, MarkerScreen))
+        await wait_for_app(pilot, lambda: isinstance(app.screen, MarkerScreen))
         await pilot.press("escape")
         await pilot.pause()
         assert port.marks == []
         await pilot.press("f6")
-        await wait_for(pilot, lambda: isinstance(app.screen, MarkerScreen))
+        await wait_for_app(pilot, lambda: isinstance(app.screen, MarkerScreen))
         app.screen.query_one(Input).value = "[bold]slow here"
         await pilot.press("enter")
-        await wait_for(pilot, lambda: port.marks == ["[bold]slow here"])
+        await wait_for_app(pilot, lambda: port.marks == ["[bold]slow here"])
         assert "marker: [bold]slow here (not recording)" in screen_text(app)
 
 
@@ -166,24 +167,24 @@ async def test_the_demo_sends_its_prompts_in_turn_and_the_users_go_next():
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         assert "SIMULATED" in screen_text(app).splitlines()[0]
-        await wait_for(pilot, lambda: len(port.requests) == 1)  # the first one at once
+        await wait_for_app(pilot, lambda: len(port.requests) == 1)  # the first one at once
         assert port.requests[0].prompt == "first demo"
         # the user types while the demo's answer streams: queued, it goes next
         prompt = app.screen.query_one("#prompt", Input)
         prompt.value = "mine"
         await pilot.press("enter")
-        await wait_for(pilot, lambda: "queued, goes next: mine" in screen_text(app))
+        await wait_for_app(pilot, lambda: "queued, goes next: mine" in screen_text(app))
         port.feeds[0].play(["done"])
         port.feeds[0].end()
-        await wait_for(pilot, lambda: len(port.requests) == 2)
+        await wait_for_app(pilot, lambda: len(port.requests) == 2)
         assert port.requests[1].prompt == "mine"
         port.feeds[1].end()
-        await wait_for(pilot, lambda: len(_answers(app)) == 2 and _answers(app)[1].finished)
-        await wait_for(pilot, lambda: app.screen._idle_since is not None)
+        await wait_for_app(pilot, lambda: len(_answers(app)) == 2 and _answers(app)[1].finished)
+        await wait_for_app(pilot, lambda: app.screen._idle_since is not None)
         await pilot.pause(0.3)
         assert len(port.requests) == 2  # the clock has not moved: no prompt yet
         clock.t = 10.0  # idle for the gap: the next demo prompt
-        await wait_for(pilot, lambda: len(port.requests) == 3)
+        await wait_for_app(pilot, lambda: len(port.requests) == 3)
         assert port.requests[2].prompt == "second demo"
 
 
@@ -193,39 +194,42 @@ async def test_the_watch_dashboard_shows_the_panel_and_r_m_f4_act():
     app = SpecmonApp(port, mode="watch")
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
-        await wait_for(pilot, lambda: "vLLM 0.20.2" in screen_text(app))
+        await wait_for_app(pilot, lambda: "vLLM 0.20.2" in screen_text(app))
         text = screen_text(app)
         assert "#prompt" not in [f"#{w.id}" for w in app.screen.query("*") if w.id]
         assert "per-position acceptance" in text and "cycle:" in text
         await pilot.press("r")
-        await wait_for(pilot, lambda: "recording to " in screen_text(app))
+        await wait_for_app(pilot, lambda: "recording to " in screen_text(app))
         await pilot.press("m")
-        await wait_for(pilot, lambda: isinstance(app.screen, MarkerScreen))
+        await wait_for_app(pilot, lambda: isinstance(app.screen, MarkerScreen))
         app.screen.query_one(Input).value = "spike"
         await pilot.press("enter")
-        await wait_for(pilot, lambda: port.marks == ["spike"])
+        await wait_for_app(pilot, lambda: port.marks == ["spike"])
         await pilot.press("r")
-        await wait_for(pilot, lambda: "recording stopped: " in screen_text(app))
+        await wait_for_app(pilot, lambda: "recording stopped: " in screen_text(app))
         await pilot.press("f4")
-        await wait_for(pilot, lambda: isinstance(app.screen, AnswersScreen))
+        await wait_for_app(pilot, lambda: isinstance(app.screen, AnswersScreen))
         await pilot.press("escape")
         await pilot.press("ctrl+q")
         await pilot.pause()
     assert app.return_code == 0
 
 
-async def test_ctrl_c_quits():
+async def test_ctrl_c_quits_as_interrupted():
+    """Ctrl-C is a key in the app: it quits with return code 130, the command's exit status after
+    SIGINT (it quit with 0, while --help says 130); ctrl+q quits with 0 (above)."""
     app = SpecmonApp(FakePort())
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         await pilot.press("ctrl+c")
         await pilot.pause()
         assert not app.is_running
+    assert app.return_code == 130
 
 
 async def test_the_demo_quits_after_requests_answers():
     port = FakePort(answers=[["one"], ["two"], ["three"]])
     app = SpecmonApp(port, mode="demo", auto_prompts=("p",), clock=FakeClock(), max_answers=1)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: not app.is_running)
+        await wait_for_app(pilot, lambda: not app.is_running)
     assert len(port.requests) == 1

@@ -14,7 +14,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from tests.support.ui_fakes import SIM_SERVER, FakePort, screen_text, wait_for
+from tests.support.ui_fakes import SIM_SERVER, FakePort, screen_text
+from tests.support.waiting import wait_for_app
 from tests.ui.chat_pilot import SIZE
 from tests.ui.chat_pilot import answers as _answers
 from tests.ui.chat_pilot import ask as _ask
@@ -71,9 +72,9 @@ async def test_answers_are_saved_with_numbers_server_and_settings(data_home: Pat
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         await _ask(pilot, "hi")
-        await wait_for(pilot, lambda: finished(app, 1))
+        await wait_for_app(pilot, lambda: finished(app, 1))
         await _ask(pilot, "again")
-        await wait_for(pilot, lambda: finished(app, 2))
+        await wait_for_app(pilot, lambda: finished(app, 2))
     close_history(history)
     (conv,) = saved(data_home)
     assert [(t.prompt, t.answer, t.status) for t in conv.turns] == [
@@ -99,7 +100,7 @@ async def test_no_save_writes_nothing(data_home: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         await _ask(pilot, "hi")
-        await wait_for(pilot, lambda: finished(app, 1))
+        await wait_for_app(pilot, lambda: finished(app, 1))
     close_history(history)
     assert not data_home.parent.exists()
 
@@ -112,7 +113,7 @@ async def test_a_resumed_conversation_is_shown_sent_as_context_and_saved_in_plac
     async with first.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         await _ask(pilot, "one")
-        await wait_for(pilot, lambda: finished(first, 1))
+        await wait_for_app(pilot, lambda: finished(first, 1))
     close_history(history)
     (conv,) = saved(data_home)
 
@@ -121,12 +122,14 @@ async def test_a_resumed_conversation_is_shown_sent_as_context_and_saved_in_plac
     history = install_history(app, cli_args(resumed=conv))
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
-        await wait_for(pilot, lambda: f"resumed conversation {conv.id}: 1 turn" in screen_text(app))
+        await wait_for_app(
+            pilot, lambda: f"resumed conversation {conv.id}: 1 turn" in screen_text(app)
+        )
         text = screen_text(app)
         assert "first answer" in text
         assert "AL 4.00 (chunks)" in text  # the saved numbers under the saved answer
         await _ask(pilot, "two")
-        await wait_for(pilot, lambda: finished(app, 2))
+        await wait_for_app(pilot, lambda: finished(app, 2))
         assert port.requests[0].messages == (("user", "one"), ("assistant", "first answer"))
     close_history(history)
     (again,) = saved(data_home)
@@ -140,7 +143,7 @@ async def test_changed_settings_are_saved_with_the_conversation(data_home: Path)
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         await _ask(pilot, "hi")
-        await wait_for(pilot, lambda: finished(app, 1))
+        await wait_for_app(pilot, lambda: finished(app, 1))
         await pilot.press("f2")
         await pilot.click("#temperature")
         await pilot.press("1", "enter")
@@ -159,9 +162,9 @@ async def test_ctrl_s_exports_the_conversation_as_markdown(data_home: Path, tmp_
         await pilot.pause()
         assert "nothing to export yet" in screen_text(app)
         await _ask(pilot, "hi")
-        await wait_for(pilot, lambda: finished(app, 1))
+        await wait_for_app(pilot, lambda: finished(app, 1))
         await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: "exported to" in screen_text(app))
+        await wait_for_app(pilot, lambda: "exported to" in screen_text(app))
     close_history(history)
     (exported,) = tmp_path.glob("specmon-chat-*.md")
     md = exported.read_text()
@@ -181,9 +184,9 @@ async def test_no_api_key_from_the_flag_or_the_environment_reaches_the_database(
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         await _ask(pilot, f"my key {KEY}")
-        await wait_for(pilot, lambda: finished(app, 1))
+        await wait_for_app(pilot, lambda: finished(app, 1))
         await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: "exported to" in screen_text(app))
+        await wait_for_app(pilot, lambda: "exported to" in screen_text(app))
     close_history(history)
     files = list(data_home.parent.iterdir()) + list(Path.cwd().glob("specmon-chat-*.md"))
     assert any(p.suffix == ".md" for p in files) and data_home in files
@@ -193,6 +196,54 @@ async def test_no_api_key_from_the_flag_or_the_environment_reaches_the_database(
     (conv,) = saved(data_home)
     assert conv.server.url == "http://127.0.0.1:8000/"
     assert conv.turns[0].prompt.startswith("my key ")
+
+
+PASSWORD = "s3cret-pw"
+HF_TOKEN = "hf_abcDEF0123456789ghiJKL"
+
+
+def no_secret_in(files: list[Path], *secrets: str) -> None:
+    for path in files:
+        data = path.read_bytes()
+        for secret in secrets:
+            assert secret.encode() not in data, (path.name, secret)
+
+
+async def test_no_url_password_env_token_or_redacted_text_reaches_the_files(
+    data_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server URL's password and $HF_TOKEN are kept out of every column, and `--redact`
+    patterns apply to saved chats: the database, its WAL and shared-memory files while the chat
+    runs, and the Markdown export, hold none of them."""
+    monkeypatch.setenv("HF_TOKEN", HF_TOKEN)
+    url = f"http://alice:{PASSWORD}@127.0.0.1:8000"
+    ticket = "TICKET-4242-XYZ"
+    server = replace(SIM_SERVER, url=url, model=f"m-{HF_TOKEN}")
+    said = f"the password is {PASSWORD}, the token {HF_TOKEN}, ticket {ticket}"
+    port = FakePort(Connection(server), answers=[[said]])
+    app = SpecmonApp(port, system=f"use {url}")
+    args = cli_args(attach=url, redact=[r"TICKET-\d+-[A-Z]+"])
+    history = install_history(app, args)
+    async with app.run_test(size=SIZE) as pilot:
+        await _connected(pilot)
+        await _ask(pilot, f"log in as {PASSWORD} with {HF_TOKEN} for {ticket}")
+        await wait_for_app(pilot, lambda: finished(app, 1))
+        assert history.saver is not None and history.saver.flush()
+        live = sorted(data_home.parent.iterdir())
+        assert {p.name for p in live} >= {"chats.sqlite", "chats.sqlite-wal"}
+        no_secret_in(live, PASSWORD, HF_TOKEN, ticket)
+        await pilot.press("ctrl+s")
+        await wait_for_app(pilot, lambda: "exported to" in screen_text(app))
+    close_history(history)
+    files = list(data_home.parent.iterdir()) + list(Path.cwd().glob("specmon-chat-*.md"))
+    assert any(p.suffix == ".md" for p in files)
+    no_secret_in(files, PASSWORD, HF_TOKEN, ticket)
+    (conv,) = saved(data_home)
+    assert conv.server.url == "http://127.0.0.1:8000"
+    assert (
+        conv.turns[0].answer
+        == "the password is [REDACTED], the token [REDACTED], ticket [REDACTED]"
+    )
 
 
 # ------------------------------------------------------------------ broken databases
@@ -253,15 +304,15 @@ async def test_a_broken_database_is_one_line_and_the_chat_goes_on(
         async with app.run_test(size=SIZE) as pilot:
             await _connected(pilot)
             await _ask(pilot, "one")
-            await wait_for(pilot, lambda: finished(app, 1))
+            await wait_for_app(pilot, lambda: finished(app, 1))
             assert history.saver is not None
             history.saver.flush()
-            await wait_for(pilot, lambda: bool(problem_notices(app)))
+            await wait_for_app(pilot, lambda: bool(problem_notices(app)))
             (line,) = problem_notices(app)
             assert "\n" not in line and words in line and str(data_home) in line
             await _ask(pilot, "two")
-            await wait_for(pilot, lambda: finished(app, 2))
-            await wait_for(pilot, lambda: "second" in screen_text(app))
+            await wait_for_app(pilot, lambda: finished(app, 2))
+            await wait_for_app(pilot, lambda: "second" in screen_text(app))
             assert len(problem_notices(app)) == 1
         close_history(history)
         assert len(port.requests) == 2
@@ -287,18 +338,18 @@ async def test_a_lock_held_by_another_program_delays_the_save_and_the_chat_goes_
         async with app.run_test(size=SIZE) as pilot:
             await _connected(pilot)
             await _ask(pilot, "one")
-            await wait_for(pilot, lambda: finished(app, 1))
+            await wait_for_app(pilot, lambda: finished(app, 1))
             delayed = lambda: [n for n in notice_lines(app) if n.startswith("chat save delayed")]  # noqa: E731
-            await wait_for(pilot, lambda: bool(delayed()))
+            await wait_for_app(pilot, lambda: bool(delayed()))
             (line,) = delayed()
             assert "database is locked" in line and str(data_home) in line and "\n" not in line
             other.execute("COMMIT")  # the other program lets go
-            await wait_for(
+            await wait_for_app(
                 pilot, lambda: any(n.startswith("chat saved") for n in notice_lines(app))
             )
             assert not problem_notices(app)
             await _ask(pilot, "two")
-            await wait_for(pilot, lambda: finished(app, 2))
+            await wait_for_app(pilot, lambda: finished(app, 2))
         close_history(history)
     finally:
         other.close()
@@ -339,11 +390,11 @@ async def test_a_long_conversation_resumes_with_its_last_turns_and_says_how_much
     line = f"conversation {cid} holds 0.0 MB in 8 turns; loaded the last 3 turns"
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
-        await wait_for(pilot, lambda: line in screen_text(app))
+        await wait_for_app(pilot, lambda: line in screen_text(app))
         assert "answer 7" in screen_text(app) and "question 4" not in screen_text(app)
         assert len(_answers(app)) == 3
         await _ask(pilot, "question 8")
-        await wait_for(pilot, lambda: finished(app, 4))
+        await wait_for_app(pilot, lambda: finished(app, 4))
     close_history(history)
     (conv,) = saved(data_home)
     assert conv.id == cid and conv.title == "question 0"
@@ -354,7 +405,16 @@ async def test_a_long_conversation_resumes_with_its_last_turns_and_says_how_much
 # ------------------------------------------------------------------ copy and edit
 
 
-async def test_copy_the_last_answer_and_its_last_code_block(data_home: Path) -> None:
+def _last_notice(app) -> str:
+    return str(app.screen.query(".notice").last().content)
+
+
+async def test_copy_the_last_answer_and_its_last_code_block(
+    data_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    kept = state / "specmon" / "clipboard.txt"
     answer = ["Run", " this:\n\n```sh\nls -l\n```\n\nthen\n\n```py\nprint(1)\nprint(2)\n```\n"]
     app = SpecmonApp(FakePort(answers=[answer]))
     async with app.run_test(size=SIZE) as pilot:
@@ -362,14 +422,45 @@ async def test_copy_the_last_answer_and_its_last_code_block(data_home: Path) -> 
         await pilot.press("ctrl+y")
         await pilot.pause()
         assert "nothing to copy yet" in screen_text(app)
+        assert not kept.exists()
         await _ask(pilot, "hi")
-        await wait_for(pilot, lambda: finished(app, 1))
+        await wait_for_app(pilot, lambda: finished(app, 1))
         await pilot.press("ctrl+b")
-        await wait_for(pilot, lambda: "copied the last code block (2 lines)" in screen_text(app))
+        await wait_for_app(pilot, lambda: "code block" in _last_notice(app))
+        # whether the terminal took the OSC 52 write cannot be known: the line says it was
+        # sent, and names the file that holds the text as well
+        assert _last_notice(app) == (
+            "the last code block (2 lines) sent to the terminal's clipboard (OSC 52) — "
+            f"if nothing was copied, the text is also in {kept}"
+        )
         assert app.clipboard == "print(1)\nprint(2)"
+        assert kept.read_text(encoding="utf-8") == "print(1)\nprint(2)"
+        assert kept.stat().st_mode & 0o077 == 0
         await pilot.press("ctrl+y")
-        await wait_for(pilot, lambda: "copied the last answer" in screen_text(app))
+        await wait_for_app(pilot, lambda: "the last answer" in _last_notice(app))
+        assert f"(OSC 52) — if nothing was copied, the text is also in {kept}" in _last_notice(app)
         assert app.clipboard == "".join(answer)
+        assert kept.read_text(encoding="utf-8") == "".join(answer)
+
+
+async def test_a_copy_file_that_cannot_be_written_is_said_and_the_copy_still_sent(
+    data_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = tmp_path / "state"
+    (state / "specmon").mkdir(parents=True)
+    (state / "specmon" / "clipboard.txt").mkdir()  # a directory where the file goes
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    app = SpecmonApp(FakePort(answers=[["plain answer"]]))
+    async with app.run_test(size=SIZE) as pilot:
+        await _connected(pilot)
+        await _ask(pilot, "hi")
+        await wait_for_app(pilot, lambda: finished(app, 1))
+        await pilot.press("ctrl+y")
+        await wait_for_app(pilot, lambda: "the last answer" in _last_notice(app))
+        line = _last_notice(app)
+        assert "sent to the terminal's clipboard (OSC 52); it could not also be written" in line
+        assert "\n" not in line
+        assert app.clipboard == "plain answer"
 
 
 async def test_edit_last_takes_the_turn_back_and_enter_resends_it(data_home: Path) -> None:
@@ -379,19 +470,19 @@ async def test_edit_last_takes_the_turn_back_and_enter_resends_it(data_home: Pat
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         await _ask(pilot, "one")
-        await wait_for(pilot, lambda: finished(app, 1))
+        await wait_for_app(pilot, lambda: finished(app, 1))
         await _ask(pilot, "twoo")
-        await wait_for(pilot, lambda: finished(app, 2))
+        await wait_for_app(pilot, lambda: finished(app, 2))
         await pilot.press("ctrl+up")
-        await wait_for(pilot, lambda: len(_answers(app)) == 1)
+        await wait_for_app(pilot, lambda: len(_answers(app)) == 1)
         prompt = app.screen.query_one("#prompt")
         assert prompt.value == "twoo"
         assert "bad answer" not in screen_text(app)
         await pilot.press("backspace", "enter")
-        await wait_for(pilot, lambda: finished(app, 2))
+        await wait_for_app(pilot, lambda: finished(app, 2))
         assert port.requests[-1].prompt == "two"
         assert port.requests[-1].messages == (("user", "one"), ("assistant", "first answer"))
-        await wait_for(pilot, lambda: "good answer" in screen_text(app))
+        await wait_for_app(pilot, lambda: "good answer" in screen_text(app))
     close_history(history)
     (conv,) = saved(data_home)
     assert [(t.prompt, t.answer) for t in conv.turns] == [
@@ -411,7 +502,7 @@ async def test_edit_last_while_streaming_or_with_nothing_sent_only_says_why(
         await pilot.pause()
         assert "no prompt to edit yet" in screen_text(app)
         await _ask(pilot, "hi")
-        await wait_for(pilot, lambda: len(port.feeds) == 1)
+        await wait_for_app(pilot, lambda: len(port.feeds) == 1)
         await pilot.press("ctrl+up")
         await pilot.pause()
         assert "still streaming" in screen_text(app)
@@ -431,16 +522,16 @@ async def test_the_system_prompt_is_edited_per_conversation_sent_and_saved(
         await pilot.press("escape")  # cancel: unchanged
         await pilot.pause()
         await _ask(pilot, "one")
-        await wait_for(pilot, lambda: finished(app, 1))
+        await wait_for_app(pilot, lambda: finished(app, 1))
         assert port.requests[0].system == "old system"
         await pilot.press("ctrl+o")
         await pilot.pause()
         app.screen.query_one("#system-text").text = ""
         await pilot.press(*"be terse", "enter", *"always")
         await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: "system prompt set: be terse" in screen_text(app))
+        await wait_for_app(pilot, lambda: "system prompt set: be terse" in screen_text(app))
         await _ask(pilot, "two")
-        await wait_for(pilot, lambda: finished(app, 2))
+        await wait_for_app(pilot, lambda: finished(app, 2))
         assert port.requests[1].system == "be terse\nalways"
         assert history.saver is not None and history.saver.flush()
         assert saved(data_home)[0].settings.system == "be terse\nalways"
@@ -448,9 +539,9 @@ async def test_the_system_prompt_is_edited_per_conversation_sent_and_saved(
         await pilot.pause()
         app.screen.query_one("#system-text").text = "   "
         await pilot.click("#system-save")
-        await wait_for(pilot, lambda: "no system prompt" in screen_text(app))
+        await wait_for_app(pilot, lambda: "no system prompt" in screen_text(app))
         await _ask(pilot, "three")
-        await wait_for(pilot, lambda: finished(app, 3))
+        await wait_for_app(pilot, lambda: finished(app, 3))
         assert port.requests[2].system is None
     close_history(history)
     (conv,) = saved(data_home)

@@ -3,7 +3,8 @@ and action asserts what it visibly does."""
 
 from __future__ import annotations
 
-from tests.support.ui_fakes import SIM_SERVER, FakePort, screen_text, wait_for
+from tests.support.ui_fakes import SIM_SERVER, FakePort, screen_text
+from tests.support.waiting import wait_for_app
 from tests.ui.chat_pilot import SIZE
 from tests.ui.chat_pilot import answers as _answers
 from tests.ui.chat_pilot import ask as _ask
@@ -45,7 +46,7 @@ async def test_enter_sends_and_the_answer_shows_with_its_numbers():
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         await _ask(pilot, "hi")
-        await wait_for(pilot, lambda: bool(_answers(app)) and _answers(app)[0].finished)
+        await wait_for_app(pilot, lambda: bool(_answers(app)) and _answers(app)[0].finished)
         await pilot.pause()
         text = screen_text(app)
         assert "hi" in text
@@ -64,9 +65,9 @@ async def test_the_conversation_is_sent_with_each_new_prompt():
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         await _ask(pilot, "one")
-        await wait_for(pilot, lambda: len(_answers(app)) == 1 and _answers(app)[0].finished)
+        await wait_for_app(pilot, lambda: len(_answers(app)) == 1 and _answers(app)[0].finished)
         await _ask(pilot, "two")
-        await wait_for(pilot, lambda: len(_answers(app)) == 2 and _answers(app)[1].finished)
+        await wait_for_app(pilot, lambda: len(_answers(app)) == 2 and _answers(app)[1].finished)
         second = port.requests[1]
         assert second.prompt == "two"
         assert second.messages == (("user", "one"), ("assistant", "first answer"))
@@ -79,9 +80,9 @@ async def test_up_and_down_walk_the_prompt_history():
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         await _ask(pilot, "alpha")
-        await wait_for(pilot, lambda: len(_answers(app)) == 1 and _answers(app)[0].finished)
+        await wait_for_app(pilot, lambda: len(_answers(app)) == 1 and _answers(app)[0].finished)
         await _ask(pilot, "beta")
-        await wait_for(pilot, lambda: len(_answers(app)) == 2 and _answers(app)[1].finished)
+        await wait_for_app(pilot, lambda: len(_answers(app)) == 2 and _answers(app)[1].finished)
         prompt = app.screen.query_one("#prompt", PromptInput)
         await pilot.press("x")
         await pilot.press("up")
@@ -102,11 +103,11 @@ async def test_escape_cancels_and_keeps_the_partial_answer_marked():
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         await _ask(pilot, "long one")
-        await wait_for(pilot, lambda: bool(port.feeds))
+        await wait_for_app(pilot, lambda: bool(port.feeds))
         port.feeds[0].play(["The partial", " answer so far"])
-        await wait_for(pilot, lambda: "answer so far" in screen_text(app))
+        await wait_for_app(pilot, lambda: "answer so far" in screen_text(app))
         await pilot.press("escape")
-        await wait_for(pilot, lambda: _answers(app)[0].finished)
+        await wait_for_app(pilot, lambda: _answers(app)[0].finished)
         await pilot.pause()
         text = screen_text(app)
         assert port.feeds[0].cancelled
@@ -122,10 +123,10 @@ async def test_a_failed_answer_is_kept_marked_and_the_app_stays_usable():
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         await _ask(pilot, "q")
-        await wait_for(pilot, lambda: bool(port.feeds))
+        await wait_for_app(pilot, lambda: bool(port.feeds))
         port.feeds[0].play(["Half an"])
         port.feeds[0].end("failed", "connection to http://127.0.0.1:8000 failed: peer closed")
-        await wait_for(pilot, lambda: _answers(app)[0].finished)
+        await wait_for_app(pilot, lambda: _answers(app)[0].finished)
         await pilot.pause()
         text = screen_text(app)
         assert "Half an" in text
@@ -133,7 +134,7 @@ async def test_a_failed_answer_is_kept_marked_and_the_app_stays_usable():
         assert "partial answer kept" in text
         port.hold = False
         await _ask(pilot, "again")
-        await wait_for(pilot, lambda: len(_answers(app)) == 2 and _answers(app)[1].finished)
+        await wait_for_app(pilot, lambda: len(_answers(app)) == 2 and _answers(app)[1].finished)
         # The failed turn's partial answer is still context (the user saw it).
         assert port.requests[1].messages == (("user", "q"), ("assistant", "Half an"))
 
@@ -159,7 +160,7 @@ async def test_f2_changes_sampling_settings_for_the_next_request():
         await pilot.pause()
         assert "settings: temperature 1.5, top-p default, max tokens 32" in screen_text(app)
         await _ask(pilot, "go")
-        await wait_for(pilot, lambda: bool(port.requests))
+        await wait_for_app(pilot, lambda: bool(port.requests))
         assert (port.requests[0].temperature, port.requests[0].max_tokens) == (1.5, 32)
 
 
@@ -181,15 +182,15 @@ async def test_an_unreachable_server_is_said_and_retry_tries_again():
     port = FakePort(Connection(None, "cannot use http://127.0.0.1:9: connection refused"))
     app = SpecmonApp(port)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: "connection refused" in screen_text(app))
+        await wait_for_app(pilot, lambda: "connection refused" in screen_text(app))
         text = screen_text(app)
         assert "Retry" in text and "Traceback" not in text
         assert app.screen.query_one("#retry", Button).display
         await pilot.press("ctrl+r")
-        await wait_for(pilot, lambda: port.connects == 2)
+        await wait_for_app(pilot, lambda: port.connects == 2)
         port.connection = Connection(SIM_SERVER)
         await pilot.click("#retry")
-        await wait_for(pilot, lambda: port.connected)
+        await wait_for_app(pilot, lambda: port.connected)
         await pilot.pause()
         assert "connection refused" not in screen_text(app)
         assert "SIMULATED" in screen_text(app)
@@ -199,7 +200,7 @@ async def test_a_401_is_shown_as_such():
     port = FakePort(Connection(None, "/v1/models: AuthenticationError: 401", unauthorized=True))
     app = SpecmonApp(port)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: "401 Unauthorized" in screen_text(app))
+        await wait_for_app(pilot, lambda: "401 Unauthorized" in screen_text(app))
         assert "refused the API key" in screen_text(app)
 
 
@@ -228,17 +229,17 @@ async def test_model_output_with_escapes_and_markup_is_shown_literally():
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         await _ask(pilot, "q")
-        await wait_for(pilot, lambda: bool(port.feeds))
+        await wait_for_app(pilot, lambda: bool(port.feeds))
         port.feeds[0].play(crafted)
         # While streaming: the settled block and the tail are both literal.
-        await wait_for(pilot, lambda: "tail" in screen_text(app))
-        await wait_for(pilot, lambda: _answers(app)[0].segments == 1)
+        await wait_for_app(pilot, lambda: "tail" in screen_text(app))
+        await wait_for_app(pilot, lambda: _answers(app)[0].segments == 1)
         await pilot.pause()
         streaming = screen_text(app)
         assert "␛[31m[@click=app.quit]x[/]" in streaming
         assert "[bold red]red[/] [@click=app.quit]quit[/]" in streaming
         port.feeds[0].end()
-        await wait_for(pilot, lambda: _answers(app)[0].finished)
+        await wait_for_app(pilot, lambda: _answers(app)[0].finished)
         await pilot.pause()
         text = screen_text(app)
         assert "clear␛[2J title␛]0;pwned␇ clip␛]52;c;ZXZpbA==␇" in text
@@ -257,10 +258,10 @@ async def test_reading_back_is_not_pulled_down_and_ctrl_end_follows_again():
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         await _ask(pilot, "long")
-        await wait_for(pilot, lambda: bool(port.feeds))
+        await wait_for_app(pilot, lambda: bool(port.feeds))
         scroll = app.screen.query_one("#conversation", VerticalScroll)
         port.feeds[0].play(paragraphs[:20])
-        await wait_for(pilot, lambda: scroll.max_scroll_y > 20 and scroll.scroll_y > 0)
+        await wait_for_app(pilot, lambda: scroll.max_scroll_y > 20 and scroll.scroll_y > 0)
         await pilot.pause()
         assert scroll.scroll_y == scroll.max_scroll_y  # following the answer
         await pilot.press("pageup")
@@ -268,14 +269,14 @@ async def test_reading_back_is_not_pulled_down_and_ctrl_end_follows_again():
         reading = scroll.scroll_y
         assert reading < scroll.max_scroll_y
         port.feeds[0].play(paragraphs[20:])
-        await wait_for(pilot, lambda: "Paragraph 39" in _answers(app)[0].text)
+        await wait_for_app(pilot, lambda: "Paragraph 39" in _answers(app)[0].text)
         await pilot.pause(0.2)
         assert scroll.scroll_y == reading  # not pulled down while reading back
         await pilot.press("ctrl+end")
         await pilot.pause(0.2)
         assert scroll.scroll_y == scroll.max_scroll_y
         port.feeds[0].end()
-        await wait_for(pilot, lambda: _answers(app)[0].finished)
+        await wait_for_app(pilot, lambda: _answers(app)[0].finished)
         await pilot.pause(0.2)
         assert scroll.scroll_y == scroll.max_scroll_y  # follows again
 
@@ -291,7 +292,7 @@ async def test_near_max_model_len_the_oldest_turns_are_dropped_with_a_notice():
         await _connected(pilot)
         for i, prompt in enumerate(("one", "two", "three")):
             await _ask(pilot, prompt)
-            await wait_for(
+            await wait_for_app(
                 pilot, lambda i=i: len(_answers(app)) == i + 1 and _answers(app)[i].finished
             )
         text = screen_text(app)
@@ -308,20 +309,20 @@ async def test_a_context_error_from_the_server_resends_with_one_turn_fewer():
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         await _ask(pilot, "one")
-        await wait_for(pilot, lambda: len(_answers(app)) == 1 and _answers(app)[0].finished)
+        await wait_for_app(pilot, lambda: len(_answers(app)) == 1 and _answers(app)[0].finished)
         port.hold = True
         await _ask(pilot, "two")
-        await wait_for(pilot, lambda: len(port.feeds) == 2)
+        await wait_for_app(pilot, lambda: len(port.feeds) == 2)
         port.feeds[1].end(
             "failed",
             "HTTP 400: This model's maximum context length is 1024 tokens. However, you "
             "requested 1500 tokens",
         )
-        await wait_for(pilot, lambda: len(port.feeds) == 3)
+        await wait_for_app(pilot, lambda: len(port.feeds) == 3)
         assert port.requests[2].messages == ()
         port.feeds[2].play(["fits now"])
         port.feeds[2].end()
-        await wait_for(pilot, lambda: _answers(app)[1].finished)
+        await wait_for_app(pilot, lambda: _answers(app)[1].finished)
         await pilot.pause()
         text = screen_text(app)
         assert "fits now" in text and "dropped the oldest 1 turn" in text

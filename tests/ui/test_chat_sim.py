@@ -8,7 +8,8 @@ import socket
 from dataclasses import replace
 
 from tests.support.canned_server import CannedServer
-from tests.support.ui_fakes import screen_text, sim_port, wait_for
+from tests.support.ui_fakes import arrived_text, screen_text, sim_port
+from tests.support.waiting import wait_for_app
 from textual.widgets import Static
 
 from specmon.cli.session_setup import state_factory
@@ -46,18 +47,18 @@ async def test_a_simulated_answer_streams_with_numbers_and_the_simulated_badge(f
     port, _url = fast_sim_port
     app = SpecmonApp(port, settings=ChatSettings(max_tokens=120))
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.screen.connection is not None)
+        await wait_for_app(pilot, lambda: app.screen.connection is not None)
         await pilot.pause()
         assert "SIMULATED" in screen_text(app).splitlines()[0]
         await _ask(pilot, "hello")
-        await wait_for(pilot, lambda: bool(_answers(app)) and _answers(app)[0].finished)
+        await wait_for_app(pilot, lambda: bool(_answers(app)) and _answers(app)[0].finished)
         await pilot.pause()
         text = screen_text(app)
         answer = _answers(app)[0].text
         assert answer and answer.split()[0] in text
         assert "120 tokens" in text and "tok/s" in text and "(chunks)" in text
         await _ask(pilot, "more")
-        await wait_for(pilot, lambda: len(_answers(app)) == 2 and _answers(app)[1].finished)
+        await wait_for_app(pilot, lambda: len(_answers(app)) == 2 and _answers(app)[1].finished)
         assert app.screen.conversation.turns[1].status == "ok"
 
 
@@ -69,12 +70,12 @@ async def test_an_unreachable_server_offers_retry_without_a_traceback():
         app = SpecmonApp(port)
         try:
             async with app.run_test(size=SIZE) as pilot:
-                await wait_for(pilot, lambda: "cannot use" in screen_text(app))
+                await wait_for_app(pilot, lambda: "cannot use" in screen_text(app))
                 text = screen_text(app)
                 assert dead in text and "Retry" in text and "Traceback" not in text
                 await pilot.press("ctrl+r")
                 await pilot.pause()
-                await wait_for(pilot, lambda: "cannot use" in screen_text(app))
+                await wait_for_app(pilot, lambda: "cannot use" in screen_text(app))
                 assert not port.connected
         finally:
             port.close()
@@ -85,7 +86,7 @@ async def test_a_wrong_api_key_shows_the_401(server_401):
     app = SpecmonApp(port)
     try:
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: "401" in screen_text(app))
+            await wait_for_app(pilot, lambda: "401" in screen_text(app))
             text = screen_text(app)
             assert "401 Unauthorized: the server refused the API key" in text
             assert "wrong-key" not in text
@@ -98,9 +99,9 @@ async def test_a_stream_dropped_mid_answer_keeps_the_partial_answer_and_the_app_
     with sim_port(config) as (port, _url):
         app = SpecmonApp(port, settings=ChatSettings(max_tokens=100))
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: port.connected)
+            await wait_for_app(pilot, lambda: port.connected)
             await _ask(pilot, "first")
-            await wait_for(pilot, lambda: bool(_answers(app)) and _answers(app)[0].finished)
+            await wait_for_app(pilot, lambda: bool(_answers(app)) and _answers(app)[0].finished)
             await pilot.pause()
             turn = app.screen.conversation.turns[0]
             assert turn.status == "failed" and turn.answer
@@ -108,7 +109,7 @@ async def test_a_stream_dropped_mid_answer_keeps_the_partial_answer_and_the_app_
             assert "failed —" in status and "partial answer kept" in status
             assert "failed —" in screen_text(app)  # on screen (the line may wrap)
             await _ask(pilot, "second")
-            await wait_for(pilot, lambda: len(_answers(app)) == 2 and _answers(app)[1].finished)
+            await wait_for_app(pilot, lambda: len(_answers(app)) == 2 and _answers(app)[1].finished)
             assert app.screen.conversation.turns[1].status == "ok"
 
 
@@ -135,9 +136,9 @@ async def test_crafted_output_through_the_real_client_is_literal_and_inert():
     app = SpecmonApp(port)
     try:
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: port.connected)
+            await wait_for_app(pilot, lambda: port.connected)
             await _ask(pilot, "q")
-            await wait_for(pilot, lambda: bool(_answers(app)) and _answers(app)[0].finished)
+            await wait_for_app(pilot, lambda: bool(_answers(app)) and _answers(app)[0].finished)
             await pilot.pause()
             text = screen_text(app)
             assert "x␛[2J␛]0;title␇␛]52;c;aGk=␇" in text
@@ -170,17 +171,17 @@ async def test_no_token_is_lost_or_reordered_on_screen_at_a_high_rate():
             views = _answers(app)
             if views and feeds:
                 shown = views[-1].shown_text
-                arrived = "".join(feeds[-1].all_text)
+                arrived = arrived_text(feeds[-1])
                 checks.append(arrived.startswith(shown))
 
         app = SpecmonApp(port, settings=ChatSettings(max_tokens=3000), frame_hook=on_frame)
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: port.connected)
+            await wait_for_app(pilot, lambda: port.connected)
             await _ask(pilot, "go")
-            await wait_for(pilot, lambda: bool(_answers(app)) and _answers(app)[0].finished)
+            await wait_for_app(pilot, lambda: bool(_answers(app)) and _answers(app)[0].finished)
             await pilot.pause(0.2)
             view = _answers(app)[0]
-            arrived = "".join(feeds[0].all_text)
+            arrived = arrived_text(feeds[0])
             assert checks and all(checks)
             assert len(checks) >= 2
             assert view.shown_text == arrived == view.text
@@ -215,14 +216,14 @@ async def test_the_servers_per_request_acceptance_is_shown_with_its_source():
     app = SpecmonApp(port)
     try:
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: port.connected)
+            await wait_for_app(pilot, lambda: port.connected)
             await _ask(pilot, "q")
-            await wait_for(pilot, lambda: "AL 2.60 (server)" in screen_text(app))
+            await wait_for_app(pilot, lambda: "AL 2.60 (server)" in screen_text(app))
             text = screen_text(app)
             assert "40 tokens" in text and "accept 40%" in text
-            await wait_for(pilot, lambda: "· ok" in screen_text(app))
+            await wait_for_app(pilot, lambda: "· ok" in screen_text(app))
             await pilot.press("f3")
-            await wait_for(pilot, lambda: "not flagged" in screen_text(app))
+            await wait_for_app(pilot, lambda: "not flagged" in screen_text(app))
     finally:
         port.close()
         server.stop()
@@ -234,12 +235,12 @@ async def test_the_stream_client_sends_the_whole_conversation():
     app = SpecmonApp(port, settings=ChatSettings(0.5, 0.9, 50), system="be brief")
     try:
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: port.connected)
+            await wait_for_app(pilot, lambda: port.connected)
             await _ask(pilot, "first")
-            await wait_for(pilot, lambda: len(server.requests) == 1)
-            await wait_for(pilot, lambda: _answers(app)[0].finished)
+            await wait_for_app(pilot, lambda: len(server.requests) == 1)
+            await wait_for_app(pilot, lambda: _answers(app)[0].finished)
             await _ask(pilot, "second")
-            await wait_for(pilot, lambda: len(server.requests) == 2)
+            await wait_for_app(pilot, lambda: len(server.requests) == 2)
             body = server.requests[1]
             assert body["messages"] == [
                 {"role": "system", "content": "be brief"},

@@ -8,7 +8,9 @@ import time
 import tracemalloc
 
 from tests.hostile_stream import ROLE, HostileServer, content, event, send
-from tests.support.ui_fakes import FakePort, screen_text, wait_for
+from tests.support.retained import feed_retained
+from tests.support.ui_fakes import FakePort, screen_text
+from tests.support.waiting import wait_for_app
 from tests.ui.chat_pilot import SIZE
 from tests.ui.chat_pilot import answers as _answers
 from tests.ui.chat_pilot import ask as _ask
@@ -33,18 +35,18 @@ async def test_a_quiet_stream_shows_how_long_and_when_it_gives_up():
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         await _ask(pilot, "q")
-        await wait_for(pilot, lambda: bool(port.feeds))
+        await wait_for_app(pilot, lambda: bool(port.feeds))
         port.feeds[0].play(["Some text"])  # the last arrival at t = 0.1 s
         clock[0] = 0.5
-        await wait_for(pilot, lambda: "Some text" in screen_text(app))
+        await wait_for_app(pilot, lambda: "Some text" in screen_text(app))
         await pilot.pause(0.5)
         assert "no data for" not in screen_text(app)
         clock[0] = 12.6
-        await wait_for(pilot, lambda: "no data for 12 s — gives up at 60 s" in screen_text(app))
+        await wait_for_app(pilot, lambda: "no data for 12 s — gives up at 60 s" in screen_text(app))
         port.feeds[0].t = 12.7
         port.feeds[0].play([" and more"])  # data again: the note goes
         clock[0] = 12.8
-        await wait_for(pilot, lambda: "no data for" not in screen_text(app))
+        await wait_for_app(pilot, lambda: "no data for" not in screen_text(app))
 
 
 def _held_by_the_feed(snapshot: tracemalloc.Snapshot) -> int:
@@ -65,16 +67,16 @@ async def test_escape_frees_what_the_stream_grew_and_keeps_the_shown_text():
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         await _ask(pilot, "long")
-        await wait_for(pilot, lambda: bool(port.feeds))
+        await wait_for_app(pilot, lambda: bool(port.feeds))
         feed = port.feeds[0]
         tracemalloc.start()
         try:
             feed.play(["word "] * 3000)
-            await wait_for(pilot, lambda: "word word" in screen_text(app))
+            await wait_for_app(pilot, lambda: "word word" in screen_text(app))
             assert len(feed.chunks()) == 3000
             grown = _held_by_the_feed(tracemalloc.take_snapshot())
             await pilot.press("escape")
-            await wait_for(pilot, lambda: _answers(app)[0].finished)
+            await wait_for_app(pilot, lambda: _answers(app)[0].finished)
             await pilot.pause()
             kept = _held_by_the_feed(tracemalloc.take_snapshot())
         finally:
@@ -84,8 +86,7 @@ async def test_escape_frees_what_the_stream_grew_and_keeps_the_shown_text():
         assert kept < len(shown) + 4096, (grown, kept)  # the shown text, and nothing per chunk
         # Nothing per chunk is left in the feed: chunks, fragments, trace.
         assert feed.chunks() == ()
-        assert feed.all_text == []
-        assert feed.retained() == 0
+        assert feed_retained(feed) == 0
         text = screen_text(app)
         assert "cancelled — partial answer kept" in text
         assert "11997 tokens" in text  # the numbers stay (1 + 4 x 2999 tokens)
@@ -98,14 +99,14 @@ async def test_a_failed_answer_frees_its_stream_too():
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         await _ask(pilot, "q")
-        await wait_for(pilot, lambda: bool(port.feeds))
+        await wait_for_app(pilot, lambda: bool(port.feeds))
         feed = port.feeds[0]
         feed.play(["x"] * 500)
         reason = "chunk 12: `choices[0]` is a string, expected an object [b]x[/b]"
         feed.end("failed", reason)
-        await wait_for(pilot, lambda: _answers(app)[0].finished)
+        await wait_for_app(pilot, lambda: _answers(app)[0].finished)
         await pilot.pause()
-        assert feed.chunks() == () and feed.all_text == []
+        assert feed.chunks() == () and feed_retained(feed) == 0
         assert "failed — " + reason in screen_text(app)  # literally: no markup read
 
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 import socket
 
 import pytest
-from tests.support.ui_fakes import screen_text, wait_for
+from tests.support.ui_fakes import screen_text
+from tests.support.waiting import wait_for_app
 
 from specmon.cli.session_setup import state_factory
 from specmon.runtime.monitor import Target
@@ -52,14 +53,14 @@ async def test_a_server_that_comes_up_later_is_connected_to_by_itself(
     try:
         async with app.run_test(size=SIZE) as pilot:
             if mode == "chat":
-                await wait_for(pilot, lambda: "retrying in 0.5 s" in _status(app), frames=1200)
+                await wait_for_app(pilot, lambda: "retrying in 0.5 s" in _status(app), frames=1200)
                 assert not port.connected
             with start_in_thread(
                 SimConfig(port=number, speed=50.0, seed=1), log_sink=lambda _l: None
             ):
-                await wait_for(pilot, lambda: port.connected, frames=1200)
-                await wait_for(pilot, lambda: not app.screen.query_one(ConnectBox).display)
-                await wait_for(pilot, lambda: SIM_MODEL in screen_text(app), frames=1200)
+                await wait_for_app(pilot, lambda: port.connected, frames=1200)
+                await wait_for_app(pilot, lambda: not app.screen.query_one(ConnectBox).display)
+                await wait_for_app(pilot, lambda: SIM_MODEL in screen_text(app), frames=1200)
     finally:
         port.close()
 
@@ -73,7 +74,7 @@ async def test_a_model_the_server_does_not_serve_is_named_with_the_ones_it_has(
         app = SpecmonApp(port)
         try:
             async with app.run_test(size=SIZE) as pilot:
-                await wait_for(pilot, lambda: "does not serve" in _status(app), frames=1200)
+                await wait_for_app(pilot, lambda: "does not serve" in _status(app), frames=1200)
                 status = _status(app)
                 assert "'no/such-model'" in status and SIM_MODEL in status
                 assert "--model" in status

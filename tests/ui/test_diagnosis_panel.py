@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tests.support.ui_fakes import FakePort, screen_text, wait_for
+import pytest
+from tests.support.ui_fakes import FakePort, screen_text
+from tests.support.waiting import wait_for_app
 from tests.ui.fake_views import session_view
 from textual.app import App, ComposeResult
 from textual.content import Content
@@ -35,6 +37,7 @@ from specmon.ui.widgets.diagnosis_panel import (
     quality_lines,
     saved_cell,
     saved_lines,
+    seconds_text,
     thermal_lines,
 )
 
@@ -159,6 +162,17 @@ def test_canary_status_al_vs_expected_and_advice():
     assert learning[0].plain == "canary http://127.0.0.1:8000 learning 2/5 probes"
 
 
+def test_a_canary_note_shows_whatever_the_status():
+    """A note on a probe that did not fail (the stored baseline was refused and is learned
+    again) is shown too, as a warning; a failed probe's error stays red."""
+    note = "stored canary baseline refused, learned again"
+    lines = canary_lines([_canary("learning", learned_probes=0, error=note)], name_servers=False)
+    assert _plain(lines) == "canary learning 0/5 probes\n  " + note
+    assert "$warning" in _styles(lines[1])
+    failed = canary_lines([_canary("failed", error="HTTP 500")], name_servers=False)
+    assert failed[1].plain == "  HTTP 500" and "$error" in _styles(failed[1])
+
+
 def test_answer_line_saved_flag_and_ttft_split():
     view = session_view()
     row = view.rows[-1]
@@ -226,6 +240,17 @@ def test_answers_table_saved_cell():
     assert saved_cell(None) == "—"
     assert saved_cell(AnswerSaving("a", 1.0, 200, 2.0, 4.8, 2.8, False)) == "+2.8 s"
     assert saved_cell(AnswerSaving("b", 1.0, 200, 5.0, 4.2, -0.8, True, "why")) == "-0.8 s cost"
+    # a cost that rounds to nothing: "0.0 s", not "-0.0 s cost"
+    assert saved_cell(AnswerSaving("c", 1.0, 200, 4.22, 4.2, -0.02, True, "why")) == "0.0 s"
+    assert saved_cell(AnswerSaving("d", 1.0, 200, 4.2, 4.22, 0.02, False)) == "0.0 s"
+    # the panel's total likewise: no sign on what rounds to zero
+    assert [seconds_text(s) for s in (-0.04, 0.0, 0.04, 2.75, -0.8)] == [
+        "0.0 s",
+        "0.0 s",
+        "0.0 s",
+        "+2.8 s",
+        "-0.8 s",
+    ]
 
 
 async def test_answer_status_f3_and_f4_show_the_answers_saving_and_ttft_split():
@@ -244,31 +269,69 @@ async def test_answer_status_f3_and_f4_show_the_answers_saving_and_ttft_split():
     port.fake_view = replace(base, rows=rows, diagnosis=diagnosis)
     app = SpecmonApp(port)
     async with app.run_test(size=(160, 45)) as pilot:
-        await wait_for(pilot, lambda: getattr(app.screen, "connection", None) is not None)
+        await wait_for_app(pilot, lambda: getattr(app.screen, "connection", None) is not None)
         for i in range(6):
             app.screen.send(f"q{i}")
-            await wait_for(pilot, lambda n=i: len(app.screen.query(AnswerView)) == n + 1)
-            await wait_for(pilot, lambda n=i: list(app.screen.query(AnswerView))[n].finished)
+            await wait_for_app(pilot, lambda n=i: len(app.screen.query(AnswerView)) == n + 1)
+            await wait_for_app(pilot, lambda n=i: list(app.screen.query(AnswerView))[n].finished)
         sixth = list(app.screen.query(AnswerView))[5]
 
         def status() -> str:
             return str(sixth.query_one(".answer-status").content)
 
-        await wait_for(pilot, lambda: "TTFT 120 ms (engine 40 ms, outside 80 ms)" in status())
+        await wait_for_app(pilot, lambda: "TTFT 120 ms (engine 40 ms, outside 80 ms)" in status())
         assert "cost 0.8 s (vanilla speed)" in status()
-        await wait_for(pilot, lambda: app.screen.last_numbers.request_id == row.request_id)
+        assert status().count("TTFT") == 1  # once, with its split, not "TTFT 120 ms · … TTFT"
+        await wait_for_app(pilot, lambda: app.screen.last_numbers.request_id == row.request_id)
         await pilot.press("f3")
         await pilot.pause()
         notice = str(app.screen.query(".notice").last().content)
         assert notice.startswith("why: ") and notice.endswith(
             "cost 0.8 s (vanilla speed) · TTFT 120 ms (engine 40 ms, outside 80 ms)"
         )
-        assert "saved 0.0 s" not in screen_text(app)
+        # the answer's own cost, not a saving (the panel's session total, 0 s in this fake
+        # view, reads "saved 0.0 s" and is not the answer's)
+        assert "saved" not in status() and "saved" not in notice
         await pilot.press("f4")
-        await wait_for(pilot, lambda: isinstance(app.screen, AnswersScreen))
+        await wait_for_app(pilot, lambda: isinstance(app.screen, AnswersScreen))
         await pilot.pause()
         table = app.screen.query_one(DataTable)
         labels = [str(c.label) for c in table.columns.values()]
         assert labels[-1] == "saved"
         cells = [str(table.get_row_at(i)[-1]) for i in range(table.row_count)]
         assert cells[5] == "-0.8 s cost" and cells[0] == "—"
+
+
+@pytest.mark.parametrize("width", [100, 108, 116, 124])
+async def test_the_numbers_line_wraps_between_values_only(width):
+    """Under an answer, a narrow screen wraps the numbers line between values: the TTFT value
+    with its split is whole on one screen line, never "(engine 40" / "ms, outside 80 ms)"."""
+    port = FakePort(answers=[["a"]])
+    base = session_view(prefix="r")
+    row = base.rows[0]
+    split = TtftSplit(client_ttft_s=0.366, server_ttft_s=0.033, queue_s=0.0, outside_s=0.333)
+    saving = AnswerSaving(row.request_id, 1.0, 200, 5.0, 4.2, -0.8, True, "vanilla speed")
+    diagnosis = DiagnosisView(
+        NO_CONTEXT,
+        QUIET_THERMAL,
+        replace(NO_SAVING, baseline_tok_s=50.0, answers=1, answers_cost=1, recent=(saving,)),
+        NO_QUALITY,
+    )
+    port.fake_view = replace(
+        base, rows=(replace(row, ttft_split=split), *base.rows[1:]), diagnosis=diagnosis
+    )
+    app = SpecmonApp(port)
+    async with app.run_test(size=(width, 40)) as pilot:
+        await wait_for_app(pilot, lambda: getattr(app.screen, "connection", None) is not None)
+        app.screen.send("q0")
+        answer = await wait_for_app(pilot, lambda: next(iter(app.screen.query(AnswerView)), None))
+        status = answer.query_one(".answer-status")
+        value = "TTFT 366 ms (engine 33 ms, outside 333 ms)"
+        await wait_for_app(pilot, lambda: value in str(status.content))
+        await pilot.pause()
+        assert str(status.content).count("TTFT") == 1
+        region = status.content_region
+        lines = screen_text(app).splitlines()[region.y : region.bottom]
+        shown = [line[region.x : region.right].rstrip() for line in lines]
+        assert any(value in line for line in shown), shown
+        assert all(not line.endswith(("(engine", "ms,", "outside")) for line in shown), shown

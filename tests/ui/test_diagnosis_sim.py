@@ -4,7 +4,8 @@ the panel's diagnosis section attributes the slowdown."""
 
 from __future__ import annotations
 
-from tests.support.ui_fakes import screen_text, wait_for
+from tests.support.ui_fakes import screen_text
+from tests.support.waiting import wait_for_app
 from textual.widgets import Static
 
 from specmon.cli.demo_cmd import DEMO_PROMPTS
@@ -48,7 +49,7 @@ async def test_demo_thermal_drift_shows_the_gpu_throttle_and_its_share_of_the_sl
                     t = v.diagnosis.thermal if v is not None and v.diagnosis is not None else None
                     return t is not None and t.slow and t.summary[:24] in section_text()
 
-                await wait_for(pilot, thermal_shown, frames=4800)
+                await wait_for_app(pilot, thermal_shown, frames=4800)
                 gpu = str(app.screen.query_one("#panel-gpu", Static).render())
                 assert "simulated" in gpu
                 view = port.view()

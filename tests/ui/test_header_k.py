@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tests.support.ui_fakes import SIM_SERVER, FakePort, wait_for
+from tests.support.ui_fakes import SIM_SERVER, FakePort
+from tests.support.waiting import wait_for_app
 from tests.ui.fake_views import session_view
 
 from specmon.ui.app import SpecmonApp
@@ -25,7 +26,7 @@ async def test_the_header_takes_k_from_the_metrics_when_the_server_gave_none():
     port.fake_view = session_view()  # /metrics with 8 positions
     app = SpecmonApp(port)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: "n_spec 8" in header_text(app))
+        await wait_for_app(pilot, lambda: "n_spec 8" in header_text(app))
         assert "n_spec —" not in header_text(app)
 
 
@@ -33,6 +34,6 @@ async def test_without_a_scrape_the_header_keeps_the_dash():
     port = FakePort(Connection(replace(SIM_SERVER, n_spec=None)))
     app = SpecmonApp(port)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: getattr(app.screen, "connection", None) is not None)
+        await wait_for_app(pilot, lambda: getattr(app.screen, "connection", None) is not None)
         await pilot.pause(0.3)
         assert "n_spec —" in header_text(app)

@@ -9,7 +9,8 @@ import re
 from pathlib import Path
 
 import pytest
-from tests.support.ui_fakes import FakePort, screen_text, wait_for
+from tests.support.ui_fakes import FakePort, screen_text
+from tests.support.waiting import wait_for_app
 from tests.ui.fake_views import session_view
 from textual.binding import Binding
 from textual.command import CommandPalette
@@ -36,7 +37,7 @@ SIZE = (160, 45)
 
 
 async def _connected(pilot) -> None:
-    await wait_for(pilot, lambda: getattr(pilot.app.screen, "connection", None) is not None)
+    await wait_for_app(pilot, lambda: getattr(pilot.app.screen, "connection", None) is not None)
     await pilot.pause()
 
 
@@ -72,7 +73,7 @@ async def test_f1_opens_the_help_with_every_definition_and_escape_closes_it() ->
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         await pilot.press("f1")
-        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        await wait_for_app(pilot, lambda: isinstance(app.screen, HelpScreen))
         body = app.screen.query_one("#help-body", TextLines).text.plain
         for d in DEFINITIONS:
             assert d.short in body, d.key
@@ -97,7 +98,7 @@ async def test_question_mark_opens_help_outside_the_prompt_and_types_inside_it()
         assert app.screen.query_one("#prompt", Input).value == "?"
         app.screen.query_one("#conversation").focus()
         await pilot.press("question_mark")
-        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        await wait_for_app(pilot, lambda: isinstance(app.screen, HelpScreen))
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, ChatScreen)
@@ -150,21 +151,21 @@ async def test_ctrl_p_lists_the_actions_and_a_theme_entry_switches_the_theme() -
         await _connected(pilot)
         assert app.theme == "specmon-dark"
         await pilot.press("ctrl+p")
-        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette))
-        await wait_for(pilot, lambda: "key: F8 / w" in screen_text(app))
+        await wait_for_app(pilot, lambda: isinstance(app.screen, CommandPalette))
+        await wait_for_app(pilot, lambda: "key: F8 / w" in screen_text(app))
         assert "record" in screen_text(app) and "key: F5 / r" in screen_text(app)
         await pilot.press(*"theme: specmon-light")
-        await wait_for(pilot, lambda: "switch to this colour theme" in screen_text(app))
+        await wait_for_app(pilot, lambda: "switch to this colour theme" in screen_text(app))
         await pilot.press("enter")
-        await wait_for(pilot, lambda: app.theme == "specmon-light")
+        await wait_for_app(pilot, lambda: app.theme == "specmon-light")
         assert isinstance(app.screen, ChatScreen)
         # An action entry runs the action on the screen it was opened on.
         await pilot.press("ctrl+p")
-        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette))
+        await wait_for_app(pilot, lambda: isinstance(app.screen, CommandPalette))
         await pilot.press(*"worth")
-        await wait_for(pilot, lambda: "key: F8 / w" in screen_text(app))
+        await wait_for_app(pilot, lambda: "key: F8 / w" in screen_text(app))
         await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, WorthScreen))
+        await wait_for_app(pilot, lambda: isinstance(app.screen, WorthScreen))
 
 
 # ------------------------------------------------------------------ themes
@@ -182,7 +183,7 @@ async def test_a_broken_theme_file_says_file_and_line_and_the_default_is_used(
     )
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await _connected(pilot)
-        await wait_for(pilot, lambda: "bad.toml:3:" in screen_text(app))
+        await wait_for_app(pilot, lambda: "bad.toml:3:" in screen_text(app))
         # The toast wraps the line: read its words in order.
         toast = [ln.rsplit("▌", 1)[1] for ln in screen_text(app).splitlines() if "▌" in ln]
         words = " ".join(" ".join(toast).split())
@@ -216,9 +217,9 @@ async def test_no_color_runs_the_app_monochrome(monkeypatch: pytest.MonkeyPatch)
         await _connected(pilot)
         assert app.no_color and any(isinstance(f, Monochrome) for f in app._filters)
         app.screen.send("q")
-        await wait_for(pilot, lambda: _answers(app) and _answers(app)[0].finished)
+        await wait_for_app(pilot, lambda: _answers(app) and _answers(app)[0].finished)
         await pilot.press("f7")
-        await wait_for(pilot, lambda: _answers(app)[0].heat is not None)
+        await wait_for_app(pilot, lambda: _answers(app)[0].heat is not None)
         await pilot.pause()
         svg = app.export_screenshot()
     # The SVG's own frame (window buttons, default text colour) is not the app's output.
@@ -252,7 +253,7 @@ async def test_heat_from_chunks_marks_a_merged_chunk_unknown() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         app.screen.send("q")
-        await wait_for(pilot, lambda: len(port.feeds) == 1)
+        await wait_for_app(pilot, lambda: len(port.feeds) == 1)
         feed = port.feeds[0]
         for i, (text, cum) in enumerate(
             [("Hi", 1), (" there", 2), (" friend,", 7), (" merged text", 20), (" end.", 22)]
@@ -260,12 +261,12 @@ async def test_heat_from_chunks_marks_a_merged_chunk_unknown() -> None:
             _chunk(feed, 0.1 + i * 0.02, text, cum)
         feed.tokens = 22
         feed.end()
-        await wait_for(pilot, lambda: _answers(app) and _answers(app)[0].finished)
+        await wait_for_app(pilot, lambda: _answers(app) and _answers(app)[0].finished)
         answer = _answers(app)[0]
         assert answer.heat is None
         assert not app.screen.query_one("#heat-legend").display
         await pilot.press("f7")
-        await wait_for(pilot, lambda: answer.heat_shown is not None)
+        await wait_for_app(pilot, lambda: answer.heat_shown is not None)
         assert answer.heat.source == "chunks"
         assert coalesce(answer.heat.spans) == (
             (0, 2, "prefill"),
@@ -310,23 +311,25 @@ async def test_heat_from_the_servers_step_array_is_exact_inside_a_chunk() -> Non
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         app.screen.send("q")
-        await wait_for(pilot, lambda: len(port.feeds) == 1)
+        await wait_for_app(pilot, lambda: len(port.feeds) == 1)
         feed = port.feeds[0]
         # One char per token; the last chunk holds two steps (5 accepted, then 1).
         for i, (text, cum) in enumerate([("A", 1), ("B", 2), ("CCCCCCDD", 10)]):
             _chunk(feed, 0.1 + i * 0.02, text, cum)
         feed.tokens = 10
         feed.end()
-        await wait_for(pilot, lambda: _answers(app) and _answers(app)[0].finished)
+        await wait_for_app(pilot, lambda: _answers(app) and _answers(app)[0].finished)
         answer = _answers(app)[0]
         await pilot.press("f7")
-        await wait_for(pilot, lambda: answer.heat_shown is not None)
+        await wait_for_app(pilot, lambda: answer.heat_shown is not None)
         assert answer.heat.source == "chunks"  # no row yet: from the chunks
         assert coalesce(answer.heat.spans)[-1] == (2, 10, "many")
         port.fake_view = _view_with_steps("r1", bytes([0, 5, 1]), 10)
         await pilot.press("f7", "f7")  # off and on: read again
-        await wait_for(pilot, lambda: answer.heat is not None and answer.heat.source == "server")
-        await wait_for(pilot, lambda: answer.heat_shown is not None)
+        await wait_for_app(
+            pilot, lambda: answer.heat is not None and answer.heat.source == "server"
+        )
+        await wait_for_app(pilot, lambda: answer.heat_shown is not None)
         assert coalesce(answer.heat.spans) == (
             (0, 1, "prefill"),
             (1, 2, "single"),
@@ -349,7 +352,7 @@ async def test_a_long_answer_is_coloured_off_the_ui_thread_with_the_same_text() 
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         app.screen.send("q")
-        await wait_for(pilot, lambda: len(port.feeds) == 1)
+        await wait_for_app(pilot, lambda: len(port.feeds) == 1)
         feed = port.feeds[0]
         _chunk(feed, 0.1, "Start.", 1)
         for i in range(40):
@@ -357,20 +360,20 @@ async def test_a_long_answer_is_coloured_off_the_ui_thread_with_the_same_text() 
             _chunk(feed, 0.12 + i * 0.02, text, 1 + 5 * (i + 1))
         feed.tokens = 201
         feed.end()
-        await wait_for(pilot, lambda: _answers(app) and _answers(app)[0].finished)
+        await wait_for_app(pilot, lambda: _answers(app) and _answers(app)[0].finished)
         answer = _answers(app)[0]
         # The final Markdown render (in the worker too, at this length) is done: the tail goes.
-        await wait_for(pilot, lambda: not answer.query_one(".tail").display)
+        await wait_for_app(pilot, lambda: not answer.query_one(".tail").display)
         before = answer.background_renders
         await pilot.press("f7")
-        await wait_for(pilot, lambda: answer.heat_shown is not None)
+        await wait_for_app(pilot, lambda: answer.heat_shown is not None)
         assert answer.background_renders == before + 1
         assert answer.heat_shown.plain == answer.text and len(answer.text) >= 512
         assert coalesce(answer.heat.spans) == (
             (0, 6, "prefill"),
             (6, len(answer.text), "many"),
         )
-        await wait_for(pilot, lambda: "LASTSTEPXX" in screen_text(app))
+        await wait_for_app(pilot, lambda: "LASTSTEPXX" in screen_text(app))
 
 
 async def test_with_heat_on_an_answer_is_coloured_as_it_ends_and_again_when_its_row_arrives():
@@ -380,20 +383,22 @@ async def test_with_heat_on_an_answer_is_coloured_as_it_ends_and_again_when_its_
         await _connected(pilot)
         app.screen.query_one("#conversation").focus()
         await pilot.press("h")  # on before any answer: the legend shows, nothing to colour yet
-        await wait_for(pilot, lambda: app.screen.query_one("#heat-legend").display)
+        await wait_for_app(pilot, lambda: app.screen.query_one("#heat-legend").display)
         app.screen.send("q")
-        await wait_for(pilot, lambda: len(port.feeds) == 1)
+        await wait_for_app(pilot, lambda: len(port.feeds) == 1)
         feed = port.feeds[0]
         for i, (text, cum) in enumerate([("A", 1), ("B", 2), ("CCCCCCDD", 10)]):
             _chunk(feed, 0.1 + i * 0.02, text, cum)
         feed.tokens = 10
         feed.end()
-        await wait_for(pilot, lambda: _answers(app) and _answers(app)[0].heat_shown is not None)
+        await wait_for_app(pilot, lambda: _answers(app) and _answers(app)[0].heat_shown is not None)
         answer = _answers(app)[0]
         assert answer.heat.source == "chunks"
         # The session's row with vLLM's step array arrives while the numbers settle.
         port.fake_view = _view_with_steps("r1", bytes([0, 5, 1]), 10)
-        await wait_for(pilot, lambda: answer.heat is not None and answer.heat.source == "server")
+        await wait_for_app(
+            pilot, lambda: answer.heat is not None and answer.heat.source == "server"
+        )
         assert coalesce(answer.heat.spans)[-2:] == ((2, 8, "many"), (8, 10, "some"))
 
 
@@ -409,17 +414,17 @@ async def test_h_toggles_heat_outside_the_prompt_and_types_inside_it() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         app.screen.send("q")
-        await wait_for(pilot, lambda: _answers(app) and _answers(app)[0].finished)
+        await wait_for_app(pilot, lambda: _answers(app) and _answers(app)[0].finished)
         await pilot.press("h", "w")
         await pilot.pause()
         assert app.screen.query_one("#prompt", Input).value == "hw"
         assert _answers(app)[0].heat is None
         app.screen.query_one("#conversation").focus()
         await pilot.press("h")
-        await wait_for(pilot, lambda: _answers(app)[0].heat is not None)
+        await wait_for_app(pilot, lambda: _answers(app)[0].heat is not None)
         assert app.screen.query_one("#heat-legend").display
         await pilot.press("w")
-        await wait_for(pilot, lambda: isinstance(app.screen, WorthScreen))
+        await wait_for_app(pilot, lambda: isinstance(app.screen, WorthScreen))
         await pilot.press("w")
         await pilot.pause()
         assert isinstance(app.screen, ChatScreen)
@@ -435,7 +440,7 @@ async def test_f8_shows_what_each_position_is_worth_and_escape_closes_it() -> No
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         await pilot.press("f8")
-        await wait_for(pilot, lambda: isinstance(app.screen, WorthScreen))
+        await wait_for_app(pilot, lambda: isinstance(app.screen, WorthScreen))
         await pilot.pause()
         text = screen_text(app)
         assert "What each draft position is worth" in text
@@ -459,7 +464,7 @@ async def test_the_chat_footer_shows_ctrl_q_quit_and_the_help_names_each_key_onc
         footer = screen_text(app).splitlines()[-1]
         assert "^q quit" in footer
         await pilot.press("f1")
-        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        await wait_for_app(pilot, lambda: isinstance(app.screen, HelpScreen))
         body = app.screen.query_one("#help-body", TextLines).text.plain
         keys = body.split("\n\n", 1)[0].splitlines()[1:]
         copy = next(line for line in keys if "Copy" in line)

@@ -8,7 +8,8 @@ import argparse
 from pathlib import Path
 
 import pytest
-from tests.support.ui_fakes import SIM_SERVER, FakePort, as_port, screen_text, wait_for
+from tests.support.ui_fakes import SIM_SERVER, FakePort, as_port, screen_text
+from tests.support.waiting import wait_for_app
 from tests.ui.chat_pilot import SIZE
 from tests.ui.chat_pilot import answers as _answers
 from tests.ui.chat_pilot import ask as _ask
@@ -53,21 +54,21 @@ async def test_ctrl_k_switches_the_model_for_the_next_question_and_it_is_saved(
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         await _ask(pilot, "hi")
-        await wait_for(pilot, lambda: len(_answers(app)) == 1 and _answers(app)[0].finished)
+        await wait_for_app(pilot, lambda: len(_answers(app)) == 1 and _answers(app)[0].finished)
         await pilot.press("ctrl+t")
-        await wait_for(pilot, lambda: isinstance(app.screen, ModelScreen))
+        await wait_for_app(pilot, lambda: isinstance(app.screen, ModelScreen))
         listed = app.screen.query_one(OptionList)
         prompts = [str(listed.get_option_at_index(i).prompt) for i in range(listed.option_count)]
         assert prompts == [f"● {SIM_SERVER.model}", f"  {OTHER}", "  evil␛[31mred"]
         assert listed.highlighted == 0  # the current model
         await pilot.press("down", "enter")
-        await wait_for(pilot, lambda: not isinstance(app.screen, ModelScreen))
+        await wait_for_app(pilot, lambda: not isinstance(app.screen, ModelScreen))
         assert port.server is not None and port.server.model == OTHER
         text = screen_text(app)
         assert f"model: {OTHER} (from the next question)" in text
         assert f"model {OTHER}" in text.splitlines()[0]  # the header
         await _ask(pilot, "again")
-        await wait_for(pilot, lambda: len(_answers(app)) == 2 and _answers(app)[1].finished)
+        await wait_for_app(pilot, lambda: len(_answers(app)) == 2 and _answers(app)[1].finished)
     close_history(history)
     with ConversationStore(data_home, create=False) as store:
         (summary,) = store.search()
@@ -93,9 +94,9 @@ async def test_esc_in_the_dialog_keeps_the_model() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
         await pilot.press("ctrl+t")
-        await wait_for(pilot, lambda: isinstance(app.screen, ModelScreen))
+        await wait_for_app(pilot, lambda: isinstance(app.screen, ModelScreen))
         await pilot.press("down", "escape")
-        await wait_for(pilot, lambda: not isinstance(app.screen, ModelScreen))
+        await wait_for_app(pilot, lambda: not isinstance(app.screen, ModelScreen))
         assert port.server is not None and port.server.model == SIM_SERVER.model
 
 

@@ -7,38 +7,25 @@ from __future__ import annotations
 
 import gzip
 import re
-from pathlib import Path
 
 import pytest
-from tests.support.ui_fakes import screen_text, wait_for
+from tests.support.ui_apps import RECORDINGS, recording_port, replay_started
+from tests.support.ui_fakes import screen_text
+from tests.support.waiting import wait_for_app
 
-from specmon.cli.replay_cmd import recorded_label, replay_port
-from specmon.core.clock import FakeClock
 from specmon.runtime.replay_session import (
     PhaseSpan,
     ReplayPosition,
     ReplayTimeline,
     TimelineTick,
 )
-from specmon.sources.recording_player import read_recording
 from specmon.ui.app import SpecmonApp
-from specmon.ui.replay_port import ReplayPort
 from specmon.ui.screens.replay import ReplayScreen
 from specmon.ui.widgets.timeline import HEAD, Timeline, column, timeline_text
 
-RECORDINGS = Path(__file__).resolve().parents[2] / "recordings"
-CYCLE = RECORDINGS / "demo-cycle.ndjson.gz"
 SIZE = (160, 45)
 X = "\N{MULTIPLICATION SIGN}"
 """The speed's sign on screen (x4 is shown with a multiplication sign)."""
-
-
-def _port(path: Path = CYCLE, clock: FakeClock | None = None) -> tuple[ReplayPort, FakeClock]:
-    clock = clock or FakeClock(1000.0)
-    recording = read_recording(path)
-    label = recorded_label(recording.info, recording.started_at)
-    port = replay_port(str(path), baseline_tok_s=None, speed=1.0, label=label, clock=clock)
-    return port, clock
 
 
 def _status(app: SpecmonApp) -> str:
@@ -62,16 +49,11 @@ def _answers(screen: str) -> int:
     return int(found.group(1))
 
 
-async def _started(pilot) -> None:
-    await wait_for(pilot, lambda: isinstance(pilot.app.screen, ReplayScreen))
-    await wait_for(pilot, lambda: pilot.app.screen.query_one(Timeline).position is not None)
-
-
 async def test_header_says_recorded_simulated_with_the_recording_facts() -> None:
-    port, _ = _port()
+    port, _ = recording_port()
     app = SpecmonApp(port, mode="replay")
     async with app.run_test(size=SIZE) as pilot:
-        await _started(pilot)
+        await replay_started(pilot)
         first = screen_text(app).splitlines()[0]
         assert first.startswith("RECORDED · SIMULATED · 2026-11-23T")
         assert "model cyankiwi/gemma-4-26B-A4B-it-AWQ-4bit" in first
@@ -81,13 +63,13 @@ async def test_header_says_recorded_simulated_with_the_recording_facts() -> None
 
 
 async def test_space_pauses_and_resumes_and_the_clock_moves_the_head() -> None:
-    port, clock = _port()
+    port, clock = recording_port()
     app = SpecmonApp(port, mode="replay")
     async with app.run_test(size=SIZE) as pilot:
-        await _started(pilot)
+        await replay_started(pilot)
         assert "▶ PLAYING" in screen_text(app)
         clock.advance(5.0)
-        await wait_for(pilot, lambda: "0:05.0 / 1:06.6" in _status(app))
+        await wait_for_app(pilot, lambda: "0:05.0 / 1:06.6" in _status(app))
         await pilot.press("space")
         await pilot.pause()
         assert "‖ PAUSED" in screen_text(app) and "PLAYING" not in screen_text(app)
@@ -98,20 +80,20 @@ async def test_space_pauses_and_resumes_and_the_clock_moves_the_head() -> None:
         await pilot.pause()
         assert "▶ PLAYING" in screen_text(app)
         clock.advance(2.0)
-        await wait_for(pilot, lambda: "0:07.0 / 1:06.6" in _status(app))
+        await wait_for_app(pilot, lambda: "0:07.0 / 1:06.6" in _status(app))
 
 
 async def test_plus_and_minus_change_the_speed_shown() -> None:
-    port, clock = _port()
+    port, clock = recording_port()
     app = SpecmonApp(port, mode="replay")
     async with app.run_test(size=SIZE) as pilot:
-        await _started(pilot)
+        await replay_started(pilot)
         assert f"  {X}1  " in _status(app)
         await pilot.press("plus", "plus")
         await pilot.pause()
         assert f"  {X}4  " in _status(app) and f"  {X}4  " in screen_text(app)
         clock.advance(2.0)  # four recorded seconds a second
-        await wait_for(pilot, lambda: "0:08.0 / 1:06.6" in _status(app))
+        await wait_for_app(pilot, lambda: "0:08.0 / 1:06.6" in _status(app))
         await pilot.press("minus")
         await pilot.pause()
         assert f"  {X}2  " in screen_text(app)
@@ -126,10 +108,10 @@ async def test_plus_and_minus_change_the_speed_shown() -> None:
 
 
 async def test_seeking_moves_the_play_head_and_the_numbers() -> None:
-    port, _ = _port()
+    port, _ = recording_port()
     app = SpecmonApp(port, mode="replay")
     async with app.run_test(size=SIZE) as pilot:
-        await _started(pilot)
+        await replay_started(pilot)
         await pilot.press("space")  # paused: only the keys move the head
         await pilot.pause()
         start_col = _head_column(app)
@@ -153,10 +135,10 @@ async def test_seeking_moves_the_play_head_and_the_numbers() -> None:
 
 
 async def test_home_and_end() -> None:
-    port, _ = _port()
+    port, _ = recording_port()
     app = SpecmonApp(port, mode="replay")
     async with app.run_test(size=SIZE) as pilot:
-        await _started(pilot)
+        await replay_started(pilot)
         await pilot.press("end")
         await pilot.pause()
         screen = screen_text(app)
@@ -169,11 +151,11 @@ async def test_home_and_end() -> None:
 
 
 async def test_n_jumps_to_the_flagged_request_and_N_back() -> None:
-    port, _ = _port()
+    port, _ = recording_port()
     flags = list(port.timeline.flags)
     app = SpecmonApp(port, mode="replay")
     async with app.run_test(size=SIZE) as pilot:
-        await _started(pilot)
+        await replay_started(pilot)
         await pilot.press("space")
         await pilot.press("n")  # the server's status marker at the start
         await pilot.press("n")  # the first vanilla-speed request (r6, as its badge says)
@@ -193,10 +175,10 @@ async def test_n_jumps_to_the_flagged_request_and_N_back() -> None:
 
 
 async def test_a_click_on_the_timeline_seeks_there() -> None:
-    port, _ = _port()
+    port, _ = recording_port()
     app = SpecmonApp(port, mode="replay")
     async with app.run_test(size=SIZE) as pilot:
-        await _started(pilot)
+        await replay_started(pilot)
         await pilot.press("space")
         timeline = app.screen.query_one(Timeline)
         width = timeline.content_size.width
@@ -217,10 +199,10 @@ async def test_a_torn_recording_replays_to_the_tear_with_a_notice_on_screen(tmp_
     torn_line = raw[:cut].count(b"\n") + 1
     torn = tmp_path / "torn.ndjson"
     torn.write_bytes(raw[:cut])
-    port, _ = _port(torn)
+    port, _ = recording_port(torn)
     app = SpecmonApp(port, mode="replay")
     async with app.run_test(size=SIZE) as pilot:
-        await _started(pilot)
+        await replay_started(pilot)
         await pilot.press("end")
         await pilot.pause()
         screen = screen_text(app)
@@ -232,10 +214,10 @@ async def test_many_bad_lines_are_one_short_notice_that_esc_clears(tmp_path) -> 
     lines = gzip.decompress((RECORDINGS / "healthy.ndjson.gz").read_bytes()).split(b"\n")
     bad = tmp_path / "bad.ndjson"
     bad.write_bytes(b"\n".join([lines[0], *[b"[1.0, broken"] * 859, *lines[1:]]))
-    port, _ = _port(bad)
+    port, _ = recording_port(bad)
     app = SpecmonApp(port, mode="replay")
     async with app.run_test(size=SIZE) as pilot:
-        await _started(pilot)
+        await replay_started(pilot)
         notice = app.screen.query_one("#replay-notice")
         assert notice.display is True
         assert notice.region.height <= 3  # the panel and the answers keep the screen
@@ -256,16 +238,16 @@ async def test_q_quits_after_end_on_a_recording_with_an_impossible_time(tmp_path
     lines[at] = b"[" + bad_t.encode() + b', "m", {"label": "bad"}]'
     bad = tmp_path / "bad.ndjson"
     bad.write_bytes(b"\n".join(lines))
-    port, _ = _port(bad)
+    port, _ = recording_port(bad)
     app = SpecmonApp(port, mode="replay")
     async with app.run_test(size=SIZE) as pilot:
-        await _started(pilot)
+        await replay_started(pilot)
         assert f"bad.ndjson: line {at + 1}: event time" in screen_text(app)
         await pilot.press("end")
         await pilot.pause()
         assert "END" in _status(app)
         await pilot.press("q")
-        await wait_for(pilot, lambda: not app.is_running)
+        await wait_for_app(pilot, lambda: not app.is_running)
     assert app.return_code == 0
 
 
@@ -311,10 +293,10 @@ def test_timeline_text_draws_ticks_phases_head_and_status() -> None:
 
 
 def test_snapshot_replay_screen_on_the_cycle_sample(snap_compare) -> None:
-    port, _ = _port()
+    port, _ = recording_port()
 
     async def at_the_third_degraded_request(pilot) -> None:
-        await _started(pilot)
+        await replay_started(pilot)
         await pilot.press("space")
         for _ in range(5):  # the status marker, then four flags (r6, then three degraded)
             await pilot.press("n")
@@ -334,10 +316,10 @@ async def test_the_simulated_badge_follows_the_header(tmp_path, simulated: bool)
         raw = raw.replace(b'"simulated":true', b'"simulated":false', 1)
     path = tmp_path / "h.ndjson"
     path.write_bytes(raw)
-    port, _ = _port(path)
+    port, _ = recording_port(path)
     app = SpecmonApp(port, mode="replay")
     async with app.run_test(size=SIZE) as pilot:
-        await _started(pilot)
+        await replay_started(pilot)
         first = screen_text(app).splitlines()[0]
         assert first.startswith("RECORDED · SIMULATED · " if simulated else "RECORDED · 2026-")
         assert app.screen.query_one("#replay-badge").display is simulated
@@ -347,10 +329,10 @@ async def test_a_rows_badge_is_decided_at_its_end_and_stays() -> None:
     """Live, an answer's badge is decided when it ends. The replay re-classed every row against
     the speed levels at the play head, so r6 said vanilla-speed just after it ended and
     transition at the end of the recording; now it keeps what it said at its end."""
-    port, _ = _port()
+    port, _ = recording_port()
     app = SpecmonApp(port, mode="replay")
     async with app.run_test(size=SIZE) as pilot:
-        await _started(pilot)
+        await replay_started(pilot)
         await pilot.press("space")
         port.seek(port.timeline.end)
         ends = {r.request_id: r.t_end for r in port.view().rows}

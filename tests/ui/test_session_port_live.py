@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from tests.loopback import SilentServer
 from tests.support.ui_fakes import sim_port
+from tests.support.waiting import wait_for
 
 from specmon.core.session_state import SessionState
 from specmon.runtime.monitor import Target
@@ -20,28 +21,21 @@ from specmon.ui.live_port import LivePort
 from specmon.ui.port import Ask, Connection
 
 
-def _wait(predicate, limit: float = 30.0) -> None:
-    deadline = time.monotonic() + limit  # a failure bound, not a speed target
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition not reached")
-
-
 def test_the_view_is_published_from_the_collectors_events_and_the_row_has_a_class() -> None:
     with sim_port(SimConfig(speed=50.0, seed=1)) as (port, _url):
         assert port.connect().server is not None
         feed = port.ask(Ask("hello", max_tokens=40))
         ended = []
-        _wait(lambda: ended.append(feed.drain().ended) or any(ended))
+        wait_for(
+            lambda: ended.append(feed.drain().ended) or any(ended), "the answer's end", timeout=30
+        )
         rid = feed.request_id
 
         def row():
             view = port.view()
             return next((r for r in view.rows if r.request_id == rid), None) if view else None
 
-        _wait(lambda: row() is not None)
+        wait_for(lambda: row() is not None, "the request's row", timeout=30)
         r = row()
         assert r.completion_tokens == 40
         assert r.speed_class is not None and r.speed_class.kind == "ok"  # one request: one level
@@ -62,7 +56,9 @@ def test_recording_starts_and_stops_while_the_session_runs_with_a_marker(tmp_pat
         port.mark("slow here")
         feed = port.ask(Ask("hello", max_tokens=20))
         ended = []
-        _wait(lambda: ended.append(feed.drain().ended) or any(ended))
+        wait_for(
+            lambda: ended.append(feed.drain().ended) or any(ended), "the answer's end", timeout=30
+        )
         time.sleep(0.3)  # the marker and the request's events reach the collector's recorder
         assert port.stop_recording() == str(path)
         assert port.recording is None
@@ -92,7 +88,11 @@ def test_the_dashboard_port_keeps_a_server_that_is_down_and_shows_it_down() -> N
         port = LivePort(lambda: CollectorProcess(config, state_factory(None)), require_model=False)
         try:
             assert port.connect().server is not None  # watch: shown, not refused
-            _wait(lambda: bool((v := port.view()) and v.servers and v.servers[0].status == "down"))
+            wait_for(
+                lambda: bool((v := port.view()) and v.servers and v.servers[0].status == "down"),
+                "the server down in the view",
+                timeout=30,
+            )
         finally:
             port.close()
     assert not port.connected
@@ -111,7 +111,7 @@ def test_abort_abandons_a_connection_still_being_made_and_refuses_the_next() -> 
     connecting = threading.Thread(target=lambda: result.append(port.connect()), daemon=True)
     try:
         connecting.start()
-        _wait(lambda: bool(made) and made[0].pid is not None)
+        wait_for(lambda: bool(made) and made[0].pid is not None, "the collector's pid", timeout=30)
         port.abort()  # the server has answered nothing: the collector cannot have said hello
         connecting.join(30)
         assert not connecting.is_alive()

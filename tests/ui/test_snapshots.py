@@ -4,53 +4,32 @@ number is fixed. The snapshots are committed under tests/ui/__snapshots__; CI ne
 
 from __future__ import annotations
 
-from tests.support.ui_fakes import FakePort, wait_for
+from tests.support.ui_apps import (
+    ANSWER,
+    chat_app_with_view,
+    chat_one_answer,
+    chat_with_graphs,
+    still,
+)
+from tests.support.ui_fakes import FakePort
+from tests.support.waiting import wait_for_app
 from tests.ui.fake_views import session_view
-from textual.widgets import Input
 
 from specmon.ui.app import SpecmonApp
 from specmon.ui.conversation import ChatSettings
 from specmon.ui.port import Connection
-from specmon.ui.widgets.turn import AnswerView
 
 SIZE = (100, 32)
-
-ANSWER = [
-    "Speculative decoding lets a small **draft** model propose",
-    " tokens that the target model verifies in one step.\n\n",
-    "- accepted tokens cost one target step\n- rejected ones cost a little extra\n\n",
-    "```python\ndef al(accepted, drafts):\n",
-    "    return 1 + accepted / drafts\n```\n\nThat is all.",
-]
-
-
-def _still(pilot) -> None:
-    """No blinking cursor: a blink is not a change, and it made snapshots differ now and then."""
-    for box in pilot.app.screen.query(Input):
-        box.cursor_blink = False
-
-
-async def _chat(pilot) -> None:
-    app = pilot.app
-    await wait_for(pilot, lambda: app.port.connected)
-    await pilot.pause()  # the breakpoint classes' layout settled: the click lands on the prompt
-    await pilot.click("#prompt")
-    for key in "what is it?":
-        await pilot.press(key if key != " " else "space")
-    await pilot.press("enter")
-    await wait_for(pilot, lambda: any(a.finished for a in app.screen.query(AnswerView)))
-    _still(pilot)
-    await pilot.pause(0.2)
 
 
 def test_chat_with_one_answer(snap_compare):
     app = SpecmonApp(FakePort(answers=[ANSWER]), settings=ChatSettings(max_tokens=256))
-    assert snap_compare(app, terminal_size=SIZE, run_before=_chat)
+    assert snap_compare(app, terminal_size=SIZE, run_before=chat_one_answer)
 
 
 async def _connected(pilot) -> None:
-    await wait_for(pilot, lambda: pilot.app.screen.connection is not None)
-    _still(pilot)
+    await wait_for_app(pilot, lambda: pilot.app.screen.connection is not None)
+    still(pilot)
     await pilot.pause(0.2)
 
 
@@ -69,7 +48,7 @@ async def _settings(pilot) -> None:
     await _connected(pilot)
     await pilot.press("f2")
     await pilot.pause(0.1)
-    _still(pilot)
+    still(pilot)
     await pilot.pause(0.2)
 
 
@@ -84,37 +63,26 @@ WIDE = (160, 45)
 NARROW = (100, 40)
 
 
-def _with_view(view, answers=None, **kwargs) -> SpecmonApp:
-    port = FakePort(answers=answers or [ANSWER])
-    port.fake_view = view
-    return SpecmonApp(port, settings=ChatSettings(max_tokens=256), **kwargs)
-
-
-async def _chat_with_graphs(pilot) -> None:
-    """One answer, then the panel drawn (its graphs: the view's server history)."""
-    await _chat(pilot)
-    pilot.app.screen.refresh_panel()
-    await pilot.pause(0.3)
-
-
 def test_panel_healthy(snap_compare):
-    app = _with_view(session_view(prefix="r"))
-    assert snap_compare(app, terminal_size=WIDE, run_before=_chat_with_graphs)
+    app = chat_app_with_view(session_view(prefix="r"))
+    assert snap_compare(app, terminal_size=WIDE, run_before=chat_with_graphs)
 
 
 def test_panel_vanilla_flagged(snap_compare):
-    app = _with_view(session_view(speeds=(60.0,) * 5, tokens_per_step=1, prefix="r", hot=True))
-    assert snap_compare(app, terminal_size=WIDE, run_before=_chat_with_graphs)
+    app = chat_app_with_view(
+        session_view(speeds=(60.0,) * 5, tokens_per_step=1, prefix="r", hot=True)
+    )
+    assert snap_compare(app, terminal_size=WIDE, run_before=chat_with_graphs)
 
 
 def test_panel_no_gpu(snap_compare):
-    app = _with_view(session_view(gpu=False, prefix="r"))
-    assert snap_compare(app, terminal_size=WIDE, run_before=_chat_with_graphs)
+    app = chat_app_with_view(session_view(gpu=False, prefix="r"))
+    assert snap_compare(app, terminal_size=WIDE, run_before=chat_with_graphs)
 
 
 def test_panel_narrow_stacked(snap_compare):
-    app = _with_view(session_view(prefix="r"))
-    assert snap_compare(app, terminal_size=NARROW, run_before=_chat_with_graphs)
+    app = chat_app_with_view(session_view(prefix="r"))
+    assert snap_compare(app, terminal_size=NARROW, run_before=chat_with_graphs)
 
 
 async def _dashboard(pilot) -> None:
@@ -124,5 +92,5 @@ async def _dashboard(pilot) -> None:
 
 
 def test_watch_dashboard(snap_compare):
-    app = _with_view(session_view(), mode="watch")
+    app = chat_app_with_view(session_view(), mode="watch")
     assert snap_compare(app, terminal_size=WIDE, run_before=_dashboard)

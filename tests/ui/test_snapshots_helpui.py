@@ -4,7 +4,8 @@ has looked at the new picture."""
 
 from __future__ import annotations
 
-from tests.support.ui_fakes import FakePort, wait_for
+from tests.support.ui_fakes import FakePort
+from tests.support.waiting import wait_for_app
 from textual.widgets import Input
 
 from specmon.core.events import StreamChunk
@@ -32,9 +33,9 @@ def _still(pilot) -> None:
 
 
 async def _help(pilot) -> None:
-    await wait_for(pilot, lambda: pilot.app.screen.connection is not None)
+    await wait_for_app(pilot, lambda: pilot.app.screen.connection is not None)
     await pilot.press("f1")
-    await wait_for(pilot, lambda: isinstance(pilot.app.screen, HelpScreen))
+    await wait_for_app(pilot, lambda: isinstance(pilot.app.screen, HelpScreen))
     _still(pilot)
     await pilot.pause(0.2)
 
@@ -47,9 +48,9 @@ def test_help_screen(snap_compare):
 async def _heat(pilot) -> None:
     app = pilot.app
     port = app.port
-    await wait_for(pilot, lambda: app.screen.connection is not None)
+    await wait_for_app(pilot, lambda: app.screen.connection is not None)
     app.screen.send("merge two sorted lists")
-    await wait_for(pilot, lambda: len(port.feeds) == 1)
+    await wait_for_app(pilot, lambda: len(port.feeds) == 1)
     feed = port.feeds[0]
     for i, (text, cum) in enumerate(HEAT_CHUNKS):
         feed.on_event(
@@ -59,10 +60,10 @@ async def _heat(pilot) -> None:
         )
     feed.tokens = HEAT_CHUNKS[-1][1]
     feed.end()
-    await wait_for(pilot, lambda: any(a.finished for a in app.screen.query(AnswerView)))
+    await wait_for_app(pilot, lambda: any(a.finished for a in app.screen.query(AnswerView)))
     app.screen.query_one("#conversation").focus()
     await pilot.press("h")
-    await wait_for(pilot, lambda: app.screen.query_one(AnswerView).heat is not None)
+    await wait_for_app(pilot, lambda: app.screen.query_one(AnswerView).heat is not None)
     _still(pilot)
     await pilot.pause(0.2)
 

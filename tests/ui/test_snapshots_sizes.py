@@ -9,11 +9,15 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from tests.support.ui_apps import (
+    chat_app_with_view,
+    chat_with_graphs,
+    recording_port,
+    replay_started,
+    watch_app,
+    watch_settled,
+)
 from tests.ui.fake_views import SEED_SPEEDS, session_view
-from tests.ui.test_replay_screen import _port, _started
-from tests.ui.test_snapshots import _chat_with_graphs, _with_view
-from tests.ui.test_watch_snapshots import _app as _watch_app
-from tests.ui.test_watch_snapshots import _ready
 from tests.ui.watch_views import watch_view
 
 from specmon.ui.app import SpecmonApp
@@ -26,8 +30,8 @@ IDS = ["80x24", "100x30", "160x45"]
 def test_chat_at_size(snap_compare, size: tuple[int, int]) -> None:
     """One answer, a detected cycle and a trim hint: at 80x24 the panel is one summary line
     (F9 opens it), at 100x30 it is under the chat, at 160x45 beside it."""
-    app = _with_view(session_view(prefix="r", speeds=SEED_SPEEDS * 4))
-    assert snap_compare(app, terminal_size=size, run_before=_chat_with_graphs)
+    app = chat_app_with_view(session_view(prefix="r", speeds=SEED_SPEEDS * 4))
+    assert snap_compare(app, terminal_size=size, run_before=chat_with_graphs)
 
 
 @pytest.mark.parametrize("size", SIZES, ids=IDS)
@@ -36,16 +40,16 @@ def test_watch_two_servers_at_size(snap_compare, size: tuple[int, int]) -> None:
     two or three a row."""
     view = watch_view(down=False)
     view = dataclasses.replace(view, servers=view.servers[:2])
-    assert snap_compare(_watch_app(view), terminal_size=size, run_before=_ready(()))
+    assert snap_compare(watch_app(view)[0], terminal_size=size, run_before=watch_settled())
 
 
 @pytest.mark.parametrize("size", SIZES, ids=IDS)
 def test_replay_at_size(snap_compare, size: tuple[int, int]) -> None:
     """The cycle sample at its end: the answers keep tok/s, AL and the badge at every width."""
-    port, _ = _port()
+    port, _ = recording_port()
 
     async def at_the_end(pilot) -> None:
-        await _started(pilot)
+        await replay_started(pilot)
         await pilot.press("space")
         await pilot.press("end")
         await pilot.pause(0.3)

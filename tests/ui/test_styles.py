@@ -11,8 +11,8 @@ from rich.color import Color
 from rich.errors import StyleSyntaxError
 from rich.style import Style
 from rich.text import Text
-from tests.support.ui_fakes import wait_for
-from tests.ui.test_watch_screen import SIZE, _app, _ready
+from tests.support.ui_apps import WATCH_SIZE, watch_app, watch_ready
+from tests.support.waiting import wait_for_app
 from textual.content import Content
 from textual.style import Style as TextualStyle
 from textual.widgets import Static
@@ -62,9 +62,9 @@ def _rgb(colour: str) -> tuple[int, int, int]:
 
 
 async def test_switching_the_theme_redraws_status_words_in_its_colours() -> None:
-    app, _port = _app()
-    async with app.run_test(size=SIZE) as pilot:
-        await _ready(pilot)
+    app, _port = watch_app()
+    async with app.run_test(size=WATCH_SIZE) as pilot:
+        await watch_ready(pilot)
         seen: dict[str, tuple[tuple[int, int, int] | None, ...]] = {}
         for theme in ("specmon-dark", "specmon-light", "specmon-high-contrast"):
             app.theme = theme
@@ -81,7 +81,7 @@ async def test_switching_the_theme_redraws_status_words_in_its_colours() -> None
                 )
 
             expect = (_rgb(want.success), _rgb(want.error), _rgb(want.error))
-            await wait_for(pilot, lambda drawn=drawn, expect=expect: _near(drawn(), expect))
+            await wait_for_app(pilot, lambda drawn=drawn, expect=expect: _near(drawn(), expect))
             seen[theme] = drawn()
         assert len(set(seen.values())) == 3, seen  # each theme draws them differently
 

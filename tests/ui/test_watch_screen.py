@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tests.support.ui_fakes import FakePort, screen_text, wait_for
+from tests.support.ui_apps import WATCH_SIZE, watch_app, watch_ready
+from tests.support.ui_fakes import screen_text
+from tests.support.waiting import wait_for_app
 from tests.ui.watch_views import A, B, C, watch_view
 from tests.unit.session_feed import gpu_sample
 from textual.widgets import Input
 
 from specmon.core.events import GpuReading
-from specmon.ui.app import SpecmonApp
 from specmon.ui.screens.dialogs import AddServerScreen, check_server_url
 from specmon.ui.screens.watch import DashboardScreen
 from specmon.ui.widgets.servers_table import (
@@ -25,9 +26,6 @@ from specmon.ui.widgets.servers_table import (
     table_text,
 )
 from specmon.ui.widgets.side_panel import SidePanel, panel_sections
-
-SIZE = (160, 50)
-
 
 # ---------------------------------------------------------------- the table's text (pure)
 
@@ -116,39 +114,6 @@ def test_server_addresses_are_checked() -> None:
 # ---------------------------------------------------------------- the screen (pilot)
 
 
-class WatchPort(FakePort):
-    """A fake port that records the servers added and removed."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.added: list[str] = []
-        self.removed: list[str] = []
-
-    def add_target(self, url: str) -> str:
-        self.added.append(url)
-        return url
-
-    def remove_target(self, url: str) -> str:
-        self.removed.append(url)
-        view = self.fake_view
-        if view is not None:
-            self.fake_view = replace(
-                view, servers=tuple(s for s in view.servers if s.source != url)
-            )
-        return url
-
-
-def _app(view=None) -> tuple[SpecmonApp, WatchPort]:
-    port = WatchPort()
-    port.fake_view = view if view is not None else watch_view()
-    return SpecmonApp(port, mode="watch"), port
-
-
-async def _ready(pilot) -> None:
-    await wait_for(pilot, lambda: getattr(pilot.app.screen, "connection", None) is not None)
-    await wait_for(pilot, lambda: "127.0.0.1:8000" in screen_text(pilot.app))
-
-
 def _table(app) -> str:
     return str(app.screen.query_one(ServersTable).render())
 
@@ -158,18 +123,18 @@ def _detail(app) -> str:
 
 
 async def test_selecting_rows_changes_the_detail():
-    app, _port = _app()
-    async with app.run_test(size=SIZE) as pilot:
-        await _ready(pilot)
+    app, _port = watch_app()
+    async with app.run_test(size=WATCH_SIZE) as pilot:
+        await watch_ready(pilot)
         assert isinstance(app.screen, DashboardScreen)
         assert "vLLM 0.20.2" in _detail(app) and f"url    {A}" in _detail(app)
         await pilot.press("down")
-        await wait_for(pilot, lambda: f"url    {B}" in _detail(app))
+        await wait_for_app(pilot, lambda: f"url    {B}" in _detail(app))
         assert "down" in _detail(app) and "Connection refused" in _detail(app)
         assert "vLLM 0.20.2" not in _detail(app)  # the first server's identity is not B's
         assert "▶ 10.0.0.7:8001" in screen_text(app)
         await pilot.press("j")
-        await wait_for(pilot, lambda: f"url    {C}" in _detail(app))
+        await wait_for_app(pilot, lambda: f"url    {C}" in _detail(app))
         await pilot.press("j")  # past the last row: stays
         await pilot.pause(0.1)
         assert f"url    {C}" in _detail(app)
@@ -177,13 +142,13 @@ async def test_selecting_rows_changes_the_detail():
         assert "5.00" in str(app.screen.query_one("#panel-acceptance").render())
         await pilot.press("k")
         await pilot.press("up")
-        await wait_for(pilot, lambda: f"url    {A}" in _detail(app))
+        await wait_for_app(pilot, lambda: f"url    {A}" in _detail(app))
 
 
 async def test_engines_are_sub_rows_on_screen_and_the_footer_shows_the_keys():
-    app, _port = _app()
-    async with app.run_test(size=SIZE) as pilot:
-        await _ready(pilot)
+    app, _port = watch_app()
+    async with app.run_test(size=WATCH_SIZE) as pilot:
+        await watch_ready(pilot)
         text = screen_text(app)
         assert "└ engine 0" in text and "└ engine 1" in text
         assert "last error: 3 failures in a row" in text
@@ -192,47 +157,47 @@ async def test_engines_are_sub_rows_on_screen_and_the_footer_shows_the_keys():
 
 
 async def test_a_adds_a_server_and_a_bad_address_is_refused_in_the_dialog():
-    app, port = _app()
-    async with app.run_test(size=SIZE) as pilot:
-        await _ready(pilot)
+    app, port = watch_app()
+    async with app.run_test(size=WATCH_SIZE) as pilot:
+        await watch_ready(pilot)
         await pilot.press("a")
-        await wait_for(pilot, lambda: isinstance(app.screen, AddServerScreen))
+        await wait_for_app(pilot, lambda: isinstance(app.screen, AddServerScreen))
         box = app.screen.query_one("#add-url", Input)
         box.value = "ftp://nope"
         await pilot.press("enter")
-        await wait_for(pilot, lambda: "must be http or https" in screen_text(app))
+        await wait_for_app(pilot, lambda: "must be http or https" in screen_text(app))
         assert isinstance(app.screen, AddServerScreen) and port.added == []
         box.value = "gpu-box-9:8000"
         await pilot.press("enter")
-        await wait_for(pilot, lambda: port.added == ["http://gpu-box-9:8000"])
-        await wait_for(pilot, lambda: "watching http://gpu-box-9:8000" in screen_text(app))
+        await wait_for_app(pilot, lambda: port.added == ["http://gpu-box-9:8000"])
+        await wait_for_app(pilot, lambda: "watching http://gpu-box-9:8000" in screen_text(app))
         # Escape closes the dialog without adding
         await pilot.press("a")
-        await wait_for(pilot, lambda: isinstance(app.screen, AddServerScreen))
+        await wait_for_app(pilot, lambda: isinstance(app.screen, AddServerScreen))
         await pilot.press("escape")
-        await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
+        await wait_for_app(pilot, lambda: isinstance(app.screen, DashboardScreen))
         assert port.added == ["http://gpu-box-9:8000"]
 
 
 async def test_x_and_delete_remove_the_selected_server_until_none_is_left():
-    app, port = _app()
-    async with app.run_test(size=SIZE) as pilot:
-        await _ready(pilot)
+    app, port = watch_app()
+    async with app.run_test(size=WATCH_SIZE) as pilot:
+        await watch_ready(pilot)
         await pilot.press("down")
         await pilot.press("x")
-        await wait_for(pilot, lambda: port.removed == [B])
-        await wait_for(pilot, lambda: "10.0.0.7" not in _table(app))
+        await wait_for_app(pilot, lambda: port.removed == [B])
+        await wait_for_app(pilot, lambda: "10.0.0.7" not in _table(app))
         assert "gpu-box-3" in _table(app) and "127.0.0.1:8000" in _table(app)
         # The selection moved to a row that is still there (C, the next one).
-        await wait_for(pilot, lambda: f"url    {C}" in _detail(app))
+        await wait_for_app(pilot, lambda: f"url    {C}" in _detail(app))
         await pilot.press("delete")
-        await wait_for(pilot, lambda: port.removed == [B, C])
+        await wait_for_app(pilot, lambda: port.removed == [B, C])
         await pilot.press("x")
-        await wait_for(pilot, lambda: port.removed == [B, C, A])
-        await wait_for(pilot, lambda: _table(app) == EMPTY_TEXT)
+        await wait_for_app(pilot, lambda: port.removed == [B, C, A])
+        await wait_for_app(pilot, lambda: _table(app) == EMPTY_TEXT)
         assert EMPTY_TEXT in screen_text(app)
         await pilot.press("x")  # nothing left: says so, removes nothing
-        await wait_for(pilot, lambda: "no server to remove" in screen_text(app))
+        await wait_for_app(pilot, lambda: "no server to remove" in screen_text(app))
         assert port.removed == [B, C, A]
         assert app.screen.query_one(SidePanel) is not None
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import threading
 from pathlib import Path
 
 import pytest
 
+from specmon.sources import baseline_store
 from specmon.sources.baseline_store import (
     Baseline,
     BaselineKey,
@@ -14,6 +17,7 @@ from specmon.sources.baseline_store import (
     BaselineStoreError,
     default_path,
 )
+from specmon.sources.canary_store import CanaryStore, CanaryStoreError
 
 GEMMA = Baseline("gemma-4-26B", "RTX 5090 Laptop", "0.20.2", 60.4, requests=5, recorded_at="t")
 
@@ -89,3 +93,49 @@ def test_written_file_is_the_documented_format(tmp_path):
 def test_non_positive_speed_is_refused(tmp_path):
     with pytest.raises(ValueError, match="positive"):
         BaselineStore(tmp_path / "b.json").put(Baseline("m", "g", "v", 0.0))
+
+
+def _load_in_a_thread(store: BaselineStore | CanaryStore) -> BaseException | None:
+    """What `store.load()` raised (None: nothing); a hang guard, not a timing: a FIFO read
+    blocks for ever, so the thread is left behind (daemon) and the test fails instead."""
+    caught: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            store.load()
+            caught.append(None)
+        except Exception as exc:  # the store's error is the result
+            caught.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(60)
+    assert caught, "load() blocked on a FIFO"
+    return caught[0]
+
+
+@pytest.mark.parametrize("store_kind", ["baselines", "canary"])
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_a_store_that_is_not_a_regular_file_is_one_line_and_never_waited_on(
+    tmp_path, store_kind, kind
+):
+    path = tmp_path / "store.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.mkdir()
+    store = BaselineStore(path) if store_kind == "baselines" else CanaryStore(path)
+    error = _load_in_a_thread(store)
+    assert isinstance(error, BaselineStoreError | CanaryStoreError), error
+    assert str(path) in str(error) and "not a regular file" in str(error)
+
+
+def test_a_baseline_file_over_the_cap_or_nested_too_deep_is_one_line(tmp_path, monkeypatch):
+    path = tmp_path / "baselines.json"
+    path.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    with pytest.raises(BaselineStoreError, match="nested too deep"):
+        BaselineStore(path).load()
+    monkeypatch.setattr(baseline_store, "MAX_FILE_BYTES", 1000)
+    with pytest.raises(BaselineStoreError, match="is over 0 MiB; it was left as it is"):
+        BaselineStore(path).load()
+    assert path.stat().st_size == 200_000  # left as it was

@@ -199,7 +199,48 @@ def test_one_bad_entry_is_skipped_and_the_others_kept(tmp_path):
     )
     store = CanaryStore(path)
     assert store.load() == {KEY.id(): good}
-    assert len(store.skipped) == 1 and "bad" in store.skipped[0]
+    assert list(store.skipped) == ["bad"] and str(path) in store.skipped["bad"]
+
+
+ABSURD_ALS = [float("nan"), float("inf"), -1.0, 0.5, KEY.n_spec + 1.5, 1e308]
+"""Not an AL for KEY's K = 8 (1 to 9)."""
+
+
+@pytest.mark.parametrize("al", ABSURD_ALS, ids=repr)
+@pytest.mark.parametrize("part", ["probes", "live"])
+def test_the_store_never_writes_an_al_its_loader_refuses(tmp_path, al, part):
+    path = tmp_path / "canary.json"
+    store = CanaryStore(path)
+    store.put(KEY, _learned(3.4))
+    before = path.read_text()
+    bad = CanaryBaseline((3.4, al), (3.0,)) if part == "probes" else CanaryBaseline((3.4,), (al,))
+    with pytest.raises(CanaryStoreError, match=f"not written to .*`{part}` holds"):
+        store.put(KEY, bad)
+    assert path.read_text() == before  # nothing written
+    # the loader's rule is the writer's: what was refused would have been skipped on reading
+    with pytest.raises(ValueError, match=f"`{part}` holds"):
+        CanaryBaseline.from_json(bad.to_json(), KEY.n_spec)
+
+
+def test_the_loader_holds_a_stored_al_to_its_key_s_k(tmp_path):
+    """An AL above K + 1 cannot happen (K drafts accepted plus the target's token): refused for
+    the key's K (8 here), kept where the key says no K (up to MAX_AL)."""
+    no_k = CanaryKey(server="http://h:8000", model="m", draft=None, method=None, n_spec=None)
+    path = tmp_path / "canary.json"
+    entry = {"probes": [9.5], "live": []}
+    path.write_text(
+        json.dumps(
+            {
+                "format": "specmon-canary",
+                "version": 1,
+                "baselines": {KEY.id(): entry, no_k.id(): entry},
+            }
+        )
+    )
+    store = CanaryStore(path)
+    assert store.load() == {no_k.id(): CanaryBaseline((9.5,))}
+    assert list(store.skipped) == [KEY.id()]
+    assert "9.5, not an AL for K = 8 (1 to 9)" in store.skipped[KEY.id()]
 
 
 # ---------------------------------------------------------------- watch --canary

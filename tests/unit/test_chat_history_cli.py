@@ -107,6 +107,27 @@ def test_export_chat_to_an_unwritable_place_is_one_line(
     assert "cannot write" in err and err.count("\n") == 1
 
 
+def test_export_chat_scrubs_the_environment_tokens_and_the_redact_patterns(
+    store_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A conversation written before its secrets were known (an older specmon) is exported
+    without the environment's token values and without what --redact matches."""
+    token = "hf_T0kenFromTheEnv1234"
+    monkeypatch.setenv("HF_TOKEN", token)
+    with ConversationStore(store_path) as store:
+        cid = store.save(
+            SavedConversation(
+                (SavedTurn(f"use {token}", "order ORD-778899 shipped", error=f"401 {token}"),),
+                SavedServer("http://127.0.0.1:9000", "qwen"),
+            )
+        )
+    out = tmp_path / "chat.md"
+    assert main(["chat", "--export-chat", str(cid), str(out), "--redact", r"ORD-\d+"]) == 0
+    md = out.read_text()
+    assert token not in md and "ORD-778899" not in md
+    assert "order [REDACTED] shipped" in md
+
+
 def args(**given: object) -> argparse.Namespace:
     values: dict[str, object] = {
         "resume": None,

@@ -110,6 +110,26 @@ def test_a_bad_value_is_refused_while_parsing_in_one_line_with_status_2(capsys, 
     assert see == f"see 'specmon {argv[0]} --help'"
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["watch", "--attach", "http://h:1", "--api-ke", "sk-abbrev-1"],
+        ["chat", "--attach", "http://h:1", "--api", "sk-abbrev-1"],
+        ["demo", "--spee", "2"],
+        ["web", "--po", "9000", "demo"],
+        ["--vers"],
+    ],
+)
+def test_an_abbreviated_option_is_an_unknown_one(capsys, argv):
+    """Options count only as written in full: `--api-ke KEY` must not be read as --api-key (a
+    check for the option by its name would miss it), nor any other prefix as its option."""
+    with pytest.raises(SystemExit) as stop:
+        build_parser().parse_args(argv)
+    assert stop.value.code == 2
+    first = capsys.readouterr().err.splitlines()[0]
+    assert "unrecognized arguments" in first or "invalid choice" in first, first
+
+
 def test_the_demo_pace_may_be_inf_no_pacing():
     assert build_parser().parse_args(["demo", "--speed", "inf"]).speed == math.inf
 

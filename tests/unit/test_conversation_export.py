@@ -86,7 +86,10 @@ def test_scrub_removes_the_key_from_every_text() -> None:
         title=f"title {key}",
     )
     assert key not in repr(scrub(conv, [key, ""]))
-    assert scrub(conv, []).turns == conv.turns  # nothing known: text kept as it is
+    # Nothing known: prompts and answers (data) are kept as they are; an error text is still
+    # scrubbed by shape (a key-shaped word in it).
+    (kept,) = scrub(conv, []).turns
+    assert (kept.prompt, kept.answer, kept.error) == (key, f"a{key}b", "[REDACTED]")
 
 
 def test_title_is_the_first_non_blank_prompt_line_cut() -> None:

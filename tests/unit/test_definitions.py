@@ -93,6 +93,14 @@ def test_every_number_shown_is_defined() -> None:
         definition(key)  # KeyError names the missing one
 
 
+def test_latencies_are_defined_in_ms_as_every_screen_shows_them() -> None:
+    """The answer line, the latency lines, bench and F1 all speak of TTFT, TPOT, ITL and E2EL in
+    ms: the definitions' unit says so too (not "TPOT (s)" beside "TPOT 12 ms")."""
+    latencies = [d for d in DEFINITIONS if {"TTFT", "TPOT", "ITL", "E2EL"} & set(d.name.split())]
+    assert len(latencies) >= 6
+    assert {d.name: d.unit for d in latencies} == {d.name: "ms" for d in latencies}
+
+
 def test_every_vanilla_reason_code_is_defined() -> None:
     # The codes the detector can give: its rule functions' names without the leading underscore.
     codes = {rule.__name__.lstrip("_") for rule in vanilla._REASONS} | {"vanilla_speed"}

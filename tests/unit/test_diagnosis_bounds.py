@@ -3,6 +3,7 @@ session length (the day-long measurement is benchmarks/day_of_events.py)."""
 
 from __future__ import annotations
 
+from tests.support.retained import session_retained
 from tests.unit.diagnosis_feed import answer
 
 from specmon.core.diagnosis import state as dstate
@@ -39,4 +40,4 @@ def test_many_answers_leave_bounded_rings() -> None:
     assert d.thermal.answers == MAX_POINTS
     assert len(d.seconds_saved.recent) == dstate.MAX_RECENT_SAVINGS
     assert d.seconds_saved.answers == MAX_POINTS + 200  # the totals count every answer
-    assert state.retained_counts()["diagnosis"] == MAX_POINTS + dstate.MAX_RECENT_SAVINGS
+    assert session_retained(state)["diagnosis"] == MAX_POINTS + dstate.MAX_RECENT_SAVINGS

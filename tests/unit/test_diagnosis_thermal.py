@@ -11,6 +11,7 @@ from specmon.core.diagnosis.thermal import (
     StepClockFit,
     attribute,
     gpu_during,
+    shares_of,
 )
 
 
@@ -89,6 +90,26 @@ def test_a_mixed_slowdown_is_split_in_log_space() -> None:
     assert view.clock_share == pytest.approx(math.log(1.25) / math.log(2))
     assert view.acceptance_share == pytest.approx(math.log(1.6) / math.log(2))
     assert view.other_share == pytest.approx(0.0, abs=1e-9)
+
+
+def test_a_share_is_never_above_100_or_below_0_percent() -> None:
+    # The clock falls by a quarter (2000 → 1500 MHz) while acceptance rises 10% (3.0 → 3.3): the
+    # speed falls less than the clock explains (raw shares 150% and -50%).
+    fit = StepClockFit()
+    points = [_point(200.0, 3.0, 2000.0) for _ in range(10)]
+    points += [_point(200.0 * 0.75 * 1.1, 3.3, 1500.0) for _ in range(5)]
+    view = attribute(points, fit)
+    assert view.slow and view.cause == "clock"
+    shares = (view.clock_share, view.acceptance_share, view.other_share)
+    assert shares == pytest.approx((1.0, 0.0, 0.0))
+    assert "(100% of the slowdown; acceptance 0%)" in view.summary
+
+
+def test_shares_of_keeps_each_share_within_0_and_1_summing_to_1() -> None:
+    assert shares_of(1.5, -0.5) == (1.0, 0.0, 0.0)
+    assert shares_of(0.7, 0.6) == pytest.approx((0.7 / 1.3, 0.6 / 1.3, 0.0))
+    assert shares_of(0.25, 0.5) == pytest.approx((0.25, 0.5, 0.25))
+    assert shares_of(-0.2, 0.4) == pytest.approx((0.0, 0.4, 0.6))
 
 
 def test_no_slowdown_is_not_attributed() -> None:

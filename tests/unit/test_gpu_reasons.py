@@ -7,9 +7,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from specmon.core.gpu_reasons import (
+    SLOWDOWN_REASONS,
     decode_clock_event_reasons,
     mask_from_float,
-    slowdown_reasons,
 )
 
 # The bit values as NVML's header documents them (nvmlClocksEventReason*), written out here
@@ -85,10 +85,10 @@ def test_mask_from_infinity_is_none():
     assert mask_from_float(float("inf")) is None
 
 
-def test_slowdown_reasons_keep_only_the_costly_ones():
-    assert slowdown_reasons(("gpu_idle", "sw_power_cap", "sync_boost", "hw_thermal_slowdown")) == (
-        "sw_power_cap",
-        "hw_thermal_slowdown",
-    )
-    assert slowdown_reasons(("gpu_idle", "applications_clocks_setting")) == ()
-    assert slowdown_reasons(None) == ()
+def test_the_costly_reasons_are_decoded_words_and_leave_out_idle_and_boost():
+    # The vanilla-speed detector keeps the decoded words found in SLOWDOWN_REASONS: a word no bit
+    # decodes to would never match, and idle, sync boost or app clocks are no slowdown.
+    words = {word for _, word in DOCUMENTED}
+    assert SLOWDOWN_REASONS.issubset(words)
+    assert {"sw_thermal_slowdown", "hw_thermal_slowdown", "sw_power_cap"} <= SLOWDOWN_REASONS
+    assert not SLOWDOWN_REASONS & {"gpu_idle", "applications_clocks_setting", "sync_boost"}

@@ -1,13 +1,34 @@
-"""ruff lint and format checks are part of the suite, so a red lint fails CI like a failing test."""
+"""The static checks are part of the suite, so a red check fails CI like a failing test:
+
+- ruff lint and format on src, tests and benchmarks;
+- mypy --strict on the whole package (configuration in pyproject.toml, [tool.mypy]);
+- the layer arrows of docs/architecture.md, as import-linter contracts in pyproject.toml;
+- no import cycle anywhere in src/specmon (grimp's graph: every module's imports at top level,
+  inside functions and under TYPE_CHECKING alike), so each module can be read, tested and
+  replaced from the bottom up;
+- the tests' own layout: no test module imports from another test module (`test_*.py`), and none
+  imports another tests module's private (underscore) names; shared helpers live in
+  tests/support/ (or a helper module beside the tests) under public names.
+"""
 
 from __future__ import annotations
 
+import ast
+import os
 import subprocess
 import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+import grimp
+from importlinter.cli import EXIT_STATUS_SUCCESS, lint_imports
+
 ROOT = Path(__file__).resolve().parents[2]
+SRC = ROOT / "src"
+TESTS = ROOT / "tests"
 TREES = ["src", "tests", "benchmarks"]
+
+# ---------------------------------------------------------------- ruff
 
 
 def _ruff(*args: str) -> subprocess.CompletedProcess[str]:
@@ -24,3 +45,176 @@ def test_ruff_check_is_clean() -> None:
 def test_ruff_format_is_clean() -> None:
     result = _ruff("format", "--check", "--no-cache")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# ---------------------------------------------------------------- mypy
+
+
+def test_mypy_strict_is_clean_on_src() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "src/specmon"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+# ---------------------------------------------------------------- layers (import-linter)
+
+
+def test_import_contracts_hold(capsys) -> None:
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        status = lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True)
+    finally:
+        os.chdir(cwd)
+    report = capsys.readouterr().out
+    assert status == EXIT_STATUS_SUCCESS, report
+    assert "0 broken" in report
+
+
+# ---------------------------------------------------------------- import cycles
+
+
+def cycles(graph: Mapping[str, Iterable[str]]) -> list[frozenset[str]]:
+    """The strongly connected components of more than one module (Tarjan): each one a cycle or
+    several cycles knotted together."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[frozenset[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = set()
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.add(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(frozenset(component))
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10 * len(graph) + 100))
+    try:
+        for module in sorted(graph):
+            if module not in index:
+                visit(module)
+    finally:
+        sys.setrecursionlimit(limit)
+    return found
+
+
+def test_cycles_finds_a_loop_and_only_a_loop() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert cycles(graph) == [frozenset({"a", "b", "c"})]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycle_in_specmon(monkeypatch) -> None:
+    monkeypatch.syspath_prepend(str(SRC))
+    graph = grimp.build_graph("specmon", cache_dir=None)
+    imports = {m: graph.find_modules_directly_imported_by(m) for m in graph.modules}
+    found = cycles(imports)
+    assert found == [], "import cycles: " + "; ".join(" <-> ".join(sorted(c)) for c in found)
+
+
+# ---------------------------------------------------------------- the tests' own layout
+
+
+def _tests_module(name: str, importer: Path, tests: Path) -> Path | None:
+    """The file under `tests` that the absolute module `name`, imported from `importer`, is:
+    `tests.x.y`, or a bare name of a file beside the importer (pytest puts a test's folder on
+    sys.path); None for anything else (specmon, libraries)."""
+    parts = name.split(".")
+    if parts[0] == tests.name:
+        base = tests.joinpath(*parts[1:])
+    else:
+        base = importer.parent.joinpath(*parts)
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file() and candidate.resolve().is_relative_to(tests.resolve()):
+            return candidate
+    return None
+
+
+def layout_problems(path: Path, source: str, tests: Path = TESTS) -> list[str]:
+    """Imports in the tests module `path` (its `source`) that break the tests' layout: from a
+    `test_*` module, or of an underscore name of another tests module."""
+    problems = []
+    for node in ast.walk(ast.parse(source, str(path))):
+        if isinstance(node, ast.Import):
+            targets = [(a.name, None) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: resolve from the importer's package
+                package = path.parent
+                for _ in range(node.level - 1):
+                    package = package.parent
+                rel = package.relative_to(tests.parent).parts
+                module = ".".join((*rel, *((node.module or "").split(".") if node.module else ())))
+            else:
+                module = node.module or ""
+            targets = [(module, [a.name for a in node.names])]
+        else:
+            continue
+        for module, names in targets:
+            target = _tests_module(module, path, tests)
+            if target is None or target.resolve() == path.resolve():
+                continue
+            where = f"{path.relative_to(tests.parent)}:{node.lineno}"
+            if target.stem.startswith("test_"):
+                problems.append(f"{where}: imports from the test module {module}")
+            private = [n for n in names or () if n.startswith("_")]
+            if private:
+                problems.append(f"{where}: imports private {', '.join(private)} from {module}")
+    return problems
+
+
+def test_layout_check_finds_what_it_must(tmp_path) -> None:
+    tests = tmp_path / "tests"
+    (tests / "ui").mkdir(parents=True)
+    (tests / "support").mkdir()
+    for name in ("ui/test_a.py", "ui/helpers.py", "support/waiting.py", "ui/__init__.py"):
+        (tests / name).write_text("")
+    importer = tests / "ui" / "test_b.py"
+    source = (
+        "from tests.ui.test_a import SIZE\n"  # a test module
+        "import tests.ui.test_a\n"
+        "from tests.ui.helpers import _private, public\n"  # a private name
+        "from helpers import _bare\n"  # a bare name of a file beside the test
+        "from .test_a import thing\n"  # relative
+        "from tests.support.waiting import wait_for\n"  # fine
+        "from specmon.core import _internal\n"  # not a tests module: not this check's business
+        "from __future__ import annotations\n"
+    )
+    found = layout_problems(importer, source, tests)
+    assert [p.split(": ", 1)[1] for p in found] == [
+        "imports from the test module tests.ui.test_a",
+        "imports from the test module tests.ui.test_a",
+        "imports private _private from tests.ui.helpers",
+        "imports private _bare from helpers",
+        "imports from the test module tests.ui.test_a",
+    ]
+    assert found[0].startswith("tests/ui/test_b.py:1: ")
+
+
+def test_no_test_module_imports_from_another_or_its_private_names() -> None:
+    problems = [
+        problem
+        for path in sorted(TESTS.rglob("*.py"))
+        for problem in layout_problems(path, path.read_text())
+    ]
+    assert problems == [], "move shared helpers to tests/support/:\n" + "\n".join(problems)

@@ -5,11 +5,14 @@ The handler is called directly (no signal is sent); `force_exit` is injected, so
 
 from __future__ import annotations
 
+import contextlib
 import os
+import select
 import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -195,3 +198,112 @@ def test_a_forced_exit_puts_the_terminal_back_first() -> None:
     os.close(leader)
     assert TERMINAL_RESET in written
     assert "\x1b[?1049l" in written and "\x1b[?1003l" in written
+
+
+@contextlib.contextmanager
+def _on_a_pty() -> Iterator[Callable[[], str]]:
+    """Standard input and stderr on a new pseudo-terminal (not this process's controlling
+    terminal: no job control applies); yields a function that reads what was written to it."""
+    import pty
+
+    leader, follower = pty.openpty()
+    saved = os.dup(2), os.dup(0)
+    os.dup2(follower, 2)
+    os.dup2(follower, 0)
+
+    def written() -> str:
+        out = b""
+        while select.select([leader], [], [], 0)[0]:
+            out += os.read(leader, 65536)
+        return out.decode()
+
+    try:
+        yield written
+    finally:
+        os.dup2(saved[0], 2)
+        os.dup2(saved[1], 0)
+        for fd in (follower, leader, *saved):
+            os.close(fd)
+
+
+def test_the_terminal_is_put_back_when_the_app_returns_so_a_later_message_stays() -> None:
+    """The shell showed `EXIT=130ted`: "interrupted" was printed after the app, then the exit
+    wrote the reset again, whose alternate-screen-off put the cursor back where the app had
+    started, and the prompt overwrote the message. The reset now comes when the app returns; the
+    exit after the message writes none."""
+    from specmon.runtime.shutdown import TERMINAL_RESET
+
+    exits = Exits()
+    with _on_a_pty() as written:
+        shutdown = Shutdown(grace_s=600, force_exit=exits, write_error=_quiet)
+        with shutdown.app_screen():
+            pass  # the app runs
+        os.write(2, b"interrupted\n")
+        shutdown.exit_now(130)
+        out = written()
+    assert exits.codes == [130]
+    assert out.count(TERMINAL_RESET) == 1
+    assert out.index(TERMINAL_RESET) < out.index("interrupted")
+
+
+def test_without_an_app_the_exit_writes_no_screen_sequences() -> None:
+    """`specmon sim` in the foreground: leaving an alternate screen that was never entered still
+    moves the cursor (to the last saved position, or home) in xterm and tmux."""
+    exits = Exits()
+    with _on_a_pty() as written:
+        shutdown = Shutdown(grace_s=600, force_exit=exits, write_error=_quiet)
+        shutdown.exit_now(0)
+        out = written()
+    assert exits.codes == [0] and "\x1b[" not in out
+
+
+def test_a_forced_exit_says_why_after_the_terminal_is_put_back() -> None:
+    """Written before the reset, the watchdog's message went to the app's screen and was lost."""
+    from specmon.runtime.shutdown import TERMINAL_RESET
+
+    def to_stderr(text: str) -> None:
+        os.write(2, text.encode())
+
+    exits = Exits()
+    with _on_a_pty() as written:
+        shutdown = Shutdown(grace_s=0.01, force_exit=exits, write_error=to_stderr)
+        with shutdown.app_screen():
+            with pytest.raises(KeyboardInterrupt):
+                shutdown._handle(signal.SIGTERM, None)
+            assert exits.called.wait(30)  # a bound on the test, not a timing assertion
+            out = written()
+    assert exits.codes == [143]
+    assert TERMINAL_RESET in out and "did not finish" in out
+    assert out.index(TERMINAL_RESET) < out.index("did not finish")
+
+
+_HOSTED_HUP_CHILD = (
+    "import asyncio, os, signal\n"
+    "from specmon.cli.host_launch import stop_signals\n"
+    "from specmon.runtime import shutdown\n"
+    "process = shutdown.install(grace_s=60)\n"
+    "async def hang_up():\n"
+    "    os.kill(os.getpid(), signal.SIGHUP)  # its handler runs inside this task\n"
+    "async def app():\n"
+    "    asyncio.create_task(hang_up())\n"
+    "    for _ in range(3):\n"
+    "        await asyncio.sleep(0)\n"
+    "    print('the app ran on', flush=True)\n"
+    "try:\n"
+    "    with stop_signals((signal.SIGHUP,)):\n"
+    "        asyncio.run(app())\n"
+    "except KeyboardInterrupt:\n"
+    "    print('stopped', flush=True)\n"
+    "    process.exit_now(process.exit_code)\n"
+)
+
+
+def test_a_hang_up_inside_one_of_the_apps_tasks_stops_a_hosted_command() -> None:
+    """Host mode (chat, serve) set its own SIGHUP handler raising Terminated; raised inside one
+    of the app's asyncio tasks it ended that task only and the app ran on (`chat` without a
+    terminal ignored SIGHUP, 1 run in 2). With the bounded shutdown installed, its handler stays:
+    KeyboardInterrupt, which asyncio passes on, and exit 129."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _HOSTED_HUP_CHILD], capture_output=True, text=True, timeout=120
+    )
+    assert (proc.returncode, proc.stdout.strip()) == (129, "stopped"), proc.stderr

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from specmon.core.events import RequestEnded, RequestStarted, StreamChunk
-from specmon.core.stream_stats import RequestTrace, parse_server_spec, request_stats
+from specmon.core.stream_stats import RequestTrace, request_stats, validate_server_spec
 
 
 def trace_of(steps, *, t0=0.0, ttft=0.5, dt=0.1, end_outcome="ok", spec=None, usage=True):
@@ -149,17 +149,26 @@ def test_server_side_spec_stats():
 
 
 @pytest.mark.parametrize(
-    "data",
-    [None, "garbage", {"num_spec_steps": "ten"}, {"num_spec_steps": True}, {"num_spec_steps": -1}],
+    ("data", "why"),
+    [
+        ("garbage", "not an object (str)"),
+        ({"num_spec_steps": "ten"}, "num_spec_steps is not a whole number >= 0"),
+        ({"num_spec_steps": True}, "num_spec_steps is not a whole number >= 0"),
+        ({"num_spec_steps": -1}, "num_spec_steps is not a whole number >= 0"),
+    ],
 )
-def test_server_spec_garbage_is_none_not_a_crash(data):
-    out = parse_server_spec(data)
-    assert out is None or (out.num_spec_steps is None and out.mean_acceptance_length is None)
+def test_server_spec_garbage_is_ignored_with_the_reason_not_a_crash(data, why):
+    assert validate_server_spec(data) == (None, f"server per-request metrics ignored: {why}")
+
+
+def test_no_server_spec_is_none_without_a_note():
+    assert validate_server_spec(None) == (None, None)
 
 
 def test_zero_spec_steps_gives_no_al():
-    out = parse_server_spec({"num_spec_steps": 0, "num_accepted_draft_tokens": 0})
-    assert out.mean_acceptance_length is None
+    out, note = validate_server_spec({"num_spec_steps": 0, "num_accepted_draft_tokens": 0})
+    assert out is not None and note is None
+    assert out.num_spec_steps == 0 and out.mean_acceptance_length is None
 
 
 @given(

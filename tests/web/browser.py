@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+from tests.support.waiting import wait_for_async
 
 CHROMIUM_FLAGS: tuple[str, ...] = (
     "--headless",
@@ -207,12 +208,17 @@ async def wait_for_screen(
     tools: DevTools, predicate: Any, limit_s: float = 90.0, poll_s: float = 0.5
 ) -> list[str]:
     """Poll the terminal's lines until `predicate(lines)` holds; the last lines on failure."""
-    deadline = time.monotonic() + limit_s
-    lines: list[str] | None = None
-    while time.monotonic() < deadline:
-        lines = await tools.screen()
-        if lines is not None and predicate(lines):
-            return lines
-        await asyncio.sleep(poll_s)
-    shown = "\n".join(lines or ["(no terminal)"])
-    raise AssertionError(f"gave up waiting for the page's terminal; it shows:\n{shown}")
+    last: list[str] | None = None
+
+    async def shown() -> list[str] | None:
+        nonlocal last
+        last = await tools.screen()
+        return last if last is not None and predicate(last) else None
+
+    return await wait_for_async(
+        shown,
+        "the page's terminal",
+        timeout=limit_s,
+        interval=poll_s,
+        detail=lambda: "it shows:\n" + "\n".join(last or ["(no terminal)"]),
+    )

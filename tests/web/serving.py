@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,15 +63,6 @@ def cmdline(pid: int) -> str:
         return ""
 
 
-def wait_for(predicate: Callable[[], bool], what: str, limit_s: float = WAIT_LIMIT_S) -> None:
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"gave up waiting for {what}")
-
-
 @dataclass
 class WebRun:
     """A `specmon web` process (in a process group of its own) and its output lines."""
@@ -103,6 +94,14 @@ class WebRun:
         return {"Cookie": f"specmon-web-{self.port}={self.token}"}
 
     seen_apps: set[int] = field(default_factory=set)
+    reader: threading.Thread | None = None
+    """The thread reading its output into `lines` (ends at the output's end)."""
+
+    def output(self) -> str:
+        """Everything it wrote (stdout and stderr): all of it once it has exited."""
+        if self.proc.poll() is not None and self.reader is not None:
+            self.reader.join(timeout=WAIT_LIMIT_S)
+        return "".join(self.lines)
 
     def apps(self) -> list[int]:
         """The app processes serving pages right now (the server's children)."""
@@ -144,37 +143,58 @@ def runtime_dir() -> str:
     return _RUNTIME_DIR[0]
 
 
-def env() -> dict[str, str]:
-    """This checkout's sources first on the path (the app processes inherit it)."""
+def env(changes: Mapping[str, str | None] | None = None) -> dict[str, str]:
+    """This checkout's sources first on the path (the app processes inherit it), with
+    `changes` made (None: the variable removed)."""
     path = os.environ.get("PYTHONPATH", "")
-    return {
+    made = {
         **os.environ,
         "PYTHONPATH": SRC + (os.pathsep + path if path else ""),
         "XDG_RUNTIME_DIR": runtime_dir(),
     }
+    for name, value in (changes or {}).items():
+        if value is None:
+            made.pop(name, None)
+        else:
+            made[name] = value
+    return made
 
 
-def run_web(*args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
-    """`specmon web ARGS` to its end (for the commands that fail at once)."""
+def run_web(
+    *args: str, timeout: float = 60.0, environ: Mapping[str, str | None] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`specmon web ARGS` to its end (for the commands that fail at once), with `environ`'s
+    changes to its environment."""
     return subprocess.run(
         [sys.executable, "-m", "specmon", "web", *args],
         capture_output=True,
         text=True,
-        env=env(),
+        env=env(environ),
         timeout=timeout,
     )
 
 
-def start_web(*args: str) -> WebRun:
-    """`specmon web ARGS --port 0`, once it prints the address it serves."""
+def start_web(
+    *args: str, environ: Mapping[str, str | None] | None = None, nofile: int | None = None
+) -> WebRun:
+    """`specmon web ARGS --port 0`, once it prints the address it serves; with `environ`'s
+    changes to its environment, and `nofile` its soft limit on open files."""
+
+    def limit_files() -> None:
+        import resource
+
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, hard))
+
     proc = subprocess.Popen(
         [sys.executable, "-m", "specmon", "web", *args, "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
         text=True,
-        env=env(),
+        env=env(environ),
         start_new_session=True,
+        preexec_fn=None if nofile is None else limit_files,
     )
     lines: queue.Queue[str] = queue.Queue()
     seen: list[str] = []
@@ -185,7 +205,8 @@ def start_web(*args: str) -> WebRun:
             seen.append(line)
             lines.put(line)
 
-    threading.Thread(target=read, daemon=True).start()
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     deadline = time.monotonic() + WAIT_LIMIT_S
     while time.monotonic() < deadline:
         try:
@@ -196,7 +217,7 @@ def start_web(*args: str) -> WebRun:
             continue
         found = re.search(r" at (http://[^\s/]+)(/\?token=(\S+))? ", line)
         if found:
-            return WebRun(proc, found.group(1), seen, token=found.group(3))
+            return WebRun(proc, found.group(1), seen, token=found.group(3), reader=reader)
     proc.kill()
     proc.wait()
     raise AssertionError("specmon web did not say where it serves:\n" + "".join(seen))

@@ -294,3 +294,96 @@ def test_the_guard_knows_this_servers_origins_only():
     assert guard.host_allowed("127.0.0.1:8000") and guard.host_allowed("localhost:8000")
     assert not guard.host_allowed("evil.example:8000")  # DNS rebinding
     assert not guard.host_allowed(None)
+
+
+# ------------------------------------------------------------------ secrets off the apps' argv
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ("--api-ke", "sk-abbrev-secret-7"),
+        ("--api", "sk-abbrev-secret-7"),
+        ("--api-ke=sk-abbrev-secret-7",),
+        ("--apikey", "sk-abbrev-secret-7"),
+        ("--api_key=sk-abbrev-secret-7",),
+        ("--", "--api-k", "sk-abbrev-secret-7"),
+    ],
+)
+def test_an_api_key_option_not_written_in_full_is_refused_without_its_value(capsys, words):
+    """`--api-ke KEY` was passed to the app's command line (where `ps` shows it), and the app's
+    parser read it as --api-key. Now it is one line naming the option, never the value."""
+    code = main(["web", "watch", "--attach", "http://h:1", *words])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("specmon web: --ap"), err
+    assert "write --api-key in full" in err
+    assert "sk-abbrev-secret-7" not in err
+
+
+def test_credentials_without_a_scheme_go_to_the_apps_environment_too():
+    """`--attach alice:pw@host:port` (the scheme is optional) put the password on the app's
+    command line; a password holding `@` left its tail there."""
+    p = plan(
+        "watch",
+        "--attach",
+        "alice:pw-secret-5@h:1",
+        "--metrics-url=bob:pw-secret-6@m:2/metrics",
+        "--gpu",
+        "http://carol:pw@secret-8@d:3/metrics",
+    )
+    assert p.app_args == (
+        "--attach",
+        "h:1",
+        "--metrics-url=m:2/metrics",
+        "--gpu",
+        "http://d:3/metrics",
+    )
+    command = p.command("/usr/bin/python3")
+    for secret in ("pw-secret-5", "pw-secret-6", "secret-8", "alice", "bob", "carol"):
+        assert secret not in command and secret not in p.title and secret not in repr(p)
+    import json
+
+    environ = {ARGV_SECRETS_ENV: json.dumps([list(x) for x in p.url_secrets])}
+    assert restore_argv_secrets([p.app, *p.app_args], environ) == [
+        "watch",
+        "--attach",
+        "alice:pw-secret-5@h:1",
+        "--metrics-url=bob:pw-secret-6@m:2/metrics",
+        "--gpu",
+        "http://carol:pw@secret-8@d:3/metrics",
+    ]
+
+
+def test_an_address_without_credentials_is_left_as_it_is():
+    p = plan("watch", "--attach", "h:1", "--metrics-url", "http://m:2/a@b", "--interval", "2")
+    assert p.app_args == ("--attach", "h:1", "--metrics-url", "http://m:2/a@b", "--interval", "2")
+    assert p.url_secrets == ()
+
+
+def test_the_default_token_file_honours_xdg_state_home(tmp_path, monkeypatch):
+    """Without a private $XDG_RUNTIME_DIR the token went to ~/.local/state whatever
+    $XDG_STATE_HOME said. Now: $XDG_STATE_HOME/specmon (a relative one is ignored, as XDG says),
+    the file 0600, its directory 0700 even when it was there before with others' access."""
+    import stat
+
+    from specmon.web.auth import default_token_file, token_from_file
+
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    assert default_token_file(8000) == state / "specmon" / "web-8000.token"
+    (state / "specmon").mkdir(parents=True, mode=0o755)
+    (state / "specmon").chmod(0o755)
+    token, file, remove = token_from_file(None, 8000)
+    assert file == state / "specmon" / "web-8000.token" and remove
+    assert file.read_text().strip() == token
+    assert stat.S_IMODE(file.stat().st_mode) == 0o600
+    assert stat.S_IMODE(file.parent.stat().st_mode) == 0o700
+    monkeypatch.setenv("XDG_STATE_HOME", "relative/state")
+    assert default_token_file(8000) == tmp_path / "home" / ".local/state/specmon/web-8000.token"
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))  # a private runtime directory first
+    assert default_token_file(8000) == runtime / "specmon" / "web-8000.token"

@@ -7,7 +7,6 @@ and a host that is not loopback are said in one line each."""
 from __future__ import annotations
 
 import asyncio
-import re
 import signal
 import socket
 from collections.abc import Iterator
@@ -15,6 +14,8 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from tests.support.waiting import wait_for
+from tests.support.web_pages import app_groups, open_page, read_screen_until
 from tests.web.serving import (
     WAIT_LIMIT_S,
     WebRun,
@@ -23,12 +24,9 @@ from tests.web.serving import (
     live_pids,
     run_web,
     start_web,
-    wait_for,
 )
 
 from specmon.sim.server import SimConfig, start_in_thread
-
-SIZE = {"width": 140, "height": 40}
 
 
 @pytest.fixture
@@ -38,40 +36,6 @@ def web_demo() -> Iterator[WebRun]:
         yield run
     finally:
         run.kill()
-
-
-async def read_screen_until(
-    ws: aiohttp.ClientWebSocketResponse, pattern: bytes, limit_s: float = WAIT_LIMIT_S
-) -> bytes:
-    """The app's terminal output, until `pattern` (a regex) shows in it."""
-    seen = b""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + limit_s
-    while loop.time() < deadline:
-        try:
-            message = await ws.receive(timeout=1.0)
-        except TimeoutError:
-            continue
-        if message.type == aiohttp.WSMsgType.BINARY:
-            seen += message.data
-            if re.search(pattern, seen):
-                return seen
-        elif message.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED):
-            break
-    raise AssertionError(f"the page never showed {pattern!r}; last output: {seen[-400:]!r}")
-
-
-async def open_page(http: aiohttp.ClientSession, run: WebRun) -> aiohttp.ClientWebSocketResponse:
-    ws = await http.ws_connect(
-        f"{run.ws_url}?width={SIZE['width']}&height={SIZE['height']}", headers=run.headers
-    )
-    await ws.send_json(["resize", SIZE])
-    return ws
-
-
-def app_groups(run: WebRun, count: int) -> list[int]:
-    wait_for(lambda: len(run.apps()) == count, f"{count} app process(es)")
-    return run.apps()
 
 
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from tests.support.waiting import wait_for
+from tests.support.web_pages import PAGE_SIZE, app_groups, open_page, read_screen_until
 from tests.web.serving import (
     WAIT_LIMIT_S,
     WebRun,
@@ -20,9 +22,7 @@ from tests.web.serving import (
     cmdline,
     run_web,
     start_web,
-    wait_for,
 )
-from tests.web.test_web_serve import SIZE, app_groups, open_page, read_screen_until
 
 from specmon.sim.server import SimConfig, start_in_thread
 
@@ -49,7 +49,8 @@ async def refused_socket(run: WebRun, headers: dict[str, str]) -> int:
     async with aiohttp.ClientSession() as http:
         with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
             await http.ws_connect(
-                f"{run.ws_url}?width={SIZE['width']}&height={SIZE['height']}", headers=headers
+                f"{run.ws_url}?width={PAGE_SIZE['width']}&height={PAGE_SIZE['height']}",
+                headers=headers,
             )
         return refused.value.status
 
@@ -162,14 +163,17 @@ def test_no_token_serves_loopback_pages_but_not_a_foreign_host_name():
         run.kill()
 
 
-def test_no_secret_is_in_the_command_line_of_any_process_the_server_starts():
-    """The issue's second finding: `user:pass@` in a served URL showed in `ps`. The password, the
-    API key and the token must be in no /proc/*/cmdline of the server's processes (the app, its
-    collector, multiprocessing's helpers), and the app still reaches the server."""
+@pytest.mark.parametrize("scheme", ["http://", ""])
+def test_no_secret_is_in_the_command_line_of_any_process_the_server_starts(scheme):
+    """The issue's second finding: `user:pass@` in a served URL showed in `ps`; later, the same
+    without a scheme (`--attach alice:pw@host:port`). The password, the API key and the token
+    must be in no /proc/*/cmdline of the server's processes (the app, its collector,
+    multiprocessing's helpers), and the app still reaches the server."""
     password = "pw-argv-secret-7"
     key = "sk-argv-secret-0123456789"
     with start_in_thread(SimConfig(speed=50.0, n_spec=8, seed=1), log_sink=lambda _l: None) as sim:
-        attach = sim.url.replace("http://", f"http://alice:{password}@")
+        bare = sim.url.removeprefix("http://")
+        attach = f"{scheme}alice:{password}@{bare}"
         run = start_web("watch", "--attach", attach, "--api-key", key)
         try:
 
@@ -187,7 +191,7 @@ def test_no_secret_is_in_the_command_line_of_any_process_the_server_starts():
             for line in lines:
                 assert password not in line and key not in line, line
                 assert run.token is not None and run.token not in line, line
-            assert any(f"--attach {sim.url}" in line for line in lines), lines
+            assert any(f"--attach {scheme}{bare} " in line for line in lines), lines
             assert not any(password in line or key in line for line in run.lines)
         finally:
             run.kill()
@@ -201,5 +205,33 @@ def test_the_server_stops_within_bounds_after_refusing():
         assert run.proc.poll() is None
         assert run.stop() == 130
         assert run.proc.wait(timeout=WAIT_LIMIT_S) == 130
+    finally:
+        run.kill()
+
+
+def test_an_abbreviated_api_key_option_is_refused_before_anything_starts():
+    """`--api-ke KEY` was not taken off the app's command line (the check looked for
+    `--api-key`) and the app's parser read it as --api-key: the key was in `ps`."""
+    secret = "sk-abbrev-argv-0123456789"
+    done = run_web("watch", "--attach", "http://127.0.0.1:9", "--api-ke", secret, "--port", "0")
+    assert done.returncode == 2
+    assert done.stderr == (
+        "specmon web: --api-ke is not an option: write --api-key in full (options are not "
+        "abbreviated)\n"
+    )
+    assert secret not in done.stdout
+
+
+def test_the_token_file_goes_under_xdg_state_home_without_a_runtime_directory(tmp_path):
+    state = tmp_path / "state"
+    run = start_web("demo", environ={"XDG_RUNTIME_DIR": None, "XDG_STATE_HOME": str(state)})
+    try:
+        file = token_file_of(run)
+        assert file == state / "specmon" / f"web-{run.port}.token"
+        assert stat.S_IMODE(file.stat().st_mode) == 0o600
+        assert stat.S_IMODE(file.parent.stat().st_mode) == 0o700
+        assert file.read_text().strip() == run.token
+        assert run.stop() == 130
+        assert not file.exists()
     finally:
         run.kill()

@@ -5,10 +5,13 @@ acceptance length and acceptance per draft position (positions numbered 1..K, as
 them), speed, thermals, the workload, and the recommended `vllm serve` line (a sweep's, or the
 line that reproduces a bench run's setting).
 
-Redaction (core.redaction): every text goes through `redact_text` (API keys, tokens, passwords,
-`--api-key X` in a serve line), the server URL and hostnames are left out, and local paths
-(a model or dataset given as a path) are cut to their last component, unless asked
-(`include_hosts`, `include_paths`). A simulated run says so on the card.
+Redaction (core.redaction): every text goes through the one scrubber, `Scrubber` (API keys,
+tokens, passwords, `--api-key X` in a serve line, the environment's token values); server URLs
+and bare host names and addresses (`10.0.0.7`, `gpu-box:8000`, `node7.cluster.internal`,
+`[fd00::7]`, the value of `--host`) are shown as `<server>`, and local paths (a model or dataset
+given as a path) are cut to their last component, unless asked (`include_hosts`,
+`include_paths`). Loopback and unspecified addresses (`127.0.0.1`, `0.0.0.0`, `localhost`,
+`::1`) name no machine and are kept. A simulated run says so on the card.
 """
 
 from __future__ import annotations
@@ -16,15 +19,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from specmon.bench.recommend import ServeIdentity, serve_command
-from specmon.bench.result import BenchResult, ResultError, load_result
+from specmon.bench.result import BenchResult, ResultError, fmt_pct, load_result, result_scrubber
 from specmon.bench.sweep import SweepError, SweepStore, SweepSummary, summarize
 from specmon.core.display_text import DASH, MAX_NUMBER_CHARS, fit
-from specmon.core.redaction import redact_text
+from specmon.core.redaction import Scrubber
 from specmon.core.safe_json import finite
 
 FORMAT = "specmon-card"
@@ -34,6 +37,31 @@ NOT_RECORDED = "not recorded"
 _PATHLIKE = re.compile(r"(?<![\w:])(?:~|\.{1,2})?/(?:[^\s/'\"]+/)+([^\s/'\"]+)")
 """A local path (absolute, ~/, ./ or ../, with at least one folder): group 1 is its last part."""
 _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"]+", re.IGNORECASE)
+SERVER = "<server>"
+"""What a server URL, host name or address is shown as on a card without include_hosts."""
+_NOT_A_MACHINE = frozenset({"localhost", "127.0.0.1", "0.0.0.0", "::1", "[::1]", "[::]", "::"})
+_PORT = r"(?::\d{1,5})?"
+_HOSTS = re.compile(
+    "|".join(
+        (
+            # --host VALUE / --host=VALUE / --hostname VALUE
+            r"(?P<flag>--host(?:name)?(?:=|\s+))(?P<value>[^\s'\",]+)",
+            # [IPv6]:port
+            r"\[[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*\]" + _PORT,
+            # IPv4[:port] (a first part of 0 is a version number: 0.10.1.1)
+            r"(?<![\w.])(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]\d?)(?:\.(?:25[0-5]|2[0-4]\d|1?\d?\d)){3}"
+            + _PORT
+            + r"(?![\w.])",
+            # host.domain (a domain a host name ends in)
+            r"(?<![\w./@-])(?:[A-Za-z0-9](?:[\w-]*[A-Za-z0-9])?\.)+"
+            r"(?:local|localdomain|lan|internal|intranet|corp|home|private|cluster|"
+            r"com|net|org|io|ai|dev|cloud|edu|gov)" + _PORT + r"(?![\w/.-])",
+            # name:port (a port of 3 to 5 digits: `ngram:16` is not a server)
+            r"(?<![\w./@:-])[A-Za-z][\w-]*(?:\.[\w-]+)*:\d{3,5}(?![\w.:/])",
+        )
+    )
+)
+"""A host name or address that is not inside a URL (URLs are replaced first)."""
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 """Control characters (terminal escapes among them): shown as `\\xNN`, never sent raw."""
 
@@ -46,16 +74,28 @@ class CardError(ValueError):
 class Redaction:
     include_hosts: bool = False
     include_paths: bool = False
+    scrubber: Scrubber = field(default_factory=result_scrubber, repr=False, compare=False)
+    """The one scrubber (core.redaction): secrets by shape and the environment's token values."""
 
     def text(self, value: str | None) -> str | None:
         if value is None:
             return None
-        out = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", redact_text(value))
+        out = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", self.scrubber.text(value))
         if not self.include_hosts:
-            out = _URL.sub("<server>", out)
+            out = _HOSTS.sub(_host_shown, _URL.sub(SERVER, out))
         if not self.include_paths:
             out = _PATHLIKE.sub(lambda m: m.group(1), out)
         return out
+
+
+def _host_shown(match: re.Match[str]) -> str:
+    """A host name or address as a card shows it: SERVER, unless it names no machine."""
+    flag, value = match.group("flag"), match.group("value")
+    host = value if flag is not None else match.group()
+    bare = re.sub(r"(?<=[^:\]]):\d{1,5}$|(?<=\]):\d{1,5}$", "", host).lower()
+    if bare in _NOT_A_MACHINE:
+        return match.group()
+    return (flag or "") + SERVER
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,7 +267,10 @@ def load_card(path: str | Path, redaction: Redaction = Redaction()) -> RigCard:
             spec = store.load_spec()
         except SweepError as exc:
             raise CardError(str(exc)) from None
-        runs = store.load_runs()
+        bad: list[str] = []
+        runs = store.load_runs(on_bad=bad.append)
+        if bad:  # a card is shared: never one made from part of the runs without saying so
+            raise CardError(bad[0])
         if not runs:
             raise CardError(f"{folder}: the sweep has no finished run yet")
         return sweep_card(summarize(spec, runs, store.load_failures()), runs, redaction)
@@ -282,7 +325,7 @@ def card_markdown(card: RigCard) -> str:
         ("Method", _cell(card.method)),
         ("K (num_speculative_tokens)", DASH if card.n_spec is None else str(card.n_spec)),
         ("Acceptance length", _f(card.acceptance_length)),
-        ("Draft acceptance rate", _f(card.acceptance_rate)),
+        ("Draft acceptance rate", fmt_pct(card.acceptance_rate)),  # 42.1%, as bench says
         ("Output tok/s", _f(card.output_tok_s, 1)),
         ("Decode tok/s (mean per request)", _f(card.decode_tok_s, 1)),
         ("TTFT median (ms)", _f(card.ttft_ms, 1)),
@@ -305,7 +348,7 @@ def card_markdown(card: RigCard) -> str:
             "| position | " + " | ".join(str(i + 1) for i in range(len(card.per_position))) + " |"
         )
         lines.append("|---|" + "---|" * len(card.per_position))
-        lines.append("| rate | " + " | ".join(_f(v) for v in card.per_position) + " |")
+        lines.append("| accepted | " + " | ".join(fmt_pct(v) for v in card.per_position) + " |")
     if card.thermals:
         lines += ["", "Thermals (min / mean / max over the run):", ""]
         lines += ["| GPU | samples | °C | W | SM MHz |", "|---|---|---|---|---|"]
@@ -318,7 +361,7 @@ def card_markdown(card: RigCard) -> str:
         lines += ["", "Sweep:", ""]
         lines += ["| K | concurrency | serve | tok/s | AL | vs K=0 |", "|---|---|---|---|---|---|"]
         for s in card.sweep:
-            speed = DASH if s.speedup is None else f"{s.speedup:.2f}x"
+            speed = DASH if s.speedup is None else f"{_f(s.speedup)}x"
             lines.append(
                 f"| {s.n_spec} | {s.concurrency} | {_cell(s.serve) if s.serve else '—'} | "
                 f"{_f(s.tok_s, 1)} | {_f(s.acceptance_length)} | {speed} |"

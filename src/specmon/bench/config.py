@@ -11,6 +11,14 @@ MAX_PROMPTS = 1_000_000
 MAX_CONCURRENCY = 10_000
 MAX_DURATION_S = 7 * 24 * 3600.0
 MAX_TEMPERATURE = 100.0
+MAX_WARMUPS = 10_000
+MAX_REQUEST_RATE = 1e6
+MAX_SEED = 2**31 - 1
+MAX_REPEATS = 1000
+"""A sweep's runs per point; repeat r runs with seed + 1000 * (r - 1)."""
+MAX_CONSECUTIVE_ERRORS = 1_000_000
+MAX_TEXT_CHARS = 4096
+"""The longest dataset path or model name read back from a file."""
 
 
 class ConfigError(ValueError):
@@ -49,6 +57,45 @@ class BenchConfig:
         if rate == "inf" or rate is None:
             known["request_rate"] = math.inf
         return BenchConfig(**known)
+
+
+def check_config(config: BenchConfig, prefix: str = "config") -> BenchConfig:
+    """A BenchConfig read back from a file (a bench result, a sweep's sweep.json), each value
+    in the range its flag allows: LimitError ("config.num_prompts 0 is out of range ...")
+    otherwise."""
+    from specmon.bench.limits import LimitError, check_int, check_number
+
+    c = config
+    ints = (
+        ("input_len", c.input_len, 1, MAX_TOKENS_LIMIT),
+        ("output_len", c.output_len, 1, MAX_TOKENS_LIMIT),
+        ("num_prompts", c.num_prompts, 1, MAX_PROMPTS),
+        ("warmups", c.warmups, 0, MAX_WARMUPS),
+        ("concurrency", c.concurrency, 1, MAX_CONCURRENCY),
+        ("seed", c.seed, 0, MAX_SEED + 1000 * MAX_REPEATS),  # a sweep's repeats add to it
+        ("max_consecutive_errors", c.max_consecutive_errors, 1, MAX_CONSECUTIVE_ERRORS),
+    )
+    for name, value, lo, hi in ints:
+        check_int(value, f"{prefix}.{name}", lo, hi)
+    if c.request_rate != math.inf:
+        check_number(
+            c.request_rate, f"{prefix}.request_rate", 0.0, MAX_REQUEST_RATE, optional=False
+        )
+        if c.request_rate == 0:
+            raise LimitError(f"{prefix}.request_rate 0 is out of range (above 0, or inf)")
+    if c.duration_s is not None:
+        check_number(c.duration_s, f"{prefix}.duration_s", 0.0, MAX_DURATION_S, unit="s")
+    check_number(c.temperature, f"{prefix}.temperature", 0.0, MAX_TEMPERATURE, optional=False)
+    if not isinstance(c.ignore_eos, bool):
+        raise LimitError(f"{prefix}.ignore_eos is not true or false")
+    for name, text, optional in (("dataset", c.dataset, False), ("model", c.model, True)):
+        if text is None and optional:
+            continue
+        if not isinstance(text, str) or not text or len(text) > MAX_TEXT_CHARS:
+            raise LimitError(f"{prefix}.{name} is not a text of 1 to {MAX_TEXT_CHARS:,} characters")
+    if not isinstance(c.extra_body, dict):
+        raise LimitError(f"{prefix}.extra_body is not an object")
+    return config
 
 
 def parse_int(flag: str, text: object, lo: int, hi: int) -> int:

@@ -14,12 +14,13 @@ MAX_DATASET_BYTES, each line at most MAX_LINE_BYTES, each JSON value nested at m
 MAX_LINE_DEPTH deep; a line that breaks a rule is named as `FILE:LINE: what is wrong`.
 
 `/tokenize` answers are read the same way: at most MAX_TOKENIZE_BODY bytes of JSON, within
-TOKENIZE_DEADLINE_S per call; anything else is a RuntimeError naming the URL and what was wrong.
+TOKENIZE_DEADLINE_S per call (sources.http_read, as every other read); anything else is a
+RuntimeError naming the URL (without credentials) and what was wrong in one line, a timeout as
+"timed out after 60 s reading http://host:8000/tokenize".
 """
 
 from __future__ import annotations
 
-import asyncio
 import random
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -27,7 +28,14 @@ from pathlib import Path
 
 import httpx
 
+from specmon.core.redaction import redact_url
 from specmon.core.safe_json import JsonError, loads_bounded
+from specmon.sources.http_read import (
+    HttpReadError,
+    HttpStatus,
+    describe_http_error,
+    read_answer,
+)
 
 _SYLLABLES = (
     "ka", "lo", "mi", "ne", "ru", "sa", "to", "vi", "de", "ba", "po", "lu", "ga", "fe", "zi",
@@ -150,56 +158,59 @@ class Tokenizer:
     def __init__(self, base_url: str, model: str, *, api_key: str | None = None) -> None:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         plain = None if base_url.startswith("https://") else httpx.AsyncHTTPTransport(verify=False)
-        self._client = httpx.AsyncClient(timeout=30.0, headers=headers, transport=plain)
+        # httpx's own timeouts are the deadline's too: whichever ends the call, it is that long
+        self._client = httpx.AsyncClient(
+            timeout=TOKENIZE_DEADLINE_S, headers=headers, transport=plain
+        )
         self._url = base_url.rstrip("/") + "/tokenize"
+        self._where = redact_url(self._url) or self._url
+        """The URL as messages name it (no credentials)."""
         self._model = model
         self.calls = 0
 
     async def count(self, text: str) -> int:
-        """The server's token count for `text`; RuntimeError naming the URL and the fault."""
+        """The server's token count for `text`; RuntimeError naming the URL and the fault in
+        one line (a timeout: "timed out after 60 s reading URL")."""
         self.calls += 1
         try:
-            return await asyncio.wait_for(self._count(text), TOKENIZE_DEADLINE_S)
-        except TimeoutError:
-            raise RuntimeError(
-                f"{self._url} did not answer within {TOKENIZE_DEADLINE_S:g} s"
-            ) from None
-
-    async def _count(self, text: str) -> int:
-        try:
             return await self._ask(text)
-        except httpx.HTTPError as exc:  # str() is empty for some (timeouts)
-            why = f"{type(exc).__name__}: {exc}" if str(exc).strip() else repr(exc)
-            raise RuntimeError(f"{self._url}: {why}") from None
+        except HttpStatus as exc:
+            raise RuntimeError(
+                f"{self._where} answered HTTP {exc.status}; random prompts are sized "
+                "with it (use --dataset FILE on a server without it)"
+            ) from None
+        except HttpReadError as exc:  # deadline, size cap, redirects: already one line
+            raise RuntimeError(str(exc)) from None
+        except httpx.HTTPError as exc:  # connection refused, ...
+            why = describe_http_error(exc, self._where, TOKENIZE_DEADLINE_S)
+            raise RuntimeError(why) from None
 
     async def _ask(self, text: str) -> int:
         payload = {"model": self._model, "prompt": text, "add_special_tokens": False}
-        async with self._client.stream("POST", self._url, json=payload) as resp:
-            if resp.status_code != 200:
-                raise RuntimeError(
-                    f"{self._url} answered HTTP {resp.status_code}; random prompts are sized "
-                    "with it (use --dataset FILE on a server without it)"
-                )
-            raw = bytearray()
-            async for chunk in resp.aiter_bytes():
-                raw += chunk
-                if len(raw) > MAX_TOKENIZE_BODY:
-                    raise RuntimeError(
-                        f"{self._url} answered more than {MAX_TOKENIZE_BODY // 2**20} MiB"
-                    )
+        answer = await read_answer(
+            self._client,
+            self._url,
+            what=self._where,
+            deadline_s=TOKENIZE_DEADLINE_S,
+            max_bytes=MAX_TOKENIZE_BODY,
+            accept=lambda status: status == 200,
+            method="POST",
+            json_body=payload,
+        )
+        raw = answer.body
         try:
-            body = loads_bounded(bytes(raw))
+            body = loads_bounded(raw)
         except JsonError as exc:
             raise RuntimeError(
-                f"{self._url} answered 200 with a body that is not usable: {exc} (it begins "
-                f"{bytes(raw[:60])!r})"
+                f"{self._where} answered 200 with a body that is not usable: {exc} (it begins "
+                f"{raw[:60]!r})"
             ) from None
         count = body.get("count") if isinstance(body, dict) else None
         if not isinstance(count, int) or isinstance(count, bool):
             tokens = body.get("tokens") if isinstance(body, dict) else None
             if isinstance(tokens, list):
                 return len(tokens)
-            raise RuntimeError(f"{self._url} answered without a token count")
+            raise RuntimeError(f"{self._where} answered without a token count")
         return count
 
     async def aclose(self) -> None:

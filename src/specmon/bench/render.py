@@ -3,6 +3,7 @@ summary. Server text (model names, error messages) is shown literally: never par
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable
 from typing import IO, Any
@@ -363,17 +364,20 @@ def print_summary(result: BenchResult, file: IO[str] | None = None) -> None:
 
 
 def bar_chart(rows: list[tuple[str, float | None, str]], width: int = 40) -> list[str]:
-    """Horizontal bars (label, value, note) scaled to the largest value; "—" for missing."""
-    values = [v for _, v, _ in rows if v is not None]
+    """Horizontal bars (label, value, note) scaled to the largest value; "—" for missing (and
+    for a value that is not finite). The number is written in its field (`fmt`: out of range
+    past it, never 300 digits)."""
+    values = [v for _, v, _ in rows if v is not None and math.isfinite(v)]
     top = max(values) if values else 0.0
     label_w = max((len(label) for label, _, _ in rows), default=0)
     out: list[str] = []
     for label, v, note in rows:
-        if v is None or top <= 0:
+        if v is None or not math.isfinite(v) or top <= 0:
             out.append(f"{label:<{label_w}}  {DASH}  {note}".rstrip())
             continue
-        n = max(1, round(width * v / top)) if v > 0 else 0
-        out.append(f"{label:<{label_w}}  {'█' * n}{' ' * (width - n)} {v:9.1f}  {note}".rstrip())
+        n = min(width, max(1, round(width * (v / top)))) if v > 0 else 0
+        number = fmt(v).rjust(9)
+        out.append(f"{label:<{label_w}}  {'█' * n}{' ' * (width - n)} {number}  {note}".rstrip())
     return out
 
 
@@ -386,7 +390,7 @@ def sweep_renderable(summary: Any) -> RenderableType:
     title = "specmon sweep" + (" — SIMULATED" if summary.simulated else "")
     if summary.interrupted:
         title += " — INTERRUPTED (partial; continue with --resume)"
-    t = Table(title=title, title_justify="left", pad_edge=False)
+    t = Table(title=title, title_justify="left")  # edges padded: the last column lines up
     names = [name for name, _ in summary.spec.grid]
     for name in names:
         t.add_column(name, justify="right")
@@ -408,15 +412,15 @@ def sweep_renderable(summary: Any) -> RenderableType:
     def pm(e: Any, digits: int) -> str:
         if e is None:
             return DASH
-        text = f"{e.value:,.{digits}f}"
-        return text + (f" ±{e.sd:,.{digits}f}" if e.sd is not None else "")
+        text = fmt(e.value, digits)
+        return text + (f" ±{fmt(e.sd, digits)}" if e.sd is not None else "")
 
     for c in summary.cells:
         serve = dict(c.serve)
         t.add_row(
             *(serve.get(name, DASH) for name in names),
             str(c.n_spec), str(c.concurrency), str(c.repeats), pm(c.tok_s, 1), fmt(c.max_tok_s),
-            DASH if c.speedup is None else f"x{c.speedup:.2f}", pm(c.e2el_mean_ms, 0),
+            DASH if c.speedup is None else f"x{fmt(c.speedup, 2)}", pm(c.e2el_mean_ms, 0),
             pm(c.e2el_p95_ms, 0), pm(c.acceptance_length, 2), pm(c.acceptance_rate, 1),
             str(c.vanilla_requests),
         )  # fmt: skip

@@ -12,14 +12,27 @@ from __future__ import annotations
 import csv
 import io
 import json
-from dataclasses import asdict, dataclass, field
+import os
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from specmon.bench.config import BenchConfig
+from specmon.bench.config import BenchConfig, check_config
+from specmon.bench.limits import (
+    MAX_ANY,
+    MAX_COUNT,
+    MAX_MS,
+    MAX_RESULT_N_SPEC,
+    MAX_SECONDS,
+    MAX_TOK_S,
+    LimitError,
+    check_number,
+)
 from specmon.bench.stats import Dist
 from specmon.core.display_text import DASH, MAX_NUMBER_CHARS, fit
+from specmon.core.redaction import Scrubber
 from specmon.core.safe_json import JsonError, loads_bounded
+from specmon.sources.data_files import read_at_most
 
 FORMAT = "specmon-bench"
 VERSION = 1
@@ -27,6 +40,12 @@ VERSION = 1
 
 class ResultError(ValueError):
     """A file that is not a readable bench result; str() names the file and the reason."""
+
+
+def result_scrubber(*urls: str | None) -> Scrubber:
+    """What a bench or sweep file goes through before it is written: the passwords of `urls`
+    and the environment's token values are known secrets (core.redaction.Scrubber)."""
+    return Scrubber.of(urls=urls, environ=os.environ)
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,7 +219,11 @@ class BenchResult:
         return d
 
     def to_json(self) -> str:
-        return json.dumps(self.as_dict(), indent=1, ensure_ascii=False)
+        """The result file's text, scrubbed (core.redaction.Scrubber: the server URL's
+        password, the environment's token values, secrets by shape in every text)."""
+        return json.dumps(
+            result_scrubber(self.server.url).value(self.as_dict()), indent=1, ensure_ascii=False
+        )
 
     @staticmethod
     def from_dict(d: dict[str, Any], *, where: str = "result") -> BenchResult:
@@ -210,11 +233,115 @@ class BenchResult:
         if not isinstance(version, int) or version > VERSION:
             raise ResultError(f"{where}: result version {version!r} is not one this reads")
         try:
-            return _from_dict(d)
+            result = _from_dict(_nan_as_missing(d))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ResultError(
                 f"{where}: damaged bench result ({type(exc).__name__}: {exc})"
             ) from None
+        try:
+            check_config(result.config)
+            _check_values(result, "", None)
+        except LimitError as exc:
+            raise ResultError(f"{where}: {exc}") from None
+        return result
+
+
+# ---------------------------------------------------------------- the values' ranges
+
+
+def _nan_as_missing(value: Any) -> Any:
+    """NaN (Python's json reads and writes it) as null, the format's "not measured", at any
+    depth; an infinite number stays, to be refused as out of range."""
+    if isinstance(value, float) and value != value:
+        return None
+    if isinstance(value, dict):
+        return {k: _nan_as_missing(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_nan_as_missing(v) for v in value]
+    return value
+
+
+Range = tuple[float, float, str, bool]
+"""lo, hi, unit, integer."""
+
+_COUNT: Range = (0, MAX_COUNT, "", False)
+_COUNTS = (
+    "completed", "failed", "total_input_tokens", "total_output_tokens", "vanilla_requests",
+    "index", "prompt_tokens", "completion_tokens", "itl_count", "decode_chunks", "drafts",
+    "draft_tokens", "accepted", "counter_resets", "cancelled", "by_message", "engine_dead_after",
+    "server_restarts", "samples", "period", "cycles", "n", "fast_per_cycle",
+    "transitions_per_cycle", "degraded_per_cycle", "recoveries_per_cycle",
+)  # fmt: skip
+_RATE: Range = (0.0, 1.0, "", False)
+_RANGES: dict[str, Range] = {
+    "n_spec": (0, MAX_RESULT_N_SPEC, "", True),
+    **dict.fromkeys(
+        ("acceptance_length", "server_al", "client_al", "server_al_mean", "client_al_mean"),
+        (0.0, MAX_RESULT_N_SPEC + 1.0, "", False),
+    ),
+    **dict.fromkeys(("acceptance_rate", "per_position", "share_degraded"), _RATE),
+    **dict.fromkeys(("duration_s", "t_send_s"), (0.0, MAX_SECONDS, "s", False)),
+    **dict.fromkeys(
+        ("request_throughput", "output_throughput", "total_token_throughput"),
+        (0.0, MAX_TOK_S, "per second", False),
+    ),
+    **dict.fromkeys(_COUNTS, _COUNT),
+    "temperature_c": (-100.0, 250.0, "°C", False),
+    "power_w": (0.0, 100_000.0, "W", False),
+    "sm_clock_mhz": (0.0, 100_000.0, "MHz", False),
+}
+"""Each number's range by its field's name (a Dist's or a GpuStat's members take their
+field's); names ending in _ms are latencies, in _tok_s speeds; any other number is finite and
+within ±MAX_ANY."""
+
+_ANY: Range = (-MAX_ANY, MAX_ANY, "", False)
+_TEXT_TYPES = frozenset({"str", "str | None"})
+_NUMBER_TYPES = frozenset({"int", "int | None", "float", "float | None"})
+
+
+def _range_of(name: str, inherited: Range | None) -> Range | None:
+    if name in _RANGES:
+        return _RANGES[name]
+    if name.endswith("_ms"):
+        return (0.0, MAX_MS, "ms", False)
+    if name.endswith("_tok_s"):
+        return (0.0, MAX_TOK_S, "tok/s", False)
+    return inherited
+
+
+def _check_values(value: Any, path: str, rng: Range | None, kind: str = "") -> None:
+    """Every number of a result (its config aside) finite and in its field's range, every text
+    field text: LimitError naming the field's path (`summary.decode_tok_s.mean`)."""
+    if kind == "Dist" and not isinstance(value, Dist):
+        raise LimitError(f"{path} is not a distribution (n, mean, median, ...)")
+    if is_dataclass(value) and not isinstance(value, type):
+        if isinstance(value, BenchConfig):
+            return  # check_config
+        for f in fields(value):
+            name = f.name
+            _check_values(
+                getattr(value, name),
+                f"{path}.{name}" if path else name,
+                _range_of(name, rng),
+                str(f.type),
+            )
+    elif isinstance(value, tuple | list):
+        limit = MAX_RESULT_N_SPEC if path.endswith("per_position") else None
+        if limit is not None and len(value) > limit:
+            raise LimitError(f"{path} lists {len(value):,} positions (at most {limit})")
+        for i, item in enumerate(value):
+            _check_values(item, f"{path}[{i}]", rng)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _check_values(item, path, rng)
+    elif kind in _TEXT_TYPES:
+        if value is not None and not isinstance(value, str):
+            raise LimitError(f"{path} is not a text")
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        lo, hi, unit, integer = rng or _ANY
+        check_number(value, path, lo, hi, integer=integer, unit=unit)
+    elif kind in _NUMBER_TYPES and value is not None:
+        raise LimitError(f"{path} {value!r:.40} is not a number")
 
 
 def _summary_dict(s: Summary) -> dict[str, Any]:
@@ -275,14 +402,12 @@ def _from_dict(d: dict[str, Any]) -> BenchResult:
 def load_result(path: str | Path) -> BenchResult:
     """A result from a `--json` file (ResultError with the file name when it cannot be read)."""
     p = Path(path)
-    try:
-        if not p.is_file():  # /dev/zero, a pipe, a folder: never read them whole
-            what = "is not a regular file" if p.exists() else "does not exist"
-            raise ResultError(f"cannot read {p}: it {what}")
-        with p.open("rb") as f:
-            raw = f.read(MAX_RESULT_BYTES + 1)
+    try:  # /dev/zero, a pipe, a folder: never read them whole
+        raw = read_at_most(p, MAX_RESULT_BYTES)
     except OSError as exc:
         raise ResultError(f"cannot read {p}: {exc.strerror or exc}") from None
+    if raw is None:
+        raise ResultError(f"cannot read {p}: it does not exist")
     if len(raw) > MAX_RESULT_BYTES:
         raise ResultError(f"cannot read {p}: larger than {MAX_RESULT_BYTES // 2**20} MiB")
     try:

@@ -144,6 +144,7 @@ def parse_points(
     """{n_spec: URL} from `--point N=URL` items, or from `--n-spec 0,8` paired in order with
     `--attach URL` (one per value). ValueError with a one-line message when they do not fit."""
     from specmon.bench.config import ConfigError, parse_int_list
+    from specmon.bench.limits import MAX_N_SPEC
 
     out: dict[int, str] = {}
     for item in point_args:
@@ -154,15 +155,15 @@ def parse_points(
             n = int(n_text.strip())
         except ValueError:
             raise ConfigError(
-                f"--point N must be an integer from 0 to 64, got {n_text!r}"
+                f"--point N must be an integer from 0 to {MAX_N_SPEC}, got {n_text!r}"
             ) from None
-        if not 0 <= n <= 64:
-            raise ConfigError(f"--point N must be an integer from 0 to 64, got {n}")
+        if not 0 <= n <= MAX_N_SPEC:
+            raise ConfigError(f"--point N must be an integer from 0 to {MAX_N_SPEC}, got {n}")
         if n in out:
             raise ConfigError(f"--point gives n_spec={n} twice")
         out[n] = url.strip()
     if n_spec_arg is not None:
-        values = parse_int_list("--n-spec", n_spec_arg, 0, 64)
+        values = parse_int_list("--n-spec", n_spec_arg, 0, MAX_N_SPEC)
         if len(values) != len(attach_args):
             raise ConfigError(
                 f"--n-spec lists {len(values)} value(s) but {len(attach_args)} --attach URL(s) "

@@ -11,6 +11,13 @@ The sweep folder:
 - `summary.json`, `summary.csv`, `summary.md` — the table and the recommendation, rewritten
   after every run.
 
+A sweep folder is shared (attached to issues, copied between machines), so what it holds is
+untrusted when read back: every number is range-checked (bench.limits; a bad value is one line
+naming the file and the field), no file is written through a symbolic link (a symlinked target or
+runs/ folder is refused; the temporary files have random names: data_files.write_atomic), and
+the folder never chooses what runs or where requests go: that is the command line's
+(cli/sweep_cmd.py compares, see docs/bench.md).
+
 Servers come from a `ServerProvider` (servers.py): attached URLs, or host mode (a server
 started per point). A serve grid (max_num_batched_tokens=4096,8192, ...) is crossed with the
 n_spec values: every combination is a point, and the recommendation is made per combination.
@@ -28,7 +35,18 @@ from pathlib import Path
 from typing import Any
 
 from specmon.bench.analysis import analyze
-from specmon.bench.config import BenchConfig, ServeGrid, grid_combinations
+from specmon.bench.config import (
+    MAX_CONCURRENCY,
+    MAX_REPEATS,
+    MAX_TEXT_CHARS,
+    BenchConfig,
+    ConfigError,
+    ServeGrid,
+    check_config,
+    grid_combinations,
+    parse_serve_grid,
+)
+from specmon.bench.limits import MAX_N_SPEC, LimitError, check_int
 from specmon.bench.recommend import (
     CellStats,
     Recommendation,
@@ -39,13 +57,21 @@ from specmon.bench.recommend import (
     serve_command,
     with_speedups,
 )
-from specmon.bench.result import BenchResult, ResultError, load_result
+from specmon.bench.result import BenchResult, ResultError, load_result, result_scrubber
 from specmon.bench.runner import BenchError, RunOutput
 from specmon.bench.servers import Endpoint, Point, ServerProvider, ServerUnavailable
-from specmon.core.display_text import DASH, MAX_NUMBER_CHARS, fit
+from specmon.core.display_text import DASH, MAX_NUMBER_CHARS, clean, fit
+from specmon.core.safe_json import JsonError, loads_bounded
+from specmon.sources.data_files import new_file_mode, read_at_most, write_atomic
 
 FORMAT = "specmon-sweep"
 VERSION = 1
+
+MAX_SPEC_BYTES = 16 * 1024 * 1024
+"""The largest sweep.json or failed.json read."""
+
+WRITTEN = ("sweep.json", "failed.json", "summary.json", "summary.csv", "summary.md")
+"""The folder's own files (besides runs/): a symbolic link in their place is refused."""
 
 
 class SweepError(RuntimeError):
@@ -88,24 +114,77 @@ class SweepSpec:
 
     @staticmethod
     def from_dict(d: dict[str, Any]) -> SweepSpec:
-        if d.get("format") != FORMAT:
+        """The settings of a sweep.json, every value checked (SweepError-free: LimitError
+        naming the field, ValueError/TypeError/KeyError for a wrong shape)."""
+        if not isinstance(d, dict) or d.get("format") != FORMAT:
             raise SweepError("not a specmon sweep folder (sweep.json has another format)")
+        points = _int_list(d["points"], "points", 0, MAX_N_SPEC)
+        concurrencies = _int_list(d["concurrencies"], "concurrencies", 1, MAX_CONCURRENCY)
+        repeats = check_int(d["repeats"], "repeats", 1, MAX_REPEATS)
+        config = check_config(BenchConfig.from_dict(_mapping(d["config"], "config")))
+        urls: dict[int, str] = {}
+        for key, url in _mapping(d.get("urls") or {}, "urls").items():
+            n = int(key) if str(key).isdigit() else -1
+            if n not in points:
+                raise LimitError(f"urls {key!r:.40} is not one of the points")
+            urls[n] = _text(url, f"urls[{n}]")
+        grid_items = []
+        for item in d.get("grid") or ():
+            name, values = item
+            grid_items.append(f"{_text(name, 'grid')}={','.join(_text(v, 'grid') for v in values)}")
+        try:
+            grid = parse_serve_grid(grid_items)
+        except ConfigError as exc:
+            raise LimitError(f"grid: {exc}") from None
+        host = d.get("host")
+        described = d.get("described")
         return SweepSpec(
-            points=tuple(int(x) for x in d["points"]),
-            concurrencies=tuple(int(x) for x in d["concurrencies"]),
-            repeats=int(d["repeats"]),
-            config=BenchConfig.from_dict(d["config"]),
-            urls={int(k): str(v) for k, v in (d.get("urls") or {}).items()},
-            grid=tuple((str(n), tuple(str(v) for v in vs)) for n, vs in d.get("grid") or ()),
-            host=d.get("host") if isinstance(d.get("host"), dict) else None,
-            described=d.get("described") if isinstance(d.get("described"), dict) else None,
+            points=points,
+            concurrencies=concurrencies,
+            repeats=repeats,
+            config=config,
+            urls=urls,
+            grid=grid,
+            host=_mapping(host, "host") if host is not None else None,
+            described=_mapping(described, "described") if described is not None else None,
         )
+
+
+def _mapping(value: Any, field_name: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise LimitError(f"{field_name} is not an object")
+    return value
+
+
+def _text(value: Any, field_name: str) -> str:
+    if not isinstance(value, str) or len(value) > MAX_TEXT_CHARS:
+        raise LimitError(f"{field_name} is not a text of at most {MAX_TEXT_CHARS:,} characters")
+    return value
+
+
+def _int_list(value: Any, field_name: str, lo: int, hi: int) -> tuple[int, ...]:
+    if not isinstance(value, list) or not value or len(value) > hi - lo + 1:
+        raise LimitError(f"{field_name} is not a list of 1 to {hi - lo + 1} integers")
+    out: list[int] = []
+    for i, item in enumerate(value):
+        n = check_int(item, f"{field_name}[{i}]", lo, hi)
+        if n in out:
+            raise LimitError(f"{field_name} lists {n} twice")
+        out.append(n)
+    return tuple(out)
 
 
 def run_key(
     n_spec: int, concurrency: int, repeat: int, serve: tuple[tuple[str, str], ...] = ()
 ) -> str:
     return f"{Point(n_spec, serve).key}-c{concurrency}-r{repeat}"
+
+
+def _scrubbed(value: dict[str, Any], spec: SweepSpec) -> Any:
+    """A sweep file's content as it may be written: no URL password (the servers' URLs keep
+    no `user:password@`: `--resume` takes them again from `--attach`), no environment token
+    value, no secret by shape (core.redaction.Scrubber)."""
+    return result_scrubber(*spec.urls.values()).value(value)
 
 
 class SweepStore:
@@ -118,30 +197,66 @@ class SweepStore:
     def create(self, spec: SweepSpec) -> None:
         if (self.folder / "sweep.json").exists():
             raise SweepError(f"{self.folder} already holds a sweep: continue it with --resume")
+        self.check_links()
         try:
             self.runs.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise SweepError(f"cannot create {self.folder}: {exc.strerror or exc}") from None
-        self._write("sweep.json", json.dumps(spec.as_dict(), indent=1))
+        self._write("sweep.json", json.dumps(_scrubbed(spec.as_dict(), spec), indent=1))
+
+    def check_links(self) -> None:
+        """SweepError when runs/, one of the folder's own files or a run file is a symbolic
+        link: a shared folder could point them at the user's files, which the sweep would then
+        read or replace."""
+        links = [self.runs] if self.runs.is_symlink() else []
+        links += [self.folder / name for name in WRITTEN if (self.folder / name).is_symlink()]
+        if not links and self.runs.is_dir():
+            links = sorted(p for p in self.runs.glob("*.json") if p.is_symlink())
+        if links:
+            raise SweepError(
+                f"{links[0]} is a symbolic link: a sweep folder's files and runs/ must be its "
+                "own (never written or read through a link); remove it to go on"
+            )
 
     def load_spec(self) -> SweepSpec:
         path = self.folder / "sweep.json"
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except OSError:
-            raise SweepError(f"{self.folder} holds no sweep (no sweep.json)") from None
-        except json.JSONDecodeError as exc:
-            raise SweepError(f"{path} is damaged ({exc})") from None
+        if not path.exists():
+            raise SweepError(f"{self.folder} holds no sweep (no sweep.json)")
+        self.check_links()
+        data = self._read_json(path)
         try:
             return SweepSpec.from_dict(data)
+        except LimitError as exc:
+            raise SweepError(f"{path}: {exc}") from None
         except (KeyError, TypeError, ValueError) as exc:
             raise SweepError(f"{path} is damaged ({type(exc).__name__}: {exc})") from None
 
+    def _read_json(self, path: Path) -> Any:
+        """A small JSON file of the folder, read without following a link (SweepError)."""
+        try:
+            raw = read_at_most(path, MAX_SPEC_BYTES, follow_link=False)
+        except OSError as exc:
+            raise SweepError(f"cannot read {path}: {exc.strerror or exc}") from None
+        if raw is None:
+            raise SweepError(f"cannot read {path}: it does not exist")
+        if len(raw) > MAX_SPEC_BYTES:
+            raise SweepError(f"{path} is larger than {MAX_SPEC_BYTES // 2**20} MiB")
+        try:
+            return loads_bounded(raw)
+        except JsonError as exc:
+            raise SweepError(f"{path} is damaged ({exc})") from None
+
     def _write(self, name: str, text: str) -> None:
+        """Replace the folder's file `name` whole (atomic: a Ctrl-C never leaves half a file;
+        a random, exclusively created temporary: nothing planted is written through; a
+        symbolic link at `name` or as runs/ is refused)."""
         path = self.folder / name
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)  # atomic: a Ctrl-C never leaves half a file
+        if name.startswith("runs/") and self.runs.is_symlink():
+            raise SweepError(f"{self.runs} is a symbolic link: refused (never written through)")
+        try:
+            write_atomic(path, text, mode=new_file_mode(), refuse_link=True)
+        except OSError as exc:
+            raise SweepError(f"cannot write {path}: {exc.strerror or exc}") from None
 
     def save_run(self, key: str, result: BenchResult, *, partial: bool = False) -> Path:
         name = f"runs/{key}{'.partial' if partial else ''}.json"
@@ -150,35 +265,47 @@ class SweepStore:
             (self.runs / f"{key}.partial.json").unlink(missing_ok=True)
         return self.folder / name
 
-    def load_runs(self) -> dict[str, BenchResult]:
+    def load_runs(self, on_bad: Callable[[str], None] | None = None) -> dict[str, BenchResult]:
+        """The finished runs. A run file that cannot be used (damaged, a value out of range, a
+        link) is left out, so it is measured again; `on_bad` gets one line naming it and why."""
         out: dict[str, BenchResult] = {}
-        if not self.runs.is_dir():
+        if not self.runs.is_dir() or self.runs.is_symlink():
             return out
         for path in sorted(self.runs.glob("n*-c*-r*.json")):
             if path.name.endswith(".partial.json"):
                 continue
             try:
+                if path.is_symlink():
+                    raise ResultError(f"{path} is a symbolic link: not read")
                 out[path.name.removesuffix(".json")] = load_result(path)
-            except ResultError:
-                continue  # a damaged run is measured again
+            except ResultError as exc:
+                if on_bad is not None:
+                    on_bad(clean(str(exc)))
         return out
 
     def load_failures(self) -> dict[str, str]:
         path = self.folder / "failed.json"
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
+            data = self._read_json(path)
+        except SweepError:
             return {}
         if not isinstance(data, dict):
             return {}
-        # Folders of the first version keyed failures by n_spec alone.
-        return {(f"n_spec={k}" if str(k).isdigit() else str(k)): str(v) for k, v in data.items()}
+        # Folders of the first version keyed failures by n_spec alone; the causes are shown
+        # (one line each, control characters removed).
+        return {
+            clean(f"n_spec={k}" if str(k).isdigit() else str(k))[:MAX_TEXT_CHARS]: clean(str(v))[
+                :MAX_TEXT_CHARS
+            ]
+            for k, v in data.items()
+        }
 
     def save_failures(self, failures: dict[str, str]) -> None:
-        self._write("failed.json", json.dumps(failures, indent=1))
+        self._write("failed.json", json.dumps(result_scrubber().value(failures), indent=1))
 
     def save_summary(self, summary: SweepSummary) -> None:
-        self._write("summary.json", json.dumps(summary.as_dict(), indent=1))
+        data = _scrubbed(summary.as_dict(), summary.spec)
+        self._write("summary.json", json.dumps(data, indent=1))
         self._write("summary.csv", summary_csv(summary))
         self._write("summary.md", summary_markdown(summary))
 
@@ -331,6 +458,11 @@ def summary_csv(summary: SweepSummary) -> str:
     return out.getvalue()
 
 
+def _num(value: float | None, digits: int) -> str:
+    """A number with thousands separators, never wider than MAX_NUMBER_CHARS (display_text.fit)."""
+    return fit(value, f",.{digits}f", MAX_NUMBER_CHARS)
+
+
 def _pm(e: Any, digits: int) -> str:
     if e is None:
         return DASH
@@ -350,10 +482,10 @@ def recommendation_lines(summary: SweepSummary) -> list[str]:
             where += " with " + " ".join(f"{k}={v}" for k, v in r.serve)
         t, p = r.by_throughput, r.by_p95
         if t is not None:
-            text = f"By mean throughput{where}: n_spec={t.n_spec} ({t.value:,.1f} tok/s)"
+            text = f"By mean throughput{where}: n_spec={t.n_spec} ({_num(t.value, 1)} tok/s)"
             if t.best_n_spec != t.n_spec:
                 text += (
-                    f"; n_spec={t.best_n_spec} measured {t.best_value:,.1f} tok/s, within the "
+                    f"; n_spec={t.best_n_spec} measured {_num(t.best_value, 1)} tok/s, within the "
                     "noise, so the smaller setting wins the tie"
                 )
             elif t.tied:
@@ -362,10 +494,10 @@ def recommendation_lines(summary: SweepSummary) -> list[str]:
                 text += " (noise unknown for some points: repeat runs to judge ties)"
             lines.append(text + ".")
         if p is not None:
-            text = f"By p95 latency{where}: n_spec={p.n_spec} ({p.value:,.0f} ms p95 E2EL)"
+            text = f"By p95 latency{where}: n_spec={p.n_spec} ({_num(p.value, 0)} ms p95 E2EL)"
             if p.best_n_spec != p.n_spec:
                 text += (
-                    f"; n_spec={p.best_n_spec} measured {p.best_value:,.0f} ms, within the "
+                    f"; n_spec={p.best_n_spec} measured {_num(p.best_value, 0)} ms, within the "
                     "noise, so the smaller setting wins the tie"
                 )
             elif p.tied:
@@ -420,8 +552,9 @@ def summary_markdown(summary: SweepSummary) -> str:
             "| "
             + "".join(f"{serve.get(name, '—')} | " for name in names)
             + f"{c.n_spec} | {c.concurrency} | {c.repeats} | {_pm(c.tok_s, 1)} | "
-            f"{'—' if c.max_tok_s is None else f'{c.max_tok_s:,.1f}'} | "
-            f"{'—' if c.speedup is None else f'x{c.speedup:.2f}'} | {_pm(c.e2el_mean_ms, 0)} | "
+            f"{_num(c.max_tok_s, 1)} | "
+            f"{DASH if c.speedup is None else 'x' + _num(c.speedup, 2)} | "
+            f"{_pm(c.e2el_mean_ms, 0)} | "
             f"{_pm(c.e2el_p95_ms, 0)} | {_pm(c.acceptance_length, 2)} | "
             f"{_pm(c.acceptance_rate, 1)} |"
         )
@@ -454,7 +587,7 @@ def run_sweep(
     """Measure every run not yet in the store; returns the summary (also saved).
     `stop_requested`: checked after each run; True (a stop signal that came as the run ended,
     too late to interrupt it) ends the sweep as interrupted once that run is saved."""
-    runs = store.load_runs()
+    runs = store.load_runs(on_bad=lambda line: on_event(f"{line}; measured again"))
     failures = store.load_failures()
     interrupted = False
     baselines: dict[tuple[tuple[tuple[str, str], ...], int], float] = {}

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from specmon.bench.config import ConfigError
+from specmon.bench.limits import MAX_N_SPEC
 from specmon.bench.sweep import SweepSummary
 from specmon.core.per_batch_k import SCHEDULE_KEY, ScheduleError, check_schedule
+from specmon.sources.data_files import new_file_mode, write_atomic
 
 
 def dynamic_config(summary: SweepSummary) -> dict[str, Any]:
@@ -41,6 +42,11 @@ def dynamic_config(summary: SweepSummary) -> dict[str, Any]:
         )
     entries = check_schedule(schedule)
     top = max(k for *_, k in entries)
+    if top > MAX_N_SPEC:  # the sweep measures n_spec 0..64: a larger k is not a measurement
+        raise ScheduleError(
+            f"the schedule's k {top} is above {MAX_N_SPEC}, the largest num_speculative_tokens "
+            "a sweep measures"
+        )
     if top == 0:
         raise ScheduleError(
             "n_spec 0 (vanilla) was the fastest at every measured concurrency: serve without "
@@ -61,19 +67,12 @@ def dynamic_config(summary: SweepSummary) -> dict[str, Any]:
 
 
 def write_dynamic_config(summary: SweepSummary, path: str | os.PathLike[str]) -> str:
-    """Write the file (atomically: a temporary file renamed over it) and return a one-line note
-    for the user; ScheduleError or OSError when it cannot be written."""
+    """Write the file (atomically, data_files.write_atomic: a temporary file renamed over it)
+    and return a one-line note for the user; ScheduleError or OSError when it cannot be
+    written."""
     config = dynamic_config(summary)
     target = Path(path)
-    text = json.dumps(config) + "\n"
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(target, json.dumps(config) + "\n", mode=new_file_mode())
     sim = " (from SIMULATED measurements)" if summary.simulated else ""
     if "method" in config:
         return (

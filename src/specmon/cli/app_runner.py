@@ -1,8 +1,9 @@
-"""Running a command's screen: the Textual app (the same start and stop for chat, demo and
-watch), or without it the Rich live view (watch, demo, serve)."""
+"""Running a command's screen: the Textual app (the same start and stop for chat, demo, watch,
+replay and serve), or without it the Rich live view (watch, demo, serve)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from typing import TYPE_CHECKING, Any
@@ -10,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # imported by the commands' run(), not when `specmon --help` registers
     import threading
     from collections.abc import Callable
+
+    from textual.app import App
 
     from specmon.runtime.exporter import Exporter
     from specmon.runtime.monitor import Monitor
@@ -32,6 +35,25 @@ def wants_app() -> bool:
     return served_to_browser() or (sys.stdout.isatty() and sys.stdin.isatty())
 
 
+def run_textual(app: App[Any]) -> int:
+    """Run `app` on the terminal and return its exit status: 0 after quit, 1 when Textual
+    reported an error in it. The terminal is put back as soon as the app returns (before the
+    command prints anything after it, which then stays on the shell's screen:
+    runtime.shutdown's `app_screen`). Ctrl-C in the app (a key there: return code 130) raises
+    KeyboardInterrupt once the app has closed, so the command stops and exits as after SIGINT
+    (130, "interrupted")."""
+    from specmon.runtime import shutdown
+    from specmon.ui.app import INTERRUPTED
+
+    process_shutdown = shutdown.current()
+    with process_shutdown.app_screen() if process_shutdown else contextlib.nullcontext():
+        app.run()
+    code = app.return_code or 0
+    if code == INTERRUPTED:
+        raise KeyboardInterrupt
+    return code
+
+
 def run_app(
     app: SpecmonApp,
     port: SessionPort,
@@ -39,9 +61,10 @@ def run_app(
     export: tuple[str, int] | None = None,
     command: str = "",
 ) -> int:
-    """Run `app` until it exits, then stop its session (recording closed). On Ctrl-C or SIGTERM
-    a connection still being made is abandoned at once: Textual's exit waits for the worker
-    thread that makes it, and the clean stop must finish within the shutdown's bound.
+    """Run `app` until it exits (`run_textual`: Ctrl-C in it raises KeyboardInterrupt), then
+    stop its session (recording closed). On Ctrl-C or SIGTERM a connection still being made is
+    abandoned at once: Textual's exit waits for the worker thread that makes it, and the clean
+    stop must finish within the shutdown's bound.
 
     `export` (`--export`): specmon's /metrics served from the session's view while the app runs;
     a port in use is a one-line error (exit 2) before the app starts."""
@@ -61,12 +84,11 @@ def run_app(
     if process_shutdown is not None:
         process_shutdown.add_stop_hook(port.abort)
     try:
-        app.run()
+        return run_textual(app)
     finally:
         port.close()
         if exporter is not None:
             exporter.stop()
-    return 0
 
 
 def show_console(

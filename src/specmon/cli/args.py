@@ -20,7 +20,17 @@ ArgType = Callable[[str], Any]
 
 class OneLineErrorParser(argparse.ArgumentParser):
     """Bad arguments are one line naming what was wrong, then where the help is (argparse's own
-    error() prints the whole usage first, which on most commands is a screenful); exit 2."""
+    error() prints the whole usage first, which on most commands is a screenful); exit 2.
+
+    Options are taken only as written in full (`allow_abbrev` False, for every parser of this
+    class, subcommands included): `--api-ke KEY` is an unknown option, not `--api-key`, so a
+    secret cannot slip past code that looks for the option by its name (`specmon web` keeps
+    `--api-key` off its app processes' command lines), and a new option never changes what an
+    abbreviation on someone's command line meant."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message}\nsee '{self.prog} --help'\n")

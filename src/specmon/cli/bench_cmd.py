@@ -169,9 +169,13 @@ def workload_config(
     is served under its path): the requests use the model the started server lists."""
     from specmon.bench.config import (
         MAX_CONCURRENCY,
+        MAX_CONSECUTIVE_ERRORS,
         MAX_PROMPTS,
+        MAX_REQUEST_RATE,
+        MAX_SEED,
         MAX_TEMPERATURE,
         MAX_TOKENS_LIMIT,
+        MAX_WARMUPS,
         BenchConfig,
         ConfigError,
         parse_duration,
@@ -198,21 +202,21 @@ def workload_config(
         input_len=parse_int("--input-len", args.input_len, 1, MAX_TOKENS_LIMIT),
         output_len=output_len,
         num_prompts=parse_int("--num-prompts", args.num_prompts, 1, MAX_PROMPTS),
-        warmups=parse_int("--warmups", args.warmups, 0, 10_000),
+        warmups=parse_int("--warmups", args.warmups, 0, MAX_WARMUPS),
         concurrency=concurrency
         if concurrency is not None
         else parse_int("--concurrency", args.concurrency, 1, MAX_CONCURRENCY),
         request_rate=parse_float(
-            "--request-rate", args.request_rate, 0, 1e6, lo_open=True, allow_inf=True
+            "--request-rate", args.request_rate, 0, MAX_REQUEST_RATE, lo_open=True, allow_inf=True
         ),
         duration_s=parse_duration(args.duration) if args.duration is not None else None,
         temperature=parse_float("--temperature", args.temperature, 0, MAX_TEMPERATURE),
         ignore_eos=bool(args.ignore_eos),
         dataset=dataset,
-        seed=parse_int("--seed", args.seed, 0, 2**31 - 1),
+        seed=parse_int("--seed", args.seed, 0, MAX_SEED),
         model=None if hosted else args.model,
         max_consecutive_errors=parse_int(
-            "--max-consecutive-errors", args.max_consecutive_errors, 1, 1_000_000
+            "--max-consecutive-errors", args.max_consecutive_errors, 1, MAX_CONSECUTIVE_ERRORS
         ),
     )
 

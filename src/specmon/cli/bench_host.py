@@ -211,15 +211,108 @@ def saved_host_flags(flags: HostFlags) -> dict[str, Any]:
     return out
 
 
-def restore_host_flags(saved: dict[str, Any]) -> HostFlags:
-    """The saved host-mode flags (ConfigError when a secret was left out of the folder: the
-    flags must then be given again with --resume)."""
-    from specmon.cli.host_args import HOST_FIELDS
+SETUP_FIELDS: tuple[str, ...] = (
+    "preset",
+    "model",
+    "draft",
+    "method",
+    "spec_option",
+    "n_spec_per_batch",
+    "vllm",
+    "env",
+    "vllm_args",
+)
+"""The host-mode flags that decide what a sweep's servers run: the program, its environment and
+arguments, the model and the speculation. A resumed sweep takes them from the command line only,
+and refuses to go on when they differ from the ones its folder records (a shared folder is not
+trusted to choose what runs, and one sweep measures one setup)."""
 
-    flat = [*(saved.get("vllm_args") or []), *(v for _k, v in saved.get("env") or [])]
-    if SECRET_MARK in flat:
-        raise ConfigError(
-            "this sweep's host-mode flags held a secret, which is never saved: give the "
-            "host-mode flags (--model ... -- ...) again with --resume"
-        )
-    return HostFlags.of(argparse.Namespace(**{k: saved[k] for k in HOST_FIELDS if k in saved}))
+
+def _setup_value(name: str, value: Any) -> Any:
+    """A setup flag's value in one comparable form (pairs sorted; a shape no command line
+    gives stays as it is, so it never equals one)."""
+    if name in ("env", "spec_option"):
+        if isinstance(value, list | tuple) and all(
+            isinstance(p, list | tuple) and len(p) == 2 for p in value
+        ):
+            return sorted((str(k), str(v)) for k, v in value)
+        return value or []
+    if name == "vllm_args":
+        if isinstance(value, list | tuple) and all(isinstance(a, str) for a in value):
+            return list(value)
+        return value or []
+    return value if value not in ("", None) else None
+
+
+def setup_words(saved: dict[str, Any], grid: Sequence[tuple[str, Sequence[str]]] = ()) -> list[str]:
+    """The setup flags of saved host-mode flags (`saved_host_flags`' form) as command-line
+    words: what a resumed sweep must be given again."""
+    from specmon.cli.host_args import flag_of
+
+    words: list[str] = []
+    for name in SETUP_FIELDS:
+        value = _setup_value(name, saved.get(name))
+        if name == "vllm_args":
+            continue
+        if isinstance(value, list):
+            for pair in value:
+                two = isinstance(pair, list | tuple) and len(pair) == 2
+                words += [flag_of(name), "=".join(map(str, pair)) if two else str(pair)]
+        elif value is not None:
+            words += [flag_of(name), str(value)]
+    for name, values in grid:
+        words += ["--serve-grid", f"{name}={','.join(values)}"]
+    args = _setup_value("vllm_args", saved.get("vllm_args"))
+    if args:
+        words += ["--", *map(str, args)]
+    return words
+
+
+def shown_words(words: Sequence[str], limit: int = 600) -> str:
+    """Words from a file, shown literally on one line: shell-quoted, control characters (a
+    newline and a tab too) made visible, cut past `limit` characters."""
+    import shlex
+
+    from specmon.core.display_text import visible
+
+    text = visible(shlex.join(words)).replace("\n", "\u240a").replace("\t", "\u2409")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def setup_differences(
+    recorded: dict[str, Any],
+    given: dict[str, Any],
+    recorded_grid: Sequence[tuple[str, Sequence[str]]] = (),
+    given_grid: Sequence[tuple[str, Sequence[str]]] = (),
+) -> list[str]:
+    """'--vllm (folder: X; given: Y)' for each setup flag (and the serve grid) that differs
+    between the recorded and the given host-mode flags (both in `saved_host_flags`' form)."""
+    from specmon.cli.host_args import flag_of
+
+    out: list[str] = []
+
+    def side(words: list[str]) -> str:
+        return shown_words(words, 200) if words else "none"
+
+    for name in SETUP_FIELDS:
+        a, b = _setup_value(name, recorded.get(name)), _setup_value(name, given.get(name))
+        if a != b:
+            wa = setup_words({name: recorded.get(name)})
+            wb = setup_words({name: given.get(name)})
+            out.append(f"{flag_of(name)} (folder: {side(wa)}; given: {side(wb)})")
+    if [(n, list(v)) for n, v in recorded_grid] != [(n, list(v)) for n, v in given_grid]:
+        wa, wb = setup_words({}, recorded_grid), setup_words({}, given_grid)
+        out.append(f"--serve-grid (folder: {side(wa)}; given: {side(wb)})")
+    return out
+
+
+def holds_secret(saved: dict[str, Any]) -> bool:
+    """Whether saved host-mode flags had a secret left out (SECRET_MARK in its place, or the
+    scrubber's mark where the file's writer found it first)."""
+    from specmon.core.redaction import REDACTED
+
+    args, env = saved.get("vllm_args"), saved.get("env")
+    values = list(args) if isinstance(args, list) else []
+    if isinstance(env, list):
+        values += [p[1] for p in env if isinstance(p, list | tuple) and len(p) == 2]
+    return SECRET_MARK in values or REDACTED in values

@@ -4,8 +4,9 @@ RESULT is a bench `--json` file, a sweep folder, or its `sweep.json`/`summary.js
 holds the GPU, driver, vLLM, model, drafter, method, K, acceptance length and acceptance per
 draft position (1..K), speed, thermals, the workload and the recommended `vllm serve` line: the
 tables users paste into issues. Markdown on stdout by default; `--json` for JSON; `--output FILE`
-writes there instead. API keys and tokens are always removed; server URLs and hostnames, and
-local paths (cut to their last part), are left out unless `--include-hosts` / `--include-paths`.
+writes there instead. API keys and tokens are always removed; server URLs, host names and
+addresses (bare ones too), and local paths (cut to their last part), are left out unless
+`--include-hosts` / `--include-paths`.
 See docs/card.md.
 
 Exit status: 0; 2 for bad arguments or a RESULT that is not a bench result or a sweep; 1 when
@@ -31,7 +32,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("result", metavar="RESULT", help="bench --json file, or a sweep folder")
     p.add_argument("--json", action="store_true", help="write JSON instead of Markdown")
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
-    p.add_argument("--include-hosts", action="store_true", help="keep the server URL and hostnames")
+    p.add_argument(
+        "--include-hosts", action="store_true", help="keep server URLs, host names and addresses"
+    )
     p.add_argument(
         "--include-paths", action="store_true", help="keep local paths (models, datasets) whole"
     )

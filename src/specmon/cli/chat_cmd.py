@@ -17,9 +17,10 @@ Host mode (no --attach) starts vLLM exactly as `specmon serve` does (same checks
 same --dry-run), shows its startup progress and log until /health answers 200, then the chat;
 ctrl+l shows the server's log. Quitting, Ctrl-C, SIGTERM or SIGHUP stop its whole process group.
 
-Exit status: 0 on quit (0 after --dry-run); 1 when the hosted server failed to start or died
-(its last 50 log lines and the likely cause are shown); 2 for bad arguments or a failed
-pre-launch check; 130/143 after SIGINT/SIGTERM.
+Exit status: 0 on quit (ctrl+q; 0 after --dry-run); 1 when the hosted server failed to start or
+died (its last 50 log lines and the likely cause are shown); 2 for bad arguments or a failed
+pre-launch check; 130 after Ctrl-C (SIGINT, or the key in the app), 143 after SIGTERM, 129 after
+SIGHUP.
 """
 
 from __future__ import annotations
@@ -131,8 +132,8 @@ def _run_hosted(args: argparse.Namespace) -> int:
     if isinstance(plan, int):
         return plan
     raise_stop_grace()
-    # SIGTERM keeps the bounded shutdown's handler (KeyboardInterrupt, exit 143); SIGHUP (the
-    # terminal closed) must stop the server too.
+    # The bounded shutdown handles SIGTERM and SIGHUP (KeyboardInterrupt, exit 143 / 129); where
+    # it is not installed, SIGHUP (the terminal closed) must stop the server too.
     import signal
 
     with stop_signals((signal.SIGHUP,)):

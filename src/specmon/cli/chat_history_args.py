@@ -20,6 +20,7 @@ from specmon.cli.args import fail, server_url
 
 if TYPE_CHECKING:
     from specmon.core.chat_record import SavedConversation
+    from specmon.core.redaction import Scrubber
     from specmon.ui.chat_history import ChatHistory
 
 
@@ -61,6 +62,18 @@ def _secrets(args: argparse.Namespace) -> tuple[str, ...]:
     return tuple(v for v in values if v)
 
 
+def chat_scrubber(args: argparse.Namespace) -> Scrubber:
+    """What every saved or exported text goes through: the API keys, the environment's token
+    values (HF_TOKEN, any *_TOKEN, *_KEY, *_SECRET, *_PASSWORD), the passwords of the URLs
+    given, and the --redact patterns (core.redaction.Scrubber)."""
+    from specmon.core.redaction import Scrubber
+
+    urls = [getattr(args, "attach", None), getattr(args, "metrics_url", None)]
+    return Scrubber.of(
+        _secrets(args), urls=urls, environ=os.environ, redact=getattr(args, "redact", None) or ()
+    )
+
+
 def _conversation_id(text: str) -> int | None:
     try:
         value = int(text)
@@ -97,7 +110,7 @@ def export_chat(args: argparse.Namespace) -> int:
     loaded = _load(conversation_id)
     if isinstance(loaded, str):
         return _fail(loaded)
-    markdown = to_markdown(scrub(loaded, _secrets(args)))
+    markdown = to_markdown(scrub(loaded, chat_scrubber(args)))
     if target == "-":
         sys.stdout.write(markdown)
         return 0
@@ -169,9 +182,11 @@ def chat_history_for(args: argparse.Namespace) -> ChatHistory:
     from specmon.ui.chat_history import ChatHistory
 
     resumed: SavedConversation | None = getattr(args, "resumed", None)
-    secrets = _secrets(args)
-    saver = None if args.no_save else ChatSaver(ConversationStore, resumed=resumed, secrets=secrets)
-    return ChatHistory(saver, resumed=resumed, secrets=secrets)
+    scrubber = chat_scrubber(args)
+    saver = None
+    if not args.no_save:
+        saver = ChatSaver(ConversationStore, resumed=resumed, scrubber=scrubber)
+    return ChatHistory(saver, resumed=resumed, scrubber=scrubber)
 
 
 def close_history(history: ChatHistory | None) -> None:

@@ -3,14 +3,14 @@
 The simulator runs in its own thread on a free loopback port with the seeds' degradation cycle
 (`cycle:5f,1t,3d,1r`). On a terminal this opens the chat app (the same as `specmon chat`) against
 it: the demo's prompts are sent one after another, and you can type your own at any time (they
-go next); ctrl+q or Ctrl-C quits. Without a terminal, or with --json, the hub runs the prompt loop
-and plain lines (or the final JSON) are printed. Everything is labelled SIMULATED. Ctrl-C (or the
-end of `--requests`) stops the loop, the hub and the simulator, leaving no thread or port behind.
+go next); ctrl+l shows the simulator's log; ctrl+q or Ctrl-C quits. Without a terminal, or with
+--json, the hub runs the prompt loop and plain lines (or the final JSON) are printed. Everything
+is labelled SIMULATED. Ctrl-C (or the end of `--requests`) stops the loop, the hub and the
+simulator, leaving no thread or port behind.
 
-Exit status: 0 after `--requests`, and when the app is quit (ctrl+q, or Ctrl-C, which is a key
-in the app); without a terminal, 130 on Ctrl-C (SIGINT); 143 on SIGTERM and 129 on SIGHUP (the
-terminal closed); each after the recording is closed (within 2 s; a second signal exits at once);
-2 for bad arguments.
+Exit status: 0 after `--requests`, and when the app is quit (ctrl+q); 130 on Ctrl-C (SIGINT, or
+the key in the app), 143 on SIGTERM and 129 on SIGHUP (the terminal closed); each after the
+recording is closed (within 2 s; a second signal exits at once); 2 for bad arguments.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # imported in run(): `specmon --help` must not import openai/
     from specmon.core.events import SessionInfo
     from specmon.runtime.monitor import Monitor
     from specmon.sim.server import SimConfig
+    from specmon.ui.host import LogSource
 
 DEMO_SCHEDULE = "cycle:5f,1t,3d,1r"
 
@@ -91,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     from specmon.sim.gpu_page import SIM_GPU_PATH
     from specmon.sim.server import SimConfig, SimConfigError, start_in_thread
     from specmon.sources.gpu import make_sampler
-    from specmon.sources.log_lines import LogLineSource
+    from specmon.sources.log_lines import KEPT_LOG_LINES, KeptLog, LogLineSource
 
     kwargs: dict[str, Any] = {"speed": args.speed, "schedule": args.schedule, "port": 0}
     if args.drift:
@@ -105,10 +106,17 @@ def run(args: argparse.Namespace) -> int:
     # The simulator's log lines are a source like any other: queued from the sim's thread,
     # emitted by the hub (the newest 100 from before the hub started are kept).
     # Stamped on the session's clock (seconds since it started), as every recorded event is.
+    # The app shows them with l / ctrl+l (the newest kept in memory: the simulator writes no file).
     clock = SessionClock()
     logs = LogLineSource(max_pending=100, clock=clock)
+    kept = KeptLog(f"in memory, the newest {KEPT_LOG_LINES} lines")
+
+    def sink(line: str) -> None:
+        logs.push(line)
+        kept.push(line)
+
     try:
-        sim = start_in_thread(SimConfig(**kwargs), log_sink=logs.push)
+        sim = start_in_thread(SimConfig(**kwargs), log_sink=sink)
     except (SimConfigError, ValueError) as exc:
         return fail(NAME, str(exc))
     logs.source = sim.url
@@ -119,7 +127,8 @@ def run(args: argparse.Namespace) -> int:
 
     if wants_app() and not args.json:
         try:
-            return _app(sim.url, args, simulated_identity(SimConfig(**kwargs)), gpu=gpu)
+            known = simulated_identity(SimConfig(**kwargs))
+            return _app(sim.url, args, known, gpu=gpu, server_log=kept)
         finally:
             sim.stop()
     monitor: Monitor | None = None
@@ -175,11 +184,17 @@ def simulated_identity(config: SimConfig) -> SessionInfo:
 
 
 def _app(
-    url: str, args: argparse.Namespace, known: SessionInfo | None = None, *, gpu: str = "none"
+    url: str,
+    args: argparse.Namespace,
+    known: SessionInfo | None = None,
+    *,
+    gpu: str = "none",
+    server_log: LogSource | None = None,
 ) -> int:
     """On a terminal: the chat app against the simulator, sending the demo prompts one after
-    another (the user's own prompts go next), SIMULATED on screen at all times. The collector
-    runs in its own process; the simulator stays on its thread here."""
+    another (the user's own prompts go next), SIMULATED on screen at all times; l / ctrl+l
+    shows the simulator's log (`server_log`). The collector runs in its own process; the
+    simulator stays on its thread here."""
     from specmon.cli.app_runner import run_app
     from specmon.runtime.monitor import Target
     from specmon.runtime.session import CollectorProcess, SessionConfig
@@ -209,6 +224,7 @@ def _app(
         auto_prompts=DEMO_PROMPTS,
         max_answers=args.requests,
         theme=args.theme,
+        server_log=server_log,
     )
     return run_app(app, port, export=args.export, command="demo")
 

@@ -4,7 +4,6 @@
     plan = plan_host(args)                presets merged, command built, pre-launch checks run
     server = launch_host(plan, on_line=...)   started (own process group, log file, watchdog)
     server.wait_ready(on_progress=...)    /health 200, or HostStartError with tail and cause
-    start_host(args, ...)                 the three above in one call -> a ready HostedServer
 
 `server.base_url`, `server.log_path`, `server.session_info` (the recording header's fields) and
 `server.stop()` are what a command needs afterwards. Every error a user can cause is a
@@ -401,30 +400,4 @@ def launch_host(
     server.session_info = plan.session_info()
     if on_line is not None:
         server.add_line_sink(on_line, replay=True)
-    return server
-
-
-def start_host(
-    args: HostFlags | argparse.Namespace,
-    *,
-    on_progress: Callable[[StartupProgress], None] | None = None,
-    on_line: Callable[[str], None] | None = None,
-    say: Writer = _stderr,
-) -> HostedServer:
-    """Plan, launch and wait until ready. On a failed start the server is stopped and
-    HostStartError raised (its `report()` has the last 50 lines and the likely cause)."""
-    from specmon.sources.host.process import DEFAULT_READY_TIMEOUT_S
-
-    plan = plan_host(args, say=say)
-    for warning in plan.warnings:
-        say(warning)
-    server = launch_host(plan, on_line=on_line)
-    say(f"vLLM log: {server.log_path}")
-    timeout = args.ready_timeout or DEFAULT_READY_TIMEOUT_S
-    try:
-        progress = server.wait_ready(timeout, on_progress=on_progress)
-    except BaseException:
-        server.stop()
-        raise
-    server.session_info = plan.session_info(progress)
     return server

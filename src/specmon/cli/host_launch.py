@@ -2,8 +2,9 @@
 
     plan = plan_or_exit(args, "chat")          checks; --dry-run printed; an int is an exit code
     raise_stop_grace()                         the bounded shutdown waits for the group's stop
-    with stop_signals(): ...                   SIGTERM/SIGHUP raise Terminated (every way out
-                                               reaches the caller's `finally: stop_server(...)`)
+    with stop_signals(): ...                   without the bounded shutdown, SIGTERM/SIGHUP raise
+                                               Terminated (every way out reaches the caller's
+                                               `finally: stop_server(...)`)
     server = launch_or_exit(plan, "chat")      started; log path and process group printed
     progress = wait_in_text(server, args, "chat")   [startup] lines; the report on a failure
     host = AppHost(server, plan, timeout)      what the app's startup view and log pane read
@@ -61,8 +62,14 @@ def _raise_terminated(signum: int, _frame: FrameType | None) -> None:
 def stop_signals(
     signals: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGHUP),
 ) -> Iterator[None]:
-    """Within the block, `signals` raise Terminated in the main thread; restored after."""
-    if threading.current_thread() is not threading.main_thread():
+    """Within the block, `signals` raise Terminated in the main thread; restored after. Only
+    where the process's bounded shutdown is not installed (library use, tests calling `main`
+    with a list): where it is, it handles SIGTERM and SIGHUP itself with KeyboardInterrupt, which
+    asyncio passes on to the app's caller, while a Terminated raised inside one of the app's tasks
+    ended that task only, and the app ran on (chat without a terminal ignored SIGHUP, 1 in 2)."""
+    from specmon.runtime import shutdown
+
+    if threading.current_thread() is not threading.main_thread() or shutdown.current():
         yield
         return
     previous = {sig: signal.signal(sig, _raise_terminated) for sig in signals}

@@ -43,9 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
             "length, per-position acceptance, GPU state, and requests that fall to vanilla speed."
         ),
         epilog="Ctrl-C, SIGTERM or SIGHUP stops any command cleanly within 2 s (bench and "
-        "sweep: within 10 s, writing what they measured): watch and demo exit with status 130 "
-        "after SIGINT, 143 after SIGTERM and 129 after SIGHUP, sim with 0; a second Ctrl-C "
-        "exits at once.",
+        "sweep: within 10 s, writing what they measured), with exit status 130 after Ctrl-C "
+        "(SIGINT, or the key in the app), 143 after SIGTERM and 129 after SIGHUP; sim, a "
+        "server, exits 0; a second Ctrl-C exits at once. Quitting the app (q, ctrl+q) exits 0.",
     )
     parser.add_argument("-V", "--version", action="version", version=f"specmon {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")

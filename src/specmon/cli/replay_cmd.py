@@ -12,7 +12,8 @@ terminal, one line per request (the plain live view).
 Exit status: 0 after a replay, also one that stopped at a torn, cut or over-long line or at an
 impossible time (a notice naming the line goes to stderr; bad lines skipped are counted in one
 notice); 2 for a recording that is missing, not a regular file, not a recording, or from a newer
-version (one line on stderr); 130 when interrupted.
+version (one line on stderr); 130 when interrupted (Ctrl-C: SIGINT, or the key in the app;
+q or ctrl+q quits with 0), 143 on SIGTERM, 129 on SIGHUP.
 """
 
 from __future__ import annotations
@@ -260,6 +261,7 @@ def _app(
     """On a terminal: the Textual replay screen (ui/screens/replay.py). The whole recording
     is folded once here, before the app starts (streamed: memory does not grow with its size);
     a torn or skipped line is named on the screen and, after the app, on stderr."""
+    from specmon.cli.app_runner import run_textual
     from specmon.core.errors import RecordingError
     from specmon.ui.app import SpecmonApp
 
@@ -267,10 +269,9 @@ def _app(
         port = replay_port(path, baseline_tok_s=baseline_tok_s, speed=speed, label=label)
     except RecordingError as exc:
         return fail(NAME, str(exc))
-    try:
-        SpecmonApp(port, mode="replay", theme=theme).run()  # nothing runs behind it
-    finally:
+    try:  # nothing runs behind the app: no session to stop; Ctrl-C raises KeyboardInterrupt
+        return run_textual(SpecmonApp(port, mode="replay", theme=theme))
+    finally:  # after the app, on the shell's screen
         port.close()
-    for notice in port.notices:
-        print(f"specmon replay: {notice}", file=sys.stderr)
-    return 0
+        for notice in port.notices:
+            print(f"specmon replay: {notice}", file=sys.stderr)

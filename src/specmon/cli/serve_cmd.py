@@ -9,7 +9,8 @@ log); otherwise progress lines on stderr and the plain dashboard on stdout. On C
 SIGTERM, SIGHUP or a crash the whole group is stopped (TERM, then KILL after a grace period); if
 specmon itself is killed, a watchdog process stops it.
 
-Exit status: 0 after --dry-run; 130 after Ctrl-C, 143 after SIGTERM (the server stopped);
+Exit status: 0 after --dry-run or when the app is quit (q, ctrl+q); 130 after Ctrl-C (SIGINT, or
+the key in the app), 143 after SIGTERM, 129 after SIGHUP (the server stopped);
 1 when the server failed to start or died (its last 50 log lines and the likely cause are
 printed); 2 for bad arguments or a failed pre-launch check.
 """
@@ -182,6 +183,7 @@ def _app(
     early: collections.deque[Any],
 ) -> int:
     """On a terminal: the Textual app, its startup view first, then the dashboard."""
+    from specmon.cli.app_runner import run_textual
     from specmon.cli.host_launch import failure_report
     from specmon.runtime import shutdown
     from specmon.ui.app import SpecmonApp
@@ -208,7 +210,7 @@ def _app(
         process_shutdown.add_stop_hook(port.abort)
         process_shutdown.add_stop_hook(host.abort)
     try:
-        app.run()
+        code = run_textual(app)  # Ctrl-C in it raises KeyboardInterrupt, as SIGINT does
     finally:
         # The server first: its last lines still reach the hub (and the recording) before the
         # session stops the hub. The caller says what was left of its group.
@@ -219,7 +221,7 @@ def _app(
     if app.host_failure is not None:
         print(failure_report(app.host_failure), file=sys.stderr)
         return 1
-    return 0
+    return code
 
 
 def _dashboard(

@@ -103,13 +103,14 @@ def gpu_sampler(choice: str) -> GpuSampler | None:
 
 
 def redact_pattern(text: str) -> str:
-    """argparse type: a regular expression usable by --redact (core.redaction)."""
-    from specmon.core.redaction import RedactPatternError, compile_redactions
+    """argparse type: a regular expression usable by --redact (core.redaction), each checked on
+    its own: a bad one is one line naming it (`argument --redact: 'PATTERN': why`), exit 2."""
+    from specmon.core.redaction import RedactPatternError, compile_redaction
 
     try:
-        compile_redactions([text])
+        compile_redaction(text)
     except RedactPatternError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--redact ")) from None
     return text
 
 
@@ -121,6 +122,7 @@ def add_redact_argument(parser: argparse.ArgumentParser) -> None:
         default=[],
         type=redact_pattern,
         metavar="REGEX",
-        help="with --record (or the app's r key): replace what REGEX matches in the model's "
-        "answers by [REDACTED] before it is written (repeatable; docs/recording-format.md)",
+        help="replace what REGEX (Python syntax) matches by [REDACTED] in what is written: "
+        "recordings (--record, the app's r key) and saved chats (repeatable; "
+        "docs/recording-format.md)",
     )

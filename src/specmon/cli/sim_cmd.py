@@ -1,8 +1,8 @@
 """`specmon sim`: run the simulated DFlash vLLM server in the foreground until Ctrl-C/SIGTERM.
 
-The first Ctrl-C or SIGTERM stops serving and closes every connection, then exits with status 0
-(the usual way to stop a server); a second one, or a stop that takes longer than 1.5 s, ends the
-process at once with 130 (SIGINT) or 143 (SIGTERM).
+The first Ctrl-C, SIGTERM or SIGHUP stops serving and closes every connection, then exits with
+status 0 (the usual way to stop a server); a second one, or a stop that takes longer than 1.5 s,
+ends the process at once with 130 (SIGINT), 143 (SIGTERM) or 129 (SIGHUP).
 """
 
 from __future__ import annotations
@@ -33,6 +33,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "Run a simulated vLLM server with speculative decoding. Everything it serves is "
             "SIMULATED: /version says so and every response carries X-Specmon-Simulated: 1."
         ),
+        epilog="Exit status: 0 after a clean stop (the first Ctrl-C, SIGTERM or SIGHUP); 130, "
+        "143 or 129 when a second signal, or a stop longer than 1.5 s, ends it at once; 1 when "
+        "it cannot listen; 2 for bad arguments.",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port (0 = any free port)")

@@ -23,9 +23,13 @@ n_spec), and the `vllm serve` command line of the recommended setting.
 Every finished run is saved in the sweep folder (--out, default ./specmon-sweep-DATE-TIME) as it
 finishes; Ctrl-C (or SIGTERM, SIGHUP) keeps what was measured: the finished runs, and the run in
 progress as runs/....partial.json (marked interrupted), which --resume measures again in full.
-`--resume DIR` goes on from there (with the
-settings saved in DIR; URLs given again replace the saved ones; host mode starts the servers
-again with the saved flags, or with host-mode flags given again). A point whose server fails to
+`--resume DIR` goes on from there with the settings saved in DIR. A sweep folder is shared, so
+it never chooses what runs or where requests go: host mode needs the host-mode flags given again
+(the same --model/--preset, --draft, --method, --spec-option, --vllm, --env, grid and `-- ARGS`
+as DIR records; refused in one line, showing them, otherwise), and the server of each point still
+to measure is given again (--point N=URL; it replaces the saved URL; a URL only DIR lists is never
+sent a request, nor the API key). Every number read from DIR is range-checked, and no file in it
+is written through a symbolic link. A point whose server fails to
 start (or dies) is recorded as failed with its cause, the sweep goes on and the summary names the
 missing runs. Ctrl-C stops the server of the point in progress. See docs/bench.md.
 
@@ -38,6 +42,7 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from specmon.cli.args import add_command, fail, server_url
@@ -102,7 +107,13 @@ def register(subparsers: Any) -> None:
         metavar="DIR",
         help="sweep folder (default ./specmon-sweep-DATE-TIME)",
     )
-    p.add_argument("--resume", default=None, metavar="DIR", help="continue the sweep in DIR")
+    p.add_argument(
+        "--resume",
+        default=None,
+        metavar="DIR",
+        help="continue the sweep in DIR (its host-mode flags, or the URLs of the points still to "
+        "measure, given again: a folder never chooses what runs or where requests go)",
+    )
     p.add_argument(
         "--plot",
         default=None,
@@ -170,7 +181,13 @@ def plan_sweep(args: argparse.Namespace) -> SweepPlan | int:
     """The sweep the command line asks for (an int: the exit status of a --dry-run, which
     prints each point's command and starts nothing). ConfigError, PlotUnavailable or
     SweepError (one line) for a setting that cannot be."""
-    from specmon.bench.config import ConfigError, parse_int, parse_int_list
+    from specmon.bench.config import (
+        MAX_CONCURRENCY,
+        MAX_REPEATS,
+        ConfigError,
+        parse_int,
+        parse_int_list,
+    )
     from specmon.bench.plot import check_plot_target
     from specmon.bench.servers import AttachProvider, StartingProvider, parse_points
     from specmon.bench.sweep import SweepSpec, SweepStore
@@ -190,10 +207,6 @@ def plan_sweep(args: argparse.Namespace) -> SweepPlan | int:
     if args.resume is not None:
         if args.out is not None:
             raise ConfigError("give --out or --resume, not both")
-        if grid:
-            raise ConfigError(
-                f"the serve grid is saved in {args.resume}: --resume takes no grid flags"
-            )
         store = SweepStore(args.resume)
         spec = store.load_spec()
         host = spec.host is not None
@@ -207,12 +220,13 @@ def plan_sweep(args: argparse.Namespace) -> SweepPlan | int:
             spec = _host_spec(args, flags, grid)
             store = SweepStore(args.out or _default_folder())
         else:
-            spec, flags = _resumed_host(args, spec)
+            spec, flags = _resumed_host(args, spec, grid, store.folder / "sweep.json")
         if args.dry_run:
             return _dry_run(flags, spec)
         from specmon.cli.bench_host import check_points, host_point, served_api_key
 
-        check_points(flags, spec.point_list())
+        identity = check_points(flags, spec.point_list())
+        spec = replace(spec, host={**spec.host, **identity})  # what the command line starts
         if api_key is None:  # the servers' own key, given after `--`
             api_key = served_api_key(flags)
         provider: Any = StartingProvider(spec.point_list(), lambda point: host_point(flags, point))
@@ -235,26 +249,18 @@ def plan_sweep(args: argparse.Namespace) -> SweepPlan | int:
         )
         described = _described(args)
         if args.resume is not None:
-            urls = {**spec.urls, **given}
-            spec = SweepSpec(
-                spec.points + tuple(n for n in given if n not in spec.points),
-                spec.concurrencies,
-                spec.repeats,
-                spec.config,
-                urls,
-                described=described or spec.described,
-            )
+            spec = _resumed_attached(spec, store, given, described)
         else:
-            concs = parse_int_list("--concurrency", args.concurrency, 1, 10_000)
+            concs = parse_int_list("--concurrency", args.concurrency, 1, MAX_CONCURRENCY)
             config = workload_config(args, concurrency=concs[0])
-            repeats = parse_int("--repeats", args.repeats, 1, 1000)
+            repeats = parse_int("--repeats", args.repeats, 1, MAX_REPEATS)
             spec = SweepSpec(tuple(given), concs, repeats, config, given, described=described)
             store = SweepStore(args.out or _default_folder())
-        try:
-            provider = AttachProvider(spec.urls)
+        try:  # only the URLs of the command line: a folder's are never sent a request (or key)
+            provider = AttachProvider(given)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
-        gpu_urls = list(spec.urls.values())
+        gpu_urls = list(given.values())
     return SweepPlan(
         spec=spec,
         store=store,
@@ -308,15 +314,16 @@ def _grid(args: argparse.Namespace) -> Any:
 
 def _host_spec(args: argparse.Namespace, flags: HostFlags, grid: Any) -> Any:
     """A new host-mode sweep's settings (ConfigError on a bad value)."""
-    from specmon.bench.config import parse_int, parse_int_list
+    from specmon.bench.config import MAX_CONCURRENCY, MAX_REPEATS, parse_int, parse_int_list
+    from specmon.bench.limits import MAX_N_SPEC
     from specmon.bench.sweep import SweepSpec
     from specmon.cli.bench_cmd import workload_config
     from specmon.cli.bench_host import check_points, saved_host_flags
 
-    points = parse_int_list("--n-spec", args.n_spec, 0, 64)
-    concs = parse_int_list("--concurrency", args.concurrency, 1, 10_000)
+    points = parse_int_list("--n-spec", args.n_spec, 0, MAX_N_SPEC)
+    concs = parse_int_list("--concurrency", args.concurrency, 1, MAX_CONCURRENCY)
     config = workload_config(args, concurrency=concs[0], hosted=True)
-    repeats = parse_int("--repeats", args.repeats, 1, 1000)
+    repeats = parse_int("--repeats", args.repeats, 1, MAX_REPEATS)
     spec = SweepSpec(points, concs, repeats, config, {}, grid)
     identity = check_points(flags, spec.point_list())
     return SweepSpec(
@@ -324,21 +331,94 @@ def _host_spec(args: argparse.Namespace, flags: HostFlags, grid: Any) -> Any:
     )
 
 
-def _resumed_host(args: argparse.Namespace, spec: Any) -> tuple[Any, HostFlags]:
-    """The saved host-mode sweep, with the host flags given again (when they are) or saved."""
-    from specmon.bench.config import parse_int_list
-    from specmon.cli.bench_host import host_requested, restore_host_flags, saved_host_flags
+def _resumed_host(
+    args: argparse.Namespace, spec: Any, grid: Any, where: Path
+) -> tuple[Any, HostFlags]:
+    """The saved host-mode sweep with the host-mode flags of the command line. The folder's
+    recorded flags only confirm them: a sweep folder is shared, so it never chooses the program,
+    environment or arguments that run (ConfigError, one line, saying what to give)."""
+    from specmon.bench.config import ConfigError, parse_int_list
+    from specmon.bench.limits import MAX_N_SPEC
+    from specmon.cli.bench_host import (
+        holds_secret,
+        host_requested,
+        saved_host_flags,
+        setup_differences,
+        setup_words,
+        shown_words,
+    )
 
-    if host_requested(args):
-        flags = _given_host_flags(args)
-        saved = saved_host_flags(flags)
-    else:
-        saved = spec.host.get("flags") or {}
-        flags = replace(restore_host_flags(saved), dry_run=bool(args.dry_run))
+    recorded = spec.host.get("flags")
+    recorded = recorded if isinstance(recorded, dict) else {}
+    if not host_requested(args):
+        if holds_secret(recorded):
+            raise ConfigError(
+                "this sweep's host-mode flags held a secret, which is never saved: give the "
+                "host-mode flags (--model ... -- ...) again with --resume"
+            )
+        raise ConfigError(
+            f"{where} records how this sweep starts vLLM, and a sweep folder is not trusted "
+            "to choose what runs: check them and give them again with --resume: "
+            + shown_words(setup_words(recorded, spec.grid))
+        )
+    flags = _given_host_flags(args)
+    saved = saved_host_flags(flags)
+    differ = setup_differences(recorded, saved, spec.grid, grid)
+    if differ:
+        raise ConfigError(
+            f"{where} was measured with other host-mode flags than the command line gives: "
+            + "; ".join(differ)
+            + ". Give the folder's to resume it (check them: a sweep folder is not trusted to "
+            "choose what runs), or start a new sweep with --out"
+        )
     if args.n_spec is not None:
-        more = parse_int_list("--n-spec", args.n_spec, 0, 64)
+        more = parse_int_list("--n-spec", args.n_spec, 0, MAX_N_SPEC)
         spec = replace(spec, points=spec.points + tuple(n for n in more if n not in spec.points))
-    return replace(spec, host={**spec.host, "flags": saved}), flags
+    return replace(spec, host={"flags": saved}), flags
+
+
+def _resumed_attached(
+    spec: Any, store: Any, given: dict[int, str], described: dict[str, Any] | None
+) -> Any:
+    """The saved sweep of attached servers, with the servers of the command line. A URL the
+    folder lists for a point still to measure, or a --method/--draft it describes, must be given
+    again (ConfigError, one line, saying what): a shared folder never chooses where requests
+    and the API key go, nor the draft model of the recommended command."""
+    from specmon.bench.config import ConfigError
+    from specmon.bench.sweep import SweepSpec, run_key
+    from specmon.cli.bench_host import shown_words
+
+    runs = store.load_runs()
+    pending = {
+        point.n_spec
+        for point in spec.point_list()
+        for c in spec.concurrencies
+        for r in range(1, spec.repeats + 1)
+        if run_key(point.n_spec, c, r, point.serve) not in runs
+    }
+    words: list[str] = []
+    for n, url in sorted(spec.urls.items()):
+        if n in pending and n not in given:
+            words += ["--point", f"{n}={url}"]
+    told = spec.described or {}
+    if described is None and (told.get("method") or told.get("draft")):
+        for flag, key in (("--method", "method"), ("--draft", "draft")):
+            if told.get(key):
+                words += [flag, str(told[key])]
+    if words:
+        raise ConfigError(
+            f"{store.folder / 'sweep.json'} names servers (or the draft) that the command line "
+            "does not give, and a sweep folder is not trusted to choose where requests and the "
+            "API key go: check them and give them again with --resume: " + shown_words(words)
+        )
+    return SweepSpec(
+        spec.points + tuple(n for n in given if n not in spec.points),
+        spec.concurrencies,
+        spec.repeats,
+        spec.config,
+        {**spec.urls, **given},
+        described=described,
+    )
 
 
 def _dry_run(flags: HostFlags, spec: Any) -> int:
@@ -371,7 +451,7 @@ def _sweep(plan: SweepPlan) -> int:
     from specmon.bench.plot import PlotUnavailable, write_plot
     from specmon.bench.render import print_sweep, progress_for
     from specmon.bench.runner import run_bench
-    from specmon.bench.sweep import run_sweep
+    from specmon.bench.sweep import SweepError, run_sweep
 
     store = plan.store
     print(f"specmon sweep: saving to {store.folder}", file=sys.stderr)
@@ -391,16 +471,19 @@ def _sweep(plan: SweepPlan) -> int:
                 )
             )
 
-    outcome = run_sweep(
-        plan.spec,
-        plan.provider,
-        store,
-        run=one,
-        baseline_tok_s=plan.baseline,
-        on_event=lambda s: print(f"specmon sweep: {s}", file=sys.stderr, flush=True),
-        specmon_version=__version__,
-        stop_requested=stop_requested,
-    )
+    try:
+        outcome = run_sweep(
+            plan.spec,
+            plan.provider,
+            store,
+            run=one,
+            baseline_tok_s=plan.baseline,
+            on_event=lambda s: print(f"specmon sweep: {s}", file=sys.stderr, flush=True),
+            specmon_version=__version__,
+            stop_requested=stop_requested,
+        )
+    except SweepError as exc:  # a file of the folder that cannot be written (or is a link)
+        return fail(NAME, str(exc), 1)
     width = None if sys.stdout.isatty() else 140
     print_sweep(outcome.summary, Console(highlight=False, width=width))
     if plan.plot and outcome.summary.cells:

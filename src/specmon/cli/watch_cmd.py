@@ -1,24 +1,26 @@
 """`specmon watch`: attach to one or more running vLLM servers and show what they do.
 
-`--once --json` prints one snapshot (docs/watch-json.md) and exits, `--once` alone the table
-once; `--json` prints one snapshot line per interval until interrupted; on a terminal the app's
-dashboard screen: one row per server (and per engine), the selected one in detail (keys: up/down
-select, a adds a server, x removes the selected one, r records, m adds a marker, F4 lists the
-answers, q quits); otherwise plain lines. Servers that are down are shown as down with their
-last error; the others keep updating. For https servers whose certificate comes from a private
-CA, point SSL_CERT_FILE (or SSL_CERT_DIR) at the CA.
+`--once --json` prints one snapshot (docs/watch-json.md) and exits, `--once` alone the app's
+servers table once (one row per server, in the order given, fitted to the terminal's width) and
+each server's latency in ms; `--json` prints one snapshot line per interval until interrupted;
+on a terminal the app's dashboard screen: one row per server (and per engine), the selected one
+in detail (keys: up/down select, a adds a server, x removes the selected one, r records, m adds
+a marker, F4 lists the answers, q quits); otherwise plain lines. Servers that are down are shown
+as down with their last error; the others keep updating. For https servers whose certificate
+comes from a private CA, point SSL_CERT_FILE (or SSL_CERT_DIR) at the CA.
 
 `--prometheus URL [--match SELECTOR]` reads every vLLM target that a Prometheus scrapes, through
 its HTTP API, instead of attaching to servers (docs/fleet.md). `--export [HOST:]PORT` serves
 specmon's own /metrics (per-request AL, vanilla-speed flags by reason, the degradation cycle) on
 127.0.0.1 unless a host is given.
 
-Exit status: 0 after `--once`, or when the reader of `--json` lines goes away (a closed pipe, as
-with `| head`); 130 when interrupted (Ctrl-C / SIGINT) and 143 on SIGTERM, after the sources are
-stopped and the recording is closed (within 2 s; a second Ctrl-C exits at once); 2 for bad
-arguments or an --export port in use; 1 after `--once` when none of the servers given could be
-read (each is still in the snapshot, with its state and why), or after `--once --prometheus`
-when the Prometheus did not answer. Every read of a server has a deadline for its whole answer
+Exit status: 0 after `--once`, when the app is quit (q, ctrl+q), or when the reader of `--json`
+lines goes away (a closed pipe, as with `| head`); 130 when interrupted (Ctrl-C: SIGINT, or the
+key in the app), 143 on SIGTERM and 129 on SIGHUP, after the sources are stopped and the
+recording is closed (within 2 s; a second Ctrl-C exits at once); 2 for bad arguments or an
+--export port in use; 1 after `--once` when none of the servers given could be read (each is
+still in the snapshot, with its state and why), or after `--once --prometheus` when the
+Prometheus did not answer. Every read of a server has a deadline for its whole answer
 (5 s for /metrics, 10 s for /version and /v1/models): a server that never answers or trickles
 its page is shown down with why, never waited on.
 """
@@ -30,6 +32,8 @@ import json
 import os
 import sys
 import threading
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from specmon.cli.args import (
@@ -294,15 +298,25 @@ def _fleet(args: argparse.Namespace, export: tuple[str, int] | None, interval: f
 
 
 def _print_snapshot(view: SessionView, *, as_json: bool, title: str) -> None:
-    """One snapshot: a line of JSON (`--json`), else the live view's table printed once."""
+    """One snapshot: a line of JSON (`--json`), else the app's servers table printed once, at
+    the terminal's width (COLUMNS when set)."""
     if as_json:
         print(dumps(snapshot_of(view)))
         return
     from rich.console import Console
 
-    from specmon.ui.live_console import render
+    from specmon.ui.live_console import once_text
 
-    Console(highlight=False).print(render(view, title=title))
+    console = Console(highlight=False)
+    console.print(once_text(view, title=title, width=console.width))
+
+
+def in_given_order(view: SessionView, bases: Sequence[str]) -> SessionView:
+    """The view with its servers in the order the command line gave them (the view holds them
+    in the order they were first heard from); any other server after them, as it was."""
+    rank = {base: n for n, base in enumerate(bases)}
+    ordered = sorted(view.servers, key=lambda s: rank.get(s.source, len(rank)))
+    return replace(view, servers=tuple(ordered))
 
 
 def _fleet_once(monitor: Monitor, fleet: PrometheusFleet, *, as_json: bool) -> int:
@@ -373,7 +387,7 @@ def _once(monitor: Monitor, *, as_json: bool) -> int:
                     detail=f"no answer from {target.metrics} within {scraper.deadline_s:g} s",
                 )
             )
-    view = monitor.view(fresh=True)
+    view = in_given_order(monitor.view(fresh=True), [t.base for t in monitor.targets])
     title = "specmon watch — " + ", ".join(t.base for t in monitor.targets)
     _print_snapshot(view, as_json=as_json, title=title)
     given = {t.base for t in monitor.targets}

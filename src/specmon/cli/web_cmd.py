@@ -12,21 +12,27 @@ command). At most --max-tabs pages are served at once; another is told so and cl
 
 A secret token guards the page: it is printed once, in the address to open
 (http://127.0.0.1:8000/?token=...), and kept in a file only you can read (--token-file FILE, or
-a file under $XDG_RUNTIME_DIR/specmon or ~/.local/state/specmon, removed at stop). Opening that
-address sets a cookie (HttpOnly, SameSite=Strict); any request without it gets 403 and starts no
-app. An existing --token-file (mode 0600) is reused, so the address can stay the same.
+a file under $XDG_RUNTIME_DIR/specmon, else $XDG_STATE_HOME/specmon (~/.local/state/specmon):
+mode 0600 in a 0700 directory, removed at stop). Opening that address sets a cookie (HttpOnly,
+SameSite=Strict); any request without it gets 403 and starts no app. An existing --token-file
+(mode 0600) is reused, so the address can stay the same.
 `--no-token` serves without one, and only on a loopback host with `--allow-any-local-user`: every
 user of this machine can then drive the app and whatever keys it holds.
 
 It listens on 127.0.0.1 unless `--host` says otherwise, and warns when that address is not
 loopback. `--port 0` takes a free port. A port in use is a one-line error (exit status 2).
 
+Every local user can connect to it, so a connection without a complete request for 5 s
+($SPECMON_WEB_IDLE_TIMEOUT seconds) is closed, and it holds at most 32 connections per address
+and 256 in all: over that, the oldest one that has not shown the token makes room (yours, once
+it has, never does). Refusals are logged once per 10 s per kind.
+
 Closing a tab ends its app. Ctrl-C (or SIGTERM) ends every app (each runs in a process group of
 its own: SIGTERM, then SIGKILL to the group) and the server, within 2 s; the apps also get SIGTERM
 if this process dies without that clean stop.
 
-Exit status: 130 after Ctrl-C (SIGINT), 143 after SIGTERM; 2 for bad arguments or a port that
-cannot be bound.
+Exit status: 130 after Ctrl-C (SIGINT), 143 after SIGTERM, 129 after SIGHUP; 2 for bad arguments
+or a port that cannot be bound.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from specmon.web.plan import (
     WebArgsError,
     WebPlan,
     check_access,
+    idle_timeout_from,
     take_api_key,
     take_url_credentials,
 )
@@ -176,6 +183,7 @@ def plan_from_args(args: argparse.Namespace) -> WebPlan:
         token_file=options["token_file"],
         no_token=options["no_token"],
         url_secrets=tuple(url_secrets),
+        idle_timeout_s=idle_timeout_from(),
     )
 
 

@@ -33,6 +33,7 @@ from typing import Any, Literal
 from specmon.core import families
 from specmon.core.counters import counter_increase
 from specmon.core.events import CanaryProbed, MetricSample
+from specmon.core.safe_json import JsonError, loads_bounded
 
 CANARY_PROMPT = (
     "List the first twenty prime numbers, then explain in three short sentences why there are "
@@ -60,6 +61,7 @@ changed (when the canary held)."""
 HISTORY = 64
 """Probes kept per server for the view (bounded over any session length)."""
 MAX_AL = 1000.0
+"""The largest AL accepted when K is not known (with K, the largest is K + 1)."""
 
 CanaryStatus = Literal["learning", "ok", "drifting", "drifted", "failed"]
 CanaryDiagnosis = Literal["learning", "steady", "engine_drift", "workload_change", "unknown"]
@@ -83,6 +85,19 @@ class CanaryKey:
         return json.dumps(
             [self.server, self.model, self.draft, self.method, self.n_spec], separators=(",", ":")
         )
+
+
+def n_spec_of_key(key_id: str) -> int | None:
+    """The K of a stored key (`CanaryKey.id()`), None when the key does not say (or is not one:
+    its ALs are then held to MAX_AL only)."""
+    try:
+        parts = loads_bounded(key_id, max_depth=1)
+    except JsonError:
+        return None
+    if not isinstance(parts, list) or len(parts) != 5:
+        return None
+    k = parts[4]
+    return k if isinstance(k, int) and not isinstance(k, bool) and k >= 0 else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,26 +139,66 @@ class CanaryBaseline:
         live = (*self.live, live_al) if live_al is not None else self.live
         return CanaryBaseline((*self.probes, al), live)
 
+    def problem(self, n_spec: int | None) -> str | None:
+        """Why this baseline must not be stored for K = `n_spec` (None: it may be): the store's
+        writer asks this, with the rule its loader applies (`al_problem`)."""
+        for name, als in (("probes", self.probes), ("live", self.live)):
+            for al in als:
+                why = al_problem(al, n_spec)
+                if why is not None:
+                    return f"canary baseline `{name}` holds {why}"
+        return None
+
     def to_json(self) -> dict[str, Any]:
         return {"probes": list(self.probes), "live": list(self.live)}
 
     @classmethod
-    def from_json(cls, value: Any) -> CanaryBaseline:
-        """A baseline from stored JSON; ValueError (one line) when it is not one."""
+    def from_json(cls, value: Any, n_spec: int | None = None) -> CanaryBaseline:
+        """A baseline from stored JSON for K = `n_spec` (None: unknown); ValueError (one line)
+        when it is not one."""
         if not isinstance(value, Mapping):
             raise ValueError("a canary baseline is not an object")
-        probes = _als(value.get("probes"), "probes")[:LEARN_PROBES]
-        live = _als(value.get("live", []), "live")[:LEARN_PROBES]
+        probes = _als(value.get("probes"), "probes", n_spec)[:LEARN_PROBES]
+        live = _als(value.get("live", []), "live", n_spec)[:LEARN_PROBES]
         return cls(probes, live)
 
 
-def _als(value: Any, name: str) -> tuple[float, ...]:
+def max_al(n_spec: int | None) -> float:
+    """The largest possible AL for K = `n_spec`: K + 1 (every draft token accepted, plus the
+    target's own token); MAX_AL when K is not known."""
+    if n_spec is None or isinstance(n_spec, bool) or n_spec < 0:
+        return MAX_AL
+    return min(float(n_spec + 1), MAX_AL)
+
+
+_AL_SLACK = 1e-9
+"""Rounding allowed above K + 1 (an AL is a mean of ratios)."""
+
+
+def al_problem(value: object, n_spec: int | None) -> str | None:
+    """Why `value` is not a possible acceptance length for K = `n_spec` (None: it is one).
+
+    The one rule of what the canary keeps: a number from 1 to K + 1 (to MAX_AL when K is not
+    known); NaN, infinities, negatives and 1e308 fail it. The store applies it when it reads
+    (`from_json`) and before it writes (`problem`), and the probe to the ALs it measures, so a
+    value the loader would refuse is never written."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"{value!r:.40}, not a number"
+    top = max_al(n_spec)
+    if not 1.0 <= value <= top + _AL_SLACK:  # NaN fails too
+        k = "an unknown K" if n_spec is None else f"K = {n_spec}"
+        return f"{value!r:.40}, not an AL for {k} (1 to {top:g})"
+    return None
+
+
+def _als(value: Any, name: str, n_spec: int | None) -> tuple[float, ...]:
     if not isinstance(value, list):
         raise ValueError(f"canary baseline `{name}` is not a list")
     out = []
     for v in value:
-        if isinstance(v, bool) or not isinstance(v, int | float) or not 1.0 <= v <= MAX_AL:
-            raise ValueError(f"canary baseline `{name}` holds {v!r}, not an AL")
+        why = al_problem(v, n_spec)
+        if why is not None:
+            raise ValueError(f"canary baseline `{name}` holds {why}")
         out.append(float(v))
     return tuple(out)
 

@@ -4,7 +4,9 @@ prompt and sampling settings).
 
 Pure (no I/O): the store (sources/conversation_store.py) reads and writes these, the chat screen
 builds them. Nothing here holds an API key: `public_url` strips credentials, query and fragment
-from the server URL, and `scrub` removes known secret values from any text before it is saved.
+from the server URL, and `scrub` puts every text through the one scrubber (core.redaction.Scrubber:
+known secret values, secrets by shape outside prompts and answers, `--redact` patterns) before it
+is saved or exported.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit, urlunsplit
 
-from specmon.core.redaction import redact_literal, redact_url
+from specmon.core.redaction import Scrubber, redact_url
 
 TITLE_CHARS = 80
 """A conversation's title is its first prompt's first line, cut to this many characters."""
@@ -122,41 +124,49 @@ def title_of(turns: Iterable[SavedTurn]) -> str:
     return "(empty)"
 
 
-def _scrub(text: str | None, secrets: tuple[str, ...]) -> str | None:
-    return None if text is None else redact_literal(text, secrets)
+def scrub_turn(turn: SavedTurn, scrubber: Scrubber) -> SavedTurn:
+    """One turn as it may be written: prompt and answer scrubbed as data (known secret values,
+    `--redact` matches), the error and the verdict's reasons as text (also secrets by shape)."""
+    s = scrubber
+    numbers = turn.numbers
+    if numbers is not None and numbers.reasons:
+        numbers = replace(numbers, reasons=tuple(s.text(r) for r in numbers.reasons))
+    return replace(
+        turn,
+        prompt=s.data(turn.prompt),
+        answer=s.data(turn.answer),
+        error=None if turn.error is None else s.text(turn.error),
+        numbers=numbers,
+    )
 
 
-def scrub(conversation: SavedConversation, secrets: Iterable[str]) -> SavedConversation:
-    """The conversation with every known secret value (the API key in use) removed from all its
-    text, and the server URL made public: what may be written to disk."""
-    known = tuple(s for s in secrets if s)
-
-    def text(value: str) -> str:
-        return redact_literal(value, known) if known else value
-
-    turns = conversation.turns
-    if known:
-        turns = tuple(
-            replace(
-                t,
-                prompt=text(t.prompt),
-                answer=text(t.answer),
-                error=_scrub(t.error, known),
-                numbers=None
-                if t.numbers is None
-                else replace(t.numbers, reasons=tuple(text(r) for r in t.numbers.reasons)),
-            )
-            for t in turns
-        )
+def scrub(
+    conversation: SavedConversation,
+    scrubber: Scrubber | Iterable[str],
+    *,
+    turns: tuple[SavedTurn, ...] | None = None,
+) -> SavedConversation:
+    """The conversation as it may be written to disk (core.redaction.Scrubber; a list of
+    known secret values makes one): every text scrubbed, the server URL made public (no
+    credentials, query or fragment). `turns`: the turns already scrubbed, when the caller has
+    them (the chat saver scrubs each turn once)."""
+    s = scrubber if isinstance(scrubber, Scrubber) else Scrubber.of(scrubber)
+    if turns is None:
+        turns = tuple(scrub_turn(t, s) for t in conversation.turns)
     settings = conversation.settings
-    if known and settings.system is not None:
-        settings = replace(settings, system=text(settings.system))
+    if settings.system is not None:
+        settings = replace(settings, system=s.data(settings.system))
+    server = conversation.server
     server = replace(
-        conversation.server,
-        url=_scrub(public_url(conversation.server.url), known),
-        model=_scrub(conversation.server.model, known),
-        draft_model=_scrub(conversation.server.draft_model, known),
+        server,
+        url=s.url(public_url(server.url)),
+        model=None if server.model is None else s.text(server.model),
+        draft_model=None if server.draft_model is None else s.text(server.draft_model),
     )
     return replace(
-        conversation, turns=turns, settings=settings, server=server, title=text(conversation.title)
+        conversation,
+        turns=turns,
+        settings=settings,
+        server=server,
+        title=s.data(conversation.title),
     )

@@ -90,7 +90,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "ttft_s",
         "request",
         "TTFT",
-        "s",
+        "ms",
         "Time to first token: the first chunk with choices - t_send.",
         "As `vllm bench serve` defines it: the role chunk counts even when its content is empty.",
     ),
@@ -98,7 +98,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "tpot_s",
         "request",
         "TPOT",
-        "s",
+        "ms",
         "Time per output token after the first: (E2EL - TTFT) / (completion tokens - 1).",
         "Only with more than one token (the `vllm bench serve` definition). With speculation it "
         "is a per-token figure: one verify step's time spread over the tokens it emitted.",
@@ -107,7 +107,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "itl_s",
         "request",
         "ITL",
-        "s",
+        "ms",
         "Inter-token latency: the gaps between consecutive chunks.",
         "Per chunk, not per token: with speculation one gap covers a whole verify step (1 to "
         "K + 1 tokens), so ITL is close to the step time, not to 1 / tok/s. Percentiles are over "
@@ -117,7 +117,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "e2el_s",
         "request",
         "E2EL",
-        "s",
+        "ms",
         "End-to-end latency: t_end - t_send.",
         "t_end is the arrival of the last data message of the stream (normally the usage-only "
         "message).",
@@ -455,7 +455,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "server_ttft_s",
         "request",
         "server TTFT",
-        "s",
+        "ms",
         "The engine's share of TTFT: queue time + vLLM's own TTFT (first token - scheduled).",
         "From vLLM's per-request timing metrics (`--enable-per-request-metrics`, which host mode "
         "turns on; newest vLLM only), sent in the final usage chunk. Missing when the server does "
@@ -465,7 +465,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "ttft_outside_s",
         "request",
         "TTFT outside engine",
-        "s",
+        "ms",
         "Client TTFT - server TTFT: the network, the API server's own work, the client's reading.",
         "Large when the client is far from the server, the API server is busy (tokenising, the "
         "chat template) or the reader lags. It can be slightly negative: the server counts from "

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from specmon.core.events import FleetHistory, FleetSampled, FleetTarget, ServerStatus
 from specmon.core.fleet_views import PER_REQUEST_NOT_AVAILABLE, FleetTargetInfo
+from specmon.core.gauge_ranges import COUNT, FRACTION, gauge_note, in_range
 from specmon.core.request_rows import finite
 from specmon.core.server_state import HistoryPoint, history_columns
 from specmon.core.views import (
@@ -100,13 +101,22 @@ def _status_of(target: FleetTarget) -> tuple[ServerStatus, str]:
     return "up", ""
 
 
+def _kv(value: float | None, notes: list[str] | None = None) -> float | None:
+    """A KV usage fraction the Prometheus gave, None when it is not one (core.gauge_ranges)."""
+    return in_range("kv_cache_usage", finite(value), FRACTION, [] if notes is None else notes)
+
+
+def _count(name: str, value: float | None, notes: list[str] | None = None) -> float | None:
+    return in_range(name, finite(value), COUNT, [] if notes is None else notes)
+
+
 def _point(t: float, target: FleetTarget) -> HistoryPoint:
     return (
         t,
         finite(target.generation_tok_s),
         acceptance_length(target.accepted_per_s, target.drafts_per_s),
-        finite(target.requests_running),
-        finite(target.kv_cache_usage_frac),
+        _count("requests_running", target.requests_running),
+        _kv(target.kv_cache_usage_frac),
         _ratio(target.accepted_per_s, target.draft_tokens_per_s),
         acceptance_length(target.accepted_tokens, target.drafts),
         _ratio(target.accepted_tokens, target.draft_tokens),
@@ -121,8 +131,8 @@ def _range_points(t: float, h: FleetHistory) -> tuple[HistoryPoint, ...]:
             t - h.ago_s[i],
             finite(h.generation_tok_s[i]),
             acceptance_length(h.accepted_per_s[i], h.drafts_per_s[i]),
-            finite(h.requests_running[i]),
-            finite(h.kv_cache_usage_frac[i]),
+            _count("requests_running", h.requests_running[i]),
+            _kv(h.kv_cache_usage_frac[i]),
             None,  # the range query reads no draft-token rate and no absolute counters
             None,
             None,
@@ -223,9 +233,6 @@ class FleetState:
             self._cache = tuple(out)
         return self._cache
 
-    def retained(self) -> int:
-        return sum(len(t.range_points) + len(t.recent) for t in self._targets.values())
-
 
 def _build_view(tgt: _Target) -> ServerView:
     x = tgt.last
@@ -233,6 +240,10 @@ def _build_view(tgt: _Target) -> ServerView:
     columns = history_columns(points)
     has_spec = x.drafts is not None or x.drafts_per_s is not None
     rates = per_position(x.accepted_per_pos_per_s, x.drafts_per_s)
+    notes: list[str] = []
+    running = _count("requests_running", x.requests_running, notes)
+    waiting = _count("requests_waiting", x.requests_waiting, notes)
+    kv = _kv(x.kv_cache_usage_frac, notes)
     return ServerView(
         source=tgt.source,
         status=tgt.status,
@@ -260,9 +271,9 @@ def _build_view(tgt: _Target) -> ServerView:
             per_position_rates=per_position(x.accepted_per_pos, x.drafts),
         ),
         v0_draft_acceptance_rate=None,
-        requests_running=finite(x.requests_running),
-        requests_waiting=finite(x.requests_waiting),
-        kv_cache_usage_frac=finite(x.kv_cache_usage_frac),
+        requests_running=running,
+        requests_waiting=waiting,
+        kv_cache_usage_frac=kv,
         totals=SessionTotals(None, None, None, None),
         counter_resets=0,
         recent_resets=(),
@@ -281,4 +292,5 @@ def _build_view(tgt: _Target) -> ServerView:
             gpus=x.gpus,
             history_step_s=tgt.history_step_s,
         ),
+        gauge_note=gauge_note(notes),
     )

@@ -66,10 +66,3 @@ def mask_from_float(value: float) -> int | None:
     if not math.isfinite(value) or value < 0 or value != int(value):
         return None
     return int(value)
-
-
-def slowdown_reasons(reasons: tuple[str, ...] | None) -> tuple[str, ...]:
-    """The reasons in `reasons` that cost speed (thermal, power, hardware slowdown); () if none."""
-    if not reasons:
-        return ()
-    return tuple(r for r in reasons if r in SLOWDOWN_REASONS)

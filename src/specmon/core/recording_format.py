@@ -37,7 +37,7 @@ from specmon.core.events import (
 )
 from specmon.core.fleet_codec import decode_fleet, encode_fleet
 from specmon.core.metrics_delta import MetricsDeltaDecoder, MetricsDeltaEncoder, number
-from specmon.core.redaction import REDACTED, redact_literal, redact_text, redact_url, redact_value
+from specmon.core.redaction import REDACTED, Scrubber, redact_text, redact_url
 from specmon.core.server_timing import TIMING_FIELDS
 
 __all__ = [
@@ -112,18 +112,22 @@ _INFO_FIELDS = tuple(f.name for f in fields(SessionInfo))
 
 
 def encode_header(
-    info: SessionInfo, *, started_at: str | None = None, secrets: Iterable[str] = ()
+    info: SessionInfo,
+    *,
+    started_at: str | None = None,
+    secrets: Iterable[str] = (),
+    scrubber: Scrubber | None = None,
 ) -> dict[str, Any]:
-    """The header object (line 1) for a session: format, version, and every SessionInfo field."""
-    secrets = tuple(secrets)
+    """The header object (line 1) for a session: format, version, and every SessionInfo field,
+    scrubbed (`scrubber`, else one for the known `secrets` and the server URL's password)."""
+    if scrubber is None:
+        scrubber = Scrubber.of(secrets, urls=[info.server])
     header: dict[str, Any] = {"format": FORMAT, "version": VERSION}
     if started_at is not None:
         header["started_at"] = started_at
     for name in _INFO_FIELDS:
         value = getattr(info, name)
-        if name == "server":
-            value = redact_url(value)
-        header[name] = redact_value(value, secrets)
+        header[name] = scrubber.url(value) if name == "server" else scrubber.value(value)
     return header
 
 
@@ -190,13 +194,15 @@ def _gpu_dict(g: GpuReading) -> dict[str, Any]:
 class EventEncoder:
     """Turns events into `[t, code, data]` values (stateful only for /metrics deltas).
 
-    `secrets` are literal values scrubbed from every text field; log lines, error texts and
-    status details are also scrubbed by shape (redact_text).
+    Every text goes through `scrubber` (core.redaction.Scrubber; else one for the literal
+    `secrets`): known values from every text field; log lines, error texts, status details and
+    labels also by shape and by the `--redact` patterns; URLs lose their `user:password@`.
+    Model text gets known values only here: the recorder applies `--redact` to it as it streams.
     """
 
-    def __init__(self, secrets: Iterable[str] = ()) -> None:
+    def __init__(self, secrets: Iterable[str] = (), *, scrubber: Scrubber | None = None) -> None:
         self._metrics = MetricsDeltaEncoder()
-        self._secrets = tuple(s for s in secrets if s)
+        self._scrub = scrubber if scrubber is not None else Scrubber.of(secrets)
         self._encoders: dict[type, Callable[[Any], dict[str, Any]]] = event_table(
             {
                 StreamChunk: self._chunk,
@@ -216,15 +222,17 @@ class EventEncoder:
     def add_secret(self, secret: str) -> None:
         """Scrub one more literal value from what is encoded from now on (a key typed for a server
         added while the session runs)."""
-        if secret and secret not in self._secrets:
-            self._secrets = (*self._secrets, secret)
+        self._scrub = self._scrub.adding(secret)
 
     def _text(self, text: str) -> str:
-        return redact_text(text, self._secrets)
+        return self._scrub.text(text)
 
     def _plain(self, text: str) -> str:
         # Model text is data: only literal known secrets are removed, never by shape.
-        return redact_literal(text, self._secrets)
+        return self._scrub.literal(text)
+
+    def _url(self, url: str) -> str:
+        return self._scrub.url(url) or ""
 
     def encode(self, event: Event) -> list[Any]:
         kind = type(event)
@@ -250,7 +258,10 @@ class EventEncoder:
         return data
 
     def _gpu(self, event: GpuSampled) -> dict[str, Any]:
-        data: dict[str, Any] = {"src": event.source, "gpus": [_gpu_dict(g) for g in event.gpus]}
+        data: dict[str, Any] = {
+            "src": self._url(event.source),
+            "gpus": [_gpu_dict(g) for g in event.gpus],
+        }
         if event.error is not None:
             data["error"] = self._text(event.error)
         return data
@@ -258,7 +269,7 @@ class EventEncoder:
     def _started(self, event: RequestStarted) -> dict[str, Any]:
         data: dict[str, Any] = {
             "id": event.request_id,
-            "src": redact_url(event.source),
+            "src": self._url(event.source),
             "model": event.model,
             "prompt_chars": event.prompt_chars,
         }
@@ -285,20 +296,20 @@ class EventEncoder:
         return data
 
     def _status(self, event: ServerStatusChanged) -> dict[str, Any]:
-        data: dict[str, Any] = {"src": redact_url(event.source), "status": event.status}
+        data: dict[str, Any] = {"src": self._url(event.source), "status": event.status}
         if event.detail:
             data["detail"] = self._text(event.detail)
         return data
 
     def _log(self, event: ServerLogLine) -> dict[str, Any]:
-        return {"src": redact_url(event.source), "line": self._text(event.line)}
+        return {"src": self._url(event.source), "line": self._text(event.line)}
 
     def _marker(self, event: Marker) -> dict[str, Any]:
         return {"label": self._text(event.label)}
 
     def _canary(self, event: CanaryProbed) -> dict[str, Any]:
         data: dict[str, Any] = {
-            "src": redact_url(event.source),
+            "src": self._url(event.source),
             "outcome": event.outcome,
             "learned": event.learned_probes,
         }
@@ -311,7 +322,7 @@ class EventEncoder:
         return data
 
     def _fleet(self, event: FleetSampled) -> dict[str, Any]:
-        return encode_fleet(event, text=self._text, url=redact_url, gpu=_gpu_dict)
+        return encode_fleet(event, text=self._text, url=self._scrub.url, gpu=_gpu_dict)
 
 
 # ---------------------------------------------------------------- values → events

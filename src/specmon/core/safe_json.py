@@ -74,6 +74,8 @@ def loads_bounded(
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise JsonError(f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except ValueError:  # an integer longer than Python converts (4,300 digits by default)
+        raise JsonError("a number in the JSON has too many digits to read") from None
     except (RecursionError, MemoryError) as exc:  # a bound the checks above did not foresee
         raise JsonError(f"JSON too large or deep to read ({type(exc).__name__})") from None
 

@@ -5,7 +5,9 @@ and its `ServerView`.
 Window numbers come from counter DELTAS over the last `window_seconds` (core.counters); since-start
 numbers come from the counters' ABSOLUTE values on the latest scrape (since the server started, or
 since its last counter reset), so a server that served requests before the watch began still
-shows its lifetime acceptance. Absolute values that are garbage give None with a note.
+shows its lifetime acceptance. Absolute values that are garbage give None with a note; so do
+gauges (and an engine log line's KV usage, hit rate and request counts) outside their range
+(core.gauge_ranges: a fraction 0 to 1, a count 0 or more), in `gauge_note`.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 from specmon.core import families
 from specmon.core.counters import CounterBank, CounterReset, CounterWindow, sum_by_name
 from specmon.core.events import MetricSample, MetricsScraped, ServerStatus
+from specmon.core.gauge_ranges import COUNT, FRACTION, checked_gauges, gauge_note, in_range
 from specmon.core.histogram_quantiles import histogram_latency
 from specmon.core.log_lines import EngineLog, SpecDecodingLog
 from specmon.core.request_rows import finite
@@ -172,6 +175,9 @@ class ServerState:
     status_t: float | None = None
     last_scrape_t: float | None = None
     gauges: tuple[MetricSample, ...] = ()
+    """The latest page's gauges within their range (core.gauge_ranges)."""
+    gauge_notes: tuple[str, ...] = ()
+    """Why gauge families of the latest page were dropped (out of range)."""
     spec_configured: bool | None = None
     n_spec: int | None = None
     engines: tuple[str, ...] = ()
@@ -205,7 +211,7 @@ class ServerState:
             self.last_reset_t = r.t
             self.resets.append(ResetView(r.t, r.name, r.labels, r.before, r.after))
         self.lifetime = lifetime_numbers(e.samples, self.last_reset_t)
-        self.gauges = tuple(x for x in e.samples if x.name in families.GAUGES)
+        self.gauges, self.gauge_notes = checked_gauges(e.samples)
         self.last_scrape_t = e.t
         # No vllm: family at all (--disable-log-stats): whether speculation runs is unknown.
         self.spec_configured = spec_configured(e.samples) if e.samples else None
@@ -262,6 +268,8 @@ class ServerState:
         stats = spec_decode_stats(window.deltas) if window else None
         totals = self.bank.totals()
         columns = history_columns(self.history)
+        notes = list(self.gauge_notes)
+        engine_log = _engine_log_view(self.engine_log, self.engine_log_t, notes)
         return ServerView(
             source=self.source,
             status=self.status,
@@ -299,11 +307,12 @@ class ServerState:
                 lines=self.log_lines,
                 tail=tuple(self.log_tail),
                 spec_decoding=_spec_log_view(self.spec_log, self.spec_log_t),
-                engine=_engine_log_view(self.engine_log, self.engine_log_t),
+                engine=engine_log,
             ),
             engine_numbers=engine_numbers(window, self.gauges, self.engines),
             model=self.identity.model,
             vllm_version=self.identity.vllm_version,
+            gauge_note=gauge_note(notes),
         )
 
 
@@ -321,17 +330,26 @@ def _spec_log_view(log: SpecDecodingLog | None, t: float | None) -> SpecLogView 
     )
 
 
-def _engine_log_view(log: EngineLog | None, t: float | None) -> EngineLogView | None:
+def _engine_log_view(
+    log: EngineLog | None, t: float | None, notes: list[str]
+) -> EngineLogView | None:
+    """The last engine log line's view; its gauges out of range are None, and `notes` says why."""
     if log is None:
         return None
+    running = in_range("log: running", log.running, COUNT, notes)
+    waiting = in_range("log: waiting", log.waiting, COUNT, notes)
     return EngineLogView(
         t=t,
         engine=log.engine,
         prompt_tok_s=finite(log.prompt_tok_s),
         generation_tok_s=finite(log.generation_tok_s),
-        running=log.running,
-        waiting=log.waiting,
-        kv_cache_usage_frac=finite(log.kv_cache_usage),
-        prefix_cache_hit_rate=finite(log.prefix_cache_hit_rate),
+        running=None if running is None else log.running,
+        waiting=None if waiting is None else log.waiting,
+        kv_cache_usage_frac=in_range(
+            "log: KV cache usage", finite(log.kv_cache_usage), FRACTION, notes
+        ),
+        prefix_cache_hit_rate=in_range(
+            "log: prefix cache hit rate", finite(log.prefix_cache_hit_rate), FRACTION, notes
+        ),
         format=log.format,
     )

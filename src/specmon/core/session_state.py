@@ -15,8 +15,8 @@ counter bank keeps a short time window, request rows are capped (`max_requests`;
 summarised as counts and means over ALL requests), and markers, resets, log tails, ITL values and
 the cycle detector's input are rings; the diagnosis fold (core.diagnosis: AL by context, thermal
 attribution, seconds saved, quality sentinel) holds bins, running sums and capped rings.
-MEMORY_CAP_BYTES is the stated cap, checked by a test that
-folds a 10-hour session at 1 Hz.
+MEMORY_CAP_BYTES is the stated cap, checked by a test that fills every ring and folds more
+(tests/unit/test_session_state.py); benchmarks/session_soak.py folds 10 hours at 1 Hz.
 """
 
 from __future__ import annotations
@@ -614,23 +614,3 @@ class SessionState:
                     stray_episodes=report.stray_episodes,
                 )
         return self._cycle_cache
-
-    # ------------------------------------------------------------------ sizes (for tests)
-
-    def retained_counts(self) -> dict[str, int]:
-        """How many objects each bounded container holds (the memory test checks these)."""
-        return {
-            "rows": len(self._rows),
-            "in_flight": len(self._in_flight),
-            "pending": len(self._pending),
-            "markers": len(self._markers),
-            "itl": len(self._itl),
-            "speeds": len(self._speeds),
-            "server_history": sum(len(s.history) for s in self._servers.values()),
-            "counter_points": sum(s.bank.points for s in self._servers.values()),
-            "gpu_history": sum(len(r) for r in self._gpu_history.values()),
-            "resets": sum(len(s.resets) for s in self._servers.values()),
-            "log_tail": sum(len(s.log_tail) for s in self._servers.values()),
-            "fleet_history": self._fleet.retained(),
-            "diagnosis": self._diagnosis.retained(),
-        }

@@ -202,12 +202,6 @@ def _validated(data: Mapping[str, Any]) -> ServerSpecStats:
     )
 
 
-def parse_server_spec(data: Any) -> ServerSpecStats | None:
-    """ServerSpecStats from the response object; None when absent or when it must be ignored
-    (malformed, inconsistent or absurdly large: `validate_server_spec` says why)."""
-    return validate_server_spec(data)[0]
-
-
 @dataclass(slots=True)
 class RequestTrace:
     """What arrived for one request: the fold of its events (mutable while the request runs)."""

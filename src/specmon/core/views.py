@@ -374,6 +374,9 @@ class ServerView:
     vllm_version: str | None = None
     """What this server said of itself (/v1/models, /version; core.server_identities), each
     server its own: not the session's first server's."""
+    gauge_note: str | None = None
+    """Why gauges are None although the server sent them: outside their range (a KV usage
+    above 1, a negative request count; core.gauge_ranges); None when every gauge is a reading."""
 
 
 @dataclass(frozen=True, slots=True)

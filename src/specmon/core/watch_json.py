@@ -3,7 +3,8 @@
 The one converter from the typed views to the documented JSON. Keys of version 1 keep their
 names and meanings; keys added since (a row's chosen acceptance and its source, a server's
 `lifetime` group) are additions within the version, which readers that ignore unknown keys accept.
-No NaN or infinity is ever written: the views hold None for anything not finite.
+No NaN or infinity is ever written: the views hold None for anything not finite (and for a gauge
+outside its range, core.gauge_ranges, with the reason in `gauge_note`).
 """
 
 from __future__ import annotations
@@ -255,6 +256,7 @@ def server_json(s: ServerView) -> dict[str, Any]:
         "requests_running": s.requests_running,
         "requests_waiting": s.requests_waiting,
         "kv_cache_usage": s.kv_cache_usage_frac,
+        "gauge_note": s.gauge_note,
         "totals": {
             "generation_tokens": s.totals.generation_tokens,
             "drafts": s.totals.drafts,

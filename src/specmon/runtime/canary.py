@@ -9,7 +9,10 @@ answers), and emits one CanaryProbed with its AL (the server's per-request AL wh
 gives it, else the client's chunk AL) and the baseline it was judged by. The first LEARN_PROBES
 probes of a server+model+draft+method+K teach the baseline, which is stored (sources.canary_store)
 for later sessions. A store that cannot be read or written costs the persistence only: the
-baseline is then learned in memory, and the first event says why.
+baseline is then learned in memory, and the first event says why; so does a stored entry the
+store skipped (an AL that is not one: the baseline is learned again). Every AL the probe measures
+(the canary's, the live traffic's) is held to the store's own rule (core.canary.al_problem)
+before it is judged or learned: one that is not an AL for the key's K is never kept.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from specmon.core.canary import (
     CanaryKey,
     LiveTraffic,
     Totals,
+    al_problem,
     live_since,
     should_probe,
     totals_of,
@@ -88,7 +92,7 @@ class CanaryProbe:
         self._own = _Own()
         self._last_t: float | None = None
         self._baseline: CanaryBaseline | None = None
-        self._store_note: str | None = None
+        self._pending_note: str | None = None
         self.skipped_idle = 0
         """Checks that found the interval passed but no live traffic (the server left alone)."""
 
@@ -136,6 +140,7 @@ class CanaryProbe:
     async def probe(self, emit: Emit, live: LiveTraffic) -> CanaryProbed:
         """Send the canary now and emit its CanaryProbed."""
         baseline = await self._load()
+        live = self._checked_live(live)
         self._at_last = self.latest
         events: list[Event] = []
         request = ChatRequest(
@@ -163,9 +168,11 @@ class CanaryProbe:
         error = ended.error
         if ended.outcome == "ok" and al is None:
             error = "the canary's answer gave no acceptance length (no usage numbers?)"
-        if self._store_note is not None:
-            error = self._store_note if error is None else f"{error}; {self._store_note}"
-            self._store_note = None
+        elif al is not None and (why := al_problem(al, self.key.n_spec)) is not None:
+            al, error = None, f"the canary's acceptance length was {why}; not judged"
+        if self._pending_note is not None:
+            error = self._pending_note if error is None else f"{error}; {self._pending_note}"
+            self._pending_note = None
         event = CanaryProbed(
             t=self._last_t,
             source=self.source,
@@ -187,6 +194,19 @@ class CanaryProbe:
                 await self._save(updated)
         return event
 
+    def _checked_live(self, live: LiveTraffic) -> LiveTraffic:
+        """`live` without its AL when that is not an AL for the key's K (garbage counters): it
+        is neither shown, judged nor learned, and the probe's event says why."""
+        al = live.acceptance_length
+        why = al_problem(al, self.key.n_spec) if al is not None else None
+        if why is None:
+            return live
+        self._note(f"live acceptance length from /metrics ignored: {why}")
+        return LiveTraffic(live.tokens, None)
+
+    def _note(self, note: str) -> None:
+        self._pending_note = note if self._pending_note is None else f"{self._pending_note}; {note}"
+
     # ------------------------------------------------------------ the store
 
     async def _load(self) -> CanaryBaseline:
@@ -196,9 +216,24 @@ class CanaryProbe:
                 try:
                     self._baseline = await asyncio.to_thread(self.store.get, self.key)
                 except CanaryStoreError as exc:
-                    self._store_note = f"canary baseline learned in memory only: {exc}"
+                    self._note(f"canary baseline learned in memory only: {exc}")
                     self.store = None
+                else:
+                    self._note_skipped(self.store.skipped)
         return self._baseline
+
+    def _note_skipped(self, skipped: dict[str, str]) -> None:
+        """One line when the store skipped entries: never a silent relearning."""
+        if not skipped:
+            return
+        own = skipped.get(self.key.id())
+        if own is not None:
+            note = f"stored canary baseline refused, learned again: {own}"
+        else:
+            note = f"stored canary entry skipped: {next(iter(skipped.values()))}"
+        if len(skipped) > 1:
+            note += f" (and {len(skipped) - 1} more entries)"
+        self._note(note + "; skipped entries are dropped when the file is next written")
 
     async def _save(self, baseline: CanaryBaseline) -> None:
         if self.store is None:
@@ -206,7 +241,7 @@ class CanaryProbe:
         try:
             await asyncio.to_thread(self.store.put, self.key, baseline)
         except CanaryStoreError as exc:
-            self._store_note = f"canary baseline learned in memory only: {exc}"
+            self._note(f"canary baseline learned in memory only: {exc}")
             self.store = None
 
 

@@ -10,8 +10,11 @@ pauses (RETRY_DELAYS_S), telling the screen once that the save is delayed. When 
 found the lock held, the conversation is kept in memory and written with the next save (or at
 quit), and the screen says so in one line; a save that then works says so too. Any other failure
 (a corrupt or read-only file, a directory in its place, a conversation past the store's size
-limits) turns saving off for the session with one line; the chat itself goes on. Known secret
-values (the API key in use) are scrubbed before any write.
+limits) turns saving off for the session with one line; the chat itself goes on.
+
+Every text is scrubbed before any write (core.chat_record.scrub with the session's
+core.redaction.Scrubber: the API key, the environment's tokens, the server URL's password,
+`--redact` patterns); each turn is scrubbed once, not again at every save.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
-from specmon.core.chat_record import SavedConversation, scrub
+from specmon.core.chat_record import SavedConversation, SavedTurn, scrub, scrub_turn
+from specmon.core.redaction import Scrubber
 from specmon.sources.conversation_store import (
     ConversationStore,
     ConversationStoreBusy,
@@ -46,10 +50,16 @@ class ChatSaver:
         resumed: SavedConversation | None = None,
         secrets: Iterable[str] = (),
         retry_delays: Sequence[float] = RETRY_DELAYS_S,
+        scrubber: Scrubber | None = None,
     ) -> None:
+        """`scrubber`: what every text goes through before it is written (else one for the
+        known `secrets`)."""
         self._open_store = open_store
-        self._secrets = tuple(s for s in secrets if s)
         self._retry_delays = tuple(retry_delays)
+        self._scrubber = scrubber if scrubber is not None else Scrubber.of(secrets)
+        self._scrubbed: list[tuple[SavedTurn, SavedTurn]] = []
+        """The turns of the last snapshot written, as given and as scrubbed (on the saver's
+        thread only)."""
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._pending: SavedConversation | None = None
@@ -206,6 +216,21 @@ class ChatSaver:
             return store
 
     def _write(self, store: ConversationStore, snapshot: SavedConversation) -> None:
-        clean = scrub(replace(snapshot, id=self.conversation_id), self._secrets)
+        clean = scrub(
+            replace(snapshot, id=self.conversation_id),
+            self._scrubber,
+            turns=self._scrub_turns(snapshot.turns),
+        )
         self.conversation_id = store.save(clean, previous=self._written)
         self._written = replace(clean, id=self.conversation_id)
+
+    def _scrub_turns(self, turns: tuple[SavedTurn, ...]) -> tuple[SavedTurn, ...]:
+        """The turns scrubbed, reusing the last snapshot's for the turns that did not change
+        (an answer is scrubbed once, not at every later answer's save)."""
+        done = self._scrubbed
+        out = [
+            done[i][1] if i < len(done) and done[i][0] == turn else scrub_turn(turn, self._scrubber)
+            for i, turn in enumerate(turns)
+        ]
+        self._scrubbed = list(zip(turns, out, strict=True))
+        return tuple(out)

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from specmon.core.credentials import KeyScope
 from specmon.core.events import Event, GpuSampled, RequestEnded, ServerStatusChanged, SessionInfo
-from specmon.core.redaction import compile_redactions
+from specmon.core.redaction import compile_redactions, url_secrets
 from specmon.core.server_identities import IDENTITIES_KEY, identities_extra
 from specmon.core.stream_limits import DEFAULT_LIMITS, StreamLimits
 from specmon.core.views import SessionView
@@ -214,6 +214,11 @@ class Monitor:
         """The token of each watched server's current scraper: only its events pass (a removed
         server's late events, or those of a scraper replaced by a later add, are dropped)."""
 
+    @property
+    def urls(self) -> tuple[str, ...]:
+        """Every server and /metrics URL given: their passwords never reach a recording."""
+        return tuple(u for t in self.targets for u in (t.url, t.metrics_url) if u)
+
     # ------------------------------------------------------------ lifecycle
 
     def start(self, *, run_loops: bool = True) -> SessionInfo:
@@ -259,7 +264,9 @@ class Monitor:
             self._futures.append(hub.every(VIEW_PUBLISH_INTERVAL_S, publish_view))
         if self._record is not None:
             secrets = (self._api_key,) if self._api_key else ()
-            self.recorder = Recorder(self._record, self.info, secrets=secrets, redact=self.redact)
+            self.recorder = Recorder(
+                self._record, self.info, secrets=secrets, redact=self.redact, urls=self.urls
+            )
             hub.subscribe(self.recorder)
             self._futures.append(hub.every(0.5, self.recorder.flush_if_due))
             hub.add_closer(self.recorder.close)
@@ -320,8 +327,10 @@ class Monitor:
             if any(t.base == base for t in self.targets):
                 return already
             key = self._key_of(target)  # None unless typed for it or on a command-line origin
-            if target.api_key and self.recorder is not None:
-                self.recorder.add_secret(target.api_key)
+            if self.recorder is not None:
+                for secret in (target.api_key, *url_secrets((target.url, target.metrics_url))):
+                    if secret:
+                        self.recorder.add_secret(secret)
             identity = await identify(base, api_key=key, timeout=ADD_IDENTIFY_TIMEOUT_S)
             if any(t.base == base for t in self.targets):  # added meanwhile
                 return already

@@ -2,7 +2,9 @@
 
 Crash-safe: lines are appended, flushed at least once a second (checked at every write and by the
 hub's periodic tick), and the file is fsynced on close. Secrets are scrubbed before anything is
-written (core.redaction.redact_text and the literal secret values given here).
+written, by one core.redaction.Scrubber: the literal secret values given here, the environment's
+token values, the server URL's password, secrets by shape in every text that is not model text,
+and the `--redact` patterns.
 
 Model text is kept verbatim otherwise (a model that echoes a key puts it in the answer): `redact`
 patterns (`--redact REGEX`) are applied to the answer's text and reasoning before they are
@@ -17,7 +19,7 @@ import gzip
 import io
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import IO
@@ -26,32 +28,16 @@ from specmon.core.clock import Clock, monotonic_clock
 from specmon.core.errors import RecordingError
 from specmon.core.events import Event, RequestEnded, SessionInfo, StreamChunk
 from specmon.core.recording_format import EventEncoder, encode_header
-from specmon.core.redaction import StreamRedactor, compile_redactions
+from specmon.core.redaction import SECRET_ENV_VARS, Scrubber, StreamRedactor
+from specmon.core.redaction import environment_secrets as _environment_secrets
 
-# Environment variables whose values must never reach a recording, even inside a log line.
-SECRET_ENV_VARS: tuple[str, ...] = (
-    "OPENAI_API_KEY",
-    "VLLM_API_KEY",
-    "HF_TOKEN",
-    "HUGGING_FACE_HUB_TOKEN",
-    "HUGGINGFACE_HUB_TOKEN",
-    "SPECMON_API_KEY",
-)
+__all__ = ["SECRET_ENV_VARS", "Recorder", "RecordingExistsError", "environment_secrets"]
 
 
-def environment_secrets(environ: dict[str, str] | None = None) -> tuple[str, ...]:
-    """Values of well-known token variables and of any `*_KEY`, `*_TOKEN`, `*_SECRET` variable."""
-    env = os.environ if environ is None else environ
-    found: list[str] = []
-    for name, value in env.items():
-        upper = name.upper()
-        if (
-            name in SECRET_ENV_VARS
-            or upper.endswith(("_KEY", "_TOKEN", "_SECRET", "_PASSWORD"))
-            or "API_KEY" in upper
-        ) and len(value) >= 4:
-            found.append(value)
-    return tuple(found)
+def environment_secrets(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """Values of well-known token variables and of any `*_KEY`, `*_TOKEN`, `*_SECRET`,
+    `*_PASSWORD` variable (this process's environment by default)."""
+    return _environment_secrets(os.environ if environ is None else environ)
 
 
 class RecordingExistsError(RecordingError, FileExistsError):
@@ -74,16 +60,22 @@ class Recorder:
         flush_interval: float = 1.0,
         started_at: str | None = None,
         redact: Iterable[str] = (),
+        urls: Iterable[str | None] = (),
     ) -> None:
-        self._redact = compile_redactions(redact)  # a bad pattern fails before the file exists
+        """`secrets`: known values (the API key); `urls`: the session's server URLs, whose
+        passwords are known values too (the header's server is one of them); `redact`: the
+        `--redact` patterns (a bad one raises RedactPatternError before the file exists)."""
+        self._scrubber = Scrubber.of(
+            secrets, urls=(info.server, *urls), environ=os.environ, redact=redact
+        )
+        self._redact = self._scrubber.patterns
         self._redactors: dict[tuple[str, str], StreamRedactor] = {}
         self._last: dict[str, tuple[float, int | None]] = {}
         """Per answer being redacted: its last chunk's time and cumulative token count."""
         self.path = Path(path)
         self._clock = clock
         self._flush_interval = flush_interval
-        secrets = tuple(s for s in (*secrets, *environment_secrets()) if s)
-        self._encoder = EventEncoder(secrets)
+        self._encoder = EventEncoder(scrubber=self._scrubber)
         try:
             self._raw: IO[bytes] = open(self.path, "xb")  # noqa: SIM115 - kept open for the session
         except FileExistsError:
@@ -101,7 +93,7 @@ class Recorder:
         self._dumps = json.JSONEncoder(separators=(",", ":")).encode
         if started_at is None:
             started_at = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-        header = encode_header(info, started_at=started_at, secrets=secrets)
+        header = encode_header(info, started_at=started_at, scrubber=self._scrubber)
         self._out.write(self._dumps(header) + "\n")
         self.closed = False
         self._last_flush = clock()

@@ -134,7 +134,9 @@ class RecordingSwitch:
         if current is not None:
             raise RuntimeError(f"already recording to {current}")
         info = self._monitor.info or SessionInfo()
-        self._recorder = Recorder(path, info, secrets=self._secrets, redact=self._monitor.redact)
+        self._recorder = Recorder(
+            path, info, secrets=self._secrets, redact=self._monitor.redact, urls=self._monitor.urls
+        )
         return str(self._recorder.path)
 
     def stop(self) -> str | None:

@@ -17,7 +17,19 @@ command stops what it started instead of dying where it stands):
 A forced end (the watchdog, a second signal) first puts the terminal back as a Textual app's
 clean exit would (`restore_terminal`: the alternate screen left, mouse reporting and bracketed
 paste off, the cursor shown, the terminal modes saved at `install()` set again), so a process
-ended by force never leaves the shell in the app's screen.
+ended by force never leaves the shell in the app's screen; what it says about the exit comes
+after that, on the shell's screen. The screen's sequences are written only while a Textual app
+is on it (`app_screen`, around its run), and right after the app returns, so that what the
+command prints after the app stays on the shell's screen (leaving the alternate screen moves
+the cursor back to where the app started: a message printed before it was overwritten by the
+shell's prompt).
+
+The terminal is touched only when it is this process's to touch: a command started in the
+background of a shell (`specmon sim > log 2>&1 &`) still has the shell's terminal as its
+standard input, and setting its modes (or writing to it, with `stty tostop`) from the background
+would stop the process with SIGTTOU (`Stopped (tty output)`) instead of ending it. The terminal
+is put back only when this process's group is in its foreground (`os.tcgetpgrp`), with SIGTTOU
+blocked around the calls in case that changes in between.
 
 Exit status: 130 after SIGINT, 143 after SIGTERM and 129 after SIGHUP (128 + the signal's
 number, the shell's convention), both for a clean stop and for a forced one (`specmon sim`, a
@@ -40,7 +52,7 @@ import sys
 import termios
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any
 
@@ -67,20 +79,57 @@ def _tty_modes() -> list[Any] | None:
         return None
 
 
-def restore_terminal(modes: list[Any] | None) -> None:
-    """Put the terminal back before a forced exit: TERMINAL_RESET on the first of stderr and
-    stdout that is a terminal, and the saved `modes` (cooked input, echo) on standard input.
-    Never raises: the terminal may already be gone (SIGHUP)."""
-    for fd in (2, 1):
-        try:
-            if os.isatty(fd):
-                os.write(fd, TERMINAL_RESET.encode())
-                break
-        except OSError:
-            continue
-    if modes is not None:
-        with contextlib.suppress(OSError, termios.error):
-            termios.tcsetattr(0, termios.TCSANOW, modes)
+def owns_terminal(fd: int) -> bool:
+    """Whether `fd` is a terminal that this process may write to and set without being stopped
+    for it: one whose foreground process group is this process's, or one that is not this
+    process's controlling terminal (no job control applies to it). False for a command started
+    in the background of a shell, whose standard input is still the shell's terminal."""
+    try:
+        if not os.isatty(fd):
+            return False
+    except (OSError, ValueError):
+        return False
+    try:
+        return os.tcgetpgrp(fd) == os.getpgrp()
+    except OSError:  # ENOTTY: not the controlling terminal; EIO: hung up (writes fail quietly)
+        return True
+
+
+@contextlib.contextmanager
+def _sigttou_blocked() -> Iterator[None]:
+    """SIGTTOU blocked in the calling thread (any thread): a terminal call made from the
+    background goes through instead of stopping the process (the kernel sends no SIGTTOU to a
+    thread that blocks it)."""
+    try:
+        before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTTOU})
+    except (OSError, ValueError, AttributeError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        if signal.SIGTTOU not in before:
+            with contextlib.suppress(OSError, ValueError):
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTTOU})
+
+
+def restore_terminal(modes: list[Any] | None, *, screen: bool = True) -> None:
+    """Put the terminal back: TERMINAL_RESET (when `screen`: an app may have left it in its
+    screen) on the first of stderr and stdout that is a terminal, and the saved `modes` (cooked
+    input, echo) on standard input; each only when this process may (`owns_terminal`), never
+    stopping it. Never raises: the terminal may already be gone (SIGHUP)."""
+    with _sigttou_blocked():
+        if screen:
+            for fd in (2, 1):
+                try:
+                    if owns_terminal(fd):
+                        os.write(fd, TERMINAL_RESET.encode())
+                        break
+                except OSError:
+                    continue
+        if modes is not None and owns_terminal(0):
+            with contextlib.suppress(OSError, termios.error):
+                termios.tcsetattr(0, termios.TCSANOW, modes)
 
 
 def exit_code_for(signum: int) -> int:
@@ -111,6 +160,7 @@ class Shutdown:
         self._watchdog: threading.Thread | None = None
         self._done = threading.Event()
         self._tty_modes: list[Any] | None = None
+        self._screen_on = False
 
     # ------------------------------------------------------------ wiring
 
@@ -142,17 +192,31 @@ class Shutdown:
         """130, 143 or 129 once a signal came, else None."""
         return exit_code_for(self.signum) if self.signum is not None else None
 
+    @contextlib.contextmanager
+    def app_screen(self) -> Iterator[None]:
+        """Around a Textual app's run. While it runs, a forced exit writes TERMINAL_RESET. When
+        it returns or raises, the terminal is put back at once, before the command prints
+        anything more: Textual's driver writes its last sequences from a thread of its own, and
+        under load ending the process lost the last one (the shell was left in the alternate
+        screen, 1 run in 3 of tests/e2e/test_sighup.py); written later, after a message, the
+        reset would move the cursor back over that message."""
+        self._screen_on = True
+        try:
+            yield
+        finally:
+            self._screen_on = False
+            restore_terminal(self._tty_modes)
+
     def exit_now(self, code: int) -> None:
-        """Flush stdout and stderr and end the process with `code` (after a clean stop). The
-        terminal is put back once more: Textual's driver writes its last sequences from a
-        thread of its own, and under load ending the process at once lost the last one (the
-        shell was left in the alternate screen, 1 run in 3 of tests/e2e/test_sighup.py)."""
+        """Flush stdout and stderr and end the process with `code` (after a clean stop), the
+        terminal modes saved at `install()` set again (and the screen put back if an app is
+        still on it)."""
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
             except (OSError, ValueError, AttributeError):
                 continue
-        restore_terminal(self._tty_modes)
+        restore_terminal(self._tty_modes, screen=self._screen_on)
         self._force_exit(code)
 
     def cancel_watchdog(self) -> None:
@@ -165,8 +229,8 @@ class Shutdown:
         self._count += 1
         if self._count > 1:
             code = exit_code_for(self.signum if self.signum is not None else signum)
+            restore_terminal(self._tty_modes, screen=self._screen_on)  # then the message
             self._write_error(f"specmon: {signal.Signals(signum).name} again: exiting now\n")
-            restore_terminal(self._tty_modes)
             self._force_exit(code)
             return
         self.signum = signum
@@ -189,11 +253,11 @@ class Shutdown:
             if self._done.wait(self.grace_s):
                 return
             waited = time.monotonic() - started
+            restore_terminal(self._tty_modes, screen=self._screen_on)  # then the message
             self._write_error(
                 f"specmon: the clean stop did not finish within {waited:.1f} s: exiting now\n"
             )
             code = self.exit_code
-            restore_terminal(self._tty_modes)
             self._force_exit(code if code is not None else 1)
 
         self._watchdog = threading.Thread(target=watch, name="specmon-shutdown", daemon=True)

@@ -7,8 +7,9 @@ The file is `$XDG_DATA_HOME/specmon/baselines.json` (default `~/.local/share/spe
                     "requests": 5, "recorded_at": "2026-11-22T02:40:00+00:00", "note": ""}]}
 
 Writes are atomic (a temporary file in the same directory, fsync, then os.replace). A file that is
-not valid JSON or not this format raises BaselineStoreError naming the file and the problem, and is
-never overwritten: the user decides (move it away or fix it).
+not valid JSON or not this format, larger than MAX_FILE_BYTES or not a regular file raises
+BaselineStoreError naming the file and the problem, and is never overwritten: the user decides
+(move it away or fix it).
 """
 
 from __future__ import annotations
@@ -20,10 +21,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from specmon.sources.data_files import data_path, write_atomic
+from specmon.sources.data_files import data_path, read_at_most, write_atomic
 
 FORMAT = "specmon-baselines"
 VERSION = 1
+MAX_FILE_BYTES = 4 * 1024 * 1024
+"""The most of the file read (a baseline is about 200 bytes: tens of thousands fit)."""
 
 
 class BaselineStoreError(Exception):
@@ -96,17 +99,28 @@ class BaselineStore:
     def load(self) -> list[Baseline]:
         """Every stored baseline ([] when the file does not exist yet)."""
         try:
-            text = self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return []
+            raw = read_at_most(self.path, MAX_FILE_BYTES)
+            if raw is None:
+                return []
+            text = raw.decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise BaselineStoreError(f"cannot read the baseline file {self.path}: {exc}") from None
+        if len(raw) > MAX_FILE_BYTES:
+            raise BaselineStoreError(
+                f"the baseline file {self.path} is over {MAX_FILE_BYTES // 2**20} MiB; "
+                "it was left as it is: move it away"
+            )
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise BaselineStoreError(
                 f"the baseline file {self.path} is not valid JSON (line {exc.lineno}, column "
                 f"{exc.colno}: {exc.msg}); it was left as it is: fix it or move it away"
+            ) from None
+        except RecursionError:
+            raise BaselineStoreError(
+                f"the baseline file {self.path} is not valid JSON (nested too deep); it was left "
+                "as it is: fix it or move it away"
             ) from None
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise BaselineStoreError(

@@ -9,8 +9,11 @@ next to the vanilla baselines):
 where `<key>` is `core.canary.CanaryKey.id()` (a JSON list: server, model, draft, method, K). The
 server is stored as its base URL with any credentials removed (core.redaction.redact_url). Writes
 are atomic (sources.baseline_store's way). A file that is not this format raises
-CanaryStoreError naming it, and is never overwritten; one bad entry is skipped (and named), the
-others kept. At most MAX_ENTRIES keys are kept (the oldest written first out).
+CanaryStoreError naming it, and is never overwritten; one bad entry is skipped (and named in
+`skipped`, for the caller to say so), the others kept. Every AL is held to one rule
+(core.canary.al_problem: 1 to K + 1 for the key's K) when it is read and before it is written, so
+the store never writes a value it would refuse the next time. At most MAX_ENTRIES keys are kept
+(the oldest written first out).
 """
 
 from __future__ import annotations
@@ -20,8 +23,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from specmon.core.canary import CanaryBaseline, CanaryKey
-from specmon.sources.data_files import data_path, write_atomic
+from specmon.core.canary import CanaryBaseline, CanaryKey, n_spec_of_key
+from specmon.sources.data_files import data_path, read_at_most, write_atomic
 
 FORMAT = "specmon-canary"
 VERSION = 1
@@ -43,19 +46,18 @@ class CanaryStore:
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path if path is not None else default_path()
-        self.skipped: list[str] = []
-        """Why entries of the last load were skipped (one line each)."""
+        self.skipped: dict[str, str] = {}
+        """The entries the last load skipped: key -> why (one line naming the file)."""
 
     def load(self) -> dict[str, CanaryBaseline]:
         """Every stored baseline by key ({} when the file does not exist yet)."""
-        self.skipped = []
+        self.skipped = {}
         try:
-            with self.path.open("rb") as fh:
-                raw = fh.read(MAX_FILE_BYTES + 1)
-        except FileNotFoundError:
-            return {}
+            raw = read_at_most(self.path, MAX_FILE_BYTES)
         except OSError as exc:
             raise CanaryStoreError(f"cannot read the canary file {self.path}: {exc}") from None
+        if raw is None:
+            return {}
         if len(raw) > MAX_FILE_BYTES:
             raise CanaryStoreError(
                 f"the canary file {self.path} is over {MAX_FILE_BYTES // 2**20} MiB; "
@@ -85,9 +87,9 @@ class CanaryStore:
         out: dict[str, CanaryBaseline] = {}
         for key, value in items.items():
             try:
-                out[key] = CanaryBaseline.from_json(value)
+                out[key] = CanaryBaseline.from_json(value, n_spec_of_key(key))
             except ValueError as exc:
-                self.skipped.append(f"{self.path}: entry {key!r:.80} skipped: {exc}")
+                self.skipped[key] = f"{self.path}: entry {key!r:.80} skipped: {exc}"
         return out
 
     def get(self, key: CanaryKey) -> CanaryBaseline:
@@ -95,7 +97,12 @@ class CanaryStore:
         return self.load().get(key.id(), CanaryBaseline())
 
     def put(self, key: CanaryKey, baseline: CanaryBaseline) -> None:
-        """Store (or replace) the baseline of `key`, atomically (kept last: newest)."""
+        """Store (or replace) the baseline of `key`, atomically (kept last: newest).
+        CanaryStoreError, and nothing written, when the baseline holds a value the loader would
+        refuse (an AL that is not one for the key's K)."""
+        why = baseline.problem(key.n_spec)
+        if why is not None:
+            raise CanaryStoreError(f"the canary baseline was not written to {self.path}: {why}")
         items = self.load()
         items.pop(key.id(), None)
         items[key.id()] = baseline

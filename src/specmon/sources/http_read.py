@@ -1,5 +1,6 @@
 """Bounded HTTP reads: one total deadline and a size cap for every GET that specmon's sources
-make (the /metrics scraper, server identification, the Prometheus API, the dcgm-exporter page).
+make (the /metrics scraper, server identification, the Prometheus API, the dcgm-exporter page),
+and for bench's POST to /tokenize.
 
 httpx's `timeout` bounds each network operation (connect, each read), not the request: a server
 that trickles one byte every half second never trips a 5 s read timeout and holds the reader for
@@ -12,7 +13,8 @@ Failures raise `HttpReadError` (a one-line reason naming what was read: "timed o
 reading /metrics", "/metrics: redirect loop (more than 5 redirects)", "/metrics: answer larger
 than the cap of N bytes; not read"), with the kinds `HttpDeadline`, `HttpTooLarge` and
 `HttpStatus` (an answer whose status the caller did not accept); connection refusals
-keep httpx's `ConnectError` so callers can tell "down" from "slow".
+keep httpx's `ConnectError` so callers can tell "down" from "slow". `describe_http_error` is the
+one wording of an httpx failure (never its repr: httpx's timeouts have an empty str()).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import asyncio
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 
@@ -64,13 +67,25 @@ def _too_large(what: str, max_bytes: int) -> HttpReadError:
     return HttpTooLarge(f"{what}: answer larger than the cap of {max_bytes} bytes; not read")
 
 
-def _describe(exc: httpx.HTTPError, what: str, deadline_s: float) -> HttpReadError:
+def describe_http_error(exc: httpx.HTTPError, what: str, deadline_s: float) -> str:
+    """One readable line for an httpx failure while reading `what` (a path, or an address
+    without credentials) within `deadline_s`: "timed out after 60 s reading /tokenize",
+    "/metrics: redirect loop (...)", "/tokenize: ConnectError: All connection attempts failed".
+    Never empty and never a repr such as `ReadTimeout('')`."""
     if isinstance(exc, httpx.TooManyRedirects):
-        return HttpReadError(f"{what}: redirect loop (more than {MAX_REDIRECTS} redirects)")
+        return f"{what}: redirect loop (more than {MAX_REDIRECTS} redirects)"
     if isinstance(exc, httpx.TimeoutException):
-        return HttpDeadline(f"timed out after {deadline_s:g} s reading {what}")
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return HttpReadError(f"{what}: {type(exc).__name__}: {text}")
+        return f"timed out after {deadline_s:g} s reading {what}"
+    name = type(exc).__name__
+    text = " ".join(str(exc).split())
+    return f"{what}: {name}: {text}" if text else f"{what}: {name}"
+
+
+def _describe(exc: httpx.HTTPError, what: str, deadline_s: float) -> HttpReadError:
+    text = describe_http_error(exc, what, deadline_s)
+    if isinstance(exc, httpx.TimeoutException):
+        return HttpDeadline(text)
+    return HttpReadError(text)
 
 
 async def read_answer(
@@ -82,15 +97,18 @@ async def read_answer(
     max_bytes: int,
     params: Mapping[str, str] | None = None,
     accept: Callable[[int], bool] | None = None,
+    method: str = "GET",
+    json_body: Any = None,
 ) -> Answer:
-    """GET `url` and read the whole answer within `deadline_s` seconds and `max_bytes` bytes.
+    """GET `url` (or `method` it, with `json_body`) and read the whole answer within
+    `deadline_s` seconds and `max_bytes` bytes.
 
     `what` names the read in messages ("/metrics", "/v1/models"). `accept(status)` False ends the
     read before the body with `HttpStatus`. Raises HttpReadError (HttpStatus one kind) or
     httpx.ConnectError (nothing listens there); never a bare timeout."""
     try:
         async with asyncio.timeout(deadline_s):
-            async with client.stream("GET", url, params=params) as resp:
+            async with client.stream(method, url, params=params, json=json_body) as resp:
                 if accept is not None and not accept(resp.status_code):
                     raise HttpStatus(f"{what}: HTTP {resp.status_code}", resp.status_code)
                 parts: list[bytes] = []

@@ -5,6 +5,9 @@ through a sink callable, on its own thread. `LogLineSource.push` is that sink: i
 line with the session clock at once and queues it; `run(emit)`, a source on the hub's loop,
 emits the queued lines in order. Lines pushed before the source runs are kept (the newest
 `max_pending`) and emitted when it starts; lines pushed after it ended are dropped.
+
+`KeptLog` is the other reader of such a sink: it keeps the newest lines for the app's log pane
+(l / ctrl+l), as a hosted vLLM's log is kept (the demo's app shows its simulator's log so).
 """
 
 from __future__ import annotations
@@ -68,3 +71,41 @@ class LogLineSource:
                 self._ended = True
                 self._loop = None
                 self._wake = None
+
+
+KEPT_LOG_LINES = 1000
+"""The most lines a `KeptLog` keeps (older ones are dropped)."""
+
+
+class KeptLog:
+    """The newest lines of a server's log kept in memory, pushed from any thread (a sink, like
+    `LogLineSource.push`) and read by the app's log pane (l / ctrl+l) as a hosted vLLM's are:
+    `lines_after(seen)` gives the count so far and the lines after the first `seen`. For a server
+    that specmon runs in process and whose log has no file (the demo's simulator)."""
+
+    def __init__(self, where: str, *, max_lines: int = KEPT_LOG_LINES) -> None:
+        self.where = where
+        """What the pane's heading says of where the log is (it has no file)."""
+        self._lines: deque[str] = deque(maxlen=max_lines)
+        self._count = 0
+        self._lock = threading.Lock()
+
+    @property
+    def log_path(self) -> str:
+        return self.where
+
+    def push(self, line: str) -> None:
+        """Keep one line (thread-safe, never blocks on a reader, never raises)."""
+        with self._lock:
+            self._count += 1
+            self._lines.append(line)
+
+    def __call__(self, line: str) -> None:
+        self.push(line)
+
+    def lines_after(self, seen: int) -> tuple[int, list[str]]:
+        """(count of lines so far, the lines after the first `seen`: only those still kept)."""
+        with self._lock:
+            total = self._count
+            new = max(0, min(total - seen, len(self._lines)))
+            return total, list(self._lines)[len(self._lines) - new :] if new else []

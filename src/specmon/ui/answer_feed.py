@@ -43,8 +43,6 @@ class AnswerFeed:
         """Cancels the request on the collector (set by the port)."""
         self.alive: Callable[[], bool] | None = None
         """Whether the session that streams this answer still runs (set by the port)."""
-        self.all_text: list[str] = []
-        """Every text fragment in arrival order (kept for checks; the answer's full text)."""
         self._chunks: list[StreamChunk] = []
         self.last_t: float | None = None
         """Session-clock time of the request's last event (its start, then each chunk)."""
@@ -63,7 +61,6 @@ class AnswerFeed:
                 if event.text:
                     self._parts.append(event.text)
                     self._arrivals.append(event.t)
-                    self.all_text.append(event.text)
             elif isinstance(event, RequestEnded):
                 self._ended = event
 
@@ -138,24 +135,12 @@ class AnswerFeed:
                 )
             self._trace = RequestTrace(self.request_id)
             self._chunks = []
-            self.all_text = []
             self._parts = []
             self._arrivals = []
 
     @property
     def released(self) -> bool:
         return self._final is not None
-
-    def retained(self) -> int:
-        """How many per-chunk items the feed holds (chunks, fragments, trace entries)."""
-        with self._lock:
-            return (
-                len(self._chunks)
-                + len(self.all_text)
-                + len(self._parts)
-                + len(self._arrivals)
-                + len(self._trace.chunk_t)
-            )
 
     def cancel(self) -> None:
         """Stop the request; the client ends it as "cancelled" (what arrived stays)."""

@@ -13,7 +13,7 @@ from textual.command import Provider
 from textual.screen import Screen
 
 from specmon.ui.conversation import ChatSettings
-from specmon.ui.host import HostWatch, StartupFailed
+from specmon.ui.host import HostWatch, LogSource, StartupFailed
 from specmon.ui.messages import HostFailed, HostReady, SettingsChanged
 from specmon.ui.palette import ActionsProvider, binding_commands
 from specmon.ui.port import SessionPort
@@ -31,6 +31,10 @@ if TYPE_CHECKING:
     from specmon.ui.chat_history import ChatHistory
 
 Mode = Literal["chat", "demo", "watch", "replay"]
+
+INTERRUPTED = 130
+"""The app's return code after Ctrl-C (the shell's exit status after SIGINT): the command then
+stops as after SIGINT. ctrl+q and q quit with 0."""
 
 
 class SpecmonApp(App[None]):
@@ -50,7 +54,7 @@ class SpecmonApp(App[None]):
 
     CSS_PATH = "app.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+c", "quit", "quit", show=False, priority=True),
+        Binding("ctrl+c", "interrupt", "quit", show=False, priority=True),
         Binding("f1", "help", "help"),
         Binding("question_mark", "help", "help", show=False),
         Binding("f8", "worth", "worth"),
@@ -75,6 +79,7 @@ class SpecmonApp(App[None]):
         max_answers: int | None = None,
         theme: str | None = None,
         host: HostWatch | None = None,
+        server_log: LogSource | None = None,
         chat_history: ChatHistory | None = None,
     ) -> None:
         super().__init__()
@@ -100,9 +105,16 @@ class SpecmonApp(App[None]):
         self.host = host
         """Host mode: the vLLM server specmon started (startup view first, then the chat or
         the dashboard; its log toggled with l / ctrl+l)."""
+        self.server_log = server_log
+        """The log of a server specmon runs in process (the demo's simulator), shown with l /
+        ctrl+l as a hosted server's is."""
         self.chat_history = chat_history  # saved conversations (None: not saved, not resumed)
         self.host_failure: StartupFailed | None = None
         """Why the hosted server did not start or stopped (the command then exits 1)."""
+
+    def action_interrupt(self) -> None:
+        """Ctrl-C: quit, as interrupted (return code INTERRUPTED: the command exits 130)."""
+        self.exit(return_code=INTERRUPTED)
 
     def on_unmount(self) -> None:
         # Textual's exit waits for its worker threads; a connection still being made (the
@@ -167,12 +179,17 @@ class SpecmonApp(App[None]):
             self.host_failed(failure)
 
     def action_toggle_log(self) -> None:
-        if self.host is None:
-            self.notify("no log: specmon did not start this server", timeout=3)
-        elif isinstance(self.screen, LogScreen):
+        """l / ctrl+l: the log of the server specmon started (a hosted vLLM, the demo's
+        simulator) over the screen, and back."""
+        if isinstance(self.screen, LogScreen):
             self.screen.dismiss(None)
-        elif not isinstance(self.screen, StartupScreen):  # the startup view shows it already
-            self.push_screen(LogScreen(self.host))
+        elif self.host is not None:
+            if not isinstance(self.screen, StartupScreen):  # the startup view shows it already
+                self.push_screen(LogScreen(self.host))
+        elif self.server_log is not None:
+            self.push_screen(LogScreen(self.server_log, title="simulator log"))
+        else:
+            self.notify("no log: specmon did not start this server", timeout=3)
 
     def _theme_notices(self) -> None:
         for message in self.theme_messages:

@@ -25,6 +25,7 @@ from specmon.core.chat_record import (
     title_of,
 )
 from specmon.core.conversation_export import to_markdown
+from specmon.core.redaction import Scrubber
 from specmon.core.verdict import VerdictKind
 from specmon.ui.answer_numbers import AnswerNumbers
 from specmon.ui.conversation import ChatSettings, Turn, TurnStatus
@@ -105,10 +106,11 @@ class ChatHistory:
         *,
         resumed: SavedConversation | None = None,
         secrets: tuple[str, ...] = (),
+        scrubber: Scrubber | None = None,
     ) -> None:
         self.saver = saver
-        self.secrets = secrets
-        """Known secret values (the API key in use), scrubbed from what is exported."""
+        self.scrubber = scrubber if scrubber is not None else Scrubber.of(secrets)
+        """What every text goes through before it is exported (the saver's own, the same)."""
         self.resumed = resumed
         self.created_at = resumed.created_at if resumed is not None else ""
 
@@ -217,7 +219,7 @@ class ChatHistory:
     def export(self, state: ChatState, path: str | None = None) -> str:
         """Write the conversation as Markdown; the line to show (where, or why not)."""
         target = path or export_name(self.saver.conversation_id if self.saver else None)
-        snapshot = scrub(self.snapshot(state), self.secrets)
+        snapshot = scrub(self.snapshot(state), self.scrubber)
         if not snapshot.turns:
             return "nothing to export yet: no finished answer"
         try:

@@ -50,16 +50,16 @@ from specmon.ui.formatting import (
     fmt_count,
     fmt_frac_pct,
     fmt_rates,
-    fmt_seconds,
     fmt_tok_s,
     gpu_text,
     gpu_throttle_text,
     lifetime_label,
     status_word,
 )
+from specmon.ui.servers_text import layout_for, short_name, table_text
 from specmon.ui.styles import CONSOLE_STYLES
 
-__all__ = ["DASH", "TextTail", "clean", "fmt", "render", "run_live", "run_plain"]
+__all__ = ["DASH", "TextTail", "clean", "fmt", "once_text", "render", "run_live", "run_plain"]
 
 
 class TextTail:
@@ -117,7 +117,7 @@ def requests_table(view: SessionView, max_rows: int = 12) -> Table:
         ("id", "left"),
         ("tokens", "right"),
         ("decode tok/s", "right"),
-        ("TTFT s", "right"),
+        ("TTFT ms", "right"),
         ("AL", "right"),
         ("AL client", "right"),
         ("AL server", "right"),
@@ -130,7 +130,7 @@ def requests_table(view: SessionView, max_rows: int = 12) -> Table:
             Text(clean(row.request_id)),
             fmt(row.completion_tokens, "d"),
             fmt_tok_s(row.decode_tok_s),
-            fmt_seconds(row.ttft_s),
+            fmt(None if row.ttft_s is None else row.ttft_s * 1000, ".0f"),
             fmt_acceptance(row.acceptance),
             fmt_al(row.acceptance_chunks.acceptance_length if row.acceptance_chunks else None),
             fmt_al(server.acceptance_length if server else None),
@@ -229,25 +229,59 @@ def _gpu_parts(gpu: GpuView) -> list[RenderableType]:
     return parts
 
 
+def _ms(p: PercentileView) -> str:
+    """p50/p95/p99 in ms."""
+    return "/".join(fmt(None if v is None else v * 1000, ".0f") for v in (p.p50, p.p95, p.p99))
+
+
 def latency_lines(view: SessionView) -> list[RenderableType]:
     """One line per server: TTFT and ITL p50/p95/p99 in ms and where they come from (this
     client's streams when it sent any, else the server's histograms over the window)."""
-
-    def ms(p: PercentileView) -> str:
-        return "/".join(fmt(None if v is None else v * 1000, ".0f") for v in (p.p50, p.p95, p.p99))
-
     out: list[RenderableType] = []
     for s in view.servers:
         choice = choose_latency(view, s)
         several = len(view.servers) > 1  # name the server only when there are several
         line = Text(f"latency {clean(s.source)}: " if several else "latency: ")
-        line.append(f"TTFT p50/p95/p99 {ms(choice.ttft_s)} ms · ITL {ms(choice.itl_s)} ms")
+        line.append(f"TTFT p50/p95/p99 {_ms(choice.ttft_s)} ms · ITL {_ms(choice.itl_s)} ms")
         if choice.source == "histograms" and s.window.window_seconds is not None:
             line.append(f"  ({choice.words}, last {s.window.window_seconds:.0f} s)", style="dim")
         elif choice.source is not None:
             line.append(f"  ({choice.words})", style="dim")
         out.append(line)
     return out
+
+
+def once_latency(view: SessionView, name_width: int) -> list[RenderableType]:
+    """`watch --once`: a heading, then each server's TTFT and ITL p50/p95/p99 in ms on a line of
+    its own, named as the servers table names it; — where no request fell in the window."""
+    windows = [s.window.window_seconds for s in view.servers if s.window.window_seconds]
+    over = f"last {max(windows):.0f} s" if windows else "the window"
+    out: list[RenderableType] = [
+        Text(f"latency p50/p95/p99 ms, {over} (— none in it)", style="dim")
+    ]
+    for s in view.servers:
+        choice = choose_latency(view, s)
+        line = Text(f"  {short_name(s.source, name_width):<{name_width}} ")
+        line.append(f"TTFT {_ms(choice.ttft_s):>14}  ITL {_ms(choice.itl_s):>14}")
+        if choice.source == "streams":
+            line.append(f"  ({choice.words})", style="dim")
+        out.append(line)
+    return out
+
+
+def once_text(view: SessionView, *, title: str, width: int | None) -> RenderableType:
+    """`specmon watch --once` for a person: the title, the app's servers table (one row per
+    server in the view's order; columns left out by the app's own priority where `width` is
+    short), each server's latency in ms, and the GPUs. No requests table: watch sends none."""
+    parts: list[RenderableType] = [Text(title, style="bold")]
+    if view.simulated:
+        parts.append(Text(SIMULATED_BANNER, style=f"bold reverse {CONSOLE_STYLES.simulated}"))
+    parts.append(table_text(view, -1, width=width))
+    if view.servers:
+        parts.extend(once_latency(view, layout_for(width).name_width))
+    parts.extend(fleet_lines(view))
+    parts.extend(_gpu_parts(view.gpu))
+    return Group(*parts)
 
 
 def render(

@@ -53,7 +53,9 @@ def cookie_name(port: int) -> str:
 
 def runtime_dir() -> Path:
     """Where the default token file goes: $XDG_RUNTIME_DIR/specmon when that directory is this
-    user's, else ~/.local/state/specmon (made 0700)."""
+    user's and private, else $XDG_STATE_HOME/specmon (XDG's default ~/.local/state when the
+    variable is unset, empty or relative: the spec says to ignore a relative one). The
+    directory is made 0700 (`private_dir`)."""
     xdg = os.environ.get("XDG_RUNTIME_DIR")
     if xdg:
         try:
@@ -62,6 +64,9 @@ def runtime_dir() -> Path:
             info = None
         if info is not None and info.st_uid == os.getuid() and not info.st_mode & 0o077:
             return Path(xdg) / "specmon"
+    state = os.environ.get("XDG_STATE_HOME") or ""
+    if state and Path(state).is_absolute():
+        return Path(state) / "specmon"
     return Path.home() / ".local" / "state" / "specmon"
 
 
@@ -69,11 +74,30 @@ def default_token_file(port: int) -> Path:
     return runtime_dir() / f"web-{port}.token"
 
 
+def private_dir(path: Path) -> None:
+    """Make specmon's own directory `path` (and its parents) when missing; it must be this
+    user's, and it is left 0700 (an existing one that others may enter is made so)."""
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = os.stat(path)
+        if not stat.S_ISDIR(info.st_mode):
+            raise WebAuthError(f"{path} is not a directory")
+        if info.st_uid != os.getuid():
+            raise WebAuthError(f"{path} belongs to another user")
+        if stat.S_IMODE(info.st_mode) != 0o700:
+            os.chmod(path, 0o700)
+    except OSError as exc:
+        raise WebAuthError(f"cannot make {path}: {exc.strerror or exc}") from None
+
+
 def write_token_file(path: Path, token: str) -> None:
     """Write `token` to `path`, readable by the owner only (0600, created so: never a moment
     readable by others); an existing file there is replaced. Its directory is made 0700 when
     missing."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WebAuthError(f"cannot make {path.parent}: {exc.strerror or exc}") from None
     try:
         path.unlink()
     except FileNotFoundError:
@@ -126,6 +150,7 @@ def token_from_file(path: Path | None, port: int) -> tuple[str, Path, bool]:
     if path is None:
         token = new_token()
         file = default_token_file(port)
+        private_dir(file.parent)
         write_token_file(file, token)
         return token, file, True
     if path.exists():
@@ -188,10 +213,15 @@ FORBIDDEN_TEXT = (
 Handler = Callable[[Any], Awaitable[Any]]
 
 
-def make_middleware(guard: Guard) -> Any:
+def make_middleware(guard: Guard, let_in: Callable[[Any], None] | None = None) -> Any:
     """An aiohttp middleware enforcing `guard` on every request, before any handler runs (so a
-    refused WebSocket starts no app process)."""
+    refused WebSocket starts no app process). `let_in(transport)` is told of each request it
+    lets through (web/limits.py never closes that connection to make room for another)."""
     from aiohttp import hdrs, web
+
+    def admitted(request: Any) -> None:
+        if let_in is not None:
+            let_in(request.transport)
 
     def forbidden() -> Any:
         return web.Response(status=403, text=FORBIDDEN_TEXT, headers={"Cache-Control": "no-store"})
@@ -204,8 +234,10 @@ def make_middleware(guard: Guard) -> Any:
         if guard.token is None:  # --no-token: loopback only; still no foreign Host
             if not guard.host_allowed(request.headers.get(hdrs.HOST)):
                 return forbidden()
+            admitted(request)
             return await handler(request)
         if guard.has_cookie(request.cookies):
+            admitted(request)
             return await handler(request)
         given = request.query.get(TOKEN_QUERY)
         if (
@@ -214,6 +246,7 @@ def make_middleware(guard: Guard) -> Any:
             and request.path == "/"
             and token_matches(given, guard.token)
         ):
+            admitted(request)
             rest = [(k, v) for k, v in request.query.items() if k != TOKEN_QUERY]
             target = request.rel_url.with_query(rest) if rest else request.rel_url.with_query(None)
             answer = web.HTTPSeeOther(location=str(target))

@@ -9,6 +9,7 @@ the environment, nothing heavy imported.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +22,11 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 DEFAULT_MAX_TABS = 8
 """Pages served at once (each runs an app process of ~150 MiB, docs/web.md); more are told so."""
+DEFAULT_IDLE_TIMEOUT_S = 5.0
+"""A connection without a complete request head for this long is closed (web/limits.py)."""
+MAX_IDLE_TIMEOUT_S = 3600.0
+IDLE_TIMEOUT_ENV = "SPECMON_WEB_IDLE_TIMEOUT"
+"""Seconds, instead of DEFAULT_IDLE_TIMEOUT_S (the tests make it short; a slow link, longer)."""
 
 NO_TOKEN_CONFIRM = "--allow-any-local-user"
 
@@ -54,6 +60,8 @@ class WebPlan:
     url_secrets: tuple[tuple[int, str], ...] = field(default=(), repr=False)
     """The served words that held `user:password@` credentials, by index, as given: the app
     processes get them through their environment (see `take_url_credentials`)."""
+    idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
+    """A connection that has sent no complete request head for this long is closed."""
 
     def app_argv(self, python: str) -> list[str]:
         """The argv of one app process."""
@@ -72,26 +80,46 @@ class WebPlan:
         return redact_text(shlex.join(["specmon", self.app, *self.app_args]))
 
 
+API_KEY_OPTION = "--api-key"
+
+
 def take_api_key(words: Sequence[str]) -> tuple[list[str], str | None]:
     """Take `--api-key KEY` (or `--api-key=KEY`) out of the served command's words: the key goes
     to the app processes through their environment ($OPENAI_API_KEY, which the app reads when no
     --api-key is given), never through their command line, which `ps` shows and the page's title
-    would."""
+    would. A word that is not `--api-key` but reads like it (`--api-ke`, `--api`, `--apikey`) is
+    refused without its value: options are taken only as written in full (cli/args.py), so it
+    would be an unknown option whose value the error names, or, were it taken as --api-key,
+    a key on a command line."""
     rest: list[str] = []
     key: str | None = None
     i = 0
     while i < len(words):
         word = words[i]
-        if word == "--api-key" and i + 1 < len(words):
+        name = word.partition("=")[0]
+        if name != API_KEY_OPTION and _reads_like_api_key(name):
+            raise WebArgsError(
+                f"{name} is not an option: write {API_KEY_OPTION} in full (options are not "
+                "abbreviated)"
+            )
+        if word == API_KEY_OPTION and i + 1 < len(words):
             key = words[i + 1]
             i += 2
             continue
-        if word.startswith("--api-key="):
+        if word.startswith(API_KEY_OPTION + "="):
             key = word.partition("=")[2]
         else:
             rest.append(word)
         i += 1
     return rest, key
+
+
+def _reads_like_api_key(name: str) -> bool:
+    """A prefix of --api-key (from `--ap`: `--a` may as well be --attach's), or --api-key
+    written otherwise (`--apikey`, `--api_key`, `--API-KEYS`)."""
+    if len(name) >= len("--ap") and API_KEY_OPTION.startswith(name):
+        return True
+    return re.fullmatch(r"--api[-_]?keys?", name, flags=re.IGNORECASE) is not None
 
 
 ARGV_SECRETS_ENV = "SPECMON_ARGV_SECRETS"
@@ -100,23 +128,39 @@ ARGV_SECRETS_ENV = "SPECMON_ARGV_SECRETS"
 
 
 def take_url_credentials(words: Sequence[str]) -> tuple[list[str], list[tuple[int, str]]]:
-    """The served words with `user:password@` taken out of every URL in them, and the words as
-    given, by index: those go to the app processes through their environment, never through
-    their command line (which `ps` shows to every user)."""
-    from specmon.core.redaction import redact_url
-
+    """The served words with the `user:password@` of every address in them taken out (with or
+    without a scheme: `http://alice:pw@h:8000`, `alice:pw@h:8000`, `--attach=alice:pw@h`), and
+    the words as given, by index: those go to the app processes through their environment,
+    never through their command line (which `ps` shows to every user)."""
     rest: list[str] = []
     secrets: list[tuple[int, str]] = []
     for i, word in enumerate(words):
         name, eq, value = word.partition("=")
         as_option = bool(eq) and name.startswith("--")
-        url = value if as_option else word
-        bare = redact_url(url)
-        if bare is not None and bare != url and "://" in url:
+        bare = without_userinfo(value if as_option else word)
+        if bare is not None:
             secrets.append((i, word))
             word = f"{name}={bare}" if as_option else bare
         rest.append(word)
     return rest, secrets
+
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def without_userinfo(address: str) -> str | None:
+    """`address` without the userinfo (`user:password@`) of its authority, or None when it has
+    none. The scheme is optional (`alice:pw@h:8000` is how `--attach` may be given), and the
+    authority ends at the first `/`, `?` or `#`; the host starts after its last `@` (as
+    urllib reads it), so a password holding `@` goes whole."""
+    scheme = _SCHEME.match(address)
+    head = scheme.group(0) if scheme else ""
+    rest = address[len(head) :]
+    end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    authority = rest[:end]
+    if "@" not in authority:
+        return None
+    return head + authority.rpartition("@")[2] + rest[end:]
 
 
 def restore_argv_secrets(argv: list[str], environ: Any = None) -> list[str]:
@@ -162,6 +206,26 @@ def check_served_args(plan: WebPlan, parse: Callable[[list[str]], Any]) -> None:
         file = Path(ns.file)
         if not file.is_file():
             raise WebArgsError(f"{ns.file}: no such recording")
+
+
+def idle_timeout_from(environ: Any = None) -> float:
+    """$SPECMON_WEB_IDLE_TIMEOUT (seconds, above 0 and at most an hour), else the default."""
+    import math
+
+    env = os.environ if environ is None else environ
+    text = env.get(IDLE_TIMEOUT_ENV, "").strip()
+    if not text:
+        return DEFAULT_IDLE_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= MAX_IDLE_TIMEOUT_S:  # NaN fails too
+        raise WebArgsError(
+            f"${IDLE_TIMEOUT_ENV} must be a number of seconds above 0 and at most "
+            f"{MAX_IDLE_TIMEOUT_S:g}, got {text[:40]!r}"
+        )
+    return value
 
 
 def check_access(host: str, *, no_token: bool, confirmed: bool, token_file: str | None) -> None:

@@ -25,6 +25,8 @@ from specmon.web.plan import ARGV_SECRETS_ENV, WebPlan
 if TYPE_CHECKING:  # imported when serving: `specmon --help` must not import aiohttp or textual
     import asyncio
 
+    from specmon.web.limits import RateLog
+
 STOP_BUDGET_S = 1.0
 """Server stop: from the signal to SIGKILL of every app group still there. The whole stop must end
 within runtime.shutdown's 1.5 s bound, and the time counts from the signal: starting an app
@@ -146,7 +148,13 @@ def serve(
         os.environ[ARGV_SECRETS_ENV] = json.dumps([list(p) for p in plan.url_secrets])
     logging.basicConfig(level=logging.WARNING, format="specmon web: %(message)s")
 
+    from specmon.web.limits import RateLog, loop_exception_handler
+
     loop = asyncio.new_event_loop()
+    log = RateLog(logging.getLogger("specmon.web").warning)
+    # Whatever the loop reports (an accept() without file descriptors left, a connection
+    # reset) is one line per kind and interval, not a traceback per occurrence.
+    loop.set_exception_handler(loop_exception_handler(log))
     stop = asyncio.Event()
     process_shutdown = shutdown.current()
     web: _WebServer | None = None
@@ -158,7 +166,7 @@ def serve(
 
     if process_shutdown is not None:  # the `specmon` process: stop from the loop, not by raising
         process_shutdown.on_signal(request_stop)
-    web = _WebServer(plan, url, sock, stop, token=token, token_file=token_file)
+    web = _WebServer(plan, url, sock, stop, token=token, token_file=token_file, log=log)
     try:
         loop.run_until_complete(web.run())
     except KeyboardInterrupt:  # library use (no shutdown installed): Ctrl-C raises here
@@ -196,8 +204,10 @@ class _WebServer:
         *,
         token: str | None = None,
         token_file: Path | None = None,
+        log: RateLog | None = None,
     ) -> None:
         from specmon.web.auth import Guard, allowed_origins, cookie_name
+        from specmon.web.limits import ConnectionLimits, RateLog, caps_for
 
         self.plan = plan
         self.token = token
@@ -219,20 +229,36 @@ class _WebServer:
         self.kill_at = 0.0
         """Once closing: when every app group still there gets SIGKILL."""
         self._runner: Any = None
+        self._listener: asyncio.Server | None = None
+        self.limits = ConnectionLimits(caps_for(plan.max_tabs), log or RateLog(logging_warning))
         self._server = _make_textual_server(self, plan, url)
 
     async def run(self) -> None:
+        import asyncio
+
         from aiohttp import web
 
         from specmon.web.auth import make_middleware
+        from specmon.web.limits import BACKLOG
 
         app = await self._server._make_app()
-        app.middlewares.append(make_middleware(self.guard))
+        app.middlewares.append(make_middleware(self.guard, let_in=self.limits.let_in))
+        # keepalive_timeout: a connection without a complete request head for that long is
+        # closed, a new one too (aiohttp >= 3.14.4); web/limits.py has the rest.
         self._runner = web.AppRunner(
-            app, handle_signals=False, access_log=None, shutdown_timeout=CLOSE_S
+            app,
+            handle_signals=False,
+            access_log=None,
+            shutdown_timeout=CLOSE_S,
+            keepalive_timeout=self.plan.idle_timeout_s,
         )
         await self._runner.setup()
-        await web.SockSite(self._runner, self.sock).start()
+        # Not an aiohttp site: each connection goes through the limits' protocol first, which
+        # counts it by address and hands it to aiohttp's RequestHandler (`runner.server`), or
+        # closes it (web/limits.py says why this cannot be a middleware).
+        self._listener = await asyncio.get_running_loop().create_server(
+            self.limits.protocol_factory(self._runner.server), sock=self.sock, backlog=BACKLOG
+        )
         if self.token is None:
             address = self.url
             guard = (
@@ -277,6 +303,9 @@ class _WebServer:
         await _bounded([asyncio.shield(t) for t in stops], REAP_S)
         # Closing waits for each page's answer: bounded (the apps are already gone).
         await _bounded([s.websocket.close() for s in sessions], CLOSE_S)
+        if self._listener is not None:
+            self._listener.close()  # no new connection; aiohttp's cleanup closes the others
+            self._listener = None
         if self._runner is not None:
             runner, self._runner = self._runner, None
             await runner.cleanup()
@@ -360,6 +389,12 @@ def logging_error(message: str) -> None:
     import logging
 
     logging.getLogger("specmon.web").error(message)
+
+
+def logging_warning(message: str) -> None:
+    import logging
+
+    logging.getLogger("specmon.web").warning(message)
 
 
 async def _stop_app(service: Any, term_at: float | None, kill_at: float) -> None:

@@ -194,12 +194,3 @@ class Diagnosis:
                 ),
             )
         return self._cache
-
-    def retained(self) -> int:
-        """Objects held in its rings and maps (for the memory tests)."""
-        return (
-            len(self.points)
-            + len(self.recent_savings)
-            + len(self.flagged)
-            + sum(len(p) for p in self.texts.values())
-        )

@@ -11,7 +11,9 @@ the kept answers) and splits the slowdown in log space: ln(speed_ref / speed_now
 ln(step_now / step_ref) + ln(AL_ref / AL_now). The step ratio the clock explains is the fit's
 prediction at the two clocks (or the clock ratio when the fit is not usable yet); its share of the
 total is the clock's share, ln(AL ratio) / total is acceptance's share, the rest is "other"
-(batching, context length, power). Pure: numbers in, view out.
+(batching, context length, power). Each share is kept within 0..100% (`shares_of`: a clock that
+fell further than the speed, while acceptance rose, is 100% of the slowdown, not 150%). Pure:
+numbers in, view out.
 """
 
 from __future__ import annotations
@@ -182,6 +184,18 @@ def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def shares_of(clock: float, acceptance: float) -> tuple[float, float, float]:
+    """(clock, acceptance, other) shares of a slowdown, each 0..1 and summing to 1, from the raw
+    log-space ratios. A part can pass the whole (the clock fell further than the speed while
+    acceptance rose: 150% and -50%); it is shown as all of it (100%, 0%), never above 100% or
+    below 0%; two parts that together pass the whole are scaled to it."""
+    clock, acceptance = (min(1.0, max(0.0, x)) for x in (clock, acceptance))
+    both = clock + acceptance
+    if both > 1.0:
+        clock, acceptance = clock / both, acceptance / both
+    return clock, acceptance, max(0.0, 1.0 - clock - acceptance)
+
+
 def attribute(
     points: Sequence[AnswerPoint],
     fit: StepClockFit,
@@ -229,9 +243,7 @@ def attribute(
             clock_part = math.log(predicted_now / predicted_ref)
         else:
             clock_part = math.log(ref_clock / now_clock)
-    clock_share = clock_part / total
-    al_share = al_part / total
-    other = 1.0 - clock_share - al_share
+    clock_share, al_share, other = shares_of(clock_part / total, al_part / total)
     shares = {"clock": clock_share, "acceptance": al_share, "other": other}
     cause = max(shares, key=lambda k: shares[k])
     if cause == "clock" and ref_clock and now_clock:

@@ -3,7 +3,6 @@
 - `NvmlSampler` (nvml.py): local GPUs via nvidia-ml-py; lazy init, NVML errors become None.
 - `DcgmSampler` (dcgm.py): a dcgm-exporter `/metrics` URL; imported lazily from here, so the
   NVML path works where httpx or prometheus_client are not installed.
-- `FakeNvml`, `FakeGpu` (fake_nvml.py): a scriptable pynvml stand-in for tests and benchmarks.
 - `run_sampler` (loop.py): the 1 Hz loop that samples in a worker thread and emits (the one
   loop for both samplers; they have no `run` of their own).
 """
@@ -17,13 +16,10 @@ from specmon.sources.gpu.nvml import FIELD_GROUPS, NvmlSampler
 
 if TYPE_CHECKING:
     from specmon.sources.gpu.dcgm import DcgmSampler, parse_dcgm_page
-    from specmon.sources.gpu.fake_nvml import FakeGpu, FakeNvml
 
 __all__ = [
     "FIELD_GROUPS",
     "DcgmSampler",
-    "FakeGpu",
-    "FakeNvml",
     "GpuSampler",
     "NvmlSampler",
     "make_sampler",
@@ -34,8 +30,6 @@ __all__ = [
 _LAZY = {
     "DcgmSampler": "specmon.sources.gpu.dcgm",
     "parse_dcgm_page": "specmon.sources.gpu.dcgm",
-    "FakeGpu": "specmon.sources.gpu.fake_nvml",
-    "FakeNvml": "specmon.sources.gpu.fake_nvml",
 }
 
 
@@ -55,7 +49,7 @@ def make_sampler(choice: str) -> GpuSampler | None:
 
 
 def __getattr__(name: str) -> Any:
-    """Import the dcgm reader (httpx, prometheus_client) and the fake (pynvml) on first use."""
+    """Import the dcgm reader (httpx, prometheus_client) on first use."""
     module_name = _LAZY.get(name)
     if module_name is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -67,10 +67,11 @@ class _Failure:
 class NvmlSampler:
     """Samples every local GPU through NVML; cheap and synchronous (`run_sampler`: the 1 Hz loop).
 
-    `nvml` is the pynvml module or a stand-in with the same functions (tests inject
-    `FakeNvml`); None imports `pynvml` lazily on the first sample. `groups` limits the dynamic
-    fields read (default: all of FIELD_GROUPS); fields outside it stay None. After an init
-    failure, init is tried again at most every `retry_init_s` seconds of the `now` passed in.
+    `nvml` is the pynvml module or a stand-in with the same functions (the tests inject the
+    `FakeNvml` of tests/support/fake_nvml.py); None imports `pynvml` lazily on the first sample.
+    `groups` limits the dynamic fields read (default: all of FIELD_GROUPS); fields outside it
+    stay None. After an init failure, init is tried again at most every `retry_init_s` seconds
+    of the `now` passed in.
     """
 
     def __init__(

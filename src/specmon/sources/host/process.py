@@ -35,7 +35,7 @@ import httpx
 
 from specmon.core.errors import SpecmonError
 from specmon.core.events import SessionInfo
-from specmon.core.redaction import redact_text
+from specmon.core.redaction import Scrubber
 from specmon.core.startup_log import (
     FailureCause,
     StartupProgress,
@@ -194,7 +194,9 @@ class HostedServer:
         self.grace_s = grace_s
         self._log_file = log_file
         self._watchdog = watchdog
-        self._secrets = command.secrets
+        self._scrub = Scrubber.of(command.secrets, environ=command.environment())
+        """The server's log lines go through it before they are kept or written: the command's
+        secrets and the token values of the environment the server runs with."""
         self._lock = threading.Lock()
         self._tail: deque[str] = deque(maxlen=KEEP_LINES)
         self._sinks: list[LineSink] = []
@@ -283,7 +285,7 @@ class HostedServer:
             self._changed.set()
 
     def _line(self, raw_line: str) -> None:
-        line = redact_text(raw_line, self._secrets)
+        line = self._scrub.text(raw_line)
         with self._lock:
             self.lines_seen += 1
             with contextlib.suppress(OSError, ValueError):

@@ -25,7 +25,7 @@ from specmon.core.step_heat import AnswerHeat, answer_heat, pieces_from_chunks
 from specmon.core.views import SessionView
 from specmon.ui.answer_feed import AnswerFeed
 from specmon.ui.answer_numbers import AnswerNumbers
-from specmon.ui.chat_actions import answer_to_copy
+from specmon.ui.chat_actions import answer_to_copy, copied_line, keep_copy
 from specmon.ui.chat_history import ChatHistory, ChatState
 from specmon.ui.conversation import ChatSettings, Conversation, Turn
 from specmon.ui.formatting import visible_line
@@ -36,7 +36,7 @@ from specmon.ui.screens.recording import RecordingScreen
 from specmon.ui.styles import theme_styles
 from specmon.ui.widgets.answer import AnswerView
 from specmon.ui.widgets.connect_box import ConnectBox
-from specmon.ui.widgets.diagnosis_panel import answer_diagnosis
+from specmon.ui.widgets.diagnosis_panel import answer_diagnosis, ttft_split_of
 from specmon.ui.widgets.heat import heat_colors, heat_legend, heat_styles
 from specmon.ui.widgets.side_panel import SidePanel, panel_summary, toggle_open
 from specmon.ui.widgets.turn import (
@@ -464,9 +464,11 @@ class ChatScreen(RecordingScreen):
             numbers = self.port.numbers(feed)
             if numbers.tokens is not None:
                 view.answer.numbers = numbers
-                # seconds saved or cost, a quality flag, the TTFT split (when the row has them)
-                extra = answer_diagnosis(self.port.view(), numbers.request_id).plain
-                status = format_numbers(numbers)
+                # seconds saved or cost, a quality flag; TTFT once, with its split (when the
+                # row has them)
+                session = self.port.view()
+                extra = answer_diagnosis(session, numbers.request_id, ttft=False).plain
+                status = format_numbers(numbers, ttft_split_of(session, numbers.request_id))
                 view.answer.set_status(f"{status} · {extra}" if extra else status)
                 self.last_numbers = numbers
                 if self.heat_on:  # the server's step array may have arrived with the row
@@ -617,9 +619,13 @@ class ChatScreen(RecordingScreen):
         self._notice(line, failed=not line.startswith("exported"))
 
     def action_copy_answer(self, code: bool) -> None:
+        """ctrl+y / ctrl+b: the last answer (or its last code block) to the terminal's clipboard
+        (OSC 52, which a terminal may drop unsaid) and to a file the line names."""
         text, line, failed = answer_to_copy(self.conversation.turns, code=code)
         if text is not None:
             self.app.copy_to_clipboard(text)
+            path, error = keep_copy(text)
+            line, failed = copied_line(line, path, error), error is not None
         self._notice(line, failed=failed)
 
     def action_edit_last(self) -> None:

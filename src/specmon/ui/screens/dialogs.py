@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, DataTable, Input, Label, OptionList, Static
+from textual.widgets import Button, DataTable, Footer, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from specmon.core.verdict import request_verdict
@@ -116,48 +116,133 @@ def row_cells(row: RequestRow) -> tuple[str, ...]:
 ANSWER_COLUMNS = ("id", "tokens", "tok/s", "TTFT", "AL (source)", "accept", "badge")
 
 
+ANSWER_FILTERS = ("all", "flagged", "failed")
+"""The answers table's filters, in the order its key (f) cycles them: every answer, the flagged
+ones (transition, vanilla-speed), the failed ones."""
+
+EMPTY_ROW = "-none-"
+"""The key of the one row of dashes an empty table shows."""
+
+
+def answer_shown(row: RequestRow, which: str) -> bool:
+    """Whether the answers table's filter `which` (ANSWER_FILTERS) shows `row`."""
+    if which == "flagged":
+        return request_verdict(row).flagged
+    if which == "failed":
+        return row.outcome == "failed"
+    return True
+
+
+def answers_title(which: str, shown: int, total: int) -> str:
+    """The line above the answers table: the filter in use and how many rows it shows (short
+    enough for the dialog at 80 columns)."""
+    if which == "all":
+        return f"All answers: {total}  (f filters · Esc closes)"
+    return f"{which.capitalize()} answers only: {shown} of {total}  (f filters · Esc closes)"
+
+
+class AnswersTable(DataTable[Text]):
+    """The answers table: a row cursor; Home and End go to the first and the last answer (a
+    table of answers is read by rows, not scrolled sideways)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("home", "scroll_top", "first answer", show=False),
+        Binding("end", "scroll_bottom", "last answer", show=False),
+    ]
+
+
 class AnswersScreen(ModalScreen[None]):
-    """Every answer of the session (the session's rows), refreshed once a second."""
+    """Every answer of the session (the session's rows), refreshed once a second in place: the
+    cursor and the scroll position stay where the user put them (PgDn, End), and a cursor on the
+    last row follows the newest answer (like `tail -f`). f cycles the filter: all, flagged,
+    failed."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "close"),
+        Binding("f", "cycle_filter", "filter: all/flagged/failed"),
         Binding("f4", "close", "close", show=False),
     ]
 
     def __init__(self, port: SessionPort) -> None:
         super().__init__()
         self.port = port
-        self._shown: tuple[tuple[str, ...], ...] | None = None
+        self.filter = ANSWER_FILTERS[0]
+        self._shown: dict[str, tuple[str, ...]] = {}
+        """The rows on screen by key, in order: their cells as drawn."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="answers-box", classes="dialog-box"):
-            yield Label("All answers of this session (Esc closes)")
-            table: DataTable[str] = DataTable(id="answers-table", zebra_stripes=True)
-            yield table
+            yield Label(answers_title(self.filter, 0, 0), id="answers-title", markup=False)
+            yield AnswersTable(id="answers-table", zebra_stripes=True, cursor_type="row")
+        yield Footer()
 
     def on_mount(self) -> None:
         table = self.query_one("#answers-table", DataTable)
-        table.add_columns(*ANSWER_COLUMNS, SAVED_COLUMN)
+        for name in (*ANSWER_COLUMNS, SAVED_COLUMN):
+            table.add_column(name, key=name)
         self.refresh_rows()
         self.set_interval(1.0, self.refresh_rows)
 
-    def refresh_rows(self) -> None:
+    def _rows(self) -> tuple[dict[str, tuple[str, ...]], int]:
+        """The rows the filter shows, by key (source and id: one id may repeat across the
+        watched servers), and how many answers there are in all."""
         view = self.port.view()
+        if view is None:
+            return {}, 0
         saved = saved_by_request(view)
-        rows = (
-            tuple((*row_cells(r), saved_cell(saved.get(r.request_id))) for r in view.rows)
-            if view is not None
-            else ()
-        )
-        if rows == self._shown:
-            return
-        self._shown = rows
-        table = self.query_one("#answers-table", DataTable)
-        table.clear()
-        for cells in rows:
-            table.add_row(*(Text(c) for c in cells))
+        rows: dict[str, tuple[str, ...]] = {}
+        for r in view.rows:
+            if answer_shown(r, self.filter):
+                key = f"{r.source}\x00{r.request_id}"
+                while key in rows:  # the same request twice: both shown
+                    key += "\x00"
+                rows[key] = (*row_cells(r), saved_cell(saved.get(r.request_id)))
+        return rows, len(view.rows)
+
+    def refresh_rows(self) -> None:
+        """Bring the table up to date without moving what the user looks at: changed cells are
+        updated in place, new answers appended; only when rows went away (or the filter
+        changed) is the table rebuilt, with the cursor put back on its row and the scroll
+        position kept. A cursor on the last row moves to the new last row."""
+        rows, total = self._rows()
+        self.query_one("#answers-title", Label).update(answers_title(self.filter, len(rows), total))
         if not rows:
-            table.add_row(*(Text(DASH) for _ in (*ANSWER_COLUMNS, SAVED_COLUMN)))
+            rows = {EMPTY_ROW: tuple(DASH for _ in (*ANSWER_COLUMNS, SAVED_COLUMN))}
+        shown = self._shown
+        if rows == shown:
+            return
+        table: DataTable[Text] = self.query_one("#answers-table", DataTable)
+        at_end = table.row_count > 0 and table.cursor_row >= table.row_count - 1
+        old_keys, new_keys = list(shown), list(rows)
+        if new_keys[: len(old_keys)] == old_keys:
+            columns = (*ANSWER_COLUMNS, SAVED_COLUMN)
+            for key in old_keys:
+                before, after = shown[key], rows[key]
+                for column, old, new in zip(columns, before, after, strict=True):
+                    if old != new:
+                        table.update_cell(key, column, Text(new))
+            for key in new_keys[len(old_keys) :]:
+                table.add_row(*(Text(c) for c in rows[key]), key=key)
+        else:
+            keep = None
+            if table.row_count and 0 <= table.cursor_row < len(old_keys):
+                keep = old_keys[table.cursor_row]
+            scroll_y = table.scroll_y
+            table.clear()
+            for key, cells in rows.items():
+                table.add_row(*(Text(c) for c in cells), key=key)
+            if keep in rows:
+                table.move_cursor(row=new_keys.index(keep), animate=False, scroll=False)
+            table.call_after_refresh(table.scroll_to, y=scroll_y, animate=False)
+        self._shown = rows
+        if at_end and len(new_keys) > len(old_keys):
+            table.move_cursor(row=table.row_count - 1, animate=False)
+
+    def action_cycle_filter(self) -> None:
+        """f: all → flagged → failed → all; the title says which."""
+        i = ANSWER_FILTERS.index(self.filter)
+        self.filter = ANSWER_FILTERS[(i + 1) % len(ANSWER_FILTERS)]
+        self.refresh_rows()
 
     def action_close(self) -> None:
         self.dismiss(None)

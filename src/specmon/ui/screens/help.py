@@ -118,11 +118,6 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 OTHER_TITLE = "Other numbers"
 
-SHOWN_UNITS = {"ttft_s": "ms", "itl_s": "ms", "server_ttft_s": "ms", "ttft_outside_s": "ms"}
-"""Units the app shows a number in where they differ from the definition's (seconds): the
-answer line, the panel's load section and the TTFT split show TTFT and ITL in ms, so the help
-says ms."""
-
 
 def help_sections() -> tuple[tuple[str, tuple[Definition, ...]], ...]:
     """(title, definitions) in screen order; a definition no section names (a new one) goes
@@ -181,9 +176,8 @@ def help_text(
         for d in chosen:
             count += 1
             out.append(f"  {d.name}", style="bold")
-            unit = SHOWN_UNITS.get(d.key, d.unit)
-            if unit:
-                out.append(f" ({unit})", style="dim")
+            if d.unit:  # the unit the screens show it in (latencies in ms)
+                out.append(f" ({d.unit})", style="dim")
             out.append(f": {d.short}\n")
             if d.long:
                 out.append(f"    {d.long}\n", style="dim")

@@ -1,4 +1,5 @@
-"""The hosted server's log over the lower part of the running chat or dashboard (l / ctrl+l)."""
+"""The log of the server specmon runs (a hosted vLLM, or the demo's simulator) over the lower part
+of the running chat or dashboard (l / ctrl+l)."""
 
 from __future__ import annotations
 
@@ -40,18 +41,19 @@ class LogScreen(ModalScreen[None]):
     }
     """
 
-    def __init__(self, source: LogSource) -> None:
+    def __init__(self, source: LogSource, *, title: str = "vLLM log") -> None:
         super().__init__()
         self.source = source
+        self.log_title = title
 
     def compose(self) -> ComposeResult:
         with Vertical(id="log-box"):
             yield Label(
-                f"vLLM log: {visible(self.source.log_path)}  (l, ctrl+l or Esc closes)",
+                f"{self.log_title}: {visible(self.source.log_path)}  (l, ctrl+l or Esc closes)",
                 id="log-where",
                 markup=False,
             )
-            yield LogPane(self.source, id="log-pane")
+            yield LogPane(self.source, title=self.log_title, id="log-pane")
 
     def action_close(self) -> None:
         self.dismiss(None)

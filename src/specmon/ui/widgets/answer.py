@@ -24,6 +24,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.measure import Measurement
 from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
@@ -329,8 +332,63 @@ class AnswerView(Vertical):
             gc_pause.release()
 
     def set_status(self, status: str, *, failed: bool = False) -> None:
-        self._status.update(Text(visible(status)))
+        self._status.update(ValuesLine(Text(visible(status))))
         self._status.set_class(failed, "-failed")
+
+
+VALUES_SEPARATOR = " · "
+"""Between the values of an answer's numbers line ("12 tokens · 80.1 tok/s · TTFT 366 ms …")."""
+
+
+class ValuesLine:
+    """A line of values separated by VALUES_SEPARATOR, wrapped only between values: a value
+    ("TTFT 366 ms (engine 33 ms, outside 333 ms)") is never cut in two where it fits a line of
+    its own (Rich and Textual break at any space, non-breaking ones included). A value wider
+    than the whole line wraps at its spaces, as plain text does. `str()` is the plain text."""
+
+    def __init__(self, text: Text, separator: str = VALUES_SEPARATOR) -> None:
+        self.text = text
+        self.separator = separator
+
+    def __str__(self) -> str:
+        return self.text.plain
+
+    def values(self) -> list[Text]:
+        """The values, each with its styles."""
+        plain, sep = self.text.plain, self.separator
+        out: list[Text] = []
+        start = 0
+        while (at := plain.find(sep, start)) >= 0:
+            out.append(self.text[start:at])
+            start = at + len(sep)
+        out.append(self.text[start:])
+        return out
+
+    def lines(self, width: int) -> list[Text]:
+        """The values packed into lines of at most `width` cells (a value wider stays whole)."""
+        lines: list[Text] = []
+        line: Text | None = None
+        for value in self.values():
+            if line is None:
+                line = value.copy()
+            elif cell_len(line.plain) + len(self.separator) + cell_len(value.plain) <= width:
+                line.append(self.separator)
+                line.append_text(value)
+            else:
+                lines.append(line)
+                line = value.copy()
+        if line is not None:
+            lines.append(line)
+        return lines
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for line in self.lines(options.max_width):
+            line.end = "\n"
+            yield line
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        widest = max((cell_len(v.plain) for v in self.values()), default=0)
+        return Measurement(min(widest, options.max_width), cell_len(self.text.plain))
 
 
 def _shown(piece: Piece) -> Piece:

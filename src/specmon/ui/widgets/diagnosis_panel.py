@@ -130,9 +130,12 @@ def thermal_lines(view: ThermalView) -> list[Content]:
 
 
 def seconds_text(saved_s: float) -> str:
-    """Seconds saved (+) or cost (-), with one decimal."""
-    sign = "+" if saved_s >= 0 else "-"
-    return f"{sign}{abs(saved_s):.1f} s"
+    """Seconds saved (+) or cost (-), with one decimal; what rounds to zero is "0.0 s", with no
+    sign (never "-0.0 s")."""
+    shown = f"{abs(saved_s):.1f}"
+    if float(shown) == 0:
+        return f"{shown} s"
+    return f"{'+' if saved_s > 0 else '-'}{shown} s"
 
 
 def saving_text(saving: AnswerSaving) -> Content:
@@ -150,9 +153,10 @@ def saved_lines(view: SecondsSavedView) -> list[Content]:
     if view.baseline_tok_s is None or view.answers == 0:
         return []
     n = view.answers
+    total_s = seconds_text(view.saved_s)
     total = Content.assemble(
         ("saved ", "$text-muted"),
-        (seconds_text(view.saved_s), "$success" if view.saved_s >= 0 else "bold $error"),
+        (total_s, "bold $error" if total_s.startswith("-") else "$success"),
         f" this session ({n} answer{'' if n == 1 else 's'}",
         (f", {view.answers_cost} cost time" if view.answers_cost else "", "$warning"),
         f"; vanilla {view.baseline_tok_s:.0f} tok/s)",
@@ -201,8 +205,9 @@ def canary_lines(canaries: Sequence[CanaryView], *, name_servers: bool) -> list[
             expected = "—" if c.expected_al is None else f"{c.expected_al:.2f}"
             head = head + Content(f" AL {c.acceptance_length:.2f} vs {expected} expected")
         lines.append(head)
-        if c.error and c.status == "failed":
-            lines.append(Content.styled("  " + _cut(c.error), "$error"))
+        if c.error:  # a failed probe's error, or a note (a stored entry skipped, ...)
+            style = "$error" if c.status == "failed" else "$warning"
+            lines.append(Content.styled("  " + _cut(c.error), style))
         if c.advice:
             lines.append(Content.styled("  " + _cut(c.advice, 2 * MAX_LINE), "$warning"))
     return lines
@@ -245,9 +250,21 @@ def ttft_text(split: TtftSplit) -> str:
     )
 
 
-def answer_diagnosis(view: SessionView | None, request_id: str | None) -> Content:
+def ttft_split_of(view: SessionView | None, request_id: str | None) -> TtftSplit | None:
+    """The answer's TTFT split (engine vs outside) when its row has one."""
+    if view is None or request_id is None:
+        return None
+    row = next((r for r in view.rows if r.request_id == request_id), None)
+    return None if row is None else row.ttft_split
+
+
+def answer_diagnosis(
+    view: SessionView | None, request_id: str | None, *, ttft: bool = True
+) -> Content:
     """One answer's diagnosis on one line: seconds saved or cost (with the reason), its quality
-    flag, and server vs client TTFT; empty when there is none of these."""
+    flag, and (`ttft`) server vs client TTFT; empty when there is none of these. Under an
+    answer, whose numbers line has the TTFT already (`format_numbers` with the split), `ttft`
+    is False: TTFT is said once."""
     if view is None or request_id is None:
         return Content("")
     parts: list[Content] = []
@@ -261,9 +278,9 @@ def answer_diagnosis(view: SessionView | None, request_id: str | None) -> Conten
         verdict = next((v for v in diagnosis.quality.flagged if v.request_id == request_id), None)
         if verdict is not None:
             parts.append(verdict_text(verdict))
-    row = next((r for r in view.rows if r.request_id == request_id), None)
-    if row is not None and row.ttft_split is not None:
-        parts.append(Content(ttft_text(row.ttft_split)))
+    split = ttft_split_of(view, request_id) if ttft else None
+    if split is not None:
+        parts.append(Content(ttft_text(split)))
     return Content(" · ").join(parts)
 
 
@@ -279,10 +296,12 @@ SAVED_COLUMN = "saved"
 
 
 def saved_cell(saving: AnswerSaving | None) -> str:
-    """One answer's cell of the saved column: "+2.8 s", "-0.8 s cost", — without a baseline."""
+    """One answer's cell of the saved column: "+2.8 s", "-0.8 s cost", "0.0 s" (neither, to a
+    tenth of a second), — without a baseline."""
     if saving is None:
         return "—"
-    return seconds_text(saving.saved_s) + (" cost" if saving.cost else "")
+    text = seconds_text(saving.saved_s)
+    return text + (" cost" if saving.cost and text.startswith("-") else "")
 
 
 class DiagnosisSection(Static):

@@ -1,5 +1,6 @@
-"""The hosted vLLM server's own log, shown literally: a bounded pane (the startup view shows it, and
-screens/log.py over the chat or the dashboard, toggled with `l` or ctrl+l).
+"""The hosted vLLM server's own log (or the demo's simulator's), shown literally: a bounded pane
+(the startup view shows it, and screens/log.py over the chat or the dashboard, toggled with `l`
+or ctrl+l).
 
 Log text is untrusted: every control character becomes a visible stand-in (`formatting.visible`, so
 an ANSI escape shows as `␛[31m` and cannot act on the terminal), and Textual's `Log` widget never
@@ -42,12 +43,13 @@ class LogPane(Log):
         source: LogSource,
         *,
         max_lines: int = LOG_PANE_LINES,
+        title: str = "vLLM log",
         id: str | None = None,
     ) -> None:
         super().__init__(highlight=False, max_lines=max_lines, auto_scroll=True, id=id)
         self.source = source
         self._seen = 0
-        self.border_title = "vLLM log"
+        self.border_title = title
 
     def on_mount(self) -> None:
         self.pull()

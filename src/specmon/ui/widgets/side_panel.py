@@ -26,6 +26,7 @@ from textual.widgets import Static
 from specmon.core.events import GpuReading
 from specmon.core.histogram_quantiles import choose_latency
 from specmon.core.position_worth import ServerPositionWorth, TrimHint, server_position_worth
+from specmon.core.redaction import redact_url
 from specmon.core.views import CycleView, ServerView, SessionView
 from specmon.ui.answer_numbers import AnswerNumbers
 from specmon.ui.formatting import (
@@ -38,6 +39,7 @@ from specmon.ui.formatting import (
     visible,
     visible_line,
 )
+from specmon.ui.servers_text import live_numbers
 from specmon.ui.styles import CONSOLE_STYLES, Styles, theme_styles
 from specmon.ui.widgets.diagnosis_panel import DiagnosisSection
 
@@ -136,33 +138,6 @@ def bar(frac: float | None, width: int = BAR_WIDTH) -> str:
     return text.ljust(width, "░")[:width]
 
 
-NOT_READING = ("down", "unreadable")
-"""States in which a server's live numbers are not being read: they are shown — (its last error
-says why), not the last values it had. Since-start numbers (the counters' absolute values at the
-last scrape) stay."""
-
-
-def live_numbers(server: ServerView) -> ServerView:
-    """The server as shown: its window numbers and gauges blanked while it is not being read."""
-    if server.status not in NOT_READING:
-        return server
-    w = server.window
-    return replace(
-        server,
-        window=replace(
-            w,
-            decode_tok_s=None,
-            acceptance_length=None,
-            draft_acceptance_rate=None,
-            per_position_rates=None,
-        ),
-        requests_running=None,
-        requests_waiting=None,
-        kv_cache_usage_frac=None,
-        engine_numbers=(),
-    )
-
-
 def _t(text: str, style: str = "") -> Text:
     return Text(text, style=style)
 
@@ -190,9 +165,10 @@ def server_section(
         out.append("  SIMULATED", style=f"bold reverse {styles.warning}")
     if server and server.status in ("stale", "down", "unreadable") and server.status_detail:
         out.append("\n  " + visible_line(server.status_detail)[:80], style=styles.error)
+    # The server's address near the top (without credentials): the header cuts it at 80 columns.
+    url = redact_url(server.source if server is not None else view.info.server)
+    out.append(f"\nurl    {visible_line(url)}")
     n_spec = server.n_spec if server and server.n_spec is not None else info.n_spec
-    if len(view.servers) > 1 and server is not None:
-        out.append(f"\nurl    {visible_line(server.source)}")
     out.append(f"\nmodel  {visible_line(info.model)}")
     out.append(f"\ndraft  {visible_line(info.draft_model)}")
     out.append(f"\nmethod {visible_line(info.method)} · n_spec {fmt_field(n_spec, 'd')}")

@@ -12,11 +12,14 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Input, Static
 
+from specmon.core.redaction import redact_url
+from specmon.core.server_timing import TtftSplit
 from specmon.core.verdict import VerdictKind
 from specmon.ui.answer_numbers import AnswerNumbers
 from specmon.ui.formatting import DASH, fmt, fmt_frac_pct, visible
 from specmon.ui.port import ServerSummary
 from specmon.ui.widgets.answer import AnswerView
+from specmon.ui.widgets.diagnosis_panel import ttft_text
 
 
 def literal(text: str) -> Text:
@@ -64,7 +67,7 @@ class HeaderBar(Horizontal):
         ]
         if server.max_model_len is not None:
             parts.append(f"ctx {server.max_model_len}")
-        parts.append(server.url)
+        parts.append(redact_url(server.url) or server.url)
         if state:
             parts.append(state)
         line.update(literal(" · ".join(parts)))
@@ -117,8 +120,10 @@ FLAG_WORDS: dict[VerdictKind, str] = {
 """The badge under an answer, per verdict (a failed answer says so in its status line)."""
 
 
-def format_numbers(n: AnswerNumbers) -> str:
-    """The line of numbers under an answer; missing values are —."""
+def format_numbers(n: AnswerNumbers, ttft_split: TtftSplit | None = None) -> str:
+    """The line of numbers under an answer; missing values are —. With the request's TTFT split
+    (the server's per-request timing) the TTFT value says it: "TTFT 366 ms (engine 33 ms,
+    outside 333 ms)", the client's TTFT once."""
 
     al = fmt(n.acceptance_length, ".2f")
     if n.acceptance_length is not None and n.al_source:
@@ -129,7 +134,7 @@ def format_numbers(n: AnswerNumbers) -> str:
     parts = [
         f"{tokens} tokens",
         f"{fmt(n.decode_tok_s, '.1f')} tok/s",
-        f"TTFT {ttft}",
+        f"TTFT {ttft}" if ttft_split is None else ttft_text(ttft_split),
         f"AL {al}",
         f"accept {rate}",
     ]

@@ -1,5 +1,5 @@
-"""A scriptable stand-in for the `pynvml` module, for tests and benchmarks without a GPU (the demo
-does not use it: a simulated server has no GPU, so the demo shows none).
+"""A scriptable stand-in for the `pynvml` module, for tests and benchmarks without a GPU (the app
+never uses it: the demo's simulated GPU is the simulator's dcgm-exporter page, sim/gpu_page.py).
 
 `FakeNvml` exposes the pynvml functions and constants that `NvmlSampler` calls, with the same
 signatures, units (mW, bytes, °C, MHz) and return shapes (structs with `.total`/`.used`…), and
