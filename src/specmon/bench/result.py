@@ -32,6 +32,7 @@ from specmon.bench.stats import Dist
 from specmon.core.display_text import DASH, MAX_NUMBER_CHARS, fit
 from specmon.core.redaction import Scrubber
 from specmon.core.safe_json import JsonError, loads_bounded
+from specmon.sources.data_files import read_at_most
 
 FORMAT = "specmon-bench"
 VERSION = 1
@@ -401,14 +402,12 @@ def _from_dict(d: dict[str, Any]) -> BenchResult:
 def load_result(path: str | Path) -> BenchResult:
     """A result from a `--json` file (ResultError with the file name when it cannot be read)."""
     p = Path(path)
-    try:
-        if not p.is_file():  # /dev/zero, a pipe, a folder: never read them whole
-            what = "is not a regular file" if p.exists() else "does not exist"
-            raise ResultError(f"cannot read {p}: it {what}")
-        with p.open("rb") as f:
-            raw = f.read(MAX_RESULT_BYTES + 1)
+    try:  # /dev/zero, a pipe, a folder: never read them whole
+        raw = read_at_most(p, MAX_RESULT_BYTES)
     except OSError as exc:
         raise ResultError(f"cannot read {p}: {exc.strerror or exc}") from None
+    if raw is None:
+        raise ResultError(f"cannot read {p}: it does not exist")
     if len(raw) > MAX_RESULT_BYTES:
         raise ResultError(f"cannot read {p}: larger than {MAX_RESULT_BYTES // 2**20} MiB")
     try:

@@ -62,7 +62,7 @@ from specmon.bench.runner import BenchError, RunOutput
 from specmon.bench.servers import Endpoint, Point, ServerProvider, ServerUnavailable
 from specmon.core.display_text import DASH, MAX_NUMBER_CHARS, clean, fit
 from specmon.core.safe_json import JsonError, loads_bounded
-from specmon.sources.data_files import new_file_mode, write_atomic
+from specmon.sources.data_files import new_file_mode, read_at_most, write_atomic
 
 FORMAT = "specmon-sweep"
 VERSION = 1
@@ -234,12 +234,11 @@ class SweepStore:
     def _read_json(self, path: Path) -> Any:
         """A small JSON file of the folder, read without following a link (SweepError)."""
         try:
-            if not path.is_file() or path.is_symlink():
-                raise SweepError(f"cannot read {path}: it is not a regular file")
-            with path.open("rb") as fh:
-                raw = fh.read(MAX_SPEC_BYTES + 1)
+            raw = read_at_most(path, MAX_SPEC_BYTES, follow_link=False)
         except OSError as exc:
             raise SweepError(f"cannot read {path}: {exc.strerror or exc}") from None
+        if raw is None:
+            raise SweepError(f"cannot read {path}: it does not exist")
         if len(raw) > MAX_SPEC_BYTES:
             raise SweepError(f"{path} is larger than {MAX_SPEC_BYTES // 2**20} MiB")
         try:

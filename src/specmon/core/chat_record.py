@@ -86,6 +86,11 @@ class SavedConversation:
     title: str = ""
     created_at: str = ""
     updated_at: str = ""
+    first_turn: int = 0
+    """The index of `turns[0]` in the whole conversation: a long conversation resumed in part
+    holds its last turns only (the store keeps the earlier ones; saving writes from here on)."""
+    stored_chars: int = 0
+    """Resumed in part: the characters of text the whole conversation holds (0 otherwise)."""
 
 
 @dataclass(frozen=True, slots=True)

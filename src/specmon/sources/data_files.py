@@ -39,14 +39,20 @@ def state_path(name: str, env: Mapping[str, str] | None = None) -> Path:
     return root / "specmon" / name
 
 
-def read_at_most(path: Path, limit: int) -> bytes | None:
+def read_at_most(path: Path, limit: int, *, follow_link: bool = True) -> bytes | None:
     """At most `limit` + 1 bytes of `path` (more than `limit`: the caller's file is too large),
     None when it does not exist. OSError when it cannot be read or is not a regular file (opened
-    without blocking and checked before any read, so a FIFO there cannot hold the caller)."""
+    without blocking and checked before any read, so a FIFO there cannot hold the caller), or is
+    a symbolic link and `follow_link` is False."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_link else os.O_NOFOLLOW)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(path, flags)
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow_link:
+            raise OSError(errno.ELOOP, "it is a symbolic link, not followed") from None
+        raise
     try:
         regular = stat.S_ISREG(os.fstat(fd).st_mode)
     except OSError:
@@ -54,7 +60,7 @@ def read_at_most(path: Path, limit: int) -> bytes | None:
         raise
     if not regular:
         os.close(fd)
-        raise OSError("not a regular file (a directory, FIFO or device)")
+        raise OSError("it is not a regular file (a directory, FIFO or device)")
     os.set_blocking(fd, True)
     with os.fdopen(fd, "rb") as fh:
         return fh.read(limit + 1)
