@@ -1,8 +1,9 @@
 """What the replay screen's engine costs (runtime/replay_session.py), on the sample recordings and
-on a long synthetic one.
+on a long synthetic one, read from the file as the replay screen reads it (the recording reader:
+the events are streamed, never all in memory).
 
-- open: reading the recording (gzip, decode) and making the ReplaySession (which folds the whole
-  recording once for the timeline);
+- open: opening the recording and making the ReplaySession (which folds the whole recording once
+  as it reads it, for the timeline, keeping compressed copies of the state and the reader's marks);
 - seek back: from the end to the middle, which rebuilds the state from the first event (the
   costliest key press), the median of interleaved rounds;
 - seek end: from the start to the end (a forward fold with the graph samples of the last minute);
@@ -11,8 +12,9 @@ on a long synthetic one.
   ReplayScreen.refresh_all does; reported per second of wall time the screen spends on it.
 
 The long recording is demo-cycle repeated end to end (request ids renamed, times shifted) to about
-`--minutes` minutes; every repetition starts the counters again, so it also holds a counter reset
-per copy (more markers than a real session, which only makes the fold dearer).
+`--minutes` minutes, written to a temporary .ndjson.gz by the Recorder; every repetition starts
+the counters again, so it also holds a counter reset per copy (more markers than a real session,
+which only makes the fold dearer).
 
     PYTHONPATH=src python3 benchmarks/replay_seek.py [--minutes 60] [--rounds 5]
 """
@@ -25,15 +27,17 @@ import os
 import platform
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from specmon.core.clock import FakeClock
-from specmon.core.events import Event, SessionInfo
+from specmon.core.events import Event
 from specmon.core.session_state import SessionState
+from specmon.runtime.recorder import Recorder
 from specmon.runtime.replay_session import ReplaySession
-from specmon.sources.recording_player import read_recording
+from specmon.sources.recording_player import RecordingReader, read_recording
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ("demo-cycle", "healthy", "restart")
@@ -62,10 +66,12 @@ def _repeated(events: Sequence[Event], minutes: float) -> list[Event]:
     return out
 
 
-def measure(name: str, info: SessionInfo, events: list[Event], rounds: int) -> str:
+def measure(name: str, path: Path, rounds: int) -> str:
     clock = FakeClock()
     t0 = time.perf_counter()
-    session = ReplaySession(info, events, lambda: SessionState(info), clock=clock, playing=False)
+    reader = RecordingReader(path)
+    info = reader.info
+    session = ReplaySession(info, reader, lambda: SessionState(info), clock=clock, playing=False)
     open_s = time.perf_counter() - t0
 
     def seek_back() -> None:
@@ -100,8 +106,9 @@ def measure(name: str, info: SessionInfo, events: list[Event], rounds: int) -> s
         session.view()
     play_s = time.perf_counter() - t
     wall_s = ticks * 0.1
+    reader.close()
     return (
-        f"| {name} | {len(events):,} | {session.end - session.start:,.0f} s | "
+        f"| {name} | {session.events_total:,} | {session.end - session.start:,.0f} s | "
         f"{open_s * 1000:.0f} ms | {back_s * 1000:.1f} ms | {end_s * 1000:.1f} ms | "
         f"{play_s / wall_s:.1%} |"
     )
@@ -122,14 +129,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     print("|---|---|---|---|---|---|---|")
     for sample in SAMPLES:
-        t0 = time.perf_counter()
-        recording = read_recording(ROOT / "recordings" / f"{sample}.ndjson.gz")
-        read_s = time.perf_counter() - t0
-        row = measure(sample, recording.info, recording.events, args.rounds)
-        print(row.replace(" ms | ", f" ms (read {read_s * 1000:.0f} ms) | ", 1))
+        print(measure(sample, ROOT / "recordings" / f"{sample}.ndjson.gz", args.rounds))
     base = read_recording(ROOT / "recordings" / "demo-cycle.ndjson.gz")
-    long = _repeated(base.events, args.minutes)
-    print(measure(f"demo-cycle x{args.minutes:g} min", base.info, long, args.rounds))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "long.ndjson.gz"
+        recorder = Recorder(path, base.info, clock=FakeClock(), flush_interval=1e9)
+        for event in _repeated(base.events, args.minutes):
+            recorder.write(event)
+        recorder.close()
+        print(measure(f"demo-cycle x{args.minutes:g} min", path, args.rounds))
     return 0
 
 

@@ -5,10 +5,16 @@ on the sample recordings, with a fake clock (no sleeping, no timing thresholds).
 from __future__ import annotations
 
 import dataclasses
+import gc
+import gzip
+import tracemalloc
 from pathlib import Path
 
 import pytest
+from tests.support.recordings import cycling_recording
 
+from specmon.cli.replay_cmd import replay_port
+from specmon.core import session_state
 from specmon.core.clock import FakeClock
 from specmon.core.events import Marker, ServerLogLine, SessionInfo
 from specmon.core.session_state import SessionState
@@ -17,10 +23,11 @@ from specmon.runtime.replay_session import (
     LEAD_IN_S,
     SPEEDS,
     ReplaySession,
-    build_timeline,
     clamp_speed,
 )
-from specmon.sources.recording_player import Recording, read_recording
+from specmon.runtime.replay_session import flagged as flagged_row
+from specmon.sources.recording_player import Recording, RecordingReader, read_recording
+from specmon.ui.screens.replay import classed_at_end
 
 RECORDINGS = Path(__file__).resolve().parents[2] / "recordings"
 
@@ -154,12 +161,13 @@ def test_the_graphs_history_at_the_play_head_is_the_same_played_or_sought() -> N
 def test_jumps_go_to_flags_and_markers_in_order() -> None:
     session, _, _ = _session("demo-cycle.ndjson.gz", playing=False)
     jumps = session.timeline.jumps
-    flags = [t.t for t in session.timeline.ticks if t.kind == "flag"]
-    assert len(flags) == 9
+    flags = list(session.timeline.flags)
+    assert len(flags) == 10 == session.timeline.count("flag")
     seen = []
     while (moved := session.jump(1)) is not None:
         seen.append(moved.t)
     assert seen == list(jumps)
+    assert set(flags) <= set(jumps)
     assert session.jump(1) is None and session.position().t == jumps[-1]
     back = []
     while (moved := session.jump(-1)) is not None:
@@ -170,6 +178,7 @@ def test_jumps_go_to_flags_and_markers_in_order() -> None:
     row = session.view().rows[-1]
     assert row.t_end == flags[0]
     assert row.speed_class is not None and row.speed_class.kind == "vanilla-speed"
+    assert session.labels_here() == (f"vanilla speed: {row.request_id}",)
 
 
 def test_the_timeline_of_the_cycle_sample() -> None:
@@ -180,16 +189,21 @@ def test_the_timeline_of_the_cycle_sample() -> None:
     assert len(timeline.phases) == 30
     phases = [p.phase for p in timeline.phases]
     assert phases.count("degraded") == 9 and phases.count("transition") == 3
-    flagged = {t.t for t in timeline.ticks if t.kind == "flag"}
+    flagged = set(timeline.flags)
     degraded_ends = {p.t1 for p in timeline.phases if p.phase == "degraded"}
-    assert flagged == degraded_ends
+    # every degraded request, and the first transition (r6): before any degraded request the
+    # levels at its end put it at the slow one, as its badge in the answers table says
+    assert degraded_ends < flagged and len(flagged - degraded_ends) == 1
+    badges = classed_at_end(session.final_view.rows)
+    assert flagged == {r.t_end for r in badges if flagged_row(r)}
     assert all(p.t0 <= p.t1 for p in timeline.phases)
 
 
 def test_the_timeline_of_the_restart_sample_has_its_counter_reset() -> None:
     session, _, _ = _session("restart.ndjson.gz")
-    resets = [t for t in session.timeline.ticks if t.kind == "reset"]
+    resets = [t for t in session.timeline.marks if t.kind == "reset"]
     assert len(resets) == 1 and "counters reset" in resets[0].label
+    assert session.timeline.count("reset") == 1
     assert session.timeline.phases == () and session.timeline.cycle_period is None
     session.seek(resets[0].t)
     assert session.view().servers[0].counter_resets > 0  # one per counter series that reset
@@ -215,9 +229,10 @@ def test_events_are_folded_in_file_order_even_when_stamped_earlier() -> None:
     session.seek(3.0)
     assert session.position().events_applied == 3  # the late line came with "b"
     assert [m.label for m in session.view().markers] == ["a", "b"]
-    timeline = build_timeline(session.final_view, session.start, session.end)
-    assert [t.label for t in timeline.ticks] == ["a", "b", "c"]
-    assert {t.kind for t in timeline.ticks} == {"marker"}
+    timeline = session.timeline
+    assert [t.label for t in timeline.marks] == ["a", "b", "c"]
+    assert {t.kind for t in timeline.marks} == {"marker"}
+    assert [t.t for t in timeline.marks] == [1.0, 3.0, 5.0]
 
 
 @pytest.mark.timeout(30)
@@ -257,7 +272,7 @@ def test_checkpoints_give_the_same_state_and_graphs_as_folding_from_the_start() 
         )
 
     plain, kept = session(10**9), session(100)  # the second keeps a copy every 100 events
-    assert len(kept._checkpoints) == (len(recording.events) - 1) // 100
+    assert len(kept._checkpoints) == len(recording.events) // 100
     for target in (66.0, 64.5, 3.0, 61.2, 62.0, 20.0, 65.0):
         plain.seek(target)
         kept.seek(target)
@@ -280,3 +295,122 @@ def test_every_event_of_a_sample_is_on_the_session_clock(name: str) -> None:
     assert all(0.0 <= e.t <= last_end + 5.0 for e in recording.events)
     session, _, _ = _session(name)
     assert session.end <= last_end + 5.0
+
+
+@pytest.mark.parametrize("name", ["demo-cycle.ndjson.gz", "demo-cycle.ndjson"])
+def test_a_reader_reads_on_from_a_mark_as_it_read_the_first_time(name: str, tmp_path: Path) -> None:
+    path = RECORDINGS / "demo-cycle.ndjson.gz"
+    if not name.endswith(".gz"):  # the same recording, not compressed
+        path = tmp_path / name
+        path.write_bytes(gzip.decompress((RECORDINGS / "demo-cycle.ndjson.gz").read_bytes()))
+    every = read_recording(path).events
+    reader = RecordingReader(path)
+    try:
+        first = [next(reader) for _ in range(1000)]
+        mark = reader.mark()
+        rest = list(reader)
+        assert first + rest == every
+        reader.restart(mark)
+        assert list(reader) == rest  # a /metrics scrape is a change of the one before: kept
+        reader.restart(mark)  # a mark can be used again
+        assert next(reader) == rest[0]
+        reader.restart(None)
+        assert list(reader) == every
+    finally:
+        reader.close()
+
+
+def test_a_session_on_the_file_seeks_as_one_holding_every_event() -> None:
+    """The replay screen's session reads the recording file (sparse copies of the state and the
+    reader's marks), never a list of its events: every seek shows what the list-fed session
+    shows; past MAX_CHECKPOINTS copies every other one is dropped."""
+    recording = read_recording(RECORDINGS / "demo-cycle.ndjson.gz")
+    info = recording.info
+    listed = ReplaySession(
+        info, recording.events, lambda: SessionState(info), clock=FakeClock(), playing=False
+    )
+    reader = RecordingReader(RECORDINGS / "demo-cycle.ndjson.gz")
+    read = ReplaySession(
+        info,
+        reader,
+        lambda: SessionState(info),
+        clock=FakeClock(),
+        playing=False,
+        checkpoint_events=100,
+        max_checkpoints=8,
+    )
+    try:
+        assert 4 <= len(read._checkpoints) < 8  # 41 copies made, thinned to every 800th event
+        assert read.events_total == len(recording.events)
+        assert read.final_view == listed.final_view
+        for target in (66.0, 64.5, 3.0, 61.2, 62.0, 20.0, 65.0, read.start, read.end):
+            listed.seek(target)
+            read.seek(target)
+            assert read.view() == listed.view()
+            assert read.position() == listed.position()
+        assert read.rebuilds < listed.rebuilds  # the copies spared folding from the start
+    finally:
+        read.close()
+
+
+def test_the_timeline_holds_every_flag_not_only_the_last_500_requests(tmp_path: Path) -> None:
+    """The state keeps the last 500 requests' rows; the timeline counted and jumped to the flags
+    among those only (125 of 150 here, where --json counts 150). It keeps every flagged
+    request's time from its one pass over the recording."""
+    path = tmp_path / "long.ndjson"
+    slow = cycling_recording(path, 600, chunks=10)  # one request in four at vanilla speed
+    port = replay_port(str(path), baseline_tok_s=None, speed=1.0, label="x", clock=FakeClock())
+    try:
+        timeline = port.timeline
+        assert slow == 150
+        view_at_end = port.seek(timeline.end) and port.view()
+        assert view_at_end.summary.flagged == 150 and len(view_at_end.rows) == 500  # --json's
+        assert timeline.count("flag") == len(timeline.flags) == 150
+        # every flag is where a vanilla-speed request ended, the first ones among them too
+        port.seek(timeline.start)
+        assert not port.position().playing  # it stopped at the end
+        seen = []
+        while (moved := port.jump(1)) is not None:
+            seen.append(moved.t)
+            row = port.view().rows[-1]
+            assert row.t_end == moved.t and row.speed_class is not None
+            assert row.speed_class.kind == "vanilla-speed"
+            assert port.labels_here() == (f"vanilla speed: {row.request_id}",)
+        assert seen == list(timeline.flags)
+        assert port.view().rows[-1].request_id == "r599"
+        port.seek(timeline.flags[1])
+        assert port.jump(-1) is not None and port.position().t == timeline.flags[0]
+        assert port.view().rows[-1].request_id == "r3"  # long before the last 500 requests
+        assert port.jump(-1) is None  # nothing before the first flag
+    finally:
+        port.close()
+
+
+def test_opening_a_recording_takes_the_same_memory_whatever_its_length(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The replay screen's loader (`replay_port`) read the whole recording into a list first:
+    a 1 GB recording took 4.1 GB. It streams now, folding as it reads, and keeps only sparse
+    copies of the state and the reader's marks, so ten times the events take about the same
+    peak memory (traced allocations, not time). The session state's own rings are made small
+    here so that both recordings fill them: what is left is the loader's own memory."""
+    monkeypatch.setitem(SessionState.__init__.__kwdefaults__, "max_requests", 20)
+    monkeypatch.setattr(session_state, "MAX_ITL_VALUES", 200)
+    monkeypatch.setattr(session_state, "MAX_CYCLE_SPEEDS", 50)
+
+    def peak(requests: int) -> int:
+        path = tmp_path / f"r{requests}.ndjson"
+        cycling_recording(path, requests)  # 42 events a request
+        gc.collect()
+        tracemalloc.start()
+        try:
+            port = replay_port(str(path), baseline_tok_s=None, speed=1.0, label="x")
+            port.seek(port.timeline.end)
+            port.view()
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+            port.close()
+
+    small, large = peak(50), peak(500)  # about 2,100 and 21,000 events
+    assert large < 2.5 * small  # not 10 times

@@ -21,7 +21,9 @@ from tests.ui.chat_pilot import answers as _answers
 from tests.ui.chat_pilot import ask as _ask
 from tests.ui.chat_pilot import connected as _connected
 
-from specmon.cli.chat_history_args import chat_history_for, close_history
+from specmon.cli.chat_history_args import chat_history_for, close_history, pick_resumed
+from specmon.core.chat_record import SavedConversation, SavedServer, SavedTurn
+from specmon.sources import conversation_store
 from specmon.sources.conversation_store import ConversationStore, default_path
 from specmon.ui.app import SpecmonApp
 from specmon.ui.conversation import ChatSettings
@@ -278,18 +280,6 @@ def read_only(path: Path):
         subprocess.run(["chattr", "-i", str(path)], check=False)
 
 
-@contextlib.contextmanager
-def locked(path: Path):
-    ConversationStore(path).close()
-    other = sqlite3.connect(path, isolation_level=None)
-    other.execute("BEGIN EXCLUSIVE")
-    try:
-        yield
-    finally:
-        other.execute("ROLLBACK")
-        other.close()
-
-
 def problem_notices(app) -> list[str]:
     """The text of the conversation's notices that say saving failed."""
     notes = [str(n.render()) for n in app.screen.query(".notice")]
@@ -302,7 +292,6 @@ def problem_notices(app) -> list[str]:
         (corrupt, "not a database"),
         (directory, "is a directory"),
         (read_only, "readonly"),
-        (locked, "locked"),
     ],
 )
 async def test_a_broken_database_is_one_line_and_the_chat_goes_on(
@@ -327,6 +316,90 @@ async def test_a_broken_database_is_one_line_and_the_chat_goes_on(
             assert len(problem_notices(app)) == 1
         close_history(history)
         assert len(port.requests) == 2
+
+
+def notice_lines(app) -> list[str]:
+    return [str(n.render()) for n in app.screen.query(".notice")]
+
+
+async def test_a_lock_held_by_another_program_delays_the_save_and_the_chat_goes_on(
+    data_home: Path,
+) -> None:
+    """A lock held longer than the busy timeout stopped saving for the session ("chat not
+    saved: … database is locked"); now the screen says the save is delayed, and once the lock
+    is let go the answer is saved and the screen says so."""
+    ConversationStore(data_home).close()
+    other = sqlite3.connect(data_home, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        port = FakePort(answers=[["first"], ["second"]])
+        app = SpecmonApp(port)
+        history = install_history(app, cli_args())
+        async with app.run_test(size=SIZE) as pilot:
+            await _connected(pilot)
+            await _ask(pilot, "one")
+            await wait_for_app(pilot, lambda: finished(app, 1))
+            delayed = lambda: [n for n in notice_lines(app) if n.startswith("chat save delayed")]  # noqa: E731
+            await wait_for_app(pilot, lambda: bool(delayed()))
+            (line,) = delayed()
+            assert "database is locked" in line and str(data_home) in line and "\n" not in line
+            other.execute("COMMIT")  # the other program lets go
+            await wait_for_app(
+                pilot, lambda: any(n.startswith("chat saved") for n in notice_lines(app))
+            )
+            assert not problem_notices(app)
+            await _ask(pilot, "two")
+            await wait_for_app(pilot, lambda: finished(app, 2))
+        close_history(history)
+    finally:
+        other.close()
+    (conv,) = saved(data_home)
+    assert [t.prompt for t in conv.turns] == ["one", "two"]
+
+
+async def test_a_long_conversation_resumes_with_its_last_turns_and_says_how_much_it_holds(
+    data_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Resuming a 100 MB conversation put every turn on screen (70 s, 1.9 GB). `--resume` loads
+    its last turns only (RESUME_TURNS, RESUME_CHARS; 3 here) with one line saying so; the next
+    answer is saved after them, the earlier turns and the title kept."""
+    monkeypatch.setattr(conversation_store, "RESUME_TURNS", 3)
+    with ConversationStore(data_home) as store:
+        cid = store.save(
+            SavedConversation(
+                tuple(SavedTurn(f"question {i}", f"answer {i} " + "x" * 1000) for i in range(8)),
+                SavedServer("http://127.0.0.1:9000", "m"),
+            )
+        )
+    args = argparse.Namespace(
+        resume=str(cid),
+        attach="http://127.0.0.1:9",
+        model="m",
+        preset=None,
+        system=None,
+        temperature=None,
+        top_p=None,
+        max_tokens=None,
+    )
+    resumed = pick_resumed(args)
+    assert isinstance(resumed, SavedConversation)
+    assert [t.prompt for t in resumed.turns] == ["question 5", "question 6", "question 7"]
+    port = FakePort(answers=[["ninth answer"]])
+    app = SpecmonApp(port)
+    history = install_history(app, cli_args(resumed=resumed))
+    line = f"conversation {cid} holds 0.0 MB in 8 turns; loaded the last 3 turns"
+    async with app.run_test(size=SIZE) as pilot:
+        await _connected(pilot)
+        await wait_for_app(pilot, lambda: line in screen_text(app))
+        assert "answer 7" in screen_text(app) and "question 4" not in screen_text(app)
+        assert len(_answers(app)) == 3
+        await _ask(pilot, "question 8")
+        await wait_for_app(pilot, lambda: finished(app, 4))
+    close_history(history)
+    (conv,) = saved(data_home)
+    assert conv.id == cid and conv.title == "question 0"
+    assert [t.prompt for t in conv.turns] == [f"question {i}" for i in range(9)]
+    assert conv.turns[8].answer == "ninth answer"
 
 
 # ------------------------------------------------------------------ copy and edit
@@ -487,3 +560,34 @@ def test_a_saved_verdict_reads_back_as_itself(verdict: str) -> None:
     saved = saved_numbers(numbers)
     assert answer_numbers(saved).flag == verdict
     assert answer_numbers(SavedNumbers(verdict="no-such-verdict")).flag == "unjudged"
+
+
+async def test_a_system_prompt_set_after_turn_2_is_exported_where_it_took_effect(
+    data_home: Path, tmp_path: Path
+) -> None:
+    port = FakePort(answers=[["a", "b"], ["c", "d"], ["e", "f"]])
+    app = SpecmonApp(port)
+    history = install_history(app, cli_args())
+    async with app.run_test(size=SIZE) as pilot:
+        await _connected(pilot)
+        for n, prompt in enumerate(("one", "two"), 1):
+            await _ask(pilot, prompt)
+            await wait_for_app(pilot, lambda n=n: finished(app, n))
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        app.screen.query_one("#system-text").text = ""
+        await pilot.press(*"be terse", "ctrl+s")
+        await wait_for_app(pilot, lambda: "system prompt set: be terse" in screen_text(app))
+        await _ask(pilot, "three")
+        await wait_for_app(pilot, lambda: finished(app, 3))
+        await pilot.press("ctrl+s")
+        await wait_for_app(pilot, lambda: "exported to" in screen_text(app))
+        assert history.saver is not None and history.saver.flush()
+    close_history(history)
+    (conv,) = saved(data_home)
+    assert [t.system for t in conv.turns] == ["", "", "be terse"]  # each turn's, as sent
+    (exported,) = tmp_path.glob("specmon-chat-*.md")
+    md = exported.read_text()
+    assert "System prompt:" not in md  # nothing applied to the whole conversation
+    change = md.index("System prompt from here on:\n\n> be terse\n")
+    assert md.index("## 2. Prompt") < change < md.index("## 3. Prompt")

@@ -152,26 +152,26 @@ async def test_home_and_end() -> None:
 
 async def test_n_jumps_to_the_flagged_request_and_N_back() -> None:
     port, _ = recording_port()
-    flags = [t for t in port.timeline.ticks if t.kind == "flag"]
+    flags = list(port.timeline.flags)
     app = SpecmonApp(port, mode="replay")
     async with app.run_test(size=SIZE) as pilot:
         await replay_started(pilot)
         await pilot.press("space")
         await pilot.press("n")  # the server's status marker at the start
-        await pilot.press("n")  # the first vanilla-speed request
+        await pilot.press("n")  # the first vanilla-speed request (r6, as its badge says)
         await pilot.pause()
         position = port.position()
-        assert position.t == flags[0].t
+        assert position.t == flags[0]
         screen = screen_text(app)
-        assert "vanilla speed: r7" in screen  # the panel's note names it
+        assert "vanilla speed: r6" in screen  # the panel's note names it
         rows = [line for line in screen.splitlines() if re.match(r"^ ?\d+:\d\d\.\d\s+r\d+", line)]
-        assert "r7" in rows[-1] and "vanilla-speed" in rows[-1]  # the last answer is the flag
+        assert "r6" in rows[-1] and "vanilla-speed" in rows[-1]  # the last answer is the flag
         await pilot.press("n")
         await pilot.pause()
-        assert port.position().t == flags[1].t and "vanilla speed: r8" in screen_text(app)
+        assert port.position().t == flags[1] and "vanilla speed: r7" in screen_text(app)
         await pilot.press("N")
         await pilot.pause()
-        assert port.position().t == flags[0].t
+        assert port.position().t == flags[0]
 
 
 async def test_a_click_on_the_timeline_seeks_there() -> None:
@@ -255,14 +255,16 @@ def test_timeline_text_draws_ticks_phases_head_and_status() -> None:
     timeline = ReplayTimeline(
         start=0.0,
         end=100.0,
-        ticks=(
+        flags=(50.0,),
+        marks=(
             TimelineTick(0.0, "status", "up"),
-            TimelineTick(50.0, "flag", "vanilla speed: r3"),
             TimelineTick(50.0, "marker", "here"),
             TimelineTick(100.0, "reset", "counters reset"),
         ),
         phases=(PhaseSpan(0.0, 40.0, "fast"), PhaseSpan(40.0, 60.0, "degraded")),
         cycle_period=10,
+        counts={"status": 1, "flag": 1, "marker": 1, "reset": 1},
+        jumps=(0.0, 50.0, 100.0),
     )
     position = ReplayPosition(
         t=25.0,
@@ -293,15 +295,17 @@ def test_timeline_text_draws_ticks_phases_head_and_status() -> None:
 def test_snapshot_replay_screen_on_the_cycle_sample(snap_compare) -> None:
     port, _ = recording_port()
 
-    async def at_the_third_flag(pilot) -> None:
+    async def at_the_third_degraded_request(pilot) -> None:
         await replay_started(pilot)
         await pilot.press("space")
-        for _ in range(4):  # the status marker, then three flags
+        for _ in range(5):  # the status marker, then four flags (r6, then three degraded)
             await pilot.press("n")
         await pilot.pause(0.3)
 
     assert snap_compare(
-        SpecmonApp(port, mode="replay"), terminal_size=SIZE, run_before=at_the_third_flag
+        SpecmonApp(port, mode="replay"),
+        terminal_size=SIZE,
+        run_before=at_the_third_degraded_request,
     )
 
 

@@ -4,10 +4,16 @@ outputs, exit codes and one-line errors (no server needed)."""
 from __future__ import annotations
 
 import argparse
+import ctypes
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+import specmon
 from specmon.cli.chat_history_args import pick_resumed
 from specmon.cli.main import main
 from specmon.core.chat_record import (
@@ -212,3 +218,78 @@ def test_a_saved_server_address_that_is_not_a_url_is_one_line_not_a_connect(
     assert a.attach is None
     err = capsys.readouterr().err
     assert f"conversation {cid} has a bad server address" in err and err.count("\n") == 1
+
+
+_RESUME_IN_CHILD = """
+import argparse, json, sys
+from specmon.cli.chat_history_args import pick_resumed
+a = argparse.Namespace(resume=sys.argv[1], attach=None, model=None, preset=None, system=None,
+                       temperature=None, top_p=None, max_tokens=None)
+r = pick_resumed(a)
+print(json.dumps({"prompts": [t.prompt for t in r.turns], "attach": a.attach}))
+"""
+
+
+def _without_root_override() -> None:
+    """In the child before it execs: take CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH out of its
+    capability bounding set, so root's program honours permission bits like any owner's."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+        if libc.prctl(24, cap, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+
+def _child(argv: list[str], data_home: Path) -> subprocess.CompletedProcess[str]:
+    source = str(Path(specmon.__file__).resolve().parents[1])
+    env = {
+        **os.environ,
+        "XDG_DATA_HOME": str(data_home),
+        "PYTHONPATH": os.pathsep.join([source, os.environ.get("PYTHONPATH", "")]),
+    }
+    return subprocess.run(
+        [sys.executable, *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=_without_root_override if os.geteuid() == 0 else None,
+    )
+
+
+def test_resume_and_export_read_a_store_in_a_read_only_directory(
+    store_path: Path, tmp_path: Path
+) -> None:
+    """docs/chat.md: `--resume` and `--export-chat` only read the store. In a directory that
+    cannot be written (a read-only file system, a 0555 directory) both failed with one line
+    ("attempt to write a readonly database", or "unable to open database file"): a reader of a
+    WAL file has SQLite make the `-shm` file beside it. They open the file read-only now, and
+    immutable where its directory cannot be written.
+
+    The directory is made 0555 for real. Root ignores permission bits (CAP_DAC_OVERRIDE), so the
+    commands run in child processes, and as root each child drops CAP_DAC_OVERRIDE and
+    CAP_DAC_READ_SEARCH from its capability bounding set before it execs: the bits then apply
+    to it as to the directory's owner. A probe child checks that it really cannot write there
+    (skipped where the capabilities cannot be dropped)."""
+    cid = save_one(store_path)
+    directory = store_path.parent
+    assert sorted(p.name for p in directory.iterdir()) == ["chats.sqlite"]  # no -wal, -shm
+    directory.chmod(0o555)
+    try:
+        probe = _child(["-c", f"open({str(directory / 'probe')!r}, 'w')"], tmp_path / "data")
+        if probe.returncode == 0:
+            pytest.skip("this process cannot be kept from writing a 0555 directory")
+        assert "Permission denied" in probe.stderr
+        export = _child(
+            ["-m", "specmon", "chat", "--export-chat", str(cid), "-"], tmp_path / "data"
+        )
+        assert export.returncode == 0, export.stderr
+        assert "hello" in export.stdout and "world" in export.stdout
+        resume = _child(["-c", _RESUME_IN_CHILD, str(cid)], tmp_path / "data")
+        assert resume.returncode == 0, resume.stderr
+        assert json.loads(resume.stdout) == {
+            "prompts": ["hello"],
+            "attach": "http://127.0.0.1:9000",
+        }
+        assert sorted(p.name for p in directory.iterdir()) == ["chats.sqlite"]  # nothing made
+    finally:
+        directory.chmod(0o700)

@@ -108,3 +108,32 @@ def test_terminal_escapes_in_model_text_are_made_visible() -> None:
     assert "\x1b" not in md and "\x07" not in md and "\r" not in md and "\u202e" not in md
     assert "clear␛[2J␍\nok\tx<U+202E>evil" in md
     assert "- model: m␛[31m" in md
+
+
+def _with_systems(*systems: str | None, current: str | None) -> str:
+    turns = tuple(SavedTurn(f"prompt {i}", f"answer {i}", system=s) for i, s in enumerate(systems))
+    return to_markdown(SavedConversation(turns=turns, settings=SavedSettings(system=current)))
+
+
+def test_a_system_prompt_set_after_turn_2_is_written_before_turn_3() -> None:
+    md = _with_systems("", "", "Be terse.", "Be terse.", current="Be terse.")
+    assert "System prompt:" not in md
+    assert md.count("System prompt from here on:") == 1
+    change = md.index("System prompt from here on:\n\n> Be terse.\n")
+    assert md.index("## 2. Prompt") < change < md.index("## 3. Prompt")
+
+
+def test_each_system_prompt_change_is_written_where_it_took_effect() -> None:
+    md = _with_systems("first", "second", "", current="third")
+    assert md.index("System prompt:\n\n> first\n") < md.index("## 1. Prompt")
+    assert md.index("## 1. Prompt") < md.index("from here on:\n\n> second") < md.index("## 2.")
+    assert md.index("## 2. Prompt") < md.index("*System prompt removed from here on.*")
+    assert md.index("*System prompt removed") < md.index("## 3. Prompt")
+    # set after the last turn: what the conversation goes on with, at the end
+    assert md.index("## 3. Prompt") < md.index("System prompt for the next prompt:\n\n> third")
+
+
+def test_turns_saved_without_their_system_prompt_keep_the_conversations_at_the_top() -> None:
+    md = _with_systems(None, None, current="old rule")
+    assert md.index("System prompt:\n\n> old rule\n") < md.index("## 1. Prompt")
+    assert "from here on" not in md

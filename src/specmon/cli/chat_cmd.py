@@ -21,6 +21,11 @@ Exit status: 0 on quit (ctrl+q; 0 after --dry-run); 1 when the hosted server fai
 died (its last 50 log lines and the likely cause are shown); 2 for bad arguments or a failed
 pre-launch check; 130 after Ctrl-C (SIGINT, or the key in the app), 143 after SIGTERM, 129 after
 SIGHUP.
+
+Defaults you set once: [chat] attach (used when neither --attach nor a host-mode flag such as
+--preset or --draft is given; --model then picks the model on that server) and [app] theme in
+$XDG_CONFIG_HOME/specmon/config.toml (or the file $SPECMON_CONFIG names); a flag beats the file,
+`specmon config` shows what applies (docs/app.md, "Configuration").
 """
 
 from __future__ import annotations
@@ -60,7 +65,8 @@ def register(subparsers: Any) -> None:
         type=server_url,
         default=None,
         metavar="URL",
-        help="base URL of a running server (without it, --model starts one: host mode)",
+        help="base URL of a running server (default: [chat] attach of the config file; without "
+        "either, --model starts one: host mode)",
     )
     p.add_argument(
         "--metrics-url",

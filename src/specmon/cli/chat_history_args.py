@@ -3,7 +3,10 @@
 
 Conversations go to `$XDG_DATA_HOME/specmon/chats.sqlite` (sources/conversation_store.py). A
 database that cannot be used never stops a chat: the chat screen says so in one line and goes
-on unsaved. `--resume` and `--export-chat`, which only read it, fail with one line and exit 1.
+on unsaved (a conversation still not saved at quit is named on stderr). `--resume` and
+`--export-chat` only read it (read-only, also on a read-only file system) and fail with one line
+and exit 1. `--resume` puts back the last turns of a long conversation only (RESUME_TURNS,
+RESUME_CHARS), with a line saying how much it holds.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ def add_history_arguments(p: Any) -> None:
         default=None,
         metavar="ID",
         help="reopen a saved conversation: ID, or without it a list to search and pick from; "
-        "without --attach/--model it connects to the server the conversation used",
+        "without --attach/--model it connects to the server the conversation used; a long one "
+        "is reopened with its last turns (200, at most 2 MB of text)",
     )
     p.add_argument(
         "--export-chat",
@@ -78,13 +82,19 @@ def _conversation_id(text: str) -> int | None:
     return value if value >= 1 else None
 
 
-def _load(conversation_id: int) -> SavedConversation | str:
-    from specmon.sources.conversation_store import ConversationStore, ConversationStoreError
+def _load(conversation_id: int, *, last_part: bool = False) -> SavedConversation | str:
+    """The conversation (with `last_part`: its last turns only, as `--resume` shows them), or
+    the one line saying why not."""
+    from specmon.sources import conversation_store as cs
 
     try:
-        with ConversationStore(create=False) as store:
+        with cs.ConversationStore(create=False) as store:
+            if last_part:
+                return store.load(
+                    conversation_id, last_turns=cs.RESUME_TURNS, last_chars=cs.RESUME_CHARS
+                )
             return store.load(conversation_id)
-    except ConversationStoreError as exc:
+    except cs.ConversationStoreError as exc:
         return str(exc)
 
 
@@ -139,7 +149,7 @@ def pick_resumed(args: argparse.Namespace) -> SavedConversation | int | None:
         if chosen is None:
             return None
         conversation_id = chosen
-    loaded = _load(conversation_id)
+    loaded = _load(conversation_id, last_part=True)
     if isinstance(loaded, str):
         return _fail(loaded)
     if args.attach is None and not (args.model or getattr(args, "preset", None)):
@@ -180,6 +190,13 @@ def chat_history_for(args: argparse.Namespace) -> ChatHistory:
 
 
 def close_history(history: ChatHistory | None) -> None:
-    """Write what is still queued (bounded wait) before the process exits."""
-    if history is not None and history.saver is not None:
-        history.saver.close()
+    """Write what is still queued or kept (bounded wait) before the process exits; a
+    conversation that is still not in the file is named on stderr (one line)."""
+    if history is None or history.saver is None:
+        return
+    saver = history.saver
+    saver.close()
+    if saver.unsaved:
+        which = f"conversation {saver.conversation_id}" if saver.conversation_id else "the chat"
+        why = saver.problem or "the chat history stayed locked by another program"
+        print(f"specmon chat: the last answers of {which} were not saved: {why}", file=sys.stderr)

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from specmon import __version__
 from specmon.cli.args import OneLineErrorParser
+from specmon.cli.user_config import ConfigError, applies_to, apply_user_config, load_user_config
 
 # Each subcommand lives in its own module under specmon.cli, exposing
 #   register(subparsers) -> None   and   run(args) -> int
@@ -32,6 +33,8 @@ SUBCOMMANDS: tuple[str, ...] = (
     "presets",
     "sim",
     "web",
+    "config",
+    "completion",
 )
 
 
@@ -75,6 +78,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     module = importlib.import_module(f"specmon.cli.{args.command}_cmd")
+    if applies_to(args.command):  # the user's defaults (config.toml); flags beat them
+        try:
+            apply_user_config(args, load_user_config())
+        except ConfigError as exc:
+            print(f"specmon {args.command}: {exc}", file=sys.stderr)
+            return 2
     try:
         code = int(module.run(args))
     except KeyboardInterrupt:

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from specmon.core.clock import Clock
     from specmon.core.events import SessionInfo
     from specmon.core.session_state import SessionState
-    from specmon.sources.recording_player import ReadProblem, RecordingPlayer
+    from specmon.sources.recording_player import ReadProblem, RecordingPlayer, RecordingReader
     from specmon.ui.replay_port import ReplayPort
 
 
@@ -116,22 +116,32 @@ def notices(path: str, problems: list[ReadProblem], emitted: int) -> list[str]:
     return out
 
 
-def _open(path: str, speed: float | None) -> tuple[RecordingPlayer, str | None]:
-    """The player and the header's `started_at`; RecordingError (one line) when unusable."""
+def _reader(path: str, problems: list[ReadProblem]) -> RecordingReader:
+    """The recording opened (its header read); RecordingError (one line) when unusable."""
     from specmon.core.errors import RecordingError
-    from specmon.sources.recording_player import RecordingPlayer, iter_recording
+    from specmon.sources.recording_player import RecordingReader
 
-    problems: list[ReadProblem] = []
     try:
-        _, events, header = iter_recording(path, problems)
+        return RecordingReader(path, problems)
     except RecordingError:
         damaged = "; ".join(p.message for p in problems)
         if damaged:  # the gzip stream broke before a whole header line came out of it
             raise RecordingError(f"{path}: not a readable gzip recording ({damaged})") from None
         raise
-    events.close()
+
+
+def _started_at(header: dict[str, Any]) -> str | None:
     started = header.get("started_at")
-    return RecordingPlayer(path, speed=speed), started if isinstance(started, str) else None
+    return started if isinstance(started, str) else None
+
+
+def _open(path: str, speed: float | None) -> tuple[RecordingPlayer, str | None]:
+    """The player and the header's `started_at`; RecordingError (one line) when unusable."""
+    from specmon.sources.recording_player import RecordingPlayer
+
+    reader = _reader(path, [])
+    reader.close()
+    return RecordingPlayer(path, speed=speed), _started_at(reader.header)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -214,27 +224,33 @@ def replay_port(
     label: str,
     clock: Clock | None = None,
 ) -> ReplayPort:
-    """Read the whole recording and make the replay screen's port: the replay session (at
-    `speed`, clamped to x0.5..x64, on `clock`) and the notices of what the reader skipped or
-    where the recording was torn. Raises RecordingError (one line) for an unusable file."""
+    """Open the recording and make the replay screen's port: the replay session (at `speed`,
+    clamped to x0.5..x64, on `clock`), which folds the recording once as it streams by (the
+    events are not kept: a seek reads the file again from a kept mark), and the notices of what
+    the reader skipped or where the recording was torn. Raises RecordingError (one line) for an
+    unusable file. The port keeps the file open until `close()`."""
     from specmon.core.clock import monotonic_clock
     from specmon.core.session_state import SessionState
     from specmon.runtime.replay_session import ReplaySession, clamp_speed
-    from specmon.sources.recording_player import read_recording
     from specmon.ui.replay_port import ReplayPort
 
-    recording = read_recording(path)
-    info = recording.info
-    session = ReplaySession(
-        info,
-        recording.events,
-        lambda: SessionState(info, baseline_tok_s=baseline_tok_s),
-        clock=clock or monotonic_clock,
-        speed=clamp_speed(speed),
-    )
+    problems: list[ReadProblem] = []
+    reader = _reader(path, problems)
+    info = reader.info
+    try:
+        session = ReplaySession(
+            info,
+            reader,
+            lambda: SessionState(info, baseline_tok_s=baseline_tok_s),
+            clock=clock or monotonic_clock,
+            speed=clamp_speed(speed),
+        )
+    except BaseException:
+        reader.close()
+        raise
     said = tuple(
         line.removeprefix("specmon replay: ")
-        for line in notices(path, recording.problems, len(recording.events))
+        for line in notices(path, problems, session.events_total)
     )
     return ReplayPort(session, label=label, notices=said)
 
@@ -243,8 +259,8 @@ def _app(
     path: str, baseline_tok_s: float | None, speed: float, label: str, theme: str | None
 ) -> int:
     """On a terminal: the Textual replay screen (ui/screens/replay.py). The whole recording
-    is read here, before the app starts; a torn or skipped line is named on the screen and, after
-    the app, on stderr."""
+    is folded once here, before the app starts (streamed: memory does not grow with its size);
+    a torn or skipped line is named on the screen and, after the app, on stderr."""
     from specmon.cli.app_runner import run_textual
     from specmon.core.errors import RecordingError
     from specmon.ui.app import SpecmonApp
@@ -256,5 +272,6 @@ def _app(
     try:  # nothing runs behind the app: no session to stop; Ctrl-C raises KeyboardInterrupt
         return run_textual(SpecmonApp(port, mode="replay", theme=theme))
     finally:  # after the app, on the shell's screen
+        port.close()
         for notice in port.notices:
             print(f"specmon replay: {notice}", file=sys.stderr)

@@ -31,6 +31,13 @@ def add_baseline_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+class DefaultText(str):
+    """The value of a text option left out on the command line, so the user's config file may
+    replace it (cli.user_config) while a flag given with the default's own text still wins."""
+
+    __slots__ = ()
+
+
 DEFAULT_THEME = "specmon-dark"
 """The app's theme without --theme (ui/themes.py's DEFAULT_THEME; kept here as text so that
 registering the commands imports no textual)."""
@@ -41,11 +48,11 @@ def add_theme_argument(parser: argparse.ArgumentParser) -> None:
     cannot be used gives the default theme and a one-line notice naming the file and line)."""
     parser.add_argument(
         "--theme",
-        default=DEFAULT_THEME,
+        default=DefaultText(DEFAULT_THEME),  # left out: [app] theme of the config file may apply
         metavar="NAME|FILE",
         help="colour theme: specmon-dark (default), specmon-light, specmon-high-contrast, a "
         "theme of $XDG_CONFIG_HOME/specmon/themes, one of Textual's, or a .toml theme file; "
-        "NO_COLOR=1 makes the app monochrome",
+        "NO_COLOR=1 makes the app monochrome; [app] theme of the config file sets your default",
     )
 
 

@@ -23,6 +23,10 @@ still in the snapshot, with its state and why), or after `--once --prometheus` w
 Prometheus did not answer. Every read of a server has a deadline for its whole answer
 (5 s for /metrics, 10 s for /version and /v1/models): a server that never answers or trickles
 its page is shown down with why, never waited on.
+
+Defaults you set once: [watch] attach, interval and canary, [baseline] tok_s and [app] theme in
+$XDG_CONFIG_HOME/specmon/config.toml (or the file $SPECMON_CONFIG names); a flag beats the file,
+`specmon config` shows what applies (docs/app.md, "Configuration").
 """
 
 from __future__ import annotations
@@ -74,18 +78,24 @@ MAX_RATE_WINDOW_S = 24 * 3600.0
 """Longest --rate-window accepted: a day."""
 
 NAME = "watch"
+NO_SERVERS = (
+    "give --attach URL or --prometheus URL (or set [watch] attach in the config file: "
+    "`specmon config`)"
+)
+"""Why a watch cannot start with neither flag given and no servers in the config file."""
 SUMMARY = "attach to running vLLM servers: live tok/s, acceptance, GPU, flags"
 
 
 def register(subparsers: Any) -> None:
     p = add_command(subparsers, NAME, SUMMARY, __doc__)
-    where = p.add_mutually_exclusive_group(required=True)
+    where = p.add_mutually_exclusive_group()  # one of them, or [watch] attach of the config
     where.add_argument(
         "--attach",
         action="append",
         type=server_url,
         metavar="URL",
-        help="server base URL, e.g. http://gpu-box:8000 (repeat for several servers)",
+        help="server base URL, e.g. http://gpu-box:8000 (repeat for several servers; default: "
+        "[watch] attach of the config file)",
     )
     where.add_argument(
         "--prometheus",
@@ -131,7 +141,8 @@ def register(subparsers: Any) -> None:
         "--interval",
         type=scrape_interval,
         default=None,
-        help="seconds between scrapes (default 1; with --prometheus, between reads: default 5)",
+        help="seconds between scrapes (default: [watch] interval of the config file, else 1; "
+        "with --prometheus, between reads: default 5)",
     )
     add_theme_argument(p)
     p.add_argument("--record", metavar="FILE", help="record the session (.gz compresses)")
@@ -147,7 +158,8 @@ def register(subparsers: Any) -> None:
         default=None,
         metavar="SECONDS",
         help="probe each server with one fixed greedy request at most every SECONDS (default "
-        f"{DEFAULT_CANARY_S:g}) while it has live traffic, and flag engine drift (docs/canary.md)",
+        f"{DEFAULT_CANARY_S:g}) while it has live traffic, and flag engine drift (docs/canary.md; "
+        "[watch] canary of the config file sets it for every watch of servers)",
     )
 
 
@@ -168,6 +180,8 @@ def _canary_problem(args: argparse.Namespace) -> str | None:
 def run(args: argparse.Namespace) -> int:
     from specmon.runtime.monitor import Monitor, pair_targets
 
+    if args.attach is None and args.prometheus is None:
+        return fail(NAME, NO_SERVERS)
     interval = args.interval
     if interval is None:
         interval = FLEET_INTERVAL_S if args.prometheus is not None else 1.0

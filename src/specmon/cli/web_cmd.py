@@ -195,9 +195,24 @@ def run(args: argparse.Namespace) -> int:
     from specmon.web.plan import check_served_args
     from specmon.web.server import start
 
+    def parse(argv: list[str]) -> argparse.Namespace:
+        """The served command's arguments as its tabs will run it: the user's config file
+        applied (a bad one, or a watch without servers, is one line here and exit 2)."""
+        from specmon.cli.user_config import ConfigError, apply_user_config, load_user_config
+        from specmon.cli.watch_cmd import NO_SERVERS
+
+        ns = build_parser().parse_args(argv)
+        try:
+            apply_user_config(ns, load_user_config())
+        except ConfigError as exc:
+            raise SystemExit(fail(ns.command, str(exc))) from None
+        if ns.command == "watch" and ns.attach is None and ns.prometheus is None:
+            raise SystemExit(fail(ns.command, NO_SERVERS))
+        return ns
+
     try:
         plan = plan_from_args(args)
-        check_served_args(plan, build_parser().parse_args)
+        check_served_args(plan, parse)
         return start(plan)
     except (WebArgsError, WebAuthError, BindError) as exc:
         return fail(NAME, str(exc))

@@ -48,11 +48,15 @@ class SavedTurn:
     """ok, cancelled or failed."""
     error: str | None = None
     numbers: SavedNumbers | None = None
+    system: str | None = None
+    """The system prompt the turn was sent with ("": none); None when not recorded (a turn saved
+    by a specmon before per-turn system prompts: the conversation's own applies)."""
 
 
 @dataclass(frozen=True, slots=True)
 class SavedSettings:
-    """A conversation's system prompt and sampling settings (None = the server's default)."""
+    """A conversation's system prompt (the current one: what its next turn is sent with; each
+    turn records its own) and sampling settings (None = the server's default)."""
 
     system: str | None = None
     temperature: float | None = None
@@ -82,6 +86,11 @@ class SavedConversation:
     title: str = ""
     created_at: str = ""
     updated_at: str = ""
+    first_turn: int = 0
+    """The index of `turns[0]` in the whole conversation: a long conversation resumed in part
+    holds its last turns only (the store keeps the earlier ones; saving writes from here on)."""
+    stored_chars: int = 0
+    """Resumed in part: the characters of text the whole conversation holds (0 otherwise)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +141,7 @@ def scrub_turn(turn: SavedTurn, scrubber: Scrubber) -> SavedTurn:
         answer=s.data(turn.answer),
         error=None if turn.error is None else s.text(turn.error),
         numbers=numbers,
+        system=None if turn.system is None else s.data(turn.system),
     )
 
 

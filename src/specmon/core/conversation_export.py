@@ -1,7 +1,8 @@
-"""A saved conversation as Markdown: the server, the system prompt and sampling settings, then
+"""A saved conversation as Markdown: the server and sampling settings, the system prompt, then
 each prompt and answer with the answer's numbers (tokens, decode tok/s, TTFT, AL and its source,
-acceptance, verdict). Pure: `specmon chat --export-chat ID FILE` and the chat screen's export key
-write what this returns.
+acceptance, verdict). A system prompt changed during the conversation (ctrl+o) is written where
+it took effect, before the first turn sent with it ("System prompt from here on:"). Pure:
+`specmon chat --export-chat ID FILE` and the chat screen's export key write what this returns.
 
 Prompts and answers are written as they are (an answer is Markdown already); a prompt goes in a
 block quote so it stays apart from the answer whatever it holds. Control characters (an ESC that
@@ -92,8 +93,32 @@ def to_markdown(conversation: SavedConversation) -> str:
     if c.created_at:
         facts.append(f"- started: {c.created_at}")
     out += [*facts, ""]
-    if st.system:
-        out += ["System prompt:", "", _quote(st.system), ""]
+    recorded = [t.system for t in c.turns if t.system is not None]
+    if not recorded:  # saved before turns kept their own: the conversation's, as it applied
+        if st.system:
+            out += ["System prompt:", "", _quote(st.system), ""]
+        for i, turn in enumerate(c.turns, 1):
+            out += _turn(i, turn)
+        return visible("\n".join(out).rstrip("\n") + "\n")
+    # Each system prompt where it took effect: the first turn's at the top, a change before
+    # the first turn sent with it, one set after the last turn at the end.
+    current = recorded[0]
+    if current:
+        out += ["System prompt:", "", _quote(current), ""]
     for i, turn in enumerate(c.turns, 1):
+        if turn.system is not None and turn.system != current:
+            out += _system_change(turn.system)
+            current = turn.system
         out += _turn(i, turn)
+    if (st.system or "") != current:
+        out += _system_change(st.system or "", later=True)
     return visible("\n".join(out).rstrip("\n") + "\n")
+
+
+def _system_change(system: str, *, later: bool = False) -> list[str]:
+    """The lines saying the system prompt changed here ("": removed); `later`: after the last
+    turn (it applies to the next prompt)."""
+    when = "for the next prompt" if later else "from here on"
+    if not system:
+        return [f"*System prompt removed {when}.*", ""]
+    return [f"System prompt {when}:", "", _quote(system), ""]

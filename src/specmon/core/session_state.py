@@ -171,6 +171,7 @@ class SessionState:
         self._cycle_dirty = False
         self._pct_cache: PercentilesView | None = None
         self._markers: deque[MarkerView] = deque(maxlen=MAX_MARKERS)
+        self._markers_added = 0
         self._gpu_last: GpuSampled | None = None
         self._gpu_history: dict[int, deque[GpuPoint]] = {}
         self._gpu_view_cache: GpuView | None = None
@@ -215,6 +216,38 @@ class SessionState:
 
     def _add_marker(self, t: float, kind: MarkerKind, label: str) -> None:
         self._markers.append(MarkerView(t=t, kind=kind, label=label))
+        self._markers_added += 1
+
+    # ---------------------------------------- for a reader that follows the fold (the replay)
+
+    @property
+    def requests_finished(self) -> int:
+        """How many requests have ended: all of them, not only the kept rows."""
+        return self._totals.requests
+
+    def newest_row(self) -> RequestRow | None:
+        """The newest finished request's row, an ok one with its speed class against the speed
+        levels as they are now: at its end, as the live screens decide its badge (the replay's
+        timeline keeps every request's flag this way, not only the kept rows')."""
+        if not self._rows:
+            return None
+        row = self._rows[-1]
+        if row.outcome != "ok":
+            return row
+        levels = speed_levels(list(self._speeds))
+        return replace(row, speed_class=speed_class(row.decode_tok_s, row.vanilla, levels))
+
+    @property
+    def markers_added(self) -> int:
+        """How many markers have been added: all of them, not only the kept ring."""
+        return self._markers_added
+
+    def newest_markers(self, n: int) -> tuple[MarkerView, ...]:
+        """The newest `n` markers (at most the MAX_MARKERS kept), oldest first."""
+        if n <= 0:
+            return ()
+        kept = len(self._markers)
+        return tuple(self._markers[i] for i in range(max(0, kept - n), kept))
 
     def _chunk(self, e: StreamChunk) -> None:
         self._trace(e.request_id, None).trace.add(e)

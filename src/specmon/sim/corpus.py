@@ -111,13 +111,17 @@ Second, watch the live numbers:
 4. GPU temperature, power and clocks, to rule throttling in or out.
 
 Third, keep a recording. A session file with every chunk, every scrape and every GPU sample \
-lets you replay the afternoon and show a colleague exactly when the speed fell.
+lets you replay the afternoon and show a colleague exactly when the speed fell \
+(`specmon watch --record sessions/today.ndjson.gz`).
+
+The server and the cadence can live in specmon's config file, so a plain `specmon watch` \
+uses them:
 
 ```toml
 [watch]
-attach = "http://gpu-box:8000"
-record = "sessions/today.ndjson.gz"
-scrape_interval = 1.0
+attach = ["http://gpu-box:8000"]
+interval = 1.0
+canary = 300
 ```
 
 Most surprises turn out to be ordinary: a second client sharing the batch, a prompt that the \

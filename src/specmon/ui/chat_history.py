@@ -129,6 +129,7 @@ class ChatHistory:
                     status=turn.status,
                     error=turn.error,
                     numbers=None if numbers is None else saved_numbers(numbers),
+                    system=turn.system,
                 )
             )
         server_info = state.server
@@ -150,6 +151,7 @@ class ChatHistory:
             id=self.saver.conversation_id if self.saver is not None else None,
             title=title_of(turns),
             created_at=self.created_at,
+            first_turn=self.resumed.first_turn if self.resumed is not None else 0,
         )
 
     def save(self, state: ChatState) -> None:
@@ -164,12 +166,13 @@ class ChatHistory:
             self.created_at = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
         self.saver.save(self.snapshot(state))
 
-    def problem(self) -> str | None:
-        """The one line to show once when saving stopped working."""
+    def notice(self) -> tuple[str, bool] | None:
+        """The next line to show about saving, and whether it says something was not saved: a
+        save delayed by another program's lock, the conversation kept for the next save, saved
+        again, saving stopped (each once)."""
         if self.saver is None:
             return None
-        problem = self.saver.take_problem()
-        return None if problem is None else f"chat not saved: {problem}"
+        return self.saver.take_notice()
 
     def restored(self) -> list[RestoredTurn]:
         """A resumed conversation's turns, finished, with their numbers and status lines (none
@@ -186,6 +189,7 @@ class ChatHistory:
                 status=status,
                 error=t.error,
                 completion_tokens=t.numbers.tokens if t.numbers is not None else None,
+                system=t.system,
             )
             numbers = None if t.numbers is None else answer_numbers(t.numbers)
             line = "" if numbers is None else format_numbers(numbers)
@@ -202,6 +206,13 @@ class ChatHistory:
         if saved is None:
             return None
         n = len(saved.turns)
+        if saved.first_turn:
+            total = saved.first_turn + n
+            return (
+                f"conversation {saved.id} holds {saved.stored_chars / 1e6:.1f} MB in {total} "
+                f"turns; loaded the last {n} turn{'s' if n != 1 else ''} (--export-chat "
+                f"{saved.id} FILE writes it all)"
+            )
         return (
             f"resumed conversation {saved.id}: {n} turn{'s' if n != 1 else ''} (saved "
             f"{saved.updated_at or 'earlier'})"

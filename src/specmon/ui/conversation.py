@@ -41,6 +41,9 @@ class Turn:
     """The server's count of the answer's tokens (usage), when known."""
     dropped: bool = False
     """True once the turn was dropped from the context to fit max_model_len (still shown)."""
+    system: str | None = None
+    """The system prompt the turn was sent with ("": none; None: not known, a turn resumed from
+    a record that did not keep it)."""
 
     def tokens(self) -> int:
         """Estimated tokens this turn adds to a later request's prompt."""

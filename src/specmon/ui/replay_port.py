@@ -12,9 +12,9 @@ if TYPE_CHECKING:
 
 class ReplayPort:
     """The replay's door to the runtime: a `runtime.replay_session.ReplaySession` made by the
-    cli from a recording it read, with the header's label and the reader's notices (a torn
-    line). The screen reads the view at the play head and drives the play head through it;
-    nothing here does I/O."""
+    cli from a recording it opened (and folded once), with the header's label and the reader's
+    notices (a torn line). The screen reads the view at the play head and drives the play head
+    through it; a seek may read part of the recording file again."""
 
     def __init__(
         self, session: ReplaySession, *, label: str, notices: tuple[str, ...] = ()
@@ -27,10 +27,11 @@ class ReplayPort:
         self.simulated = session.info.simulated
 
     def abort(self) -> None:
-        """Nothing to abandon: the recording was read before the app started."""
+        """Nothing to abandon: the recording was folded before the app started."""
 
     def close(self) -> None:
-        """Nothing to stop."""
+        """Close the recording file."""
+        self._session.close()
 
     def view(self) -> SessionView:
         """The view at the play head (moved to now first)."""
@@ -62,3 +63,7 @@ class ReplayPort:
 
     def jump(self, direction: int) -> ReplayPosition | None:
         return self._session.jump(direction)
+
+    def labels_here(self) -> tuple[str, ...]:
+        """What the timeline has at the play head (marks' labels, flagged requests)."""
+        return self._session.labels_here()

@@ -248,18 +248,26 @@ def read_config_bytes(path: Path) -> bytes | None:
     return data
 
 
-def load_user_presets(path: Path | None = None) -> tuple[Preset, ...]:
-    """Presets from the config file (none when it does not exist)."""
-    path = path or config_path()
+def read_config_toml(path: Path) -> dict[str, Any] | None:
+    """The config file parsed (None when it does not exist); PresetError (one line naming the
+    file, and the line for a TOML error) when it cannot be read or parsed."""
     data = read_config_bytes(path)
     if data is None:
-        return ()
+        return None
     try:
-        doc = tomllib.loads(data.decode("utf-8", errors="replace"))
+        return tomllib.loads(data.decode("utf-8", errors="replace"))
     except tomllib.TOMLDecodeError as exc:
         raise _toml_error(path, exc) from None
     except RecursionError:  # tomllib parses nested arrays and tables recursively
         raise PresetError(f"{path}: TOML error: nested too deeply") from None
+
+
+def load_user_presets(path: Path | None = None) -> tuple[Preset, ...]:
+    """Presets from the config file (none when it does not exist)."""
+    path = path or config_path()
+    doc = read_config_toml(path)
+    if doc is None:
+        return ()
     table = doc.get("presets", {})
     if not isinstance(table, dict):
         raise PresetError(f"{path}: [presets] must be a table of tables ([presets.NAME])")

@@ -222,8 +222,8 @@ class ChatScreen(RecordingScreen):
         )
         self.query_one("#panel-summary", Static).update(summary)
         history = self.chat_history
-        if history is not None and (problem := history.problem()) is not None:
-            self._notice(problem, failed=True)
+        if history is not None and (notice := history.notice()) is not None:
+            self._notice(notice[0], failed=notice[1])
         self._complete_header_k(view)
 
     def _complete_header_k(self, view: SessionView | None) -> None:
@@ -361,6 +361,7 @@ class ChatScreen(RecordingScreen):
         else:
             turn = self.conversation.turns[-1]
             turn.status = "streaming"
+        turn.system = self.conversation.system or ""  # the export shows where it took effect
         self.turn, self.view = turn, view
         self._settling = None
         self._pending = (prompt, extra_drop)

@@ -290,8 +290,8 @@ class ReplayScreen(Screen[None]):
         if moved is None:
             self._say("no further flag or marker " + ("ahead" if direction > 0 else "before"))
             return
-        here = [t for t in self.port.timeline.ticks if abs(t.t - moved.t) < 1e-9]
-        self._say(f"at {clock_text(moved.elapsed_s)}: " + "; ".join(t.label for t in here))
+        here = self.port.labels_here()
+        self._say(f"at {clock_text(moved.elapsed_s)}: " + "; ".join(here))
         self.refresh_all()
 
     @on(Timeline.Seek)

@@ -94,25 +94,51 @@ def phase_styles(styles: Styles) -> dict[PhaseKind, tuple[str, int]]:
     }
 
 
+TickColumns = list[tuple[str, str, int] | None]
+"""Each column's tick glyph, style and priority (None: nothing there)."""
+
+
+def tick_columns(timeline: ReplayTimeline, width: int, styles: Styles) -> TickColumns:
+    """The ticks line's glyphs, one per column: where several points share a column, the kind
+    with the highest priority wins. Goes over every flag and mark once (the widget keeps the
+    result for its width: a long recording has many flags)."""
+    width = max(2, width)
+    glyphs = tick_glyphs(styles)
+    start, end = timeline.start, timeline.end
+    ticks: TickColumns = [None] * width
+    flag = glyphs["flag"]
+    last = -1
+    for t in timeline.flags:
+        c = column(t, start, end, width)
+        if c != last:  # the flags are in order: one column after the other
+            last = c
+            here = ticks[c]
+            if here is None or flag[2] >= here[2]:
+                ticks[c] = flag
+    for tick in timeline.marks:
+        c = column(tick.t, start, end, width)
+        glyph = glyphs[tick.kind]
+        here = ticks[c]
+        if here is None or glyph[2] >= here[2]:
+            ticks[c] = glyph
+    return ticks
+
+
 def timeline_text(
     timeline: ReplayTimeline,
     position: ReplayPosition,
     width: int,
     *,
     styles: Styles = CONSOLE_STYLES,
+    ticks: TickColumns | None = None,
 ) -> Text:
-    """The timeline's four lines for a widget `width` columns wide."""
+    """The timeline's four lines for a widget `width` columns wide (`ticks`: the ticks line
+    from `tick_columns` for this width, when kept)."""
     width = max(2, width)
-    glyphs = tick_glyphs(styles)
     phases = phase_styles(styles)
     start, end = timeline.start, timeline.end
-    ticks: list[tuple[str, str, int] | None] = [None] * width
-    for tick in timeline.ticks:
-        c = column(tick.t, start, end, width)
-        glyph = glyphs[tick.kind]
-        here = ticks[c]
-        if here is None or glyph[2] >= here[2]:
-            ticks[c] = glyph
+    if ticks is None:
+        ticks = tick_columns(timeline, width, styles)
     out = Text(no_wrap=True, overflow="crop")
     for mark in ticks:
         if mark is None:
@@ -144,12 +170,12 @@ def timeline_text(
     out.append(state, style="bold reverse" if not position.playing else "bold")
     out.append(f"  {speed_text(position.speed)}", style="bold")
     out.append(f"  {clock_text(position.elapsed_s)} / {clock_text(position.total_s)}")
-    flags = sum(1 for t in timeline.ticks if t.kind == "flag")
+    flags = timeline.count("flag")
     out.append(f"  ▼ {flags} flagged", style=styles.error if flags else "dim")
-    resets = sum(1 for t in timeline.ticks if t.kind == "reset")
+    resets = timeline.count("reset")
     if resets:
         out.append(f"  ↺ {resets} reset{'s' if resets != 1 else ''}", style=styles.other)
-    markers = sum(1 for t in timeline.ticks if t.kind == "marker")
+    markers = timeline.count("marker")
     if markers:
         out.append(f"  ◆ {markers} marker{'s' if markers != 1 else ''}", style=styles.warning)
     if timeline.cycle_period is not None:
@@ -175,6 +201,8 @@ class Timeline(Widget):
         super().__init__(id=id)
         self.timeline = timeline
         self.position: ReplayPosition | None = None
+        self._ticks: tuple[int, Styles, TickColumns] | None = None
+        """The ticks line kept for a width and styles (they do not change as the head moves)."""
 
     def show(self, position: ReplayPosition) -> None:
         if position != self.position:
@@ -184,12 +212,12 @@ class Timeline(Widget):
     def render(self) -> Text:
         if self.position is None:
             return Text("")
-        return timeline_text(
-            self.timeline,
-            self.position,
-            self.content_size.width,
-            styles=theme_styles(self.app.theme_variables),
-        )
+        width = self.content_size.width
+        styles = theme_styles(self.app.theme_variables)
+        kept = self._ticks
+        if kept is None or kept[0] != width or kept[1] != styles:
+            kept = self._ticks = (width, styles, tick_columns(self.timeline, width, styles))
+        return timeline_text(self.timeline, self.position, width, styles=styles, ticks=kept[2])
 
     def on_click(self, event: events.Click) -> None:
         offset = event.get_content_offset(self)

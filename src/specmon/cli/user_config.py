@@ -1,0 +1,231 @@
+"""The user's defaults from the config file: the servers `watch` and `chat` attach to, the theme,
+watch's scrape interval, baseline and canary (docs/app.md, "Configuration").
+
+The file is the one that holds the user's presets: `$XDG_CONFIG_HOME/specmon/config.toml` (or
+the file `$SPECMON_CONFIG` names), read with the standard library's tomllib:
+
+    [watch]
+    attach = ["http://gpu-box:8000"]   # one URL or a list; used when neither --attach nor
+    interval = 1.0                     #   --prometheus is given
+    canary = 300                       # seconds, or false (off: the default)
+
+    [chat]
+    attach = "http://gpu-box:8000"     # used when neither --attach nor a host-mode flag is given
+
+    [app]
+    theme = "specmon-light"            # every command that opens the app
+
+    [baseline]
+    tok_s = 41.5                       # watch's --baseline
+
+A flag always beats the file, the file beats the built-in default. Every key and type is
+checked, an unknown section or key is named: a bad file is one line naming the file and the key
+(or the line, for a TOML error), exit 2. The file names servers and numbers, never a program to
+run or an environment (only presets do, docs/web.md "Files people share").
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from specmon.cli.args import MAX_INTERVAL_S, MIN_INTERVAL_S
+from specmon.cli.session_setup import DefaultText
+from specmon.cli.watch_cmd import DEFAULT_CANARY_S, MAX_CANARY_S, MIN_CANARY_S
+
+MAX_ATTACH = 64
+"""The most servers one `[watch] attach` list names."""
+MAX_TEXT = 4096
+"""The longest text value (a URL, a theme name or file)."""
+
+SECTIONS: dict[str, tuple[str, ...]] = {
+    "watch": ("attach", "interval", "canary"),
+    "chat": ("attach",),
+    "app": ("theme",),
+    "baseline": ("tok_s",),
+}
+"""The sections and keys read here ([presets.NAME] tables are host mode's: sources.host.presets)."""
+OTHER_SECTIONS = ("presets",)
+
+
+class ConfigError(Exception):
+    """A config file that cannot be used: one line naming the file and the key or line."""
+
+
+@dataclass(frozen=True)
+class UserConfig:
+    """What the file sets (None: not set, the built-in default applies)."""
+
+    path: Path
+    found: bool
+    watch_attach: tuple[str, ...] | None = None
+    watch_interval: float | None = None
+    watch_canary: float | None = None
+    """Seconds between canary probes; 0.0 when the file turns the canary off (`false`)."""
+    chat_attach: str | None = None
+    theme: str | None = None
+    baseline_tok_s: float | None = None
+    set_keys: tuple[str, ...] = field(default=())
+    """The keys the file sets, as `section.key`."""
+
+
+def load_user_config(path: Path | None = None) -> UserConfig:
+    """The file's settings (none when it does not exist); ConfigError when it is bad."""
+    from specmon.sources.host.presets import PresetError, config_path, read_config_toml
+
+    path = path or config_path()
+    try:
+        doc = read_config_toml(path)
+    except PresetError as exc:
+        raise ConfigError(str(exc)) from None
+    if doc is None:
+        return UserConfig(path=path, found=False)
+    values: dict[str, Any] = {}
+    set_keys: list[str] = []
+    for section, table in doc.items():
+        if section in OTHER_SECTIONS:
+            continue
+        keys = SECTIONS.get(section)
+        if keys is None:
+            known = ", ".join(f"[{s}]" for s in (*SECTIONS, *OTHER_SECTIONS))
+            raise ConfigError(f"{path}: unknown section or key {section!r}; known: {known}")
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: {section} must be a table ([{section}])")
+        for key, value in table.items():
+            if key not in keys:
+                raise ConfigError(
+                    f"{path}: unknown key {section}.{key}; [{section}] takes: {', '.join(keys)}"
+                )
+            where = f"{path}: {section}.{key}"
+            values[f"{section}_{key}"] = _checked(where, section, key, value)
+            set_keys.append(f"{section}.{key}")
+    return UserConfig(
+        path=path,
+        found=True,
+        watch_attach=values.get("watch_attach"),
+        watch_interval=values.get("watch_interval"),
+        watch_canary=values.get("watch_canary"),
+        chat_attach=values.get("chat_attach"),
+        theme=values.get("app_theme"),
+        baseline_tok_s=values.get("baseline_tok_s"),
+        set_keys=tuple(set_keys),
+    )
+
+
+def _checked(where: str, section: str, key: str, value: Any) -> Any:
+    if key == "attach":
+        if section == "watch" and isinstance(value, str):
+            value = [value]
+        if section == "watch":
+            if not isinstance(value, list) or not value:
+                raise ConfigError(f"{where}: must be a URL or a non-empty list of URLs")
+            if len(value) > MAX_ATTACH:
+                raise ConfigError(f"{where}: at most {MAX_ATTACH} servers, got {len(value)}")
+            return tuple(_url(where, v) for v in value)
+        return _url(where, value)
+    if key == "theme":
+        if not isinstance(value, str) or not value.strip() or len(value) > MAX_TEXT:
+            raise ConfigError(f"{where}: must be a theme name or a .toml theme file")
+        return value
+    if key == "canary" and isinstance(value, bool):
+        return DEFAULT_CANARY_S if value else 0.0
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise ConfigError(f"{where}: must be a number, got {type(value).__name__}")
+    number = float(value)
+    if key == "interval" and not MIN_INTERVAL_S <= number <= MAX_INTERVAL_S:
+        raise ConfigError(
+            f"{where}: must be a number of seconds from {MIN_INTERVAL_S:g} to "
+            f"{MAX_INTERVAL_S:g}, got {value}"
+        )
+    if key == "canary" and not MIN_CANARY_S <= number <= MAX_CANARY_S:
+        raise ConfigError(
+            f"{where}: must be a number of seconds from {MIN_CANARY_S:g} to {MAX_CANARY_S:g} "
+            f"(or false: off), got {value}"
+        )
+    if key == "tok_s" and not (number > 0 and math.isfinite(number)):
+        raise ConfigError(f"{where}: must be a positive number of tok/s, got {value}")
+    return number
+
+
+def _url(where: str, value: Any) -> str:
+    from specmon.cli.args import server_url
+
+    if not isinstance(value, str) or len(value) > MAX_TEXT:
+        raise ConfigError(f"{where}: must be a server URL such as http://gpu-box:8000")
+    try:
+        return server_url(value)
+    except argparse.ArgumentTypeError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+THEME_COMMANDS = ("chat", "demo", "replay", "serve", "watch")
+"""The commands that open the app and so read [app] theme."""
+
+
+def applies_to(command: str | None) -> bool:
+    """Whether a command reads the config file's defaults."""
+    return command in THEME_COMMANDS
+
+
+def apply_user_config(args: argparse.Namespace, config: UserConfig) -> None:
+    """Fill what the command line left out from the file (a flag always wins)."""
+    command = args.command
+    if isinstance(getattr(args, "theme", None), DefaultText) and config.theme is not None:
+        args.theme = config.theme
+    if command == "watch":
+        attached = args.prometheus is None
+        if attached and args.attach is None and config.watch_attach is not None:
+            args.attach = list(config.watch_attach)
+        if attached and args.interval is None and config.watch_interval is not None:
+            args.interval = config.watch_interval
+        if args.baseline is None and config.baseline_tok_s is not None:
+            args.baseline = config.baseline_tok_s
+        # The file's canary is for a running watch of servers; --once and --prometheus have none.
+        if attached and not args.once and args.canary is None and config.watch_canary:
+            args.canary = config.watch_canary
+    elif command == "chat":
+        from specmon.cli.host_args import HostFlags
+
+        # Not for a saved conversation (it goes back to its own server) nor when a host-mode
+        # flag asks specmon to start vLLM; --model alone picks the model on the file's server.
+        saved = args.resume is not None or args.export_chat is not None
+        host = bool(HostFlags.of(args).given())
+        if args.attach is None and config.chat_attach is not None and not (saved or host):
+            args.attach = config.chat_attach
+
+
+def effective_settings(config: UserConfig) -> list[tuple[str, str, str]]:
+    """(setting, value, source) rows for `specmon config`: source is `file` or `default`."""
+    import json
+
+    from specmon.cli.session_setup import DEFAULT_THEME
+
+    def text(value: str) -> str:
+        return json.dumps(value, ensure_ascii=False)  # control characters shown escaped
+
+    canary = config.watch_canary
+    rows = [
+        (
+            "watch.attach",
+            ", ".join(text(u) for u in config.watch_attach)
+            if config.watch_attach
+            else "(none: give --attach or --prometheus)",
+        ),
+        (
+            "watch.interval",
+            f"{config.watch_interval:g} s" if config.watch_interval is not None else "1 s",
+        ),
+        ("watch.canary", f"every {canary:g} s" if canary else "off"),
+        ("chat.attach", text(config.chat_attach) if config.chat_attach else "(none)"),
+        ("app.theme", text(config.theme) if config.theme is not None else DEFAULT_THEME),
+        (
+            "baseline.tok_s",
+            f"{config.baseline_tok_s:g}"
+            if config.baseline_tok_s is not None
+            else "(none: the stored n_spec 0 bench, if any)",
+        ),
+    ]
+    return [(name, value, "file" if name in config.set_keys else "default") for name, value in rows]
