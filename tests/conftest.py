@@ -45,10 +45,11 @@ TIER_FIXTURES: dict[str, tuple[str, ...]] = {
 
 TIER_FOLDERS: dict[str, tuple[str, ...]] = {
     "e2e": ("process", "slow"),
-    "host": ("process",),
-    "web": ("process",),
+    "host": ("process", "slow"),
+    "web": ("process", "slow"),
 }
-"""Folder under tests/ -> markers: every test there spawns specmon, a server or a browser."""
+"""Folder under tests/ -> markers: every test there spawns specmon, a server or a browser (and
+waits for it: none belongs in the inner loop)."""
 
 IMPLIED: dict[str, tuple[str, ...]] = {
     "real_vllm": ("process", "slow"),

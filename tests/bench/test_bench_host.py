@@ -36,6 +36,7 @@ def option(argv: list[str], name: str) -> str | None:
     return argv[argv.index(name) + 1] if name in argv else None
 
 
+@pytest.mark.slow
 def test_host_sweep_with_a_grid_and_a_point_that_fails_to_start(
     sim_vllm, tmp_path, monkeypatch, capsys
 ) -> None:

@@ -125,6 +125,7 @@ def test_bench_interrupted_writes_what_it_measured(
     assert f"{done} of {PLANNED} measured requests finished" in out.text()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_sweep_interrupted_keeps_the_point_in_progress_as_partial(
     sig: signal.Signals, sim_url: str, tmp_path: Path
@@ -164,6 +165,7 @@ def test_sweep_interrupted_keeps_the_point_in_progress_as_partial(
     assert not (runs / "n4-c1-r1.partial.json").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
 def test_host_mode_bench_interrupted_writes_and_stops_the_server(
     sig: signal.Signals, sim_vllm: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -116,6 +116,7 @@ def test_an_engine_that_dies_is_reported(tmp_path, capsys) -> None:
     assert "ENGINE DEAD" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_the_cycle_the_schedule_sets_is_reported() -> None:
     """`cycle:5f,1t,3d,1r` at n=8 (the test's schedule, seed 000's shape): the period and the
     phase counts it sets, and the speeds the step model gives its phases: fast-phase mean = the

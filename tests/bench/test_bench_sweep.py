@@ -252,6 +252,7 @@ def test_a_new_sweep_refuses_to_overwrite_one(tmp_path, capsys) -> None:
     assert "--resume" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_compare_says_which_differences_beat_the_noise(tmp_path, capsys) -> None:
     config = ["--input-len", "32", "--output-len", "192", "--num-prompts", "6", "--warmups", "1",
               "--ignore-eos", "--gpu", "none"]  # fmt: skip

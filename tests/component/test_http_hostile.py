@@ -141,6 +141,7 @@ def _watch_once(capsys, *urls: str) -> tuple[int, dict, str]:
     return code, json.loads(lines[0]), captured.err
 
 
+@pytest.mark.slow
 def test_watch_once_lists_a_trickling_server_with_why_and_exits_1(hostile, capsys):
     """The reported case: a /metrics page at one byte per half second held `watch --once` for
     122 s and ended in a TimeoutError traceback, the server never listed."""

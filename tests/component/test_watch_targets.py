@@ -109,6 +109,7 @@ def test_a_refused_server_is_shown_down_from_the_start_and_when_added() -> None:
             session.stop()
 
 
+@pytest.mark.slow
 def test_a_server_that_never_answers_is_down_at_once_and_the_other_keeps_updating() -> None:
     silent = SilentServer()
     try:

@@ -219,6 +219,7 @@ def test_a_cool_gpu_is_not_blamed() -> None:
     assert t is not None and t.thermal.cause != "clock"
 
 
+@pytest.mark.slow
 def test_degraded_answers_cost_time_against_vanilla_and_fast_ones_save_it() -> None:
     vanilla = expected_output_throughput(get_profile(PROFILE), 0, 17, 160) * SPEED
     with _paced(seed=5, schedule="cycle:2f,1d") as sim:

@@ -175,6 +175,7 @@ async def test_a_long_code_block_never_piles_up_in_the_redrawn_tail() -> None:
         await wait_for_app(pilot, lambda: "Done." in screen_text(pilot.app))
 
 
+@pytest.mark.slow
 async def test_an_answer_without_newline_streams_in_pieces_and_ends_as_the_whole_text() -> None:
     text = ONE_PARAGRAPH * 2
     view = AnswerView()
@@ -195,6 +196,7 @@ async def test_an_answer_without_newline_streams_in_pieces_and_ends_as_the_whole
         assert view.shown_text == text
 
 
+@pytest.mark.slow
 async def test_pieces_rendered_in_the_worker_thread_arrive_in_order_with_nothing_lost(
     monkeypatch,
 ) -> None:

@@ -172,6 +172,7 @@ async def test_ctrl_s_exports_the_conversation_as_markdown(data_home: Path, tmp_
     assert "5 tokens" in md and "AL 4.00 (chunks)" in md
 
 
+@pytest.mark.slow
 async def test_no_api_key_from_the_flag_or_the_environment_reaches_the_database(
     data_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -209,6 +210,7 @@ def no_secret_in(files: list[Path], *secrets: str) -> None:
             assert secret.encode() not in data, (path.name, secret)
 
 
+@pytest.mark.slow
 async def test_no_url_password_env_token_or_redacted_text_reaches_the_files(
     data_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -294,6 +296,7 @@ def problem_notices(app) -> list[str]:
         (read_only, "readonly"),
     ],
 )
+@pytest.mark.slow
 async def test_a_broken_database_is_one_line_and_the_chat_goes_on(
     data_home: Path, breakage, words: str
 ) -> None:
@@ -509,6 +512,7 @@ async def test_edit_last_while_streaming_or_with_nothing_sent_only_says_why(
         assert len(_answers(app)) == 1
 
 
+@pytest.mark.slow
 async def test_the_system_prompt_is_edited_per_conversation_sent_and_saved(
     data_home: Path,
 ) -> None:

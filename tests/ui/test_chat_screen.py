@@ -3,6 +3,7 @@ and action asserts what it visibly does."""
 
 from __future__ import annotations
 
+import pytest
 from tests.support.ui_fakes import SIM_SERVER, FakePort, screen_text
 from tests.support.waiting import wait_for_app
 from tests.ui.chat_pilot import SIZE
@@ -75,6 +76,7 @@ async def test_the_conversation_is_sent_with_each_new_prompt():
         assert (second.temperature, second.top_p, second.max_tokens) == (0.3, 0.8, 64)
 
 
+@pytest.mark.slow
 async def test_up_and_down_walk_the_prompt_history():
     app = SpecmonApp(FakePort(answers=[["a"], ["b"]]))
     async with app.run_test(size=SIZE) as pilot:
@@ -139,6 +141,7 @@ async def test_a_failed_answer_is_kept_marked_and_the_app_stays_usable():
         assert port.requests[1].messages == (("user", "q"), ("assistant", "Half an"))
 
 
+@pytest.mark.slow
 async def test_f2_changes_sampling_settings_for_the_next_request():
     port = FakePort(answers=[["ok"]])
     app = SpecmonApp(port)
@@ -281,6 +284,7 @@ async def test_reading_back_is_not_pulled_down_and_ctrl_end_follows_again():
         assert scroll.scroll_y == scroll.max_scroll_y  # follows again
 
 
+@pytest.mark.slow
 async def test_near_max_model_len_the_oldest_turns_are_dropped_with_a_notice():
     from dataclasses import replace
 

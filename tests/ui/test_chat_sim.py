@@ -7,6 +7,7 @@ from __future__ import annotations
 import socket
 from dataclasses import replace
 
+import pytest
 from tests.support.canned_server import CannedServer
 from tests.support.ui_fakes import arrived_text, screen_text, sim_port
 from tests.support.waiting import wait_for_app
@@ -43,6 +44,7 @@ def _answers(app) -> list[AnswerView]:
     return list(app.screen.query(AnswerView))
 
 
+@pytest.mark.slow
 async def test_a_simulated_answer_streams_with_numbers_and_the_simulated_badge(fast_sim_port):
     port, _url = fast_sim_port
     app = SpecmonApp(port, settings=ChatSettings(max_tokens=120))
@@ -94,6 +96,7 @@ async def test_a_wrong_api_key_shows_the_401(server_401):
         port.close()
 
 
+@pytest.mark.slow
 async def test_a_stream_dropped_mid_answer_keeps_the_partial_answer_and_the_app_usable():
     config = SimConfig(speed=50.0, seed=1, schedule="cycle:1f+drop-after=30,9f")
     with sim_port(config) as (port, _url):
@@ -124,6 +127,7 @@ def _chunk(text: str, tokens: int, finish: str | None = None) -> dict:
     }
 
 
+@pytest.mark.slow
 async def test_crafted_output_through_the_real_client_is_literal_and_inert():
     server = CannedServer(
         [
@@ -150,6 +154,7 @@ async def test_crafted_output_through_the_real_client_is_literal_and_inert():
         server.stop()
 
 
+@pytest.mark.slow
 async def test_no_token_is_lost_or_reordered_on_screen_at_a_high_rate():
     """At about 10,000 tok/s (twice the rate the chat is built for) every frame shows a prefix of
     what arrived, in order, and the end shows exactly all of it, as many tokens as the server
@@ -192,6 +197,7 @@ async def test_no_token_is_lost_or_reordered_on_screen_at_a_high_rate():
             assert "3000 tokens" in screen_text(app)
 
 
+@pytest.mark.slow
 async def test_the_servers_per_request_acceptance_is_shown_with_its_source():
     spec = {
         "mean_acceptance_length": 2.6,
@@ -229,6 +235,7 @@ async def test_the_servers_per_request_acceptance_is_shown_with_its_source():
         server.stop()
 
 
+@pytest.mark.slow
 async def test_the_stream_client_sends_the_whole_conversation():
     server = CannedServer([_chunk("An answer.", 3, "stop")])
     port = _port_for(server.url)

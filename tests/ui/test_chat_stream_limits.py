@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 import tracemalloc
 
+import pytest
 from tests.hostile_stream import ROLE, HostileServer, content, event, send
 from tests.support.retained import feed_retained
 from tests.support.ui_fakes import FakePort, screen_text
@@ -61,6 +62,7 @@ def _held_by_the_feed(snapshot: tracemalloc.Snapshot) -> int:
     return sum(s.size for s in snapshot.filter_traces(files).statistics("filename"))
 
 
+@pytest.mark.slow
 async def test_escape_frees_what_the_stream_grew_and_keeps_the_shown_text():
     port = FakePort(hold=True)
     app = SpecmonApp(port)
@@ -130,6 +132,7 @@ def _ended(feed) -> RequestEnded:
     raise AssertionError("the answer never ended")
 
 
+@pytest.mark.slow
 def test_the_collector_reads_under_the_limits_the_command_gave():
     """`chat`'s path: the limits travel in the SessionConfig to the collector process; an endless
     line and a stall each end the answer with their reason, and the session stops at once."""

@@ -41,6 +41,7 @@ def _status(app: SpecmonApp) -> str:
     return str(app.screen.query_one("#connect-status").render())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["chat", "watch"])
 async def test_a_server_that_comes_up_later_is_connected_to_by_itself(
     monkeypatch: pytest.MonkeyPatch, mode: Mode
@@ -65,6 +66,7 @@ async def test_a_server_that_comes_up_later_is_connected_to_by_itself(
         port.close()
 
 
+@pytest.mark.slow
 async def test_a_model_the_server_does_not_serve_is_named_with_the_ones_it_has(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -3,6 +3,7 @@ vLLM's log is shown), where it used to say that specmon did not start the server
 
 from __future__ import annotations
 
+import pytest
 from tests.support.waiting import wait_for_app
 from textual.widgets import Label
 
@@ -23,6 +24,7 @@ def _pane_text(app) -> str:
     return "\n".join(app.screen.query_one(LogPane).lines)
 
 
+@pytest.mark.slow
 async def test_ctrl_l_in_the_demo_shows_the_simulators_log_lines():
     kept = KeptLog("in memory")
     config = SimConfig(speed=50.0, seed=1, log_interval=0.2)

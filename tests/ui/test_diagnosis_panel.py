@@ -253,6 +253,7 @@ def test_answers_table_saved_cell():
     ]
 
 
+@pytest.mark.slow
 async def test_answer_status_f3_and_f4_show_the_answers_saving_and_ttft_split():
     port = FakePort(answers=[["a"]] * 10)
     base = session_view(prefix="r")  # the same ids as the fake port's answers

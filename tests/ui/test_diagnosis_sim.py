@@ -4,6 +4,7 @@ the panel's diagnosis section attributes the slowdown."""
 
 from __future__ import annotations
 
+import pytest
 from tests.support.ui_fakes import screen_text
 from tests.support.waiting import wait_for_app
 from textual.widgets import Static
@@ -20,6 +21,7 @@ from specmon.ui.live_port import LivePort
 from specmon.ui.widgets.diagnosis_panel import DiagnosisSection
 
 
+@pytest.mark.slow
 async def test_demo_thermal_drift_shows_the_gpu_throttle_and_its_share_of_the_slowdown():
     config = SimConfig(speed=50.0, seed=1, drift="thermal:2")
     with start_in_thread(config, log_sink=lambda _l: None) as sim:

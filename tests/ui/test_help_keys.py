@@ -68,6 +68,7 @@ def test_help_search_keeps_only_matching_definitions() -> None:
     assert count == 0 and "Nothing matches" in text.plain
 
 
+@pytest.mark.slow
 async def test_f1_opens_the_help_with_every_definition_and_escape_closes_it() -> None:
     app = SpecmonApp(FakePort())
     async with app.run_test(size=SIZE) as pilot:
@@ -145,6 +146,7 @@ def test_every_screens_bindings_are_palette_entries() -> None:
         assert ("app", "help") in listed and ("app", "worth") in listed
 
 
+@pytest.mark.slow
 async def test_ctrl_p_lists_the_actions_and_a_theme_entry_switches_the_theme() -> None:
     app = SpecmonApp(FakePort(), theme="specmon-dark")
     async with app.run_test(size=SIZE) as pilot:

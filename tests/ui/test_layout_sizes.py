@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from tests.support.ui_apps import (
     chat_app_with_view,
     chat_with_graphs,
@@ -27,6 +28,7 @@ from specmon.ui.widgets.side_panel import SidePanel
 SMALL = (80, 24)
 
 
+@pytest.mark.slow
 async def test_the_chat_panel_is_a_summary_line_that_f9_opens_and_the_keys_scroll() -> None:
     app = chat_app_with_view(session_view(prefix="r", speeds=SEED_SPEEDS * 4))
     async with app.run_test(size=SMALL) as pilot:
@@ -51,6 +53,7 @@ async def test_the_chat_panel_is_a_summary_line_that_f9_opens_and_the_keys_scrol
         assert screen.query_one("#prompt").has_focus and not panel.display
 
 
+@pytest.mark.slow
 async def test_at_80x24_f9_shows_the_server_url_at_the_top_without_its_credentials() -> None:
     view = session_view(prefix="r")
     secret_url = "http://alice:s3cret-pw@gpu-box.example:8000"

@@ -44,6 +44,7 @@ def _port(served: tuple[str, ...]) -> FakePort:
     return as_port(port)  # type: ignore[return-value]
 
 
+@pytest.mark.slow
 async def test_ctrl_k_switches_the_model_for_the_next_question_and_it_is_saved(
     data_home: Path,
 ) -> None:

@@ -83,6 +83,7 @@ async def test_space_pauses_and_resumes_and_the_clock_moves_the_head() -> None:
         await wait_for_app(pilot, lambda: "0:07.0 / 1:06.6" in _status(app))
 
 
+@pytest.mark.slow
 async def test_plus_and_minus_change_the_speed_shown() -> None:
     port, clock = recording_port()
     app = SpecmonApp(port, mode="replay")

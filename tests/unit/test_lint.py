@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import grimp
+import pytest
 from importlinter.cli import EXIT_STATUS_SUCCESS, lint_imports
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,6 +51,7 @@ def test_ruff_format_is_clean() -> None:
 # ---------------------------------------------------------------- mypy
 
 
+@pytest.mark.slow
 def test_mypy_strict_is_clean_on_src() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "mypy", "src/specmon"],
@@ -211,6 +213,7 @@ def test_layout_check_finds_what_it_must(tmp_path) -> None:
     assert found[0].startswith("tests/ui/test_b.py:1: ")
 
 
+@pytest.mark.slow
 def test_no_test_module_imports_from_another_or_its_private_names() -> None:
     problems = [
         problem

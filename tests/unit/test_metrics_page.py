@@ -35,6 +35,7 @@ model_names = st.text(
     model=model_names,
     noise=st.booleans(),
 )
+@pytest.mark.slow
 def test_filtered_parse_equals_full_parse_on_generated_pages(
     seed, engines, n_spec, names, model, noise
 ):

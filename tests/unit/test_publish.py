@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 from tests.unit.session_feed import SRC, Server, request_events
 
 from specmon.core.events import SessionInfo
@@ -43,6 +44,7 @@ def test_state_publishes_on_demand_and_keeps_the_reference_until_the_next() -> N
     assert view is not None and view is not first and len(view.rows) == 1
 
 
+@pytest.mark.slow
 def test_a_reader_thread_sees_only_whole_states_while_events_are_folded() -> None:
     """The writer (standing in for the hub thread) folds requests and publishes after every
     event; the reader checks invariants that a half-built view would break."""

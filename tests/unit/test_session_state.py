@@ -250,6 +250,7 @@ def test_log_lines_markers_and_gpu():
     assert s["gpu"]["history"]["0"]["temperature_c"] == [71.0]
 
 
+@pytest.mark.slow
 def test_every_ring_full_stays_under_the_cap_and_grows_no_more():
     """The long soak in short (benchmarks/session_soak.py folds 10 hours and prints the figures):
     a dense session (a request, a marker each second, a restart a minute) fills every ring of
