@@ -40,6 +40,7 @@ def _isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch) -
 TIER_FIXTURES: dict[str, tuple[str, ...]] = {
     "chromium": ("browser", "process", "slow"),
     "prometheus_bin": ("prometheus", "process", "slow"),
+    "snap_compare": ("slow",),  # an SVG snapshot runs the whole app and renders it (~3 s)
 }
 """Fixture -> markers (and every real-vLLM fixture -> `real_vllm`, below)."""
 

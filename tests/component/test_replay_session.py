@@ -386,6 +386,7 @@ def test_the_timeline_holds_every_flag_not_only_the_last_500_requests(tmp_path: 
         port.close()
 
 
+@pytest.mark.slow
 def test_opening_a_recording_takes_the_same_memory_whatever_its_length(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -111,6 +111,7 @@ def busy_sim() -> Iterator[str]:
             thread.join(timeout=15)
 
 
+@pytest.mark.slow
 def test_watch_gives_ttft_and_itl_percentiles_from_the_servers_histograms(
     busy_sim, capsys, monkeypatch
 ) -> None:

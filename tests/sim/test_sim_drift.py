@@ -200,6 +200,7 @@ def _paced(**fields: Any) -> RunningSim:
     )
 
 
+@pytest.mark.slow
 def test_a_throttled_gpu_is_named_as_the_cause_of_the_slowdown() -> None:
     with _paced(seed=4, drift="thermal:1.2") as sim:
         events = _timed(sim, 15, 160, gpu=True)
@@ -212,6 +213,7 @@ def test_a_throttled_gpu_is_named_as_the_cause_of_the_slowdown() -> None:
     assert "the GPU clock fell" in th.summary and "91 °C" in th.summary
 
 
+@pytest.mark.slow
 def test_a_cool_gpu_is_not_blamed() -> None:
     with _paced(seed=4) as sim:
         events = _timed(sim, 15, 160, gpu=True)

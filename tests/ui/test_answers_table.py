@@ -4,6 +4,7 @@ f filters the rows (all, flagged, failed; the title says which)."""
 
 from __future__ import annotations
 
+import pytest
 from tests.support.ui_fakes import FakePort, screen_text
 from tests.support.waiting import wait_for_app
 from tests.ui.fake_views import SEED_SPEEDS, session_view
@@ -38,6 +39,7 @@ def _cursor_key(table: DataTable) -> str:
     return str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
 
 
+@pytest.mark.slow
 async def test_end_and_page_down_keep_their_place_across_refreshes():
     port = FakePort()
     port.fake_view = session_view(speeds=LONG)

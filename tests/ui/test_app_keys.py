@@ -4,6 +4,7 @@ panel, the transition badge and F3, the answers table (F4), recording (F5 / r) a
 
 from __future__ import annotations
 
+import pytest
 from tests.support.ui_fakes import FakePort, screen_text
 from tests.support.waiting import wait_for_app
 from tests.ui.fake_views import session_view
@@ -62,6 +63,7 @@ async def test_a_narrow_terminal_stacks_the_panel_under_the_chat():
         assert "vLLM 0.20.2" in screen_text(app)
 
 
+@pytest.mark.slow
 async def test_a_transition_answer_has_its_badge_and_f3_says_why():
     port = FakePort(answers=[["a"]] * 10)
     app = SpecmonApp(port)
@@ -160,6 +162,7 @@ class FakeClock:
         return self.t
 
 
+@pytest.mark.slow
 async def test_the_demo_sends_its_prompts_in_turn_and_the_users_go_next():
     port = FakePort(hold=True)
     clock = FakeClock()

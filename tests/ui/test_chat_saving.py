@@ -325,6 +325,7 @@ def notice_lines(app) -> list[str]:
     return [str(n.render()) for n in app.screen.query(".notice")]
 
 
+@pytest.mark.slow
 async def test_a_lock_held_by_another_program_delays_the_save_and_the_chat_goes_on(
     data_home: Path,
 ) -> None:
@@ -360,6 +361,7 @@ async def test_a_lock_held_by_another_program_delays_the_save_and_the_chat_goes_
     assert [t.prompt for t in conv.turns] == ["one", "two"]
 
 
+@pytest.mark.slow
 async def test_a_long_conversation_resumes_with_its_last_turns_and_says_how_much_it_holds(
     data_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -466,6 +468,7 @@ async def test_a_copy_file_that_cannot_be_written_is_said_and_the_copy_still_sen
         assert app.clipboard == "plain answer"
 
 
+@pytest.mark.slow
 async def test_edit_last_takes_the_turn_back_and_enter_resends_it(data_home: Path) -> None:
     port = FakePort(answers=[["first", " answer"], ["bad", " answer"], ["good", " answer"]])
     app = SpecmonApp(port)
@@ -566,6 +569,7 @@ def test_a_saved_verdict_reads_back_as_itself(verdict: str) -> None:
     assert answer_numbers(SavedNumbers(verdict="no-such-verdict")).flag == "unjudged"
 
 
+@pytest.mark.slow
 async def test_a_system_prompt_set_after_turn_2_is_exported_where_it_took_effect(
     data_home: Path, tmp_path: Path
 ) -> None:

@@ -254,6 +254,7 @@ async def test_model_output_with_escapes_and_markup_is_shown_literally():
         assert app.is_running
 
 
+@pytest.mark.slow
 async def test_reading_back_is_not_pulled_down_and_ctrl_end_follows_again():
     paragraphs = [f"Paragraph {i} " + "word " * 30 + "\n\n" for i in range(40)]
     port = FakePort(hold=True)
@@ -307,6 +308,7 @@ async def test_near_max_model_len_the_oldest_turns_are_dropped_with_a_notice():
         assert views[0].has_class("-dropped")
 
 
+@pytest.mark.slow
 async def test_a_context_error_from_the_server_resends_with_one_turn_fewer():
     port = FakePort(answers=[["first"], ["second"]])
     app = SpecmonApp(port)

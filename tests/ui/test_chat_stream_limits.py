@@ -27,6 +27,7 @@ from specmon.ui.live_port import LivePort
 from specmon.ui.port import Ask
 
 
+@pytest.mark.slow
 async def test_a_quiet_stream_shows_how_long_and_when_it_gives_up():
     port = FakePort(hold=True)
     port.idle_timeout_s = 60.0

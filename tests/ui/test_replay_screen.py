@@ -108,6 +108,7 @@ async def test_plus_and_minus_change_the_speed_shown() -> None:
         assert f"  {X}64  " in screen_text(app)
 
 
+@pytest.mark.slow
 async def test_seeking_moves_the_play_head_and_the_numbers() -> None:
     port, _ = recording_port()
     app = SpecmonApp(port, mode="replay")

@@ -93,6 +93,7 @@ def test_property_generated_cycles(period, data, repeats, high, drop, noise, see
     assert r.episodes == repeats
 
 
+@pytest.mark.slow
 def test_false_positive_rate_on_aperiodic_input_is_within_the_stated_bound():
     # The same 20,000 sequences as every earlier measurement (seed and generator unchanged).
     rng = random.Random(20261122)
