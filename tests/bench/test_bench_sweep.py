@@ -219,14 +219,20 @@ def test_sweep_command_with_a_concurrency_schedule(tmp_path, capsys) -> None:
                      "--plot", str(plot), "--method", "dflash", "--draft", "z-lab/d"])  # fmt: skip
     assert code == 0
     summary = json.loads((out / "summary.json").read_text())
-    # --method/--draft describe the attached servers: the command carries them, no placeholder.
-    assert '"method": "dflash"' in summary["command"] and '"model": "z-lab/d"' in summary["command"]
-    assert "<METHOD>" not in summary["command"] and "<DRAFT_MODEL>" not in summary["command"]
     assert [r["concurrency"] for r in summary["recommendations"]] == [1, 2]
+    picks = [r["by_throughput"]["n_spec"] for r in summary["recommendations"]]
+    assert summary["command"].startswith("vllm serve cyankiwi/gemma-4-26B-A4B-it-AWQ-4bit")
+    assert "<METHOD>" not in summary["command"] and "<DRAFT_MODEL>" not in summary["command"]
     schedule = summary["num_speculative_tokens_per_batch_size"]
     assert schedule[0][0] == 1 and schedule[-1][1] == 2
-    assert summary["command"].startswith("vllm serve cyankiwi/gemma-4-26B-A4B-it-AWQ-4bit")
-    assert "num_speculative_tokens_per_batch_size" in summary["command"]
+    # Which point wins is measured (2 requests of 48 tokens through HTTP: a loaded machine can
+    # make plain decoding win). The command says what the picks say, whichever they are.
+    if any(picks):  # --method/--draft describe the attached servers: carried, no placeholder
+        assert '"method": "dflash"' in summary["command"]
+        assert '"model": "z-lab/d"' in summary["command"]
+        assert "num_speculative_tokens_per_batch_size" in summary["command"]
+    else:  # n_spec 0 at every concurrency: plain vLLM, no speculative config
+        assert "--speculative-config" not in summary["command"]
     assert (out / "summary.csv").read_text().startswith("n_spec,concurrency,")
     assert sorted(p.name for p in (out / "runs").iterdir()) == [
         "n0-c1-r1.json", "n0-c2-r1.json", "n4-c1-r1.json", "n4-c2-r1.json",
@@ -237,7 +243,8 @@ def test_sweep_command_with_a_concurrency_schedule(tmp_path, capsys) -> None:
     assert f"specmon sweep: plot written to {plot}" in captured.err  # the path is said
     # The command is printed whole on one line, however long, to be copied (not cropped at the
     # 140 columns a non-terminal stdout gets).
-    assert len(summary["command"]) > 140 and summary["command"] in printed.splitlines()
+    assert summary["command"] in printed.splitlines()
+    assert len(summary["command"]) > 140 or not any(picks)
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
