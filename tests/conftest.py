@@ -59,6 +59,7 @@ IMPLIED: dict[str, tuple[str, ...]] = {
 """A marker that brings others: a real server or a terminal is never the inner loop."""
 
 TESTS_DIR = Path(__file__).parent
+TERMINAL_TOOLS = shutil.which("tmux") is not None and shutil.which("specmon") is not None
 XDIST_GROUP_REAL = "real_vllm"
 
 
@@ -86,9 +87,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for name in sorted(_tier_markers(item) - {mark.name for mark in item.iter_markers()}):
             item.add_marker(name)
         present = {mark.name for mark in item.iter_markers()}
-        if "terminal" in present and shutil.which("tmux") is None and not os.environ.get("CI"):
-            # Skipped where tmux is missing, except in CI, where the test runs and fails.
-            item.add_marker(pytest.mark.skip(reason="needs tmux (in the base image)"))
+        if "terminal" in present and not os.environ.get("CI") and not TERMINAL_TOOLS:
+            # Skipped where tmux or the command is missing, except in CI: there the test fails.
+            item.add_marker(pytest.mark.skip(reason="needs tmux and the installed specmon command"))
         if "real_vllm" in present:
             # One worker runs the whole real tier, in collection order, so the server pool plans
             # its servers' lifetimes as in a serial run (and at most its cap run at once).

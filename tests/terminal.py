@@ -16,10 +16,9 @@ from tests.support.waiting import wait_for
 TMUX = shutil.which("tmux")
 SPECMON = shutil.which("specmon")
 MISSING = "needs tmux and the installed specmon command (pip install -e .)"
-needs_terminal = pytest.mark.skipif(
-    (TMUX is None or SPECMON is None) and not os.environ.get("CI"), reason=MISSING
-)
-"""Skip where tmux or the installed command is missing, except in CI, where that fails."""
+needs_terminal = pytest.mark.terminal
+"""The `terminal` tier: tests/conftest.py skips it where tmux or the installed command is
+missing, except in CI, where that fails."""
 
 WAIT_LIMIT_S = 90.0
 """Upper bound on waiting for the screen to show something: a failure bound, not a speed target."""

@@ -15,16 +15,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from host_helpers import TMUX, Terminal, alive, recorded_pids
+from host_helpers import Terminal, alive, recorded_pids
 from tests.support.host_mode import wait_gone
 from tests.support.specmon_cli import specmon_env
 
 from specmon.cli.main import main
 from specmon.core.redaction import REDACTED
 
-needs_tmux = pytest.mark.skipif(
-    TMUX is None and not os.environ.get("CI"), reason="needs tmux (in the base image)"
-)
+needs_tmux = pytest.mark.terminal  # tmux: the terminal tier (tests/conftest.py skips it there)
 
 
 def chat_args(fake: Path, *extra: str) -> list[str]:

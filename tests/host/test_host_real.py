@@ -146,6 +146,7 @@ def test_host_mode_with_a_draft_model_survives_no_sigkill_of_specmon(
     assert spec["num_spec_tokens"] == 4 and spec["num_draft_tokens"] > 0
 
 
+@pytest.mark.terminal
 def test_chat_host_mode_in_a_terminal_answers_and_quits_leaving_no_process(
     vllm_python: Path, tiny_models: TinyModels, tmp_path: Path
 ):

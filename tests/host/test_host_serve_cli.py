@@ -4,8 +4,6 @@ specmon (the watchdog), a failed start, the recording's header."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -188,10 +186,7 @@ def open_serve(tmp_path: Path, fake: Path, mode: str, *extra: str):
     return Terminal(shlex.join(argv), tmp_path / "exit", env)
 
 
-needs_tmux = pytest.mark.skipif(
-    shutil.which("tmux") is None and not os.environ.get("CI"),
-    reason="needs tmux (in the base image)",
-)
+needs_tmux = pytest.mark.terminal  # tmux: the terminal tier (tests/conftest.py skips it there)
 
 
 @needs_tmux
