@@ -17,6 +17,8 @@ from tests.support.ui_apps import (
     watch_app,
     watch_settled,
 )
+from tests.support.ui_fakes import screen_text
+from tests.support.waiting import wait_for_app
 from tests.ui.fake_views import SEED_SPEEDS, session_view
 from tests.ui.watch_views import watch_view
 
@@ -52,6 +54,9 @@ def test_replay_at_size(snap_compare, size: tuple[int, int]) -> None:
         await replay_started(pilot)
         await pilot.press("space")
         await pilot.press("end")
+        # The play head jumps at once; the panel and the rows repaint a frame later (under load,
+        # later than a fixed pause): wait for the end's own words, then for the frame.
+        await wait_for_app(pilot, lambda: "END" in screen_text(app))
         await pilot.pause(0.3)
 
     app = SpecmonApp(port, mode="replay")
