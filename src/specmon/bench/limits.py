@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from specmon.core.display_text import fit
+from specmon.core.display_text import fit, shorten
 
 MAX_N_SPEC = 64
 """The largest num_speculative_tokens a sweep measures (`--n-spec`, `--point N=`, the k of an
@@ -63,7 +63,7 @@ def shown(value: object) -> str:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return number_text(value)
     text = repr(value)
-    return text if len(text) <= 40 else text[:39] + "…"
+    return shorten(text, 40)
 
 
 def check_number(

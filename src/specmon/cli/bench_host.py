@@ -273,10 +273,10 @@ def shown_words(words: Sequence[str], limit: int = 600) -> str:
     newline and a tab too) made visible, cut past `limit` characters."""
     import shlex
 
-    from specmon.core.display_text import visible
+    from specmon.core.display_text import shorten, visible
 
     text = visible(shlex.join(words)).replace("\n", "\u240a").replace("\t", "\u2409")
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return shorten(text, limit)
 
 
 def setup_differences(

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit, urlunsplit
 
+from specmon.core.display_text import shorten
 from specmon.core.redaction import Scrubber, redact_url
 
 TITLE_CHARS = 80
@@ -119,12 +120,13 @@ def public_url(url: str | None) -> str | None:
 
 
 def title_of(turns: Iterable[SavedTurn]) -> str:
-    """The first prompt's first non-blank line, cut to TITLE_CHARS ("(empty)" without one)."""
+    """The first prompt's first non-blank line, cut to TITLE_CHARS cells with … (`shorten`;
+    "(empty)" without one)."""
     for turn in turns:
         for line in turn.prompt.splitlines():
             line = line.strip()
             if line:
-                return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
+                return shorten(line, TITLE_CHARS)
     return "(empty)"
 
 

@@ -4,7 +4,9 @@
 Every number has a field width (`fit`): a value too wide for it is written as out of range
 (">1e6", "<-1e5"), never as 309 digits, and an infinite one likewise (no "inf"); a missing one is
 — (never 0). Untrusted text (model output, server messages, logs) is made safe by `visible`
-(control characters shown as visible signs) or `clean` (removed, one line).
+(control characters shown as visible signs) or `clean` (removed, one line). Text too long for
+its place is cut by one rule, `shorten`: it ends in "…" (never a silently cut word), measured in
+terminal cells, the same rule as Rich's and Textual's `overflow="ellipsis"`.
 
 Plain strings only: no Rich, no Textual, no I/O.
 """
@@ -12,6 +14,8 @@ Plain strings only: no Rich, no Textual, no I/O.
 from __future__ import annotations
 
 import re
+
+from wcwidth import wcwidth
 
 DASH = "—"
 """What a missing number is shown as (never 0)."""
@@ -59,6 +63,41 @@ def clean(text: str, *, multiline: bool = False) -> str:
     server's error text cannot forge lines of its own in the output)."""
     text = _CONTROL.sub("", text)
     return text if multiline else _LINE_BREAKS.sub(" ", text)
+
+
+ELLIPSIS = "…"
+"""What ends every cut text (`shorten`)."""
+
+
+def cell_width(text: str) -> int:
+    """The terminal cells `text` takes (a CJK character takes two, a combining mark none, a
+    control character one: the app shows it as a visible sign)."""
+    return sum(max(wcwidth(c), 0) if c.isprintable() else 1 for c in text)
+
+
+def shorten(text: str, width: int, *, keep_end: str = "") -> str:
+    """`text` in at most `width` terminal cells: whole when it fits, else cut and ended with
+    "…" (the one truncation rule of every screen; Rich and Textual cut the same way with
+    `overflow="ellipsis"` / `text-overflow: ellipsis`). `keep_end`, a suffix of `text` (a
+    server's port), is kept after the "…" when the cut text still has a character before it."""
+    if cell_width(text) <= width:
+        return text
+    if width <= 0:
+        return ""
+    if keep_end and text.endswith(keep_end):
+        room = width - 1 - cell_width(keep_end)
+        head = shorten(text[: len(text) - len(keep_end)], room + 1) if room >= 1 else ""
+        if head.endswith(ELLIPSIS) and len(head) > 1:
+            return head + keep_end
+    out: list[str] = []
+    used = 0
+    for c in text:
+        w = max(wcwidth(c), 0) if c.isprintable() else 1
+        if used + w > width - 1:
+            break
+        out.append(c)
+        used += w
+    return "".join(out) + ELLIPSIS
 
 
 MAX_NUMBER_CHARS = 15

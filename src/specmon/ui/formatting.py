@@ -1,5 +1,6 @@
 """Presentation rules shared by every specmon screen (the Textual app and `watch`'s Rich console):
-number formats, the dash for missing numbers, untrusted text made safe (`visible` for the app,
+number formats, the dash for missing numbers, the one truncation rule (`shorten`: a cut text
+ends in "…"), untrusted text made safe (`visible` for the app,
 `clean` for the console and plain lines), the verdict's words, status words and colours, and
 labels for acceptance sources and for window vs since-start numbers.
 
@@ -18,8 +19,10 @@ from typing import Literal
 
 from specmon.core.display_text import (
     DASH,
+    ELLIPSIS,
     GIB,
     MAX_NUMBER_CHARS,
+    cell_width,
     clean,
     fit,
     fmt,
@@ -32,6 +35,7 @@ from specmon.core.display_text import (
     fmt_seconds,
     fmt_tok_s,
     out_of_range,
+    shorten,
     visible,
     visible_line,
 )
@@ -41,8 +45,10 @@ from specmon.core.views import Acceptance, AcceptanceSource, CycleView, RequestR
 
 __all__ = [  # core.display_text's plain-text rules, handed on to the ui (the rest is public too)
     "DASH",
+    "ELLIPSIS",
     "GIB",
     "MAX_NUMBER_CHARS",
+    "cell_width",
     "clean",
     "fit",
     "fmt",
@@ -55,6 +61,7 @@ __all__ = [  # core.display_text's plain-text rules, handed on to the ui (the re
     "fmt_seconds",
     "fmt_tok_s",
     "out_of_range",
+    "shorten",
     "visible",
     "visible_line",
 ]

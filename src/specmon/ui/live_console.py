@@ -54,6 +54,7 @@ from specmon.ui.formatting import (
     gpu_text,
     gpu_throttle_text,
     lifetime_label,
+    shorten,
     status_word,
 )
 from specmon.ui.servers_text import layout_for, short_name, table_text
@@ -107,7 +108,7 @@ class TextTail:
 
 def _flag_text(row: RequestRow) -> Text:
     words = flag_words(row)
-    text = words.text[:60] if words.kind == "failed" else words.text
+    text = shorten(words.text, 60) if words.kind == "failed" else words.text
     return Text(text, style=CONSOLE_STYLES.flag(words.kind))
 
 
@@ -163,7 +164,7 @@ def servers_table(view: SessionView) -> Table:
         status = status_word(s.status)
         status_text = Text(status, style=CONSOLE_STYLES.status(status))
         if s.status_detail and status != "up":
-            status_text.append(" " + clean(s.status_detail)[:60])
+            status_text.append(" " + shorten(clean(s.status_detail), 60))
         life = s.lifetime
         life_al = fmt_al(life.acceptance_length) if life else DASH
         if life is not None and life.since_reset_t is not None:
@@ -261,7 +262,11 @@ def once_latency(view: SessionView, name_width: int) -> list[RenderableType]:
     ]
     for s in view.servers:
         choice = choose_latency(view, s)
-        line = Text(f"  {short_name(s.source, name_width):<{name_width}} ")
+        line = Text(
+            f"  {short_name(s.source, name_width):<{name_width}} ",
+            no_wrap=True,
+            overflow="ellipsis",
+        )
         line.append(f"TTFT {_ms(choice.ttft_s):>14}  ITL {_ms(choice.itl_s):>14}")
         if choice.source is not None:  # this client's streams, or the server's histograms
             line.append(f"  ({choice.words})", style="dim")
@@ -279,7 +284,8 @@ def once_identities(view: SessionView, name_width: int) -> list[RenderableType]:
         words = [clean(s.model) if s.model else DASH]
         if s.vllm_version:
             words.append(f"vLLM {clean(s.vllm_version)}")
-        out.append(Text(f"  {short_name(s.source, name_width):<{name_width}} " + " · ".join(words)))
+        name = f"  {short_name(s.source, name_width):<{name_width}} "
+        out.append(Text(name + " · ".join(words), no_wrap=True, overflow="ellipsis"))
     return out
 
 

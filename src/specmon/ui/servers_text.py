@@ -25,7 +25,7 @@ from rich.text import Text
 
 from specmon.core.events import GpuReading
 from specmon.core.views import EngineView, ServerView, SessionView
-from specmon.ui.formatting import fmt_field, visible
+from specmon.ui.formatting import fmt_field, shorten, visible
 from specmon.ui.styles import CONSOLE_STYLES, Styles
 
 RESTART_SHOWN_S = 30.0
@@ -90,13 +90,7 @@ def short_name(source: str, width: int = NAME_WIDTH) -> str:
     characters made visible (the address came from the user or a file). A long address is cut
     within its host, so that its port (and path) stays: two servers on one host stay apart."""
     text = visible(source.split("://", 1)[-1])
-    if len(text) <= width:
-        return text
-    host_end = _host_end(text)
-    tail = text[host_end:]
-    if host_end > 1 and 0 < len(tail) <= width - 2:  # at least one host character and the …
-        return text[: width - 1 - len(tail)] + "…" + tail
-    return text[: width - 1] + "…"
+    return shorten(text, width, keep_end=text[_host_end(text) :])
 
 
 def _host_end(address: str) -> int:
@@ -273,8 +267,7 @@ def table_text(
         if server.status in ("down", "stale", "unreadable") and server.status_detail:
             detail = visible(" ".join(server.status_detail.split()))
             limit = ERROR_WIDTH if width is None else max(20, width - len("    last error: "))
-            if len(detail) > limit:
-                detail = detail[: limit - 1] + "…"
+            detail = shorten(detail, limit)
             out.append(f"\n    last error: {detail}", style=styles.error)
         if len(server.engine_numbers) > 1 and server.status not in NOT_READING:
             for engine in server.engine_numbers:

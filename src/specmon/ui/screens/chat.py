@@ -28,7 +28,7 @@ from specmon.ui.answer_numbers import AnswerNumbers
 from specmon.ui.chat_actions import answer_to_copy, copied_line, keep_copy
 from specmon.ui.chat_history import ChatHistory, ChatState
 from specmon.ui.conversation import ChatSettings, Conversation, Turn
-from specmon.ui.formatting import visible_line
+from specmon.ui.formatting import shorten, visible_line
 from specmon.ui.messages import SettingsChanged
 from specmon.ui.port import Ask, Connection, SessionPort
 from specmon.ui.screens.dialogs import AnswersScreen, ModelScreen, SettingsScreen, blank
@@ -38,6 +38,7 @@ from specmon.ui.widgets.answer import AnswerView
 from specmon.ui.widgets.connect_box import ConnectBox
 from specmon.ui.widgets.diagnosis_panel import answer_diagnosis, ttft_split_of
 from specmon.ui.widgets.heat import heat_colors, heat_legend, heat_styles
+from specmon.ui.widgets.keys_footer import KeysFooter
 from specmon.ui.widgets.side_panel import SidePanel, panel_summary, toggle_open
 from specmon.ui.widgets.turn import (
     HeaderBar,
@@ -63,6 +64,8 @@ NARROW_WIDTH = 110
 """Below this many columns the side panel is stacked under the chat."""
 TALL_HEIGHT = 36
 """Below this many rows a narrow terminal shows the panel as one summary line (F9 opens it)."""
+NOTICE_CELLS = 80
+"""Cells of the system prompt's first line quoted in the notice that it was set (cut with …)."""
 AUTO_PROMPT_GAP_S = 1.0
 """In the demo, the pause between an answer's end and the next demo prompt."""
 SETTLE_FRAMES = 60
@@ -184,7 +187,7 @@ class ChatScreen(RecordingScreen):
                     placeholder="Ask something (Enter sends, ↑/↓ history)", id="prompt"
                 )
             yield SidePanel(id="side-panel")
-        yield Footer()
+        yield KeysFooter()
         yield Static("", id="too-small", markup=False)
 
     def on_mount(self) -> None:
@@ -691,7 +694,7 @@ class ChatScreen(RecordingScreen):
         def apply(text: str | None) -> None:
             if text is not None:
                 self.conversation.system = text or None
-                first = text.splitlines()[0][:80] if text else ""
+                first = shorten(text.splitlines()[0], NOTICE_CELLS) if text else ""
                 self._notice(f"system prompt set: {first}" if text else "no system prompt")
                 self.save_conversation()
 

@@ -18,10 +18,11 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
 from specmon.core.chat_record import ConversationSummary
 from specmon.ui.formatting import visible
+from specmon.ui.widgets.keys_footer import KeysFooter
 
 Search = Callable[[str], list[ConversationSummary]]
 """Returns the conversations matching a text (blank: all, newest first); may raise an error
@@ -62,7 +63,7 @@ class ConversationsScreen(Screen[int | None]):
             table: DataTable[Text] = DataTable(id="conversations-table", cursor_type="row")
             yield table
             yield Static("loading…", id="conversations-note", markup=False)
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one("#conversations-table", DataTable).add_columns(*COLUMNS)

@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, DataTable, Footer, Input, Label, OptionList, Static
+from textual.widgets import Button, DataTable, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from specmon.core.verdict import request_verdict
@@ -28,6 +28,7 @@ from specmon.ui.formatting import (
 )
 from specmon.ui.port import SessionPort, server_address
 from specmon.ui.widgets.diagnosis_panel import SAVED_COLUMN, saved_by_request, saved_cell
+from specmon.ui.widgets.keys_footer import KeysFooter
 
 
 def blank(value: float | int | None) -> str:
@@ -174,7 +175,7 @@ class AnswersScreen(ModalScreen[None]):
         with Vertical(id="answers-box", classes="dialog-box"):
             yield Label(answers_title(self.filter, 0, 0), id="answers-title", markup=False)
             yield AnswersTable(id="answers-table", zebra_stripes=True, cursor_type="row")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         table = self.query_one("#answers-table", DataTable)

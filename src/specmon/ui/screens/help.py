@@ -16,10 +16,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Input, Label, Static
+from textual.widgets import Input, Label, Static
 
 from specmon.core.definitions import DEFINITIONS, Definition, definition
 from specmon.ui.palette import ActionCommand
+from specmon.ui.widgets.keys_footer import KeysFooter
 from specmon.ui.widgets.lines import TextLines
 
 SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -217,7 +218,7 @@ class HelpScreen(ModalScreen[None]):
             yield Static("", id="help-count", markup=False)
             with VerticalScroll(id="help-scroll"):
                 yield TextLines(id="help-body")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self._show("")

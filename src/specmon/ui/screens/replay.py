@@ -20,7 +20,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Label, Static
+from textual.widgets import DataTable, Label, Static
 
 from specmon.core.detectors.speed_class import speed_class, speed_levels
 from specmon.core.views import RequestRow, SessionView, SpeedClassView
@@ -29,6 +29,7 @@ from specmon.ui.formatting import visible
 from specmon.ui.replay_port import ReplayPort
 from specmon.ui.screens.dialogs import ANSWER_COLUMNS, row_cells
 from specmon.ui.styles import theme_styles
+from specmon.ui.widgets.keys_footer import KeysFooter
 from specmon.ui.widgets.side_panel import SidePanel, panel_summary, toggle_open
 from specmon.ui.widgets.timeline import Timeline, clock_text, speed_text
 
@@ -141,6 +142,8 @@ class ReplayScreen(Screen[None]):
     ]
 
     BINDINGS: ClassVar[list[BindingType]] = [
+        # Help and quit first, as on every screen (the footer never leaves them out).
+        Binding("f1", "app.help", "help"),
         Binding("ctrl+q", "app.quit", "quit", priority=True),
         Binding("space", "toggle_pause", "play/pause", priority=True),
         Binding("plus,equals_sign", "faster", "faster", priority=True),
@@ -188,7 +191,7 @@ class ReplayScreen(Screen[None]):
                 yield table
             yield SidePanel(id="replay-panel")
         yield Timeline(self.port.timeline, id="timeline")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.set_interval(1 / TICK_HZ, self.tick)

@@ -14,7 +14,6 @@ from typing import ClassVar
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
 
 from specmon.core.views import SessionView
@@ -22,6 +21,7 @@ from specmon.ui.port import Connection, SessionPort
 from specmon.ui.screens.dialogs import AddServerScreen, AnswersScreen
 from specmon.ui.screens.recording import RecordingScreen
 from specmon.ui.widgets.connect_box import ConnectBox
+from specmon.ui.widgets.keys_footer import KeysFooter
 from specmon.ui.widgets.servers_table import ServersTable
 from specmon.ui.widgets.side_panel import SidePanel
 from specmon.ui.widgets.turn import HeaderBar
@@ -48,10 +48,12 @@ class DashboardScreen(RecordingScreen):
     them), two below WIDE_WIDTH, three from there (app.tcss)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
+        # Help and quit first, as on every screen (the footer never leaves them out). Priority,
+        # so that this ctrl+q (not the app's hidden one) is the footer's.
+        Binding("f1", "app.help", "help"),
+        Binding("ctrl+q", "app.quit", "quit", priority=True),
         Binding("up", "select(-1)", "select server", key_display="↑↓", priority=True),
-        # The app's hidden priority ctrl+q shadows a screen's ctrl+q in the footer: q is shown,
-        # early, so that an 80-column footer still has it.
-        Binding("q", "app.quit", "quit"),
+        Binding("q", "app.quit", "quit", show=False),
         Binding("down", "select(1)", "select next", show=False, priority=True),
         Binding("k", "select(-1)", "select previous", show=False),
         Binding("j", "select(1)", "select next", show=False),
@@ -64,7 +66,6 @@ class DashboardScreen(RecordingScreen):
         Binding("ctrl+r", "retry", "retry connect"),
         Binding("pagedown", "scroll_dashboard(1)", "scroll", key_display="PgDn"),
         Binding("pageup", "scroll_dashboard(-1)", "scroll up", show=False),
-        Binding("ctrl+q", "app.quit", "quit", show=False),
     ]
 
     def __init__(self, port: SessionPort) -> None:
@@ -81,7 +82,7 @@ class DashboardScreen(RecordingScreen):
         yield ConnectBox(self.port.connect, id="connect-box")
         yield ServersTable(id="servers")
         yield SidePanel(id="dashboard")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.set_interval(1 / PANEL_HZ, self.refresh_panel)

@@ -17,7 +17,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Label, Static
+from textual.widgets import Label, Static
 
 from specmon.core.position_worth import (
     PositionWorth,
@@ -26,6 +26,7 @@ from specmon.core.position_worth import (
 from specmon.core.views import SessionView
 from specmon.ui.formatting import DASH, fmt_field
 from specmon.ui.styles import CONSOLE_STYLES, Styles, theme_styles
+from specmon.ui.widgets.keys_footer import KeysFooter
 from specmon.ui.widgets.side_panel import chosen_hint
 
 REFRESH_S = 1.0
@@ -140,7 +141,7 @@ class WorthScreen(ModalScreen[None]):
             yield Label("What each draft position is worth (Esc closes)")
             with VerticalScroll(id="worth-scroll"):
                 yield Static("", id="worth-body", markup=False)
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.refresh_numbers()

@@ -24,7 +24,7 @@ from specmon.core.diagnosis.state import DiagnosisView
 from specmon.core.diagnosis.thermal import ThermalView
 from specmon.core.server_timing import TtftSplit
 from specmon.core.views import SessionView
-from specmon.ui.formatting import visible_line
+from specmon.ui.formatting import shorten, visible_line
 
 LEVELS = "▁▂▃▄▅▆▇█"
 """The bar chart's eighths (the same as the panel's sparklines)."""
@@ -44,8 +44,7 @@ STATUS_STYLE: dict[str, str] = {
 
 
 def _cut(text: str | None, width: int = MAX_LINE) -> str:
-    line = visible_line(text)
-    return line if len(line) <= width else line[: width - 1] + "…"
+    return shorten(visible_line(text), width)
 
 
 def tokens_label(tokens: int | None) -> str:

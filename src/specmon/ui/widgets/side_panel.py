@@ -36,6 +36,7 @@ from specmon.ui.formatting import (
     cycle_text,
     fit,
     fmt_field,
+    shorten,
     visible,
     visible_line,
 )
@@ -50,6 +51,11 @@ GRAPH_WIDTH = 20
 BAR_WIDTH = 8
 """Characters of one per-position acceptance bar."""
 LEVELS = "▁▂▃▄▅▆▇█"
+GPU_NAME_CELLS = 44
+"""Cells of a GPU's name ("simulated NVIDIA GeForce RTX 5090 Laptop GPU" whole); a longer one
+is cut with … (`shorten`), and the section's width may cut it further, the same way."""
+DETAIL_CELLS = 80
+"""Cells of a server's last error under its status (cut with …)."""
 
 REASON_WORDS: dict[str, str] = {
     "sw_power_cap": "power cap",
@@ -164,7 +170,8 @@ def server_section(
     if view.simulated:
         out.append("  SIMULATED", style=f"bold reverse {styles.warning}")
     if server and server.status in ("stale", "down", "unreadable") and server.status_detail:
-        out.append("\n  " + visible_line(server.status_detail)[:80], style=styles.error)
+        detail = shorten(visible_line(server.status_detail), DETAIL_CELLS)
+        out.append("\n  " + detail, style=styles.error)
     # The server's address near the top (without credentials): the header cuts it at 80 columns.
     url = redact_url(server.source if server is not None else view.info.server)
     out.append(f"\nurl    {visible_line(url)}")
@@ -313,7 +320,7 @@ def gpu_section(view: SessionView, *, styles: Styles = CONSOLE_STYLES) -> Text:
             and g.slowdown_temperature_c is not None
             and g.temperature_c >= g.slowdown_temperature_c - 5
         )
-        out.append(f"GPU {g.index} {visible_line(g.name)[:30]}\n")
+        out.append(f"GPU {g.index} {shorten(visible_line(g.name), GPU_NAME_CELLS)}\n")
         out.append(
             f"temp {fmt_field(g.temperature_c, '.0f', 3)} °C / slowdown "
             f"{fmt_field(g.slowdown_temperature_c, '.0f', 3)} °C\n",
