@@ -278,7 +278,7 @@ class AddServerScreen(ModalScreen[tuple[str, str | None] | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="add-box", classes="dialog-box"):
-            yield Label("Watch one more server (http(s) address, Enter adds, Escape cancels):")
+            yield Label("Watch one more server: http(s) address (Enter adds, Esc cancels)")
             yield Input(placeholder="http://gpu-box:8000", id="add-url")
             yield Input(
                 placeholder="API key for this server only (optional)", password=True, id="add-key"
