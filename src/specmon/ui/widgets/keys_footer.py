@@ -2,17 +2,17 @@
 
 Textual's footer draws every key in a row and crops the row at the edge, so an 80-column
 terminal showed half a key ("f3 why (badge") and never the keys after it. This one never cuts a
-key: the help and quit keys always stay (first in the row), the others stay in the order the screen lists them
-(most needed first) while they fit, and when any is left out the row ends in "…" (the one
-truncation rule, `core.display_text.shorten`); F1's help screen and the command palette list
-every key.
+key: the help and quit keys always stay (first in the row), the others stay in the order the
+screen lists them (most needed first) while they fit, and when any is left out the row ends in
+"…" (the one truncation rule, `core.display_text.shorten`); F1's help screen and the command
+palette list every key.
 """
 
 from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.widgets import Footer
-from textual.widgets._footer import FooterKey, FooterLabel
+from textual.widgets._footer import FooterKey, FooterLabel  # not exported by textual.widgets
 
 from specmon.ui.formatting import ELLIPSIS, cell_width
 
