@@ -44,7 +44,7 @@ def test_near_change_is_within_one_answer_of_a_change_of_state() -> None:
     levels = ["fast"] * 5 + ["slow"] * 3 + ["fast"] * 5
     # changes between 4|5 and 7|8: answers 3..6 and 6..9 are within one answer
     near = [i for i in range(len(levels)) if near_change(levels, i)]
-    assert near == [3, 4, 5, 6, 7, 8]
+    assert near == [3, 4, 5, 6, 7, 8, 9]
 
 
 def test_observed_period_of_the_seeds_cycle_and_of_none() -> None:
