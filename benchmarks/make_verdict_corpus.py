@@ -30,6 +30,10 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from specmon.sources.stream_client import ChatRequest
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "verdict_corpus"
@@ -95,7 +99,9 @@ SCENARIOS: tuple[Scenario, ...] = (
         "tuning",
         "the README's drift demo: the seeds' cycle and thermal,context:8192:20480,uptime:600,"
         "loop:5,garble:7",
-        demo("--requests", "40", "--drift", "thermal,context:8192:20480,uptime:600,loop:5,garble:7"),
+        demo(
+            "--requests", "40", "--drift", "thermal,context:8192:20480,uptime:600,loop:5,garble:7"
+        ),
     ),
     Scenario(
         "two-clients",
@@ -231,7 +237,7 @@ class _Rig:
         self.sim.stop()
 
 
-def _requests(max_tokens: int = 256) -> list[object]:
+def _requests(max_tokens: int = 256) -> list[ChatRequest]:
     from specmon.cli.demo_cmd import DEMO_PROMPTS
     from specmon.sources.stream_client import ChatRequest
 
@@ -241,26 +247,21 @@ def _requests(max_tokens: int = 256) -> list[object]:
 def two_clients(record: Path, truth: Path) -> None:
     """The recorded client sends 30 answers; a second client (not recorded) sends 30 more to
     the same server at the same time."""
+    from specmon.cli.session_setup import state_factory
     from specmon.runtime.hub import Hub, SessionClock
     from specmon.runtime.monitor import Monitor, Target
 
     rig = _Rig("cycle:5f,1t,3d,1r", truth, record=record)
-    other = Monitor([Target(rig.sim.url)], lambda info: _state(info), hub=Hub(clock=SessionClock()))
+    other = Monitor([Target(rig.sim.url)], state_factory(None), hub=Hub(clock=SessionClock()))
     try:
         other.start()
-        ours = rig.monitor.prompt_loop(_requests(), count=30, name_requests=True)  # type: ignore[arg-type]
-        theirs = other.prompt_loop(_requests(192), count=30, name_requests=True)  # type: ignore[arg-type]
+        ours = rig.monitor.prompt_loop(_requests(), count=30, name_requests=True)
+        theirs = other.prompt_loop(_requests(192), count=30, name_requests=True)
         ours.result(600)
         theirs.result(600)
     finally:
         other.stop()
         rig.close()
-
-
-def _state(info: object) -> object:
-    from specmon.core.session_state import SessionState
-
-    return SessionState(info)  # type: ignore[arg-type]
 
 
 def canary(record: Path, truth: Path) -> None:
@@ -282,7 +283,7 @@ def canary(record: Path, truth: Path) -> None:
         try:
             store = CanaryStore(Path(tmp) / "canary.json")
             start_canaries(rig.monitor, 1.5, store=store, check_s=0.25)
-            rig.monitor.prompt_loop(_requests(), count=45, name_requests=True).result(600)  # type: ignore[arg-type]
+            rig.monitor.prompt_loop(_requests(), count=45, name_requests=True).result(600)
         finally:
             rig.close()
 
@@ -312,7 +313,7 @@ def mid_answer(record: Path, truth: Path) -> None:
 
     rig.monitor.hub.subscribe(watch)
     try:
-        loop = rig.monitor.prompt_loop(_requests(), count=20, name_requests=True)  # type: ignore[arg-type]
+        loop = rig.monitor.prompt_loop(_requests(), count=20, name_requests=True)
         if not started.wait(120):
             raise SystemExit("mid-answer: the 4th answer never reached 40 tokens")
         session.start_recording(str(record))
@@ -334,7 +335,7 @@ def overflow(record: Path, truth: Path) -> None:
     requests += _requests()[2:6]
     rig = _Rig(None, truth, record=record)
     try:
-        rig.monitor.prompt_loop(requests, count=len(requests), name_requests=True).result(600)  # type: ignore[arg-type]
+        rig.monitor.prompt_loop(requests, count=len(requests), name_requests=True).result(600)
     finally:
         rig.close()
 

@@ -142,7 +142,9 @@ class ScenarioScore:
 # ---------------------------------------------------------------- truth
 
 
-def read_truth(path: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]], list[dict[str, Any]]]:
+def read_truth(
+    path: Path,
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]], list[dict[str, Any]]]:
     """The session line, the request lines by request id (in file order) and the restarts."""
     session: dict[str, Any] = {}
     requests: dict[str, dict[str, Any]] = {}
@@ -174,10 +176,7 @@ def level(state: str) -> str:
 def near_change(levels: Sequence[str], i: int) -> bool:
     """Whether answer `i` is within one answer of a change of level: a change between
     answers j-1 and j for some j with i in j-2..j+1."""
-    for j in range(max(1, i - 1), min(len(levels), i + 3)):
-        if levels[j] != levels[j - 1]:
-            return True
-    return False
+    return any(levels[j] != levels[j - 1] for j in range(max(1, i - 1), min(len(levels), i + 3)))
 
 
 def observed_period(slow: Sequence[bool]) -> int | None:
@@ -259,7 +258,7 @@ def score_scenario(name: str, split: str, recording: Path, truth_path: Path) -> 
     view, at_end, probes = fold(recording)
     rows = sorted(
         (r for r in view.rows if r.outcome != "running"),
-        key=lambda r: (r.t_send if r.t_send is not None else r.t_end or 0.0),
+        key=lambda r: r.t_send if r.t_send is not None else r.t_end or 0.0,
     )
     joined = [(r, truths[r.request_id]) for r in rows if r.request_id in truths]
     score = ScenarioScore(name, split, len(rows), len(rows) - len(joined), flags_at_end=at_end)
@@ -305,7 +304,9 @@ def score_scenario(name: str, split: str, recording: Path, truth_path: Path) -> 
 
     # context cliff: the bin of the context where AL is halfway down
     cliff = session.get("context_cliff_tokens")
-    reached = max(((t.get("prompt_tokens") or 0) + (t.get("tokens") or 0) for _r, t in ok), default=0)
+    reached = max(
+        ((t.get("prompt_tokens") or 0) + (t.get("tokens") or 0) for _r, t in ok), default=0
+    )
     if cliff is not None and reached < cliff:
         cliff = None  # no answer got that far: there is no cliff to see
     context = diagnosis.context if diagnosis is not None else None
@@ -459,8 +460,10 @@ def markdown(scores: Sequence[ScenarioScore]) -> str:
             v = s.sessions.get(verdict)
             if v is None:
                 continue
-            value = v.value if not isinstance(v.value, dict) else ", ".join(
-                f"{k} {val}" for k, val in v.value.items()
+            value = (
+                v.value
+                if not isinstance(v.value, dict)
+                else ", ".join(f"{k} {val}" for k, val in v.value.items())
             )
             lines.append(
                 f"| {s.name} | {s.split} | {v.truth} | {'yes' if v.found else 'no'} "

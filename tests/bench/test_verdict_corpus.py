@@ -10,7 +10,6 @@ import gzip
 import json
 
 import pytest
-
 from benchmarks import verdicts
 from benchmarks.verdicts import CORPUS, load_manifest, score_corpus, target_failures
 
@@ -41,7 +40,7 @@ def test_the_corpus_holds_the_required_mixes_split_in_two() -> None:
     manifest = load_manifest(CORPUS)
     names = {s["name"] for s in manifest}
     assert len(manifest) >= 15
-    assert REQUIRED <= names
+    assert names >= REQUIRED
     splits = {s["split"] for s in manifest}
     assert splits == {"tuning", "held-out"}
     for entry in manifest:

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from benchmarks import verdicts
 from benchmarks.verdicts import Counts, near_change, observed_period, read_truth
 

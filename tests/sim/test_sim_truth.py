@@ -9,13 +9,13 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.sim.simtest_helpers import CHAT, chat_body, stream
 
+from specmon.sim.drift import parse_drift
 from specmon.sim.profiles import get_profile
 from specmon.sim.schedule import parse_schedule
 from specmon.sim.server import RunningSim, SimConfig, SimConfigError, start_in_thread
 from specmon.sim.truth import context_cliff_tokens, cycle_period, expected_al, request_state
-from specmon.sim.drift import parse_drift
-from tests.sim.simtest_helpers import CHAT, chat_body, stream
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
