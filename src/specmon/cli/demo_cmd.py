@@ -250,9 +250,7 @@ def _drive(monitor: Monitor, args: argparse.Namespace) -> int:
     url = monitor.targets[0].base
     requests = [ChatRequest(prompt=p, max_tokens=args.max_tokens) for p in DEMO_PROMPTS]
     done = threading.Event()
-    loop = monitor.prompt_loop(
-        requests, count=args.requests, name_requests=args.truth is not None
-    )
+    loop = monitor.prompt_loop(requests, count=args.requests, name_requests=args.truth is not None)
     loop.add_done_callback(lambda _f: done.set())
     title = f"specmon demo — simulated server {url}"
     interrupted = False

@@ -273,4 +273,4 @@ def _round(value: float) -> float | None:
 
 def open_truth(path: str, profile: Profile, n_spec: int) -> TruthLog:
     """A TruthLog writing to `path` (created or truncated); OSError when it cannot be opened."""
-    return TruthLog(open(path, "w", encoding="utf-8"), profile, n_spec)  # noqa: SIM115
+    return TruthLog(open(path, "w", encoding="utf-8"), profile, n_spec)
