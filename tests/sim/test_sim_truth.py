@@ -140,3 +140,27 @@ def test_context_cliff_is_where_al_is_halfway_down() -> None:
     mid = (expected_al(profile, 8, 1.0) + expected_al(profile, 8, 0.2)) / 2
     assert expected_al(profile, 8, scale) == pytest.approx(mid, abs=0.01)
     assert context_cliff_tokens(profile, 8, parse_drift("loop:3")) is None
+
+
+def test_demo_truth_is_keyed_by_the_recordings_request_ids(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from specmon.cli.main import main
+    from specmon.core.events import RequestStarted
+    from specmon.sources.recording_player import RecordingReader
+
+    record, truth = tmp_path / "d.ndjson.gz", tmp_path / "d.truth.jsonl"
+    demo = ["demo", "--requests", "3", "--speed", "50", "--max-tokens", "32", "--json"]
+    status = main([*demo, "--record", str(record), "--truth", str(truth), "--drift", "garble:3"])
+    capsys.readouterr()
+    assert status == 0
+    reader = RecordingReader(str(record), [])
+    try:
+        ids = [e.request_id for e in reader if isinstance(e, RequestStarted)]
+    finally:
+        reader.close()
+    lines = _lines(truth)
+    assert lines[0]["kind"] == "session" and lines[0]["cycle_period"] == 10
+    requests = [x for x in lines if x["kind"] == "request"]
+    assert [x["request_id"] for x in requests] == ids
+    assert [x["state"] for x in requests] == ["fast", "fast", "garbled"]
