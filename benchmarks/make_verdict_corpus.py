@@ -119,7 +119,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         "mid-answer",
         "tuning",
-        "a recording started in the middle of an answer (as F5 does), healthy server",
+        "a recording started in the middle of an answer (as F5 does), the seeds' cycle",
         custom="mid_answer",
     ),
     Scenario(
@@ -289,12 +289,12 @@ def canary(record: Path, truth: Path) -> None:
 
 
 def mid_answer(record: Path, truth: Path) -> None:
-    """20 answers on a healthy server; the recording starts while the 4th is streaming (once
+    """30 answers on the seeds' cycle; the recording starts while the 4th is streaming (once
     it has 40 tokens), as F5 starts one in the app (the session's recording switch)."""
     from specmon.core.events import Event, RequestStarted, StreamChunk
     from specmon.runtime.session import InProcessSession, _install_switch
 
-    rig = _Rig(None, truth, record=None)
+    rig = _Rig("cycle:5f,1t,3d,1r", truth, record=None)
     session = InProcessSession.of(rig.monitor)
     session._switch = _install_switch(rig.monitor, ())  # as InProcessSession.start() does
     started = threading.Event()
@@ -313,7 +313,7 @@ def mid_answer(record: Path, truth: Path) -> None:
 
     rig.monitor.hub.subscribe(watch)
     try:
-        loop = rig.monitor.prompt_loop(_requests(), count=20, name_requests=True)
+        loop = rig.monitor.prompt_loop(_requests(), count=30, name_requests=True)
         if not started.wait(120):
             raise SystemExit("mid-answer: the 4th answer never reached 40 tokens")
         session.start_recording(str(record))

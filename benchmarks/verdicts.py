@@ -477,6 +477,14 @@ def markdown(scores: Sequence[ScenarioScore]) -> str:
             "Right: "
             + ", ".join(f"{split} {right[split][0]}/{right[split][1]}" for split in SPLITS)
         )
+    lines += ["", "### Vanilla-speed badges: at each answer's end and at the recording's end", ""]
+    lines.append("| split | at each answer's end (timeline) | at the recording's end (F4) |")
+    lines.append("|---|--:|--:|")
+    for split in SPLITS:
+        chosen = [s for s in scores if split in ("all", s.split)]
+        at_end = sum(s.flags_at_end for s in chosen)
+        final = sum(s.requests["vanilla-speed"].flagged for s in chosen)
+        lines.append(f"| {split} | {at_end} | {final} |")
     lines += ["", "### Targets missed", ""]
     failures = target_failures(scores)
     lines += [f"- {f}" for f in failures] if failures else ["- none"]
