@@ -324,18 +324,21 @@ def score_scenario(name: str, split: str, recording: Path, truth_path: Path) -> 
         context.summary if context is not None and found else "",
     )
 
-    # thermal: the main cause named for the latest answers' slowdown (none when not slow)
-    truth_cause = thermal_truth([t for _r, t in ok])
-    thermal = diagnosis.thermal if diagnosis is not None else None
-    cause = thermal.cause if thermal is not None and thermal.slow else None
-    share = thermal.clock_share if thermal is not None and thermal.slow else None
-    score.sessions["thermal"] = SessionVerdict(
-        truth_cause,
-        cause is not None,
-        {"cause": cause, "clock_share": _r(share)},
-        cause == truth_cause,
-        thermal.summary if thermal is not None and thermal.slow else "",
-    )
+    # thermal: the main cause named for the latest answers' slowdown (none when not slow); not
+    # scored where the truth knows no AL (a real server's truth by construction)
+    if any(t.get("expected_al") is not None for _r, t in ok):
+        truth_cause = thermal_truth([t for _r, t in ok])
+        thermal = diagnosis.thermal if diagnosis is not None else None
+        slow = thermal is not None and thermal.slow
+        cause = thermal.cause if thermal is not None and slow else None
+        share = thermal.clock_share if thermal is not None and slow else None
+        score.sessions["thermal"] = SessionVerdict(
+            truth_cause,
+            cause is not None,
+            {"cause": cause, "clock_share": _r(share)},
+            cause == truth_cause,
+            thermal.summary if thermal is not None and slow else "",
+        )
 
     # canary: its status after each probe, against the state of the probe's own request
     canary_truth = [t for t in truths.values() if t.get("client_request_id") is None]
