@@ -77,6 +77,14 @@ def register(subparsers: Any) -> None:
         default=None,
         help=f"sim drifts: {DRIFT_SYNTAX}",
     )
+    p.add_argument(
+        "--truth",
+        metavar="FILE",
+        default=None,
+        help="write the simulator's ground truth of every request to FILE (JSON lines keyed by "
+        "the request ids of the recording; docs/diagnosis.md, 'Ground truth'); specmon never "
+        "reads it. In the app (a terminal without --json) its keys are the server's ids",
+    )
     add_baseline_argument(p)
     add_theme_argument(p)
     add_export_argument(p)
@@ -97,6 +105,8 @@ def run(args: argparse.Namespace) -> int:
     kwargs: dict[str, Any] = {"speed": args.speed, "schedule": args.schedule, "port": 0}
     if args.drift:
         kwargs["drift"] = args.drift
+    if args.truth:
+        kwargs["truth"] = args.truth
     if args.profile is not None:
         kwargs["profile"] = args.profile
     if args.n_spec is not None:
@@ -240,7 +250,7 @@ def _drive(monitor: Monitor, args: argparse.Namespace) -> int:
     url = monitor.targets[0].base
     requests = [ChatRequest(prompt=p, max_tokens=args.max_tokens) for p in DEMO_PROMPTS]
     done = threading.Event()
-    loop = monitor.prompt_loop(requests, count=args.requests)
+    loop = monitor.prompt_loop(requests, count=args.requests, name_requests=args.truth is not None)
     loop.add_done_callback(lambda _f: done.set())
     title = f"specmon demo — simulated server {url}"
     interrupted = False

@@ -85,6 +85,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "(1..16, default 1)",
     )
     parser.add_argument(
+        "--truth",
+        metavar="FILE",
+        default=None,
+        help="write the ground truth of every request (the engine's real state) to FILE as "
+        "JSON lines, for scoring verdicts (docs/diagnosis.md, 'Ground truth'); specmon never "
+        "reads it",
+    )
+    parser.add_argument(
         "--log-interval",
         type=float,
         default=None,
@@ -119,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
         enable_per_request_metrics=args.enable_per_request_metrics,
         engines=args.engines,
         drift=args.drift,
+        truth=args.truth,
     )
     try:
         resolved = resolve(config)
@@ -126,6 +135,8 @@ def run(args: argparse.Namespace) -> int:
         return fail(NAME, str(err))
     try:
         return asyncio.run(_serve(config, resolved.n_spec))
+    except SimConfigError as err:
+        return fail(NAME, str(err))
     except OSError as err:
         print(
             f"specmon sim: cannot listen on {args.host}:{args.port}: {err.strerror}",

@@ -430,7 +430,12 @@ class Monitor:
         return future
 
     def prompt_loop(
-        self, requests: Sequence[ChatRequest], *, count: int | None = None, server: int = 0
+        self,
+        requests: Sequence[ChatRequest],
+        *,
+        count: int | None = None,
+        server: int = 0,
+        name_requests: bool = False,
     ) -> concurrent.futures.Future[list[RequestEnded]]:
         """Send `requests` in turn to server number `server` (concurrency 1, end-of-request
         scrapes), `count` in all (None: until stop()); see runtime.prompt_loop."""
@@ -443,6 +448,7 @@ class Monitor:
                 self.hub.emit,
                 scraper=self.scrapers[server],
                 count=count,
+                name_requests=name_requests,
             )
         )
         self._futures.append(future)

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from specmon.core.events import Emit, RequestEnded
 from specmon.sources.metrics_scraper import MetricsScraper, generation_tokens
-from specmon.sources.stream_client import ChatRequest, StreamClient
+from specmon.sources.stream_client import ChatRequest, StreamClient, new_request_id
 
 
 async def run_request(
@@ -45,10 +45,13 @@ async def prompt_loop(
     *,
     scraper: MetricsScraper | None = None,
     count: int | None = None,
+    name_requests: bool = False,
 ) -> list[RequestEnded]:
     """Send `requests` in turn (cycling), `count` in all (None: until cancelled).
 
     Returns the RequestEnded events (the last 1000). Model names are resolved once, up front.
+    `name_requests` sends each request's session id as vLLM's `request_id` body field, so the
+    server's own records (the simulator's truth file) name it as the session does.
     """
     if not requests:
         raise ValueError("the prompt loop needs at least one request")
@@ -60,6 +63,10 @@ async def prompt_loop(
         request = next(cycle)
         if request.model is None:
             request = replace(request, model=model)
-        result = await run_request(client, request, emit, scraper=scraper)
+        rid = None
+        if name_requests:
+            rid = new_request_id()
+            request = replace(request, extra_body={**(request.extra_body or {}), "request_id": rid})
+        result = await run_request(client, request, emit, scraper=scraper, request_id=rid)
         ended.append(result)
     return list(ended)

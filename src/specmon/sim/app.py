@@ -20,7 +20,7 @@ from specmon.sim.engine import Engine, Sleeper
 from specmon.sim.faults import FaultError, corrupt_metrics_page, parse_faults
 from specmon.sim.gpu_page import SIM_GPU_PATH, gpu_page
 from specmon.sim.http import HttpRequest, Responder
-from specmon.sim.jsonwire import dumps
+from specmon.sim.jsonwire import JsonObject, dumps
 from specmon.sim.metrics import METRICS_CONTENT_TYPE
 from specmon.sim.profiles import Profile
 from specmon.sim.schedule import Schedule
@@ -61,6 +61,8 @@ class SimApp:
         )
         self.created = int(time.time())
         self.pid = os.getpid()
+        self.refused = 0
+        """Requests refused for their length (numbers their truth lines without an id)."""
 
     # ------------------------------------------------------------------ routing
 
@@ -168,14 +170,29 @@ class SimApp:
 
     async def _generate(self, request: HttpRequest, out: Responder, chat: bool) -> None:
         body = request_body.parse_json_body(request.body)
-        req = request_body.parse_generation(
-            body,
-            chat,
-            self.profile.model,
-            self.profile.max_model_len,
-            request.headers.get("x-specmon-fault"),
-        )
+        try:
+            req = request_body.parse_generation(
+                body,
+                chat,
+                self.profile.model,
+                self.profile.max_model_len,
+                request.headers.get("x-specmon-fault"),
+            )
+        except ApiError as err:
+            self._refused_truth(body, err)
+            raise
         await self.engine.generate(req, out)
+
+    def _refused_truth(self, body: JsonObject, err: ApiError) -> None:
+        """A request refused for its length goes into the truth file (sim.truth)."""
+        truth = self.engine.truth
+        if truth is None or "maximum context length" not in err.message:
+            return
+        rid = body.get("request_id")
+        client_id = rid if isinstance(rid, str) else None
+        self.refused += 1
+        key = client_id if client_id is not None else f"refused-{self.refused}"
+        truth.refused(key, client_id, err.message, self.engine.clock() - self.engine.started_at)
 
     # ------------------------------------------------------------------ logging
 

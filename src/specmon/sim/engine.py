@@ -37,6 +37,7 @@ from specmon.sim.metrics import FinishedRequest, SimMetrics
 from specmon.sim.profiles import Profile
 from specmon.sim.schedule import Schedule
 from specmon.sim.spec_metrics import RequestSpecMetrics, SpecMetricsLevel
+from specmon.sim.truth import RequestTruth, TruthLog
 
 Sleeper = Callable[[float], Awaitable[None]]
 
@@ -84,6 +85,8 @@ class _Generation:
     loops: bool = False
     garbled: bool = False
     """A `loop` drift made this answer repeat itself (sim.drift)."""
+    truth: RequestTruth | None = None
+    """Its ground truth so far, when the server writes a truth file (sim.truth)."""
 
 
 class Engine:
@@ -146,6 +149,8 @@ class Engine:
             for phase in step_model.PHASES
         }
         self.fingerprint = responses.fingerprint(profile.vllm_version, seed)
+        self.truth: TruthLog | None = None
+        """Where the ground truth goes (`--truth FILE`, sim.truth); never read by a monitor."""
 
     def update_gauges(self) -> None:
         for engine, running in zip(self.metrics.engines, self.running_by_engine, strict=True):
@@ -210,6 +215,8 @@ class Engine:
             faults = entry.faults.merged(req.faults)
         if faults.restart:
             self.restart()
+            if self.truth is not None:
+                self.truth.restart(number, self.clock() - self.started_at)
         if faults.metrics:
             self.metrics_fault_next = faults.metrics
         if faults.error_status is not None:
@@ -228,6 +235,8 @@ class Engine:
         if garbled:
             tokens = [rng.choice(GARBLE_TOKENS) for _ in tokens]
         request_id = f"{'chatcmpl-' if req.chat else 'cmpl-'}{rng.getrandbits(128):032x}"
+        if req.request_id is not None:  # vLLM's body field names the request
+            request_id = f"{'chatcmpl-' if req.chat else 'cmpl-'}{req.request_id}"
         created = int(time.time())
         writer = (
             responses.ChunkWriter(req, request_id, created, self.fingerprint)
@@ -255,6 +264,19 @@ class Engine:
             stall_pending=faults.stall_s is not None,
             loops=loops,
             garbled=garbled,
+            truth=None
+            if self.truth is None
+            else RequestTruth(
+                number=number,
+                key=req.request_id if req.request_id is not None else request_id,
+                server_id=request_id,
+                client_request_id=req.request_id,
+                phase=phase,
+                loops=loops,
+                garbled=garbled,
+                prompt_tokens=len(req.prompt_ids),
+                arrival_s=arrival - self.started_at,
+            ),
         )
 
     async def _run(self, gen: _Generation) -> None:
@@ -298,7 +320,11 @@ class Engine:
             self.scales[gen.phase],
             self._scale_at(gen),
         )
+        scale_at = self._scale_at(gen) if gen.truth is not None else None
         for step in steps:
+            if gen.truth is not None and self.truth is not None and not step.prefill:
+                scale = self.scales[gen.phase] * (scale_at(gen.sent) if scale_at else 1.0)
+                self.truth.step(gen.truth, scale, self.gpu_state().sm_clock_mhz)
             await self._pace(gen, step)
             if out.gone:
                 return
@@ -432,6 +458,10 @@ class Engine:
         """The request leaves the engine, whatever ended it: running, KV cache, and the
         per-request histograms with its finish reason."""
         end = self.clock()
+        if gen.truth is not None and self.truth is not None:
+            self.truth.request(
+                gen.truth, tokens=gen.sent, finish=gen.reason, end_s=end - self.started_at
+            )
         self.running -= 1
         self.running_by_engine[gen.engine] -= 1
         self.kv_tokens -= gen.kv_held

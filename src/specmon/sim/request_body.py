@@ -29,6 +29,9 @@ class GenerationRequest:
     ignore_eos: bool
     model: str
     faults: Faults
+    request_id: str | None = None
+    """vLLM's `request_id` body field: the id the server uses (`chatcmpl-` + it) and, with a
+    truth file, the key of the request's truth line (sim.truth)."""
 
 
 def bool_field(body: JsonObject, key: str, default: bool = False) -> bool:
@@ -213,4 +216,15 @@ def parse_generation(
         ignore_eos=bool_field(body, "ignore_eos"),
         model=served_model,
         faults=request_faults(body, fault_header),
+        request_id=body_request_id(body),
     )
+
+
+def body_request_id(body: JsonObject) -> str | None:
+    """vLLM's optional `request_id` body field (a string), None when absent."""
+    value = body.get("request_id")
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ApiError(400, "request_id: Input should be a valid string", param="request_id")
+    return value

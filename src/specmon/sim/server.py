@@ -23,6 +23,7 @@ from specmon.sim.http import HttpServer
 from specmon.sim.profiles import DEFAULT_PROFILE, get_profile
 from specmon.sim.schedule import Schedule, parse_schedule
 from specmon.sim.spec_metrics import SpecMetricsLevel, check_level
+from specmon.sim.truth import open_truth
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +50,9 @@ class SimConfig:
     round-robin (1..16)."""
     drift: str | None = None
     """Drifts with context length, uptime, heat, or looping answers (sim.drift; default none)."""
+    truth: str | None = None
+    """A file for the ground truth of every request (sim.truth; default none). A monitor never
+    reads it: it is for scoring verdicts (benchmarks/verdicts.py)."""
 
 
 class SimConfigError(ValueError):
@@ -129,6 +133,15 @@ class SimServer:
             resolved.drift,
         )
         self.app.engine.timing_metrics = config.enable_per_request_metrics
+        if config.truth:
+            try:
+                truth = open_truth(config.truth, self.app.profile, resolved.n_spec)
+            except OSError as err:
+                raise SimConfigError(
+                    f"cannot write the truth file {config.truth!r}: {err.strerror or err}"
+                ) from None
+            truth.session(resolved.schedule, self.app.engine.drift, config.seed)
+            self.app.engine.truth = truth
         self.http = HttpServer(self.app.handle, config.host, config.port)
         self._log_task: asyncio.Task[None] | None = None
 
@@ -150,6 +163,10 @@ class SimServer:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._log_task
         await self.http.stop()
+        truth = self.app.engine.truth
+        if truth is not None:
+            self.app.engine.truth = None
+            truth.close()
 
     async def _log_loop(self, interval: float) -> None:
         last = time.monotonic()

