@@ -210,3 +210,23 @@ def _counters(tokens: float, drafts: float, accepted: float) -> tuple[MetricSamp
         MetricSample("vllm:spec_decode_num_drafts_total", labels, drafts),
         MetricSample("vllm:spec_decode_num_accepted_tokens_total", labels, accepted),
     )
+
+
+def test_the_canary_can_be_told_to_learn_its_baseline_again(tmp_path):
+    """A stored baseline (here one learned in a slow stretch) is set aside with `relearn`: the
+    first probes learn again, say so, and the new baseline replaces the stored one."""
+    from specmon.core.canary import CanaryBaseline
+
+    store = CanaryStore(tmp_path / "canary.json")
+    with start_in_thread(_config(None), log_sink=lambda _l: None) as sim:
+        key = _sim_key(sim.url)
+        store.put(key, CanaryBaseline((1.0,) * LEARN_PROBES))
+        kept = asyncio.run(canary_rounds(sim.url, store, key, 1))
+        again = asyncio.run(canary_rounds(sim.url, store, key, LEARN_PROBES, relearn=True))
+    first = kept[0]
+    assert isinstance(first, CanaryProbed) and first.expected_al == 1.0
+    probes = [e for e in again if isinstance(e, CanaryProbed)]
+    assert all(p.expected_al is None for p in probes)
+    assert probes[0].error is not None and "again" in probes[0].error
+    stored = store.get(key)
+    assert stored.learned and stored.expected_al is not None and stored.expected_al > 1.5

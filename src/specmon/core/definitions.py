@@ -12,9 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from specmon.core.canary import (
+    AGREE_SHARE,
     CANARY_MAX_TOKENS,
     CONFIRM_PROBES,
+    DEGRADED_SHARE,
     LEARN_PROBES,
+    MAX_TOLERANCE_SHARE,
     MIN_TOLERANCE_AL,
     NOISE_SIGMAS,
     WORKLOAD_SHIFT,
@@ -489,10 +492,13 @@ DEFINITIONS: tuple[Definition, ...] = (
         "canary",
         "expected AL",
         "tokens/step",
-        f"The mean AL of the first {LEARN_PROBES} canary probes of this "
-        "server+model+draft+method+K, stored under XDG data.",
-        "Learned once and kept (a drifting engine must not teach it its drift). To learn it "
-        "again, remove its entry from `$XDG_DATA_HOME/specmon/canary.json` (docs/canary.md).",
+        f"The mean AL of {LEARN_PROBES} canary probes of this server+model+draft+method+K that "
+        f"agree (within {AGREE_SHARE:.0%} of each other), stored under XDG data.",
+        "Learned only while the server is steady: the highest group of agreeing probes, and "
+        f"none while a learning probe lies {DEGRADED_SHARE:.0%} or more above it (the group is a "
+        "slow stretch). Kept once learned (a drifting engine must not teach it its drift); a "
+        f"probe {DEGRADED_SHARE:.0%} or more above it learns it again. To learn it again by hand: "
+        "`watch --canary --canary-relearn` (docs/canary.md).",
     ),
     _d(
         "canary_tolerance",
@@ -500,7 +506,9 @@ DEFINITIONS: tuple[Definition, ...] = (
         "noise",
         "tokens/step",
         f"How far below the expected AL a probe may fall: {NOISE_SIGMAS:g} standard deviations "
-        f"of the learning probes, at least {MIN_TOLERANCE_AL:g}.",
+        f"of the agreeing probes, at least {MIN_TOLERANCE_AL:g} and at most "
+        f"{MAX_TOLERANCE_SHARE:.0%} of the expected AL (a probe {DEGRADED_SHARE:.0%} below it is "
+        "never ok). Shown as `± noise` after the expected AL.",
         "Greedy answers vary a little with the batch they share with live traffic; the spread "
         "of the learning probes measures that noise on this server.",
     ),
