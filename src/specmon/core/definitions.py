@@ -439,8 +439,9 @@ DEFINITIONS: tuple[Definition, ...] = (
         f"Shown when the last positions each accept < {HINT_RATE_THRESHOLD:.0%} of steps and a "
         f"smaller n_spec keeps at least {HINT_MIN_KEPT_SHARE:.0%} of the accepted tokens.",
         "The kept share is rounded down. No hint when every position pulls its weight, when even "
-        "position 1 rarely accepts (the vanilla flag speaks then), or with fewer than 100 steps "
-        "since start.",
+        "position 1 rarely accepts (the vanilla flag speaks then), when the rare tail together "
+        f"brings more than {1 - HINT_MIN_KEPT_SHARE:.0%} of the accepted tokens, or with fewer "
+        "than 100 steps since start; the F8 screen names the gate that stopped it.",
     ),
     _d(
         "heat",
