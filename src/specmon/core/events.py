@@ -55,6 +55,10 @@ class RequestStarted:
     top_p: float | None = None
     prompt_chars: int = 0
     """Length of the prompt text; the prompt itself is not kept in events."""
+    dropped_turns: int = 0
+    """The oldest conversation turns (a question and its answer each) left out of this request
+    after the server said its context was too long (HTTP 400): the request was resent without
+    them, and these are the resent request's events (runtime.prompt_loop)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -273,6 +273,8 @@ class EventEncoder:
             "model": event.model,
             "prompt_chars": event.prompt_chars,
         }
+        if event.dropped_turns:
+            data["dropped_turns"] = event.dropped_turns
         for name in ("max_tokens", "temperature", "top_p"):
             value = getattr(event, name)
             if value is not None:
@@ -506,6 +508,7 @@ def _started(t: float, data: dict[str, Any]) -> RequestStarted:
         temperature=_opt_float(data.get("temperature")),
         top_p=_opt_float(data.get("top_p")),
         prompt_chars=_int(data.get("prompt_chars", 0)),
+        dropped_turns=max(0, _int(data.get("dropped_turns", 0))),
     )
 
 

@@ -3,18 +3,82 @@
 Requests run one at a time (concurrency 1), so the /metrics deltas around each request belong to
 it: a scrape right before the request gives the baseline, and after the request the scraper polls
 until the generation counter grew by the request's completion tokens.
+
+A chat request with `drop_on_overflow` that the server refuses because its context is too long
+(HTTP 400, `CONTEXT_OVERFLOW`) is resent without the oldest turn of its conversation, as many
+times as it has turns: it stays ONE request. The refused attempts' events are held back and
+dropped (they are not failed answers); the request that goes through carries the number of
+turns left out in its RequestStarted (`dropped_turns`), for the chat to name them.
 """
 
 from __future__ import annotations
 
 import itertools
+import re
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import replace
 
-from specmon.core.events import Emit, RequestEnded
+from specmon.core.events import Emit, Event, RequestEnded, RequestStarted, StreamChunk
 from specmon.sources.metrics_scraper import MetricsScraper, generation_tokens
-from specmon.sources.stream_client import ChatRequest, StreamClient
+from specmon.sources.stream_client import ChatRequest, StreamClient, new_request_id
+
+CONTEXT_OVERFLOW = re.compile(
+    r"HTTP 400.*(context|max_model_len|maximum model length|too long)", re.IGNORECASE
+)
+"""A failed request's error that says the prompt does not fit the model's context."""
+
+
+def is_context_overflow(ended: RequestEnded) -> bool:
+    """Whether the server refused the request because its context was too long."""
+    return ended.outcome == "failed" and CONTEXT_OVERFLOW.search(ended.error or "") is not None
+
+
+class _Held:
+    """An emit that holds an attempt's events back until it streams (then passes them on)."""
+
+    def __init__(self, emit: Emit, dropped_turns: int) -> None:
+        self.emit = emit
+        self.dropped_turns = dropped_turns
+        self.held: list[Event] | None = []
+
+    def __call__(self, event: Event) -> None:
+        if self.held is None:
+            self.emit(event)
+            return
+        self.held.append(event)
+        if isinstance(event, StreamChunk):
+            self.flush()
+
+    def flush(self) -> None:
+        held, self.held = self.held or [], None
+        for event in held:
+            if isinstance(event, RequestStarted) and self.dropped_turns:
+                event = replace(event, dropped_turns=self.dropped_turns)
+            self.emit(event)
+
+
+async def chat_dropping_on_overflow(
+    client: StreamClient, request: ChatRequest, emit: Emit, *, request_id: str | None = None
+) -> RequestEnded:
+    """`client.chat`, resent without the oldest turn while the server says the context is too
+    long and `request.drop_on_overflow` allows it (see the module docstring)."""
+    if not request.drop_on_overflow:
+        return await client.chat(request, emit, request_id=request_id)
+    rid = request_id or new_request_id()
+    messages, dropped = request.messages, 0
+    while True:
+        held = _Held(emit, dropped)
+        try:
+            ended = await client.chat(replace(request, messages=messages), held, request_id=rid)
+        except BaseException:
+            held.flush()  # cancelled (its end event is held) or broken: nothing is lost
+            raise
+        if held.held is not None and len(messages) >= 2 and is_context_overflow(ended):
+            messages, dropped = messages[2:], dropped + 1  # a question and its answer
+            continue
+        held.flush()
+        return ended
 
 
 async def run_request(
@@ -30,7 +94,7 @@ async def run_request(
     if scraper is not None:
         before = await scraper.scrape_once(emit)
         baseline = generation_tokens(before.samples) if before is not None else None
-    ended = await client.chat(request, emit, request_id=request_id)
+    ended = await chat_dropping_on_overflow(client, request, emit, request_id=request_id)
     if scraper is not None and ended.completion_tokens:
         await scraper.scrape_until_generation(
             emit, baseline=baseline, expected_tokens=ended.completion_tokens
