@@ -26,6 +26,7 @@ from specmon.core.detectors.vanilla import DEFAULT_MARGIN, DEFAULT_MIN_TOKENS
 from specmon.core.diagnosis import context_cliff, quality, thermal
 from specmon.core.gpu_reasons import SLOWDOWN_REASONS
 from specmon.core.position_worth import HINT_MIN_KEPT_SHARE, HINT_RATE_THRESHOLD
+from specmon.core.server_window import WINDOW_VANILLA_AL
 from specmon.core.step_heat import MANY_WITHOUT_K
 
 
@@ -403,6 +404,29 @@ DEFINITIONS: tuple[Definition, ...] = (
         "0..1",
         "Degraded requests / all requests of the cycle.",
         "",
+    ),
+    _d(
+        "flags_own_requests",
+        "cycle",
+        "flags (answers, cycle)",
+        "",
+        "The flags block counts only the requests specmon itself sent (chat, demo, the canary "
+        "excluded), never other clients' traffic.",
+        "A `watch` of a busy server sends none, so its counts stay at 0: the block then says it "
+        "counts specmon's own requests only (the server generated tokens, in its window or since "
+        "it started, and specmon has no answer), and the server's own traffic is in the speed, "
+        "acceptance and load sections (core/server_window.py).",
+    ),
+    _d(
+        "window_vanilla",
+        "cycle",
+        "window vanilla speed",
+        "",
+        f"The server's window AL (1 + accepted / drafts) is at most {WINDOW_VANILLA_AL:g} while "
+        "drafts are proposed: almost every draft is rejected, so the server runs at about plain "
+        "decoding's speed, whoever sends the requests.",
+        "Judged from /metrics alone, so it holds for other clients' traffic too; shown in the "
+        "flags block as `window AL 1.02 with drafts: VANILLA SPEED` (core/server_window.py).",
     ),
     _d(
         "long_run_vs_peak",
