@@ -46,7 +46,7 @@ def _statuses(*als: float) -> list[str]:
                 acceptance_length=al,
                 expected_al=b.expected_al,
                 tolerance=b.tolerance,
-                learned_probes=b.agreeing,
+                learned_probes=len(b.probes),
             )
         )
         out.append(tracker.views()[0].status)
