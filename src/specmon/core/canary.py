@@ -60,8 +60,9 @@ LEARN_PROBES = 5
 """Agreeing probes that form the baseline of a new server+model+draft+method+K."""
 MAX_LEARNING_PROBES = 12
 """Learning probes pooled (the oldest out first) while they do not agree yet."""
-AGREE_SHARE = 0.15
-"""Probes agree when each is within this share of the group's highest."""
+AGREE_SHARE = 0.25
+"""Probes agree when each is within this share of the group's highest (below DEGRADED_SHARE, so a
+group never mixes steady probes with degraded ones; wide enough for a server's batching noise)."""
 DEGRADED_SHARE = 0.30
 """A group of probes this far (relative) below another pooled probe is a degraded stretch, not
 the engine's level; and a probe this far below the expected AL is never ok."""
