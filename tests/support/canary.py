@@ -28,8 +28,8 @@ async def canary_rounds(
     out: list[Event] = []
     async with StreamClient(url, from_env=False) as client:
         scraper = MetricsScraper(metrics_url_for(url), source=client.source)
-        extra = {"relearn": True} if relearn else {}
-        probe = CanaryProbe(client, key, interval_s=0.0, clock=time.monotonic, store=store, **extra)
+        probe = CanaryProbe(client, key, interval_s=0.0, clock=time.monotonic, store=store)
+        probe.relearn = relearn
 
         async def scrape() -> None:
             scraped = await scraper.scrape_once(lambda _e: None)
