@@ -1,6 +1,6 @@
 """A chat answer whose context overflows (HTTP 400 from the simulator, max_model_len 2048) is
 resent without its oldest turns by the runtime: ONE answer, never a failed one plus an answer,
-and its RequestStarted says how many turns it went without (the chat names them)."""
+and its RequestEnded says how many turns it went without (the chat names them)."""
 
 from __future__ import annotations
 
@@ -46,12 +46,12 @@ def test_an_overflow_retry_is_one_answer_naming_the_turns_it_went_without():
     started = [e for e in retried if isinstance(e, RequestStarted)]
     ended = [e for e in retried if isinstance(e, RequestEnded)]
     assert len(started) == 1 and len(ended) == 1
-    assert ended[0].outcome == "ok" and started[0].dropped_turns == 2
+    assert ended[0].outcome == "ok" and ended[0].dropped_turns == 2
     state = SessionState(SessionInfo())
     for e in retried:
         state.apply(e)
     totals = state.view().summary
     assert (totals.ok, totals.failed) == (1, 0)
     # the recording keeps it: replay names the dropped turns too
-    line = json.loads(json.dumps(EventEncoder().encode(started[0])))
-    assert EventDecoder().decode(line) == started[0]
+    line = json.loads(json.dumps(EventEncoder().encode(ended[0])))
+    assert EventDecoder().decode(line) == ended[0]

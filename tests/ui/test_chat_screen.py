@@ -339,7 +339,7 @@ async def test_a_context_error_from_the_server_resends_with_one_turn_fewer():
 async def test_an_answer_the_runtime_resent_without_old_turns_is_one_answer_naming_them():
     """The runtime resent the request without its oldest turn (the server said the context was
     too long): the chat shows one answer, marks the turn dropped and names it in one line."""
-    from specmon.core.events import RequestStarted
+    from specmon.core.events import RequestEnded
 
     port = FakePort(answers=[["first"], ["second"]])
     app = SpecmonApp(port)
@@ -351,13 +351,8 @@ async def test_an_answer_the_runtime_resent_without_old_turns_is_one_answer_nami
         await _ask(pilot, "two")
         await wait_for_app(pilot, lambda: len(port.feeds) == 2)
         feed = port.feeds[1]
-        feed.on_event(
-            RequestStarted(
-                t=0.0, request_id=feed.request_id, source="f", model="m", dropped_turns=1
-            )
-        )
         feed.play(["fits now"])
-        feed.end()
+        feed.on_event(RequestEnded(t=1.0, request_id=feed.request_id, dropped_turns=1))
         await wait_for_app(pilot, lambda: _answers(app)[1].finished)
         await pilot.pause()
         text = screen_text(app)

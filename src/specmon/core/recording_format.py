@@ -273,8 +273,6 @@ class EventEncoder:
             "model": event.model,
             "prompt_chars": event.prompt_chars,
         }
-        if event.dropped_turns:
-            data["dropped_turns"] = event.dropped_turns
         for name in ("max_tokens", "temperature", "top_p"):
             value = getattr(event, name)
             if value is not None:
@@ -295,6 +293,8 @@ class EventEncoder:
                 data[name] = value
         if event.error is not None:
             data["error"] = self._text(event.error)
+        if event.dropped_turns:
+            data["dropped_turns"] = event.dropped_turns
         return data
 
     def _status(self, event: ServerStatusChanged) -> dict[str, Any]:
@@ -508,7 +508,6 @@ def _started(t: float, data: dict[str, Any]) -> RequestStarted:
         temperature=_opt_float(data.get("temperature")),
         top_p=_opt_float(data.get("top_p")),
         prompt_chars=_int(data.get("prompt_chars", 0)),
-        dropped_turns=max(0, _int(data.get("dropped_turns", 0))),
     )
 
 
@@ -525,6 +524,7 @@ def _ended(t: float, data: dict[str, Any]) -> RequestEnded:
         spec_decoding=spec if isinstance(spec, dict) else None,
         error=_opt_str(data.get("error")),
         server_timing=_timing(timing),
+        dropped_turns=max(0, _int(data.get("dropped_turns", 0))),
     )
 
 

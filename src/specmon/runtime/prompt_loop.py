@@ -5,10 +5,11 @@ it: a scrape right before the request gives the baseline, and after the request 
 until the generation counter grew by the request's completion tokens.
 
 A chat request with `drop_on_overflow` that the server refuses because its context is too long
-(HTTP 400, `CONTEXT_OVERFLOW`) is resent without the oldest turn of its conversation, as many
-times as it has turns: it stays ONE request. The refused attempts' events are held back and
-dropped (they are not failed answers); the request that goes through carries the number of
-turns left out in its RequestStarted (`dropped_turns`), for the chat to name them.
+(HTTP 400, `CONTEXT_OVERFLOW`, before any token) is resent without the oldest turn of its
+conversation, as many times as it has turns: it stays ONE request. Its first attempt's
+RequestStarted is passed on at once; a refused attempt's end is not (it is no failed answer),
+nor is a resent attempt's start; the final end carries the number of turns left out
+(`RequestEnded.dropped_turns`), for the chat to name them.
 """
 
 from __future__ import annotations
@@ -34,28 +35,33 @@ def is_context_overflow(ended: RequestEnded) -> bool:
     return ended.outcome == "failed" and CONTEXT_OVERFLOW.search(ended.error or "") is not None
 
 
-class _Held:
-    """An emit that holds an attempt's events back until it streams (then passes them on)."""
+class _Attempt:
+    """The emit of one attempt of a request that may be resent (see the module docstring): a
+    resent attempt's RequestStarted is not passed on (the request started once), nor is an
+    end that will be resent; the final end carries the number of turns left out."""
 
-    def __init__(self, emit: Emit, dropped_turns: int) -> None:
+    def __init__(self, emit: Emit, dropped_turns: int, may_resend: bool) -> None:
         self.emit = emit
         self.dropped_turns = dropped_turns
-        self.held: list[Event] | None = []
+        self.may_resend = may_resend
+        self.streamed = False
+
+    def resends(self, ended: RequestEnded) -> bool:
+        """Whether this attempt's end is a context overflow that is resent."""
+        return self.may_resend and not self.streamed and is_context_overflow(ended)
 
     def __call__(self, event: Event) -> None:
-        if self.held is None:
-            self.emit(event)
-            return
-        self.held.append(event)
-        if isinstance(event, StreamChunk):
-            self.flush()
-
-    def flush(self) -> None:
-        held, self.held = self.held or [], None
-        for event in held:
-            if isinstance(event, RequestStarted) and self.dropped_turns:
+        if isinstance(event, RequestStarted):
+            if self.dropped_turns:
+                return  # the request started with its first attempt
+        elif isinstance(event, StreamChunk):
+            self.streamed = True
+        elif isinstance(event, RequestEnded):
+            if self.resends(event):
+                return
+            if self.dropped_turns:
                 event = replace(event, dropped_turns=self.dropped_turns)
-            self.emit(event)
+        self.emit(event)
 
 
 async def chat_dropping_on_overflow(
@@ -68,17 +74,11 @@ async def chat_dropping_on_overflow(
     rid = request_id or new_request_id()
     messages, dropped = request.messages, 0
     while True:
-        held = _Held(emit, dropped)
-        try:
-            ended = await client.chat(replace(request, messages=messages), held, request_id=rid)
-        except BaseException:
-            held.flush()  # cancelled (its end event is held) or broken: nothing is lost
-            raise
-        if held.held is not None and len(messages) >= 2 and is_context_overflow(ended):
-            messages, dropped = messages[2:], dropped + 1  # a question and its answer
-            continue
-        held.flush()
-        return ended
+        attempt = _Attempt(emit, dropped, may_resend=len(messages) >= 2)
+        ended = await client.chat(replace(request, messages=messages), attempt, request_id=rid)
+        if not attempt.resends(ended):
+            return replace(ended, dropped_turns=dropped) if dropped else ended
+        messages, dropped = messages[2:], dropped + 1  # a question and its answer
 
 
 async def run_request(

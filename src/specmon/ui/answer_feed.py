@@ -50,7 +50,7 @@ class AnswerFeed:
         """The numbers kept when the feed's buffers were released."""
         self.dropped_turns = 0
         """The oldest turns the request was resent without, after the server said its context
-        was too long (its RequestStarted's `dropped_turns`; runtime.prompt_loop)."""
+        was too long (its RequestEnded's `dropped_turns`; runtime.prompt_loop)."""
 
     def on_event(self, event: RequestStarted | StreamChunk | RequestEnded) -> None:
         """Hub thread: fold one event of this request."""
@@ -66,7 +66,6 @@ class AnswerFeed:
                     self._arrivals.append(event.t)
             elif isinstance(event, RequestEnded):
                 self._ended = event
-            else:
                 self.dropped_turns = max(0, event.dropped_turns)
 
     def drain(self) -> Drained:
