@@ -210,3 +210,43 @@ def _counters(tokens: float, drafts: float, accepted: float) -> tuple[MetricSamp
         MetricSample("vllm:spec_decode_num_drafts_total", labels, drafts),
         MetricSample("vllm:spec_decode_num_accepted_tokens_total", labels, accepted),
     )
+
+
+def test_the_canary_can_be_told_to_learn_its_baseline_again(tmp_path):
+    """A stored baseline (here one learned in a slow stretch) is set aside with `relearn`: the
+    first probes learn again, say so, and the new baseline replaces the stored one."""
+    from specmon.core.canary import CanaryBaseline
+
+    store = CanaryStore(tmp_path / "canary.json")
+    with start_in_thread(_config(None), log_sink=lambda _l: None) as sim:
+        key = _sim_key(sim.url)
+        store.put(key, CanaryBaseline((1.0,) * LEARN_PROBES))
+        kept = asyncio.run(canary_rounds(sim.url, store, key, 1))
+        again = asyncio.run(canary_rounds(sim.url, store, key, LEARN_PROBES, relearn=True))
+    first = kept[0]
+    assert isinstance(first, CanaryProbed) and first.expected_al == 1.0
+    probes = [e for e in again if isinstance(e, CanaryProbed)]
+    assert all(p.expected_al is None for p in probes)
+    assert probes[0].error is not None and "again" in probes[0].error
+    stored = store.get(key)
+    assert stored.learned and stored.expected_al is not None and stored.expected_al > 1.5
+
+
+def test_probes_in_a_degraded_stretch_are_not_learned_as_the_baseline(tmp_path):
+    """The canary's first probes fall in a degraded stretch (the simulator's requests 3-8; live
+    request and probe alternate): the baseline is learned from the steady probes only."""
+    store = CanaryStore(tmp_path / "canary.json")
+    with start_in_thread(_config("cycle:2f,6d,40f"), log_sink=lambda _l: None) as sim:
+        key = _sim_key(sim.url)
+        events = asyncio.run(canary_rounds(sim.url, store, key, 10))
+    probes = [e for e in events if isinstance(e, CanaryProbed)]
+    als = [p.acceptance_length for p in probes]
+    assert all(al is not None for al in als)
+    slow = max(als[1:4])  # the probes of the degraded stretch
+    fast = min(als[0:1] + als[4:])
+    assert slow < 0.7 * fast  # the stretch is a real one
+    stored = store.get(key)
+    assert stored.learned and stored.expected_al is not None
+    assert stored.expected_al > 0.9 * fast  # not the mean of fast and slow probes
+    judged = [p for p in probes if p.expected_al is not None]
+    assert judged and all(p.expected_al > 0.9 * fast for p in judged)

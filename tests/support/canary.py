@@ -21,6 +21,7 @@ async def canary_rounds(
     *,
     live: bool = True,
     model: str | None = None,
+    relearn: bool = False,
 ) -> list[Event]:
     """`rounds` times: one live request (unless not `live`), a scrape, one canary tick, a scrape;
     the events the canary emitted."""
@@ -28,6 +29,7 @@ async def canary_rounds(
     async with StreamClient(url, from_env=False) as client:
         scraper = MetricsScraper(metrics_url_for(url), source=client.source)
         probe = CanaryProbe(client, key, interval_s=0.0, clock=time.monotonic, store=store)
+        probe.relearn = relearn
 
         async def scrape() -> None:
             scraped = await scraper.scrape_once(lambda _e: None)

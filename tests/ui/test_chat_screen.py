@@ -335,6 +335,33 @@ async def test_a_context_error_from_the_server_resends_with_one_turn_fewer():
         assert "failed" not in text
 
 
+@pytest.mark.slow
+async def test_an_answer_the_runtime_resent_without_old_turns_is_one_answer_naming_them():
+    """The runtime resent the request without its oldest turn (the server said the context was
+    too long): the chat shows one answer, marks the turn dropped and names it in one line."""
+    from specmon.core.events import RequestEnded
+
+    port = FakePort(answers=[["first"], ["second"]])
+    app = SpecmonApp(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await _connected(pilot)
+        await _ask(pilot, "one")
+        await wait_for_app(pilot, lambda: len(_answers(app)) == 1 and _answers(app)[0].finished)
+        port.hold = True
+        await _ask(pilot, "two")
+        await wait_for_app(pilot, lambda: len(port.feeds) == 2)
+        feed = port.feeds[1]
+        feed.play(["fits now"])
+        feed.on_event(RequestEnded(t=1.0, request_id=feed.request_id, dropped_turns=1))
+        await wait_for_app(pilot, lambda: _answers(app)[1].finished)
+        await pilot.pause()
+        text = screen_text(app)
+        assert "fits now" in text and "without the oldest 1 turn: turn 1" in text
+        assert "“one”" in text
+        assert "failed" not in text and len(port.feeds) == 2
+        assert next(iter(app.screen.query(TurnView))).has_class("-dropped")
+
+
 async def test_f3_says_why_the_last_answer_was_flagged():
     from specmon.ui.answer_numbers import AnswerNumbers
 

@@ -207,3 +207,39 @@ def test_a_missing_acceptance_rate_is_a_dash_without_a_percent_sign() -> None:
     assert _pct_field(None, 6) == "     —"
     assert _pct_field(0.29, 6) == "   29%"
     assert _pct_field(None) == "—" and _pct_field(0.5) == "50%"
+
+
+def _watch_of_a_busy_server(al: float | None = None):
+    """A view as `watch` has it: the server busy with other clients, no answer of specmon's."""
+    view = session_view()
+    server = view.servers[0]
+    if al is not None:
+        server = replace(server, window=replace(server.window, acceptance_length=al))
+    return replace(
+        view,
+        servers=(server,),
+        rows=(),
+        in_flight=(),
+        cycle=None,
+        summary=replace(view.summary, total=0, ok=0, failed=0, cancelled=0, flagged=0),
+    )
+
+
+def test_the_flags_say_they_count_only_specmon_s_own_requests_on_a_busy_server() -> None:
+    """A busy server watched by specmon: the flags no longer say `cycle: none seen (0 answers)`
+    as if nothing happened, but that they count only specmon's own requests."""
+    from specmon.ui.widgets.side_panel import panel_summary
+
+    view = _watch_of_a_busy_server()
+    flags = _sections(view)["flags"]
+    assert "none seen" not in flags
+    assert "counts specmon's own requests only" in flags
+    assert "own answers 0 failed 0" in panel_summary(view, None).plain
+    assert "VANILLA SPEED" not in flags  # a healthy window AL
+
+
+def test_a_window_al_near_1_with_drafts_is_vanilla_speed_whoever_sent_the_requests() -> None:
+    flags = _sections(_watch_of_a_busy_server(al=1.03))["flags"]
+    assert "window AL 1.03 with drafts: VANILLA SPEED" in flags
+    healthy = _sections(session_view())["flags"]
+    assert "VANILLA SPEED" not in healthy and "counts specmon's own" not in healthy

@@ -153,8 +153,8 @@ def test_canary_status_al_vs_expected_and_advice():
     )
     lines = canary_lines([_canary("ok"), drifted], name_servers=False)
     assert _plain(lines) == (
-        "canary ok AL 3.10 vs 3.20 expected\n"
-        "canary drifted AL 1.60 vs 3.20 expected\n"
+        "canary ok AL 3.10 vs 3.20 ± 0.30 expected\n"
+        "canary drifted AL 1.60 vs 3.20 ± 0.30 expected\n"
         "  the engine drifted: restart the server"
     )
     assert "$success" in _styles(lines[0]) and "bold $error" in _styles(lines[1])

@@ -145,3 +145,16 @@ def test_settings_parse_and_refuse_bad_values():
     assert "at least 1" in str(parse_settings("", "", "0"))
     assert "whole number" in str(parse_settings("", "", "2.5"))
     assert "0 to 100" in str(parse_settings("nan", "", ""))
+
+
+def test_an_overflow_retry_marks_and_names_the_turns_it_went_without():
+    c = Conversation()
+    for i in range(1, 4):
+        c.turns.append(Turn(f"question {i}\n[b]x[/b]", answer=f"answer {i}", status="ok"))
+    c.turns.append(Turn("and now?"))  # the answer streaming
+    assert c.drop_oldest(2) == (0, 1)
+    assert [t.dropped for t in c.turns] == [True, True, False, False]
+    notice = c.overflow_notice((0, 1))
+    assert "without the oldest 2 turns" in notice
+    assert "turn 1 “question 1 [b]x[/b]”, turn 2 “question 2 [b]x[/b]”" in notice
+    assert c.drop_oldest(5) == (2,)  # only the turns still in the context

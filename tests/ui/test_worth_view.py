@@ -81,3 +81,16 @@ def test_the_side_panel_hint_says_its_numbers_and_key() -> None:
     no_hint = _view((0.8,) * 8, (0.8,) * 8, drafts=1000.0)
     assert hint_line(no_hint.servers[0]).plain == ""
     assert hint_line(None).plain == ""
+
+
+def test_no_hint_names_the_gate_that_stopped_it() -> None:
+    """Positions 6-8 all accept < 5%, but dropping them would keep only 86% of the accepted
+    tokens (the hint needs 90%): F8 says so, not that every position pulls its weight."""
+    rates = (0.3, 0.2, 0.1, 0.08, 0.06, 0.04, 0.04, 0.04)
+    text = worth_text(_view(rates, rates, drafts=1000.0)).plain
+    assert "pulls its weight" not in text
+    assert "since start: positions 6-8 each accept < 5%, but n_spec 5 would keep only 86%" in text
+    assert "needs 90%" in text
+    flat = (0.8,) * 8
+    text = worth_text(_view(flat, flat, drafts=1000.0)).plain
+    assert "every position pulls its weight (the last, position 8, accepts ≥ 5%)" in text

@@ -35,6 +35,61 @@ def _learned(*als: float) -> CanaryBaseline:
     return b
 
 
+def _statuses(*als: float) -> list[str]:
+    """Each probe judged by the baseline in force, then taught to it (runtime.canary's way)."""
+    b, tracker, out = CanaryBaseline(), CanaryTracker(), []
+    for i, al in enumerate(als):
+        tracker.apply(
+            CanaryProbed(
+                t=float(i),
+                source="http://h",
+                acceptance_length=al,
+                expected_al=b.expected_al,
+                tolerance=b.tolerance,
+                learned_probes=len(b.probes),
+            )
+        )
+        out.append(tracker.views()[0].status)
+        b = b.with_probe(al, None)
+    return out
+
+
+def test_a_slow_stretch_is_never_learned_as_the_baseline():
+    """Probes taken while the server ran degraded (AL 1.0 among 3.5s) are not the baseline:
+    it is the highest group of agreeing probes, and none while a probe lies far above it."""
+    assert not _learned(3.53, 1.0, 3.74, 1.0, 1.0).learned
+    assert not _learned(3.53, 1.0, 3.74, 1.0, 1.0, 1.0, 1.0).learned  # 3.5s seen: not steady
+    b = _learned(3.53, 1.0, 3.74, 1.0, 1.0, 3.6, 3.5, 3.55)
+    assert b.learned and b.expected_al == pytest.approx((3.53 + 3.74 + 3.6 + 3.5 + 3.55) / 5)
+    assert b.with_probe(1.0, 1.0) == b  # the drift still teaches nothing
+    assert _statuses(3.53, 1.0, 3.74, 1.0, 1.0, 1.0, 1.0)[-1] == "learning"
+
+
+def test_a_baseline_learned_in_a_slow_stretch_is_learned_again_higher():
+    b = _learned(*[1.2] * LEARN_PROBES)
+    assert b.learned and b.expected_al == pytest.approx(1.2)
+    b = b.with_probe(3.5, 3.0)
+    assert not b.learned  # a probe far above: the slow baseline is learned again
+    for _ in range(LEARN_PROBES - 1):
+        b = b.with_probe(3.5, 3.0)
+    assert b.learned and b.expected_al == pytest.approx(3.5)
+
+
+@pytest.mark.parametrize(
+    ("learning", "healthy"),
+    [
+        ((2.5, 3.5, 3.0, 2.6, 3.4), 3.0),  # noisy probes: never a tolerance of 30 % and more
+        ((3.53, 1.0, 3.74, 1.0, 1.0), 3.6),  # a slow stretch among the learning probes
+        ((3.0, 3.5, 3.0, 3.5, 3.0), 3.25),
+        ((1.3, 1.5, 1.4, 1.35, 1.5), 1.4),
+    ],
+)
+def test_the_canary_is_never_ok_30_percent_below_its_healthy_al(learning, healthy):
+    steady = [healthy] * LEARN_PROBES
+    statuses = _statuses(*learning, *steady, 0.7 * healthy, 0.6 * healthy, 0.5 * healthy)
+    assert "ok" not in statuses[-3:]
+
+
 def test_the_baseline_learns_its_first_probes_then_holds():
     b = _learned(3.4, 3.5, 3.3, 3.4, 3.4)
     assert b.learned and b.expected_al == pytest.approx(3.4)
@@ -252,6 +307,7 @@ def test_the_loader_holds_a_stored_al_to_its_key_s_k(tmp_path):
         (["--canary", "1"], "from 10"),
         (["--canary", "nan"], "from 10"),
         (["--canary", "--once"], "--once"),
+        (["--canary-relearn"], "--canary-relearn goes with --canary"),
     ],
 )
 def test_watch_canary_refuses_what_it_cannot_do(extra, words, capsys):

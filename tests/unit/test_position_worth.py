@@ -160,3 +160,23 @@ def test_properties(rates: tuple[float, ...]) -> None:
         assert all(r < HINT_RATE_THRESHOLD for r in rates[w.hint.n_spec :])
         assert w.hint.kept_share >= HINT_MIN_KEPT_SHARE
         assert 1 <= w.hint.n_spec < len(rates)
+
+
+@pytest.mark.parametrize(
+    ("rates", "drafts", "words"),
+    [
+        ((0.9, 0.8, 0.7, 0.6), None, "every position pulls its weight"),
+        ((0.04, 0.03), None, "even position 1 accepts < 5%"),
+        ((0.0, 0.0), None, "no draft was accepted"),
+        ((0.9, 0.8, 0.01), 20.0, "only 20 speculative steps"),
+        ((0.3, 0.2, 0.1, 0.08, 0.06, 0.04, 0.04, 0.04), None, "would keep only 86%"),
+    ],
+)
+def test_no_hint_says_which_gate_stopped_it(
+    rates: tuple[float, ...], drafts: float | None, words: str
+) -> None:
+    worth = position_worth(rates, drafts=drafts)
+    assert worth is not None and worth.hint is None
+    assert worth.no_hint is not None and words in worth.no_hint
+    hinted = position_worth((0.9, 0.8, 0.01))
+    assert hinted is not None and hinted.hint is not None and hinted.no_hint is None

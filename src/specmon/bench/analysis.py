@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from specmon.bench.config import BenchConfig
 from specmon.bench.result import (
+    FOREIGN_THRESHOLD,
     BenchResult,
     CycleBlock,
     ErrorBlock,
@@ -32,7 +33,8 @@ from specmon.bench.result import (
     Summary,
 )
 from specmon.bench.stats import dist
-from specmon.core.counters import CounterBank, window_between
+from specmon.core import families
+from specmon.core.counters import CounterBank, sum_by_name, window_between
 from specmon.core.detectors.cycle import detect_cycle
 from specmon.core.detectors.vanilla import VanillaContext, judge
 from specmon.core.events import (
@@ -166,7 +168,8 @@ def _spec_block(
     k = len(positions) or None
     if first_point is None or last_point is None or first_point is last_point:
         return SpecDecodeBlock(counter_resets=resets), configured, k
-    stats = spec_decode_stats(window_between(first_point, last_point).deltas)
+    deltas = window_between(first_point, last_point).deltas
+    stats = spec_decode_stats(deltas)
     return (
         SpecDecodeBlock(
             acceptance_length=stats.acceptance_length,
@@ -177,6 +180,7 @@ def _spec_block(
             per_position=stats.per_position_rates,
             counter_resets=resets,
             metrics_available=True,
+            server_generation_tokens=sum_by_name(deltas, families.GENERATION_TOKENS),
         ),
         configured,
         k,
@@ -309,11 +313,20 @@ def analyze(
     )
     server_als = [r.server_al for r in ok if r.server_al is not None]
     client_als = [r.client_al for r in ok if r.client_al is not None]
+    # Bench's own tokens against the server's: another client's traffic in the /metrics deltas
+    own_tokens = sum(r.completion_tokens or 0 for r in records)
+    server_tokens = spec_block.server_generation_tokens
+    foreign = None
+    if server_tokens is not None and server_tokens > 0:
+        foreign = max(0.0, server_tokens - own_tokens) / server_tokens
     spec_block = SpecDecodeBlock(
         **{
             **{f: getattr(spec_block, f) for f in SpecDecodeBlock.__dataclass_fields__},
             "server_al_mean": sum(server_als) / len(server_als) if server_als else None,
             "client_al_mean": sum(client_als) / len(client_als) if client_als else None,
+            "own_generation_tokens": own_tokens if server_tokens is not None else None,
+            "foreign_share": foreign,
+            "metrics_reliable": foreign is None or foreign <= FOREIGN_THRESHOLD,
         }
     )
     by_message: dict[str, int] = {}

@@ -147,6 +147,10 @@ class RigCard:
     sweep: tuple[SweepRow, ...] = ()
     created_at: str | None = None
     specmon_version: str | None = None
+    foreign_share: float | None = None
+    """The share of the server's generated tokens that were not the bench's own (bench)."""
+    metrics_reliable: bool = True
+    """False when foreign traffic above the threshold mixed into the /metrics acceptance."""
 
 
 def _thermals(result: BenchResult, r: Redaction) -> tuple[ThermalRow, ...]:
@@ -207,6 +211,8 @@ def bench_card(result: BenchResult, redaction: Redaction = Redaction()) -> RigCa
         serve_line=r.text(serve),
         created_at=r.text(result.created_at),
         specmon_version=r.text(result.specmon_version),
+        foreign_share=spec.foreign_share,
+        metrics_reliable=spec.metrics_reliable,
     )
 
 
@@ -309,6 +315,13 @@ def _trio(t: tuple[float | None, float | None, float | None], digits: int = 0) -
     return " / ".join(_f(v, digits) for v in t)
 
 
+def _unreliable(card: RigCard) -> str:
+    """After the card's acceptance: another client's traffic mixed into it, when it did."""
+    if card.metrics_reliable or card.foreign_share is None:
+        return ""
+    return f" (UNRELIABLE: {card.foreign_share:.0%} of the tokens were another client's)"
+
+
 def card_markdown(card: RigCard) -> str:
     """The card as Markdown (tables ready to paste into an issue)."""
     title = "specmon rig card" + (
@@ -324,7 +337,7 @@ def card_markdown(card: RigCard) -> str:
         ("Drafter", _cell(card.draft_model)),
         ("Method", _cell(card.method)),
         ("K (num_speculative_tokens)", DASH if card.n_spec is None else str(card.n_spec)),
-        ("Acceptance length", _f(card.acceptance_length)),
+        ("Acceptance length", _f(card.acceptance_length) + _unreliable(card)),
         ("Draft acceptance rate", fmt_pct(card.acceptance_rate)),  # 42.1%, as bench says
         ("Output tok/s", _f(card.output_tok_s, 1)),
         ("Decode tok/s (mean per request)", _f(card.decode_tok_s, 1)),

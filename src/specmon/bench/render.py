@@ -20,7 +20,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from specmon.bench.result import BenchResult, fmt, fmt_pct, interrupted_line
+from specmon.bench.result import BenchResult, fmt, fmt_pct, foreign_line, interrupted_line
 from specmon.core.display_text import DASH
 from specmon.core.events import RequestEnded
 
@@ -251,7 +251,8 @@ def summary_renderable(result: BenchResult) -> RenderableType:
     parts += [Text(""), lat]
 
     sp = _kv_table()
-    sp.add_row("acceptance length (/metrics)", fmt(sd.acceptance_length, 2))
+    al = fmt(sd.acceptance_length, 2)
+    sp.add_row("acceptance length (/metrics)", al if sd.metrics_reliable else f"{al} UNRELIABLE")
     sp.add_row("draft acceptance rate", fmt_pct(sd.acceptance_rate))
     sp.add_row(
         "drafts / draft tokens / accepted",
@@ -270,6 +271,9 @@ def summary_renderable(result: BenchResult) -> RenderableType:
             Text("acceptance by draft position (/metrics)"),
             per_position_table(sd.per_position),
         ]
+    foreign = foreign_line(sd)
+    if foreign is not None:
+        parts.append(Text(foreign, style="yellow" if sd.metrics_reliable else "bold red"))
     if sd.counter_resets:
         parts.append(
             Text(

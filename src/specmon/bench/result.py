@@ -136,6 +136,38 @@ class SpecDecodeBlock:
     metrics_available: bool = False
     server_al_mean: float | None = None
     client_al_mean: float | None = None
+    server_generation_tokens: float | None = None
+    """Δ vllm:generation_tokens_total over the measured phase: every client's tokens."""
+    own_generation_tokens: int | None = None
+    """The tokens bench's own requests generated (their completion tokens)."""
+    foreign_share: float | None = None
+    """The share of the server's generated tokens that were not bench's (another client's),
+    0..1; None when the server exports no generation counter."""
+    metrics_reliable: bool = True
+    """False when foreign_share > FOREIGN_THRESHOLD: the /metrics acceptance (AL, rate, per
+    position) mixes in the other clients' traffic and is not this run's."""
+
+
+FOREIGN_THRESHOLD = 0.10
+"""A share of foreign traffic above this marks the run's /metrics acceptance unreliable."""
+
+
+def foreign_line(sd: SpecDecodeBlock) -> str | None:
+    """One line on the other clients' traffic mixed into the /metrics numbers (None: none
+    seen, or the server has no generation counter)."""
+    if sd.foreign_share is None or sd.foreign_share <= 0.0:
+        return None
+    own, total = sd.own_generation_tokens or 0, sd.server_generation_tokens or 0.0
+    line = (
+        f"foreign traffic: {sd.foreign_share:.0%} of the server's generated tokens were not "
+        f"bench's ({own:,} of {total:,.0f} were)"
+    )
+    if not sd.metrics_reliable:
+        line += (
+            f"; above {FOREIGN_THRESHOLD:.0%}, the /metrics acceptance is UNRELIABLE (it mixes "
+            "in another client's requests): use the per-request AL"
+        )
+    return line
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,6 +302,7 @@ _COUNTS = (
     "index", "prompt_tokens", "completion_tokens", "itl_count", "decode_chunks", "drafts",
     "draft_tokens", "accepted", "counter_resets", "cancelled", "by_message", "engine_dead_after",
     "server_restarts", "samples", "period", "cycles", "n", "fast_per_cycle",
+    "server_generation_tokens", "own_generation_tokens",
     "transitions_per_cycle", "degraded_per_cycle", "recoveries_per_cycle",
 )  # fmt: skip
 _RATE: Range = (0.0, 1.0, "", False)
@@ -279,7 +312,7 @@ _RANGES: dict[str, Range] = {
         ("acceptance_length", "server_al", "client_al", "server_al_mean", "client_al_mean"),
         (0.0, MAX_RESULT_N_SPEC + 1.0, "", False),
     ),
-    **dict.fromkeys(("acceptance_rate", "per_position", "share_degraded"), _RATE),
+    **dict.fromkeys(("acceptance_rate", "per_position", "share_degraded", "foreign_share"), _RATE),
     **dict.fromkeys(("duration_s", "t_send_s"), (0.0, MAX_SECONDS, "s", False)),
     **dict.fromkeys(
         ("request_throughput", "output_throughput", "total_token_throughput"),
@@ -514,7 +547,13 @@ def summary_markdown(result: BenchResult) -> str:
         f"| total tok/s | {fmt(s.total_token_throughput)} |",
         f"| request tok/s mean / max | {fmt(s.request_output_tok_s.mean)} / "
         f"{fmt(s.request_output_tok_s.max)} |",
-        f"| acceptance length (/metrics) | {fmt(sd.acceptance_length, 2)} |",
+        f"| acceptance length (/metrics) | {fmt(sd.acceptance_length, 2)}"
+        f"{'' if sd.metrics_reliable else ' (UNRELIABLE: foreign traffic)'} |",
+        *(
+            [f"| foreign traffic (share of the server's tokens) | {fmt_pct(sd.foreign_share)} |"]
+            if sd.foreign_share
+            else []
+        ),
         f"| draft acceptance rate | {fmt_pct(sd.acceptance_rate)} |",
         f"| vanilla-speed requests | {s.vanilla_requests} |",
         "",

@@ -161,6 +161,12 @@ def register(subparsers: Any) -> None:
         f"{DEFAULT_CANARY_S:g}) while it has live traffic, and flag engine drift (docs/canary.md; "
         "[watch] canary of the config file sets it for every watch of servers)",
     )
+    p.add_argument(
+        "--canary-relearn",
+        action="store_true",
+        help="with --canary: learn each server's canary baseline again from this session's "
+        "probes (after a new model revision or driver; the stored one is replaced once learned)",
+    )
 
 
 def _canary_problem(args: argparse.Namespace) -> str | None:
@@ -194,6 +200,8 @@ def run(args: argparse.Namespace) -> int:
         problem = _canary_problem(args)
         if problem is not None:
             return fail(NAME, problem)
+    elif getattr(args, "canary_relearn", False):
+        return fail(NAME, "--canary-relearn goes with --canary")
     if args.prometheus is not None:
         return _fleet(args, export, interval)
     gpu = args.gpu if args.gpu is not None else default_gpu_source(args.attach)
@@ -204,7 +212,9 @@ def run(args: argparse.Namespace) -> int:
     from specmon.cli.app_runner import wants_app  # a terminal, or a browser (specmon web)
 
     if not args.json and not args.once and wants_app():
-        canary = {"canary": args.canary} if args.canary is not None else None  # runtime.canary
+        canary: dict[str, object] | None = None  # runtime.canary's keys
+        if args.canary is not None:
+            canary = {"canary": args.canary, "canary_relearn": bool(args.canary_relearn)}
         return _app(targets, gpu, args, export, interval, extra=canary)
     try:
         monitor = Monitor(
@@ -244,7 +254,7 @@ def _run_monitor(
         if getattr(args, "canary", None) is not None and not args.once:
             from specmon.runtime.canary import start_canaries
 
-            start_canaries(monitor, args.canary)
+            start_canaries(monitor, args.canary, relearn=bool(getattr(args, "canary_relearn", 0)))
         if fleet_spec is not None:
             from specmon.runtime.fleet_run import start_fleet
 

@@ -4,12 +4,20 @@ The canary is one fixed greedy request (temperature 0, fixed prompt and max_toke
 then to a server. With greedy decoding and the same prompt, its acceptance length (AL) depends on
 the engine (model, drafter, K, kernels, numerics), not on the workload. So:
 
-- the canary's AL is compared with the AL *this* server+model+draft+method+K gave on its first
-  `LEARN_PROBES` probes (the baseline, kept on disk by sources.canary_store);
+- the canary's AL is compared with the AL *this* server+model+draft+method+K gives while it is
+  steady (the baseline, kept on disk by sources.canary_store): the learning probes are pooled
+  (the last `MAX_LEARNING_PROBES`), and the baseline is the highest group of `LEARN_PROBES`
+  probes that agree (within `AGREE_SHARE` of each other), learned only when no pooled probe lies
+  far above it (the group is then a degraded stretch: an engine cannot answer a fixed greedy
+  request better than it can; `DEGRADED_SHARE`). Probes taken in a slow stretch are so never
+  learned as the engine's level (`steady_probes`);
 - it has drifted when it falls more than its tolerance below the baseline's mean: the tolerance is
-  `NOISE_SIGMAS` times the learned spread (the standard deviation of the learning probes; batching
-  with live traffic changes numerics a little), at least `MIN_TOLERANCE_AL`; `CONFIRM_PROBES`
-  probes in a row beyond it flag the engine as drifted, with the advice to restart the server;
+  `NOISE_SIGMAS` times the learned spread (the standard deviation of the agreeing probes; batching
+  with live traffic changes numerics a little), at least `MIN_TOLERANCE_AL` and at most
+  `MAX_TOLERANCE_SHARE` of the expected AL (so a probe `DEGRADED_SHARE` below it is never ok);
+  `CONFIRM_PROBES` probes in a row beyond it flag the engine as drifted, with the advice to
+  restart the server. A probe far above the baseline goes back to the pool: the baseline was
+  learned in a slow stretch after all, and is learned again;
 - the live traffic's AL (from the /metrics counters between two probes) is reported next to it:
   live AL moved while the canary held = the workload changed; the canary moved = the engine did.
 
@@ -49,10 +57,20 @@ DEFAULT_INTERVAL_S = 300.0
 MIN_INTERVAL_S = 10.0
 MAX_INTERVAL_S = 86_400.0
 LEARN_PROBES = 5
-"""Probes that form the baseline of a new server+model+draft+method+K."""
+"""Agreeing probes that form the baseline of a new server+model+draft+method+K."""
+MAX_LEARNING_PROBES = 12
+"""Learning probes pooled (the oldest out first) while they do not agree yet."""
+AGREE_SHARE = 0.25
+"""Probes agree when each is within this share of the group's highest (below DEGRADED_SHARE, so a
+group never mixes steady probes with degraded ones; wide enough for a server's batching noise)."""
+DEGRADED_SHARE = 0.30
+"""A group of probes this far (relative) below another pooled probe is a degraded stretch, not
+the engine's level; and a probe this far below the expected AL is never ok."""
 NOISE_SIGMAS = 3.0
 MIN_TOLERANCE_AL = 0.15
 """The smallest tolerance (AL): greedy answers vary a little with the batch they share."""
+MAX_TOLERANCE_SHARE = 0.25
+"""The largest tolerance, as a share of the expected AL (below DEGRADED_SHARE)."""
 CONFIRM_PROBES = 2
 """Probes in a row beyond the tolerance before the engine is flagged as drifted."""
 WORKLOAD_SHIFT = 0.15
@@ -100,44 +118,87 @@ def n_spec_of_key(key_id: str) -> int | None:
     return k if isinstance(k, int) and not isinstance(k, bool) and k >= 0 else None
 
 
+def steady_probes(probes: Iterable[float]) -> tuple[float, ...] | None:
+    """The probes the baseline is learned from, None while there are none yet: the highest
+    group of at least LEARN_PROBES probes within AGREE_SHARE of its highest member, provided no
+    probe lies DEGRADED_SHARE or more above the group's mean (the group is then a slow stretch,
+    and the engine's real level has not been seen often enough yet)."""
+    ordered = sorted(probes, reverse=True)
+    if len(ordered) < LEARN_PROBES:
+        return None
+    for i in range(len(ordered) - LEARN_PROBES + 1):
+        head = ordered[i]
+        group = tuple(p for p in ordered[i:] if p >= head * (1.0 - AGREE_SHARE))
+        if len(group) < LEARN_PROBES:
+            continue
+        if statistics.fmean(group) < (1.0 - DEGRADED_SHARE) * ordered[0]:
+            return None
+        return group
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class CanaryBaseline:
-    """The learning probes' ALs (at most LEARN_PROBES) and the live AL seen meanwhile."""
+    """The learning probes' ALs (the last MAX_LEARNING_PROBES) and the live AL seen meanwhile;
+    the baseline proper is their steady group (`steady_probes`)."""
 
     probes: tuple[float, ...] = ()
     live: tuple[float, ...] = ()
 
     @property
+    def steady(self) -> tuple[float, ...] | None:
+        return steady_probes(self.probes)
+
+    @property
     def learned(self) -> bool:
-        return len(self.probes) >= LEARN_PROBES
+        return self.steady is not None
+
+    @property
+    def agreeing(self) -> int:
+        """How many probes agree so far (the view's "n/5 probes" while learning)."""
+        best = 0
+        ordered = sorted(self.probes, reverse=True)
+        for i, head in enumerate(ordered):
+            best = max(best, sum(1 for p in ordered[i:] if p >= head * (1.0 - AGREE_SHARE)))
+        return min(best, LEARN_PROBES) if self.steady is None else len(self.steady)
 
     @property
     def expected_al(self) -> float | None:
-        return statistics.fmean(self.probes) if self.probes else None
+        steady = self.steady
+        return statistics.fmean(steady) if steady else None
 
     @property
     def spread(self) -> float | None:
-        """Standard deviation of the learning probes (None before two)."""
-        return statistics.stdev(self.probes) if len(self.probes) >= 2 else None
+        """Standard deviation of the steady probes (None before the baseline is learned)."""
+        steady = self.steady
+        return statistics.stdev(steady) if steady is not None and len(steady) >= 2 else None
 
     @property
     def tolerance(self) -> float | None:
         """How far below the expected AL a probe may fall before it counts as drifting."""
-        if not self.learned:
+        expected = self.expected_al
+        if expected is None:
             return None
-        return max(MIN_TOLERANCE_AL, NOISE_SIGMAS * (self.spread or 0.0))
+        floor = max(MIN_TOLERANCE_AL, NOISE_SIGMAS * (self.spread or 0.0))
+        return min(floor, MAX_TOLERANCE_SHARE * expected)
 
     @property
     def live_reference(self) -> float | None:
         return statistics.fmean(self.live) if self.live else None
 
     def with_probe(self, al: float, live_al: float | None) -> CanaryBaseline:
-        """The baseline after one more probe: learning probes are added; once learned, it
-        stays as it is (a drifting engine must not teach the baseline its drift)."""
-        if self.learned:
+        """The baseline after one more probe. While learning, the probe joins the pool. Once
+        learned, it changes nothing (a drifting engine must not teach the baseline its drift)
+        unless it lies DEGRADED_SHARE or more above the expected AL: the baseline was then
+        learned in a slow stretch, the probe joins the pool and the baseline is learned again."""
+        expected = self.expected_al
+        if expected is not None and al * (1.0 - DEGRADED_SHARE) <= expected:
             return self
-        live = (*self.live, live_al) if live_al is not None else self.live
-        return CanaryBaseline((*self.probes, al), live)
+        probes = (*self.probes, al)[-MAX_LEARNING_PROBES:]
+        live = self.live
+        if live_al is not None:
+            live = (*live, live_al)[-MAX_LEARNING_PROBES:]
+        return CanaryBaseline(probes, live)
 
     def problem(self, n_spec: int | None) -> str | None:
         """Why this baseline must not be stored for K = `n_spec` (None: it may be): the store's
@@ -158,8 +219,8 @@ class CanaryBaseline:
         when it is not one."""
         if not isinstance(value, Mapping):
             raise ValueError("a canary baseline is not an object")
-        probes = _als(value.get("probes"), "probes", n_spec)[:LEARN_PROBES]
-        live = _als(value.get("live", []), "live", n_spec)[:LEARN_PROBES]
+        probes = _als(value.get("probes"), "probes", n_spec)[-MAX_LEARNING_PROBES:]
+        live = _als(value.get("live", []), "live", n_spec)[-MAX_LEARNING_PROBES:]
         return cls(probes, live)
 
 

@@ -12,9 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from specmon.core.canary import (
+    AGREE_SHARE,
     CANARY_MAX_TOKENS,
     CONFIRM_PROBES,
+    DEGRADED_SHARE,
     LEARN_PROBES,
+    MAX_TOLERANCE_SHARE,
     MIN_TOLERANCE_AL,
     NOISE_SIGMAS,
     WORKLOAD_SHIFT,
@@ -23,6 +26,7 @@ from specmon.core.detectors.vanilla import DEFAULT_MARGIN, DEFAULT_MIN_TOKENS
 from specmon.core.diagnosis import context_cliff, quality, thermal
 from specmon.core.gpu_reasons import SLOWDOWN_REASONS
 from specmon.core.position_worth import HINT_MIN_KEPT_SHARE, HINT_RATE_THRESHOLD
+from specmon.core.server_window import WINDOW_VANILLA_AL
 from specmon.core.step_heat import MANY_WITHOUT_K
 
 
@@ -402,6 +406,29 @@ DEFINITIONS: tuple[Definition, ...] = (
         "",
     ),
     _d(
+        "flags_own_requests",
+        "cycle",
+        "flags (answers, cycle)",
+        "",
+        "The flags block counts only the requests specmon itself sent (chat, demo, the canary "
+        "excluded), never other clients' traffic.",
+        "A `watch` of a busy server sends none, so its counts stay at 0: the block then says it "
+        "counts specmon's own requests only (the server generated tokens, in its window or since "
+        "it started, and specmon has no answer), and the server's own traffic is in the speed, "
+        "acceptance and load sections (core/server_window.py).",
+    ),
+    _d(
+        "window_vanilla",
+        "cycle",
+        "window vanilla speed",
+        "",
+        f"The server's window AL (1 + accepted / drafts) is at most {WINDOW_VANILLA_AL:g} while "
+        "drafts are proposed: almost every draft is rejected, so the server runs at about plain "
+        "decoding's speed, whoever sends the requests.",
+        "Judged from /metrics alone, so it holds for other clients' traffic too; shown in the "
+        "flags block as `window AL 1.02 with drafts: VANILLA SPEED` (core/server_window.py).",
+    ),
+    _d(
         "long_run_vs_peak",
         "cycle",
         "long-run vs fast",
@@ -436,8 +463,9 @@ DEFINITIONS: tuple[Definition, ...] = (
         f"Shown when the last positions each accept < {HINT_RATE_THRESHOLD:.0%} of steps and a "
         f"smaller n_spec keeps at least {HINT_MIN_KEPT_SHARE:.0%} of the accepted tokens.",
         "The kept share is rounded down. No hint when every position pulls its weight, when even "
-        "position 1 rarely accepts (the vanilla flag speaks then), or with fewer than 100 steps "
-        "since start.",
+        "position 1 rarely accepts (the vanilla flag speaks then), when the rare tail together "
+        f"brings more than {1 - HINT_MIN_KEPT_SHARE:.0%} of the accepted tokens, or with fewer "
+        "than 100 steps since start; the F8 screen names the gate that stopped it.",
     ),
     _d(
         "heat",
@@ -489,10 +517,13 @@ DEFINITIONS: tuple[Definition, ...] = (
         "canary",
         "expected AL",
         "tokens/step",
-        f"The mean AL of the first {LEARN_PROBES} canary probes of this "
-        "server+model+draft+method+K, stored under XDG data.",
-        "Learned once and kept (a drifting engine must not teach it its drift). To learn it "
-        "again, remove its entry from `$XDG_DATA_HOME/specmon/canary.json` (docs/canary.md).",
+        f"The mean AL of {LEARN_PROBES} canary probes of this server+model+draft+method+K that "
+        f"agree (within {AGREE_SHARE:.0%} of each other), stored under XDG data.",
+        "Learned only while the server is steady: the highest group of agreeing probes, and "
+        f"none while a learning probe lies {DEGRADED_SHARE:.0%} or more above it (the group is a "
+        "slow stretch). Kept once learned (a drifting engine must not teach it its drift); a "
+        f"probe {DEGRADED_SHARE:.0%} or more above it learns it again. To learn it again by hand: "
+        "`watch --canary --canary-relearn` (docs/canary.md).",
     ),
     _d(
         "canary_tolerance",
@@ -500,7 +531,9 @@ DEFINITIONS: tuple[Definition, ...] = (
         "noise",
         "tokens/step",
         f"How far below the expected AL a probe may fall: {NOISE_SIGMAS:g} standard deviations "
-        f"of the learning probes, at least {MIN_TOLERANCE_AL:g}.",
+        f"of the agreeing probes, at least {MIN_TOLERANCE_AL:g} and at most "
+        f"{MAX_TOLERANCE_SHARE:.0%} of the expected AL (a probe {DEGRADED_SHARE:.0%} below it is "
+        "never ok). Shown as `± noise` after the expected AL.",
         "Greedy answers vary a little with the batch they share with live traffic; the spread "
         "of the learning probes measures that noise on this server.",
     ),

@@ -99,6 +99,10 @@ class RequestEnded:
     server_timing: dict[str, Any] | None = None
     """vLLM's per-request timing fields (`--enable-per-request-metrics`: queue_time_ms,
     time_to_first_token_ms, ...; core.server_timing) when the server returned them."""
+    dropped_turns: int = 0
+    """The oldest conversation turns (a question and its answer each) this request was resent
+    without, after the server said its context was too long (HTTP 400): one request, whose
+    refused attempts are not events of their own (runtime.prompt_loop)."""
 
 
 # ---------------------------------------------------------------- server (/metrics, logs, health)

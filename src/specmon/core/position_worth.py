@@ -78,6 +78,8 @@ class PositionWorth:
     share_of_accepted: tuple[float, ...] | None
     kept_share: tuple[float, ...] | None
     hint: TrimHint | None
+    no_hint: str | None = None
+    """Why there is no hint (None when there is one): the gate that stopped it, in words."""
 
     @property
     def n_spec(self) -> int:
@@ -115,29 +117,43 @@ def _hint(
     drafts: float | None,
     threshold: float,
     min_kept_share: float,
-) -> TrimHint | None:
+) -> TrimHint | str:
     """The smallest n ≥ 1 such that every position from n on accepts less than `threshold`,
-    when dropping those positions keeps at least `min_kept_share` of the accepted tokens."""
+    when dropping those positions keeps at least `min_kept_share` of the accepted tokens; else
+    why there is none (the gate that stopped it, one sentence)."""
+    pct = f"{threshold * 100:.0f}%"
     if kept is None:
-        return None  # nothing accepted: the vanilla-speed flag speaks, not a trim hint
+        # nothing accepted: the vanilla-speed flag speaks, not a trim hint
+        return "no draft was accepted at all (no position to keep)"
     if drafts is not None and drafts < HINT_MIN_DRAFTS:
-        return None
+        return (
+            f"only {drafts:.0f} speculative steps since start, fewer than "
+            f"{HINT_MIN_DRAFTS:.0f} to judge rare positions"
+        )
     k = len(rates)
     n = k
     while n > 0 and rates[n - 1] < threshold:
         n -= 1
-    if n == k or n == 0:
-        # No rare tail, or even the first position rarely accepts (no n_spec ≥ 1 helps).
-        return None
+    if n == k:
+        return f"every position pulls its weight (the last, position {k}, accepts ≥ {pct})"
+    if n == 0:
+        return f"even position 1 accepts < {pct} (no n_spec ≥ 1 helps; see the vanilla flag)"
     share = kept[n]
-    if share < min_kept_share:
-        return None
     first, last = n + 1, k
+    if share < min_kept_share:
+        # Floor, as below: never claim more than was measured.
+        kept_pct = math.floor(share * 100 + 1e-9)
+        verb = "accepts" if first == last else "each accept"
+        return (
+            f"{position_range_text(first, last)} {verb} < {pct}, but n_spec {n} would keep only "
+            f"{kept_pct}% of the accepted tokens (a hint needs {min_kept_share * 100:.0f}%): "
+            "together they bring too much to drop"
+        )
     # Floor, so the sentence never claims more than was measured (0.996 reads 99%, not 100%).
     kept_pct = math.floor(share * 100 + 1e-9)
     verb = "accepts" if first == last else "accept"
     text = (
-        f"{position_range_text(first, last)} {verb} < {threshold * 100:.0f}%: n_spec {n} keeps "
+        f"{position_range_text(first, last)} {verb} < {pct}: n_spec {n} keeps "
         f"{kept_pct}% of the accepted tokens at lower verify cost"
     )
     return TrimHint(
@@ -178,12 +194,14 @@ def position_worth(
     else:
         shares = kept = None
     expected_t = tuple(expected)
+    found = _hint(clean, expected_t, kept, drafts, threshold, min_kept_share)
     return PositionWorth(
         rates=clean,
         expected_tokens=expected_t,
         share_of_accepted=shares,
         kept_share=kept,
-        hint=_hint(clean, expected_t, kept, drafts, threshold, min_kept_share),
+        hint=found if isinstance(found, TrimHint) else None,
+        no_hint=found if isinstance(found, str) else None,
     )
 
 
@@ -213,3 +231,16 @@ def server_position_worth(server: ServerView) -> ServerPositionWorth:
     return ServerPositionWorth(
         window=window_worth(server.window), lifetime=lifetime_worth(server.lifetime)
     )
+
+
+def no_hint_reason(worth: ServerPositionWorth) -> str:
+    """Why neither the since-start nor the window numbers give a trim hint, as one sentence
+    naming the numbers each reason comes from (the F8 modal's line)."""
+    parts = [
+        f"{which}: {w.no_hint}"
+        for which, w in (("since start", worth.lifetime), ("window", worth.window))
+        if w is not None and w.no_hint is not None
+    ]
+    if not parts:
+        return "No trim hint: no per-position numbers to judge."
+    return "No trim hint. " + "; ".join(parts) + "."

@@ -293,6 +293,8 @@ class EventEncoder:
                 data[name] = value
         if event.error is not None:
             data["error"] = self._text(event.error)
+        if event.dropped_turns:
+            data["dropped_turns"] = event.dropped_turns
         return data
 
     def _status(self, event: ServerStatusChanged) -> dict[str, Any]:
@@ -522,6 +524,7 @@ def _ended(t: float, data: dict[str, Any]) -> RequestEnded:
         spec_decoding=spec if isinstance(spec, dict) else None,
         error=_opt_str(data.get("error")),
         server_timing=_timing(timing),
+        dropped_turns=max(0, _int(data.get("dropped_turns", 0))),
     )
 
 

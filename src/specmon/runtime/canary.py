@@ -78,6 +78,7 @@ class CanaryProbe:
         store: CanaryStore | None = None,
         check_s: float = DEFAULT_CHECK_S,
         sleep: Sleeper = asyncio.sleep,
+        relearn: bool = False,
     ) -> None:
         self.client = client
         self.key = key
@@ -87,6 +88,8 @@ class CanaryProbe:
         self.store = store
         self.check_s = check_s
         self.sleep = sleep
+        self.relearn = relearn
+        """Learn the baseline again from this session's probes (the stored one is replaced)."""
         self.latest: Totals | None = None
         self._at_last: Totals | None = None
         self._own = _Own()
@@ -181,7 +184,7 @@ class CanaryProbe:
             completion_tokens=stats.completion_tokens,
             expected_al=baseline.expected_al if baseline.learned else None,
             tolerance=baseline.tolerance,
-            learned_probes=len(baseline.probes),
+            learned_probes=baseline.agreeing,
             live_acceptance_length=live.acceptance_length,
             live_reference=baseline.live_reference,
             error=error,
@@ -212,7 +215,9 @@ class CanaryProbe:
     async def _load(self) -> CanaryBaseline:
         if self._baseline is None:
             self._baseline = CanaryBaseline()
-            if self.store is not None:
+            if self.relearn:
+                self._note("learning the canary baseline again (asked to relearn)")
+            elif self.store is not None:
                 try:
                     self._baseline = await asyncio.to_thread(self.store.get, self.key)
                 except CanaryStoreError as exc:
@@ -274,9 +279,11 @@ def start_canaries(
     *,
     store: CanaryStore | None = None,
     check_s: float = DEFAULT_CHECK_S,
+    relearn: bool = False,
 ) -> list[CanaryProbe]:
     """Start one canary per attached server of a started monitor (until monitor.stop()).
-    `store` None: the default file under XDG data."""
+    `store` None: the default file under XDG data; `relearn`: the stored baselines are learned
+    again from this session's probes (and replaced once learned)."""
     if monitor.info is None:
         raise RuntimeError("the monitor is not started")
     store = store if store is not None else CanaryStore()
@@ -289,6 +296,7 @@ def start_canaries(
             clock=monitor.hub.clock,
             store=store,
             check_s=check_s,
+            relearn=relearn,
         )
         monitor.hub.subscribe(probe.observe)
         monitor.run_source(probe.run)
@@ -299,11 +307,13 @@ def start_canaries(
 EXTRA_KEY = "canary"
 """The key of `SessionConfig.extra` that asks the collector for canaries: the interval in
 seconds (runtime.session starts them with `start_canary_from_extra`)."""
+RELEARN_KEY = "canary_relearn"
+"""The key of `SessionConfig.extra` that asks the canaries to learn their baselines again."""
 
 
 def start_canary_from_extra(monitor: Monitor, extra: dict[str, object]) -> list[CanaryProbe]:
     """Start the canaries a session config asks for ([] when it asks for none)."""
     interval = extra.get(EXTRA_KEY)
     if isinstance(interval, int | float) and not isinstance(interval, bool) and interval >= 0:
-        return start_canaries(monitor, float(interval))
+        return start_canaries(monitor, float(interval), relearn=extra.get(RELEARN_KEY) is True)
     return []

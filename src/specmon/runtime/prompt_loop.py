@@ -3,18 +3,82 @@
 Requests run one at a time (concurrency 1), so the /metrics deltas around each request belong to
 it: a scrape right before the request gives the baseline, and after the request the scraper polls
 until the generation counter grew by the request's completion tokens.
+
+A chat request with `drop_on_overflow` that the server refuses because its context is too long
+(HTTP 400, `CONTEXT_OVERFLOW`, before any token) is resent without the oldest turn of its
+conversation, as many times as it has turns: it stays ONE request. Its first attempt's
+RequestStarted is passed on at once; a refused attempt's end is not (it is no failed answer),
+nor is a resent attempt's start; the final end carries the number of turns left out
+(`RequestEnded.dropped_turns`), for the chat to name them.
 """
 
 from __future__ import annotations
 
 import itertools
+import re
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import replace
 
-from specmon.core.events import Emit, RequestEnded
+from specmon.core.events import Emit, Event, RequestEnded, RequestStarted, StreamChunk
 from specmon.sources.metrics_scraper import MetricsScraper, generation_tokens
 from specmon.sources.stream_client import ChatRequest, StreamClient, new_request_id
+
+CONTEXT_OVERFLOW = re.compile(
+    r"HTTP 400.*(context|max_model_len|maximum model length|too long)", re.IGNORECASE
+)
+"""A failed request's error that says the prompt does not fit the model's context."""
+
+
+def is_context_overflow(ended: RequestEnded) -> bool:
+    """Whether the server refused the request because its context was too long."""
+    return ended.outcome == "failed" and CONTEXT_OVERFLOW.search(ended.error or "") is not None
+
+
+class _Attempt:
+    """The emit of one attempt of a request that may be resent (see the module docstring): a
+    resent attempt's RequestStarted is not passed on (the request started once), nor is an
+    end that will be resent; the final end carries the number of turns left out."""
+
+    def __init__(self, emit: Emit, dropped_turns: int, may_resend: bool) -> None:
+        self.emit = emit
+        self.dropped_turns = dropped_turns
+        self.may_resend = may_resend
+        self.streamed = False
+
+    def resends(self, ended: RequestEnded) -> bool:
+        """Whether this attempt's end is a context overflow that is resent."""
+        return self.may_resend and not self.streamed and is_context_overflow(ended)
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, RequestStarted):
+            if self.dropped_turns:
+                return  # the request started with its first attempt
+        elif isinstance(event, StreamChunk):
+            self.streamed = True
+        elif isinstance(event, RequestEnded):
+            if self.resends(event):
+                return
+            if self.dropped_turns:
+                event = replace(event, dropped_turns=self.dropped_turns)
+        self.emit(event)
+
+
+async def chat_dropping_on_overflow(
+    client: StreamClient, request: ChatRequest, emit: Emit, *, request_id: str | None = None
+) -> RequestEnded:
+    """`client.chat`, resent without the oldest turn while the server says the context is too
+    long and `request.drop_on_overflow` allows it (see the module docstring)."""
+    if not request.drop_on_overflow:
+        return await client.chat(request, emit, request_id=request_id)
+    rid = request_id or new_request_id()
+    messages, dropped = request.messages, 0
+    while True:
+        attempt = _Attempt(emit, dropped, may_resend=len(messages) >= 2)
+        ended = await client.chat(replace(request, messages=messages), attempt, request_id=rid)
+        if not attempt.resends(ended):
+            return replace(ended, dropped_turns=dropped) if dropped else ended
+        messages, dropped = messages[2:], dropped + 1  # a question and its answer
 
 
 async def run_request(
@@ -30,7 +94,7 @@ async def run_request(
     if scraper is not None:
         before = await scraper.scrape_once(emit)
         baseline = generation_tokens(before.samples) if before is not None else None
-    ended = await client.chat(request, emit, request_id=request_id)
+    ended = await chat_dropping_on_overflow(client, request, emit, request_id=request_id)
     if scraper is not None and ended.completion_tokens:
         await scraper.scrape_until_generation(
             emit, baseline=baseline, expected_tokens=ended.completion_tokens

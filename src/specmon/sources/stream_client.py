@@ -86,6 +86,9 @@ class ChatRequest:
     top_p: float | None = None
     extra_body: Mapping[str, Any] | None = None
     messages: tuple[tuple[str, str], ...] = ()
+    drop_on_overflow: bool = False
+    """When the server refuses the context as too long (HTTP 400), resend without the oldest
+    turn of `messages` (a question and its answer), as the same request (runtime.prompt_loop)."""
 
     def chat_messages(self) -> list[dict[str, str]]:
         """The messages sent: the system prompt, the conversation, then the prompt."""

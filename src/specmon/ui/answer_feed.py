@@ -48,6 +48,9 @@ class AnswerFeed:
         """Session-clock time of the request's last event (its start, then each chunk)."""
         self._final: AnswerNumbers | None = None
         """The numbers kept when the feed's buffers were released."""
+        self.dropped_turns = 0
+        """The oldest turns the request was resent without, after the server said its context
+        was too long (its RequestEnded's `dropped_turns`; runtime.prompt_loop)."""
 
     def on_event(self, event: RequestStarted | StreamChunk | RequestEnded) -> None:
         """Hub thread: fold one event of this request."""
@@ -63,6 +66,7 @@ class AnswerFeed:
                     self._arrivals.append(event.t)
             elif isinstance(event, RequestEnded):
                 self._ended = event
+                self.dropped_turns = max(0, event.dropped_turns)
 
     def drain(self) -> Drained:
         """The text that arrived since the last drain, and the end when it just arrived.

@@ -7,6 +7,7 @@ Pure logic (no textual, no I/O), so the trimming rule is tested exactly.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -148,6 +149,27 @@ class Conversation:
             notice="; ".join(notice_parts) or None,
         )
 
+    def drop_oldest(self, n: int) -> tuple[int, ...]:
+        """Mark the `n` oldest turns still in the context dropped (the server said the context
+        was too long and the request went without them); their indexes."""
+        kept = [i for i, t in enumerate(self.turns) if t.in_context][: max(0, n)]
+        for i in kept:
+            self.turns[i].dropped = True
+        return tuple(kept)
+
+    def overflow_notice(self, dropped: Sequence[int]) -> str:
+        """The line that names the turns an answer went without (1-based, prompts cut)."""
+        named = ", ".join(
+            f"turn {i + 1} “{_cut_prompt(self.turns[i].prompt)}”"
+            for i in dropped
+            if 0 <= i < len(self.turns)
+        )
+        n = len(dropped)
+        return (
+            f"the server said the context was too long: the answer was asked again without the "
+            f"oldest {n} turn{'s' if n != 1 else ''}: {named or 'none still shown'}"
+        )
+
     def apply_drops(self, plan: Plan) -> None:
         """Mark the plan's dropped turns (they stay on screen, out of the context)."""
         for i in plan.drop:
@@ -187,3 +209,9 @@ def parse_settings(temperature: str, top_p: str, max_tokens: str) -> ChatSetting
         if m < 1:
             return "max tokens must be at least 1"
     return ChatSettings(t, p, m)
+
+
+def _cut_prompt(prompt: str, limit: int = 32) -> str:
+    """A prompt on one short line, for a notice (shown literally by the caller)."""
+    flat = " ".join(prompt.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -226,6 +226,7 @@ class LivePort:
             top_p=ask.top_p,
             extra_body=ask.extra_body,
             messages=ask.messages,
+            drop_on_overflow=True,  # one answer, resent without its oldest turns if need be
         )
         rid = f"chat{next(_answer_ids)}"
         feed = AnswerFeed(rid, self.server.n_spec if self.server else None)

@@ -4,7 +4,6 @@ answers."""
 
 from __future__ import annotations
 
-import re
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -23,6 +22,7 @@ from textual.worker import Worker
 
 from specmon.core.step_heat import AnswerHeat, answer_heat, pieces_from_chunks
 from specmon.core.views import SessionView
+from specmon.runtime.prompt_loop import CONTEXT_OVERFLOW
 from specmon.ui.answer_feed import AnswerFeed
 from specmon.ui.answer_numbers import AnswerNumbers
 from specmon.ui.chat_actions import answer_to_copy, copied_line, keep_copy
@@ -72,9 +72,7 @@ SETTLE_FRAMES = 60
 """After an answer ends its numbers keep being refreshed for this many text frames (3 s): the
 /metrics acceptance and the vanilla-speed verdict arrive after the stream."""
 
-_CONTEXT_ERROR = re.compile(
-    r"HTTP 400.*(context|max_model_len|maximum model length|too long)", re.IGNORECASE
-)
+_CONTEXT_ERROR = CONTEXT_OVERFLOW  # the runtime resends first; this is the fallback
 
 
 class ChatScreen(RecordingScreen):
@@ -164,6 +162,8 @@ class ChatScreen(RecordingScreen):
         self.turn: Turn | None = None
         self.view: TurnView | None = None
         self._pending: tuple[str, int] | None = None
+        self._overflow_named = False
+        """Whether the streaming answer's overflow drops were named (runtime.prompt_loop)."""
         self._timer: Timer | None = None
         self._frames = 0
         self._settling: tuple[AnswerFeed, TurnView, int] | None = None
@@ -368,12 +368,24 @@ class ChatScreen(RecordingScreen):
         self.turn, self.view = turn, view
         self._settling = None
         self._pending = (prompt, extra_drop)
+        self._overflow_named = False
         self.feed = self.port.ask(request)
         self.answer_feeds[view.answer] = self.feed
         turn.request_id = self.feed.request_id
         self._frames = 0
         if self._timer is not None:
             self._timer.resume()
+
+    def _name_overflow_drops(self, n: int) -> None:
+        """The answer was asked again without its `n` oldest turns (the server said the context
+        was too long): mark them dropped and name them in one line. It stays one answer."""
+        self._overflow_named = True
+        dropped = self.conversation.drop_oldest(n)
+        views = list(self.query_one("#conversation", VerticalScroll).query(TurnView))
+        for i in dropped:
+            if i < len(views):
+                views[i].mark_dropped()
+        self._notice(self.conversation.overflow_notice(dropped))
 
     def _notice(self, text: str, *, failed: bool = False) -> None:
         note = Static(literal(text), classes="notice")
@@ -395,6 +407,8 @@ class ChatScreen(RecordingScreen):
             self._settle_frame()
             return
         drained = feed.drain()
+        if feed.dropped_turns and not self._overflow_named:
+            self._name_overflow_drops(feed.dropped_turns)
         answer = view.answer
         if drained.text:
             answer.append(drained.text)

@@ -77,6 +77,8 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "Panel: flags, the cycle line",
         (
+            "flags_own_requests",
+            "window_vanilla",
             "cycle_period",
             "cycle_phases",
             "cycle_episodes",

@@ -21,6 +21,7 @@ from textual.widgets import Label, Static
 
 from specmon.core.position_worth import (
     PositionWorth,
+    no_hint_reason,
     server_position_worth,
 )
 from specmon.core.views import SessionView
@@ -102,10 +103,7 @@ def worth_text(view: SessionView | None, *, styles: Styles = CONSOLE_STYLES) -> 
     found = chosen_hint(worth)
     out.append("\n")
     if found is None:
-        out.append(
-            "No trim hint: every position pulls its weight, or there are too few steps to tell.",
-            style="dim",
-        )
+        out.append(no_hint_reason(worth), style="dim")
     else:
         hint, which = found
         out.append(f"{hint.text} ({which}).", style=f"bold {styles.warning}")

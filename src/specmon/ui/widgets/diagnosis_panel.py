@@ -202,7 +202,8 @@ def canary_lines(canaries: Sequence[CanaryView], *, name_servers: bool) -> list[
             head = head + Content(f" {c.learned_probes}/{c.learn_probes} probes")
         elif c.acceptance_length is not None:
             expected = "—" if c.expected_al is None else f"{c.expected_al:.2f}"
-            head = head + Content(f" AL {c.acceptance_length:.2f} vs {expected} expected")
+            band = "" if c.tolerance is None else f" ± {c.tolerance:.2f}"  # the noise band
+            head = head + Content(f" AL {c.acceptance_length:.2f} vs {expected}{band} expected")
         lines.append(head)
         if c.error:  # a failed probe's error, or a note (a stored entry skipped, ...)
             style = "$error" if c.status == "failed" else "$warning"

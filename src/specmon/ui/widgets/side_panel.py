@@ -27,6 +27,7 @@ from specmon.core.events import GpuReading
 from specmon.core.histogram_quantiles import choose_latency
 from specmon.core.position_worth import ServerPositionWorth, TrimHint, server_position_worth
 from specmon.core.redaction import redact_url
+from specmon.core.server_window import others_traffic, window_vanilla
 from specmon.core.views import CycleView, ServerView, SessionView
 from specmon.ui.answer_numbers import AnswerNumbers
 from specmon.ui.formatting import (
@@ -344,7 +345,11 @@ def gpu_section(view: SessionView, *, styles: Styles = CONSOLE_STYLES) -> Text:
     return out
 
 
-def flags_section(view: SessionView, *, styles: Styles = CONSOLE_STYLES) -> Text:
+def flags_section(
+    view: SessionView, server: ServerView | None = None, *, styles: Styles = CONSOLE_STYLES
+) -> Text:
+    """The counts of specmon's own answers, the cycle over them, and what the server's window
+    says when other clients' traffic is all there is (core.server_window)."""
     s = view.summary
     transitions = sum(
         1 for r in view.rows if r.speed_class is not None and r.speed_class.kind == "transition"
@@ -357,10 +362,22 @@ def flags_section(view: SessionView, *, styles: Styles = CONSOLE_STYLES) -> Text
         f"vanilla-speed {vanilla:>5}   transition {transitions:>5}\n"
         f"cancelled     {s.cancelled:>5}"  # Esc on an answer is not a failure
     )
+    if server is not None and window_vanilla(server.window):
+        al = server.window.acceptance_length or 1.0
+        out.append(
+            f"\nwindow AL {al:.2f} with drafts: VANILLA SPEED",
+            style=f"bold {styles.error}",
+        )
     cycle = cycle_text(view.cycle)
     if cycle and view.cycle is not None:
         for line in cycle_lines(view.cycle):
             out.append("\n" + line, style=styles.warning)
+    elif others_traffic(server, s.total):
+        out.append(
+            "\ncounts specmon's own requests only: it sent\n"
+            "none; the server's traffic is in speed,\nacceptance and load above",
+            style="dim",
+        )
     else:
         seen = view.cycle.requests if view.cycle else 0
         out.append(f"\ncycle: none seen ({seen} answer{'' if seen == 1 else 's'})", style="dim")
@@ -413,7 +430,7 @@ def panel_sections(
         ("positions", positions_section(server, n_spec, styles=styles)),
         ("load", load_section(view, server)),
         ("gpu", gpu_section(view, styles=styles)),
-        ("flags", flags_section(view, styles=styles)),
+        ("flags", flags_section(view, server, styles=styles)),
     ]
 
 
@@ -451,7 +468,8 @@ def panel_summary(
         out.append(f"  AL {fmt_field(w.acceptance_length if w else None, '.2f')}")
         out.append(f"  acc {_pct_field(w.draft_acceptance_rate if w else None)}")
         s = view.summary
-        out.append(f"  answers {s.total} failed {s.failed}")
+        own = "own answers" if others_traffic(server, s.total) else "answers"
+        out.append(f"  {own} {s.total} failed {s.failed}")
         if s.cancelled:
             out.append(f" cancelled {s.cancelled}")
         c = view.cycle
