@@ -224,8 +224,12 @@ def run_a_server(tmp_path: Path, then: str) -> tuple[subprocess.Popen[bytes], in
     return run, pgid
 
 
-@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
+@pytest.mark.parametrize(
+    "how", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name
+)
 def test_a_run_killed_leaves_no_server_behind(tmp_path: Path, how: signal.Signals):
+    """However the run ends without stopping its server (pytest ends on SIGINT after its own
+    teardown; SIGTERM and SIGKILL end it at once), the guard stops the server's group."""
     run, pgid = run_a_server(tmp_path, "wait")
     try:
         assert len(wait_for(lambda: len(live(pgid)) >= 2 and live(pgid), "the server's child")) >= 2
