@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,13 @@ from hypothesis import settings
 
 # Real `vllm serve` fixtures (vllm_draft_same, vllm_ngram, ...) for every test folder.
 pytest_plugins = ["tests.real_vllm.fixtures"]
+
+# pytest keeps each test module, its asserts rewritten, as a .pyc in the module's __pycache__
+# (git-ignored), unless bytecode writing is off: where PYTHONDONTWRITEBYTECODE is set (the project's
+# machine image sets it), every run, in each pytest-xdist worker, parsed and rewrote all ~340 test
+# modules again, about 7 s of CPU per process before the first test. The suite writes them anyway;
+# the programs the tests start inherit the environment unchanged.
+sys.dont_write_bytecode = False
 
 # Shared, noisy machines: no per-example deadline (timing is never what a property tests). CI runs
 # derandomized, so a run is repeatable; local runs explore new examples each time.

@@ -44,12 +44,21 @@ class Lines:
     def __init__(self, stream: object) -> None:
         self.lines: list[str] = []
         self._lock = threading.Lock()
+        self._ended = threading.Event()
         threading.Thread(target=self._read, args=(stream,), daemon=True).start()
 
     def _read(self, stream: object) -> None:
-        for raw in stream:  # type: ignore[attr-defined]
-            with self._lock:
-                self.lines.append(raw.decode("utf-8", "replace").rstrip("\n"))
+        try:
+            for raw in stream:  # type: ignore[attr-defined]
+                with self._lock:
+                    self.lines.append(raw.decode("utf-8", "replace").rstrip("\n"))
+        finally:
+            self._ended.set()
+
+    def read_to_the_end(self) -> None:
+        """Until the reader has taken the last line (the child has exited, but its last lines
+        may still be in the pipe: on a loaded machine the reader runs after the test)."""
+        wait_for(self._ended.is_set, "the end of the child's output", timeout=WAIT_S)
 
     def text(self) -> str:
         with self._lock:
@@ -109,6 +118,8 @@ def test_bench_interrupted_writes_what_it_measured(
     proc, out, err = _start(args)
     err.wait_for(lambda t: _measured(t) >= 3, "3 measured requests")
     code = _stop(proc, sig)
+    out.read_to_the_end()
+    err.read_to_the_end()
     assert code == 128 + int(sig), f"exit {code}\n{err.text()}"
     text = err.text() + out.text()
     assert "Traceback" not in text and "nothing measured" not in text, text
@@ -137,6 +148,8 @@ def test_sweep_interrupted_keeps_the_point_in_progress_as_partial(
     # The first point ends (20 requests), the second has measured some when the signal comes.
     err.wait_for(lambda t: _measured(t) >= 20 + 2, "the second point's second request")
     code = _stop(proc, sig)
+    out.read_to_the_end()
+    err.read_to_the_end()
     assert code == 128 + int(sig), f"exit {code}\n{err.text()}"
     text = err.text() + out.text()
     assert "Traceback" not in text and "exiting now" not in text, text
@@ -186,6 +199,8 @@ def test_host_mode_bench_interrupted_writes_and_stops_the_server(
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
+    out.read_to_the_end()
+    err.read_to_the_end()
     assert code == 128 + int(sig), f"exit {code}\n{err.text()}"
     text = err.text() + out.text()
     assert "Traceback" not in text and "exiting now" not in text, text

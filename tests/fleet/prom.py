@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -166,3 +167,35 @@ class Prometheus:
             interval=0.25,
             detail=self.log_tail,
         )
+
+    def wait_for_counters(self, *server_urls: str, timeout: float = 30.0) -> None:
+        """Until the latest sample of each server's `vllm:generation_tokens_total` here equals
+        what the server serves now: a scrape after the traffic has landed (a fixed pause of two
+        scrape intervals only hoped for it, and on a loaded machine may not be long enough)."""
+
+        def served(url: str) -> float:
+            page = httpx.get(url + "/metrics", timeout=5.0).text
+            return sum(float(m) for m in _GENERATION_TOKENS.findall(page))
+
+        def stored(url: str) -> float | None:
+            instance = url.split("//", 1)[1]
+            query = f'sum(vllm:generation_tokens_total{{instance="{instance}"}})'
+            with contextlib.suppress(httpx.HTTPError, KeyError, ValueError):
+                r = httpx.get(self.url + "/api/v1/query", params={"query": query}, timeout=5.0)
+                result = r.json()["data"]["result"]
+                return float(result[0]["value"][1]) if result else None
+            return None
+
+        def behind() -> list[str]:
+            return [url for url in server_urls if stored(url) != served(url)]
+
+        wait_for(
+            lambda: not behind(),
+            "the servers' last counters in the Prometheus",
+            timeout=timeout,
+            interval=0.25,
+            detail=lambda: f"behind: {behind()}\n{self.log_tail()}",
+        )
+
+
+_GENERATION_TOKENS = re.compile(r"^vllm:generation_tokens_total(?:\{[^}]*\})? (\S+)$", re.MULTILINE)

@@ -71,7 +71,7 @@ def test_fleet_lists_vllm_targets_with_the_same_al_as_attach(
             time.sleep(1.5)  # every series has a sample from before the traffic
             traffic(a)
             traffic(b)
-            time.sleep(2.5)  # two scrape intervals: the last values are in the Prometheus
+            prom.wait_for_counters(a.url, b.url)  # the last values are in the Prometheus
             attach.scrape_all_once()
             direct = by_source(attach.view(fresh=True))
             state = SessionState(SessionInfo())
@@ -111,7 +111,7 @@ def test_fleet_survives_the_prometheus_restarting(start_prometheus: StartPrometh
         prom.wait_for_scrapes("up == 1", 2)
         time.sleep(1.5)
         traffic(a, requests=2)
-        time.sleep(2.5)
+        prom.wait_for_counters(a.url)
         fleet = fleet_for(prom.url, timeout=2.0)
         state = SessionState(SessionInfo())
         assert read(fleet, state).error is None
@@ -257,7 +257,7 @@ def test_watch_prometheus_once_json(start_prometheus: StartPrometheus) -> None:
         prom.wait_for_scrapes("up == 1", 2)
         time.sleep(1.2)
         traffic(a, requests=1)
-        time.sleep(2.5)
+        prom.wait_for_counters(a.url)
         done = run_specmon(
             "watch", "--prometheus", prom.url, "--once", "--json", "--rate-window", "30"
         )

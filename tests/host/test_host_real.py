@@ -224,7 +224,8 @@ def test_sweep_host_mode_on_real_vllm_measures_each_point_and_leaves_no_process(
     """`specmon sweep --model <dir> --method ngram --n-spec 0,4 -- --served-model-name tiny`:
     one real server per point (vanilla has no speculative config), each benched from the
     model the server lists; the table, the recommendation and its command line with the model
-    directory; every vLLM process gone at the end."""
+    directory; every vLLM process gone at the end. The two server starts are most of its time;
+    the bench at each point is the least that measures it (2 requests, no warm-up)."""
     import uuid
 
     mark = uuid.uuid4().hex  # in the sweep's environment: every process it starts inherits it
@@ -232,7 +233,7 @@ def test_sweep_host_mode_on_real_vllm_measures_each_point_and_leaves_no_process(
     argv = [
         sys.executable, "-m", "specmon", "sweep", "--vllm", str(vllm_python.parent / "vllm"),
         "--model", str(tiny_models.target), "--method", "ngram", "--n-spec", "0,4",
-        "--repeats", "1", "--num-prompts", "3", "--warmups", "1", "--input-len", "32",
+        "--repeats", "1", "--num-prompts", "2", "--warmups", "0", "--input-len", "32",
         "--output-len", "64", "--ignore-eos", "--gpu", "none", "--ready-timeout", str(READY_S),
         "--out", str(out),
         "--", "--served-model-name", "tiny", "--dtype", "bfloat16", "--max-model-len", "1024",

@@ -7,12 +7,14 @@ Registered from tests/conftest.py (`pytest_plugins`). Fixtures:
 - `vllm_draft_same`, `vllm_draft_noised`, `vllm_draft_other`, `vllm_ngram`, `vllm_plain`:
   a running VllmServer (.url, .log_path, .model_name, .n_spec, .method, .name, .args, .pid)
 
-Each server starts at most once per run, when a test first needs it, and stops right after the
-last collected test that needs it. At most MAX_ALIVE run at once (about 3 GB each): when a new one
-must start, the running one needed again latest is stopped first (and restarted in place, same
-object, if a later test needs it). A server that cannot start FAILS the tests that need it, with
-the last 50 lines of its log; SPECMON_SKIP_REAL_VLLM=1 skips them locally, and is an error when CI
-is set.
+The tests that need a server run one server's after another (those that need none first; every
+other test keeps its place), so each server starts once per run, when a test first needs it, and
+stops right after the last test that needs it. At most MAX_ALIVE run at once (about 3 GB each):
+when a new one must start, the running one needed again latest is stopped first (and restarted
+in place, same object, if a later test needs it). A server that cannot start FAILS the tests that
+need it, with the last 50 lines of its log; SPECMON_SKIP_REAL_VLLM=1 skips them locally, and is an
+error when CI is set. Each server has a guard process that stops it if the run dies first
+(server.py, guard.py).
 """
 
 from __future__ import annotations
@@ -196,6 +198,29 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if REAL_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(marker)
+    group_by_server(items)
+
+
+def group_by_server(items: list[pytest.Item]) -> None:
+    """Reorder, in place, the tests that use the real tier so that the tests of one server run one
+    after another: first those that need no server (the parser checks, host mode, which starts its
+    own), then each server's, in the order the servers first appear. A test keeps its place among
+    those of its server, and every other test keeps its slot. Collection order mixes the servers
+    (folder by folder), and with the cap on live servers that stopped and restarted some."""
+    slots = [
+        i for i, item in enumerate(items) if REAL_FIXTURES & set(getattr(item, "fixturenames", ()))
+    ]
+    real = [items[i] for i in slots]
+    first: dict[tuple[str, ...], int] = {}
+    for item in real:
+        first.setdefault(tuple(sorted(needed_specs(item))), len(first))
+
+    def key(item: pytest.Item) -> tuple[bool, int]:
+        servers = tuple(sorted(needed_specs(item)))
+        return bool(servers), first[servers]
+
+    for slot, item in zip(slots, sorted(real, key=key), strict=True):
+        items[slot] = item
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -2,6 +2,8 @@
 
 A server runs in its own session (start_new_session), so stopping it signals every process vLLM
 spawned (API server, engine core, worker). Stopping verifies that no process of the group is left.
+Each server has a guard process (guard.py) that stops the group if the run that started it dies
+without stopping it (SIGTERM or SIGKILL of pytest, a pytest-xdist worker ended by its controller).
 """
 
 from __future__ import annotations
@@ -12,11 +14,13 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+from tests.real_vllm import guard as guard_script
 from tests.real_vllm.tiny_models import TinyModels
 from tests.real_vllm.vllm_env import vllm_cache_root
 
@@ -199,6 +203,8 @@ class VllmServer:
     process: subprocess.Popen[bytes] = field(repr=False)
     started_s: float = 0.0  # seconds from launch to healthy
     model_name: str = MODEL_NAME
+    guard: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    """Stops the group if this run dies first (guard.py); released once `stop` has."""
 
     @property
     def name(self) -> str:
@@ -229,6 +235,12 @@ class VllmServer:
         SIGTERM goes to the API server first (vLLM then shuts its engine down in order), then to
         the whole group, then SIGKILL to whatever is left.
         """
+        try:
+            self._stop_group()
+        finally:
+            release_guard(self.guard)
+
+    def _stop_group(self) -> None:
         pgid = self.process.pid  # leader of its own session and group
         with contextlib.suppress(ProcessLookupError):
             self.process.send_signal(signal.SIGTERM)
@@ -246,6 +258,34 @@ class VllmServer:
             f"vllm server {self.name}: processes of group {pgid} survived SIGKILL: "
             f"{group_members(pgid)}"
         )
+
+
+def start_guard(pgid: int) -> subprocess.Popen[bytes]:
+    """A guard.py process for group `pgid`: it stops the group when this process's end of its
+    standard input closes without a release (this process died)."""
+    return subprocess.Popen(
+        [sys.executable, guard_script.__file__, str(pgid)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # neither a Ctrl-C nor a signal to the run's group reaches it
+    )
+
+
+def release_guard(guard: subprocess.Popen[bytes] | None) -> None:
+    """Tell a guard that its server was stopped here, and reap it (idempotent)."""
+    if guard is None or guard.stdin is None or guard.stdin.closed:
+        return
+    with contextlib.suppress(OSError):  # BrokenPipeError: the guard already ended
+        guard.stdin.write(f"{guard_script.RELEASE}\n".encode())
+        guard.stdin.flush()
+    with contextlib.suppress(OSError):
+        guard.stdin.close()
+    try:
+        guard.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        guard.kill()
+        guard.wait()
 
 
 def _wait_group_gone(process: subprocess.Popen[bytes], pgid: int, timeout_s: float) -> bool:
@@ -286,7 +326,10 @@ def start_server(
                 env=server_env(),
                 start_new_session=True,
             )
-        server = VllmServer(spec, f"http://127.0.0.1:{port}", port, log_path, args, process)
+        server = VllmServer(
+            spec, f"http://127.0.0.1:{port}", port, log_path, args, process,
+            guard=start_guard(process.pid),
+        )  # fmt: skip
         launched = time.monotonic()
         try:
             _wait_healthy(server, ready_timeout_s)

@@ -22,7 +22,11 @@ from specmon.ui.widgets.diagnosis_panel import DiagnosisSection
 
 
 @pytest.mark.slow
-async def test_demo_thermal_drift_shows_the_gpu_throttle_and_its_share_of_the_slowdown():
+async def test_demo_thermal_drift_shows_the_gpu_throttle_and_its_share_of_the_slowdown(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    # The attribution needs 8 answers; the demo's pause between two of them is not under test.
+    monkeypatch.setattr("specmon.ui.screens.chat.AUTO_PROMPT_GAP_S", 0.1)
     config = SimConfig(speed=50.0, seed=1, drift="thermal:2")
     with start_in_thread(config, log_sink=lambda _l: None) as sim:
 
