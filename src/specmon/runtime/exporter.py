@@ -6,8 +6,10 @@ with the `server` each request went to:
 - `specmon_request_acceptance_length` (histogram): each finished ok request's acceptance length
   (the chosen source: the server's per-request object, else chunk sizes, else /metrics deltas);
 - `specmon_request_decode_tokens_per_second` (histogram): each finished ok request's decode tok/s;
-- `specmon_vanilla_speed_requests_total{reason}` (counter): requests flagged as running at
-  vanilla speed, once per reason code (docs/definitions.md);
+- `specmon_vanilla_speed_requests_total{reason}` (counter): requests whose verdict is
+  vanilla-speed (core.verdict), once per reason code (docs/definitions.md);
+- `specmon_flagged_requests_total{verdict}` (counter): requests by flagged verdict (loop,
+  garbled, transition, vanilla-speed): the counts the panel, the timeline and `--json` show;
 - `specmon_requests_total{outcome}` (counter): finished requests;
 - `specmon_degradation_cycle_detected` (gauge, 0/1) and `specmon_degradation_cycle_period_requests`
   (gauge; NaN when no cycle) with `specmon_degradation_cycle_share_degraded`: the cycle
@@ -15,7 +17,9 @@ with the `server` each request went to:
 
 It follows the session's published views (`update(view)`, called every half second by
 `follow`), so every number is the one the screens show: a view's rows not seen before are
-observed once. The HTTP server (prometheus_client's) binds 127.0.0.1 unless told otherwise.
+observed once, when its verdict is settled (an ok row waits for the session's speed levels;
+core.detectors.speed_class). The HTTP server (prometheus_client's) binds 127.0.0.1 unless
+told otherwise.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from specmon.core.errors import SpecmonError
+from specmon.core.verdict import request_verdict
 from specmon.core.views import SessionView
 
 if TYPE_CHECKING:
@@ -96,6 +101,12 @@ class Exporter:
             ["server", "reason"],
             registry=r,
         )
+        self.verdicts = Counter(
+            "specmon_flagged_requests",
+            "Requests by flagged verdict: loop, garbled, transition, vanilla-speed.",
+            ["server", "verdict"],
+            registry=r,
+        )
         self.requests = Counter(
             "specmon_requests",
             "Finished requests seen by specmon, by outcome.",
@@ -139,6 +150,8 @@ class Exporter:
             new = 0
             current: set[str] = set()
             for row in view.rows:
+                if not row.settled:
+                    continue  # counted once its verdict is settled
                 current.add(row.request_id)
                 if row.request_id in self._seen:
                     continue
@@ -152,8 +165,11 @@ class Exporter:
                     self.acceptance.labels(server).observe(al)
                 if row.decode_tok_s is not None and math.isfinite(row.decode_tok_s):
                     self.decode.labels(server).observe(row.decode_tok_s)
-                if row.vanilla is not None and row.vanilla.flagged:
-                    for code in row.vanilla.codes or ("flagged",):
+                verdict = request_verdict(row)
+                if verdict.flagged:
+                    self.verdicts.labels(server, verdict.kind).inc()
+                if verdict.kind == "vanilla-speed":
+                    for code in tuple(c for c, _ in verdict.reasons) or ("flagged",):
                         self.flagged.labels(server, code).inc()
             # Rows leave the view oldest first and never come back: keeping only the ids still
             # shown bounds the set by the view's row cap.

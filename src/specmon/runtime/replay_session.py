@@ -41,6 +41,7 @@ from specmon.core.clock import Clock, monotonic_clock
 from specmon.core.detectors.cycle import detect_cycle
 from specmon.core.events import Event, SessionInfo, StreamChunk
 from specmon.core.session_state import SessionState
+from specmon.core.verdict import request_verdict
 from specmon.core.views import RequestRow, SessionView
 
 SPEEDS: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
@@ -129,8 +130,9 @@ class ReplayTimeline:
     start: float
     end: float
     flags: Sequence[float]
-    """Where every vanilla-speed request of the recording appears (its end), in order: its speed
-    class as decided at its end, as the live screens decide a badge. A compact array of times."""
+    """Where every flagged request of the recording appears (its end), in order: its verdict
+    (core.verdict: loop, garbled, transition or vanilla-speed) as the session state settles it,
+    the one every screen counts. A compact array of times."""
     marks: tuple[TimelineTick, ...]
     """Markers, counter resets and status changes, in order (the first MAX_TIMELINE_MARKS)."""
     phases: tuple[PhaseSpan, ...]
@@ -175,12 +177,8 @@ class ReplayPosition:
 
 
 def flagged(row: RequestRow) -> bool:
-    """Whether a finished row is at vanilla speed (its speed class, or its verdict)."""
-    if row.outcome != "ok":
-        return False
-    if row.speed_class is not None:
-        return row.speed_class.kind == "vanilla-speed"
-    return row.vanilla is not None and row.vanilla.flagged
+    """Whether a finished row is flagged (its verdict, core.verdict)."""
+    return request_verdict(row).flagged
 
 
 def cycle_phases(
@@ -197,7 +195,7 @@ def cycle_phases(
         for r in view.rows
         if r.outcome == "ok" and r.decode_tok_s is not None and r.t_end is not None
     ][-speeds_window:]
-    report = detect_cycle([r.decode_tok_s for r in timed if r.decode_tok_s is not None])
+    report = detect_cycle([r.decode_tok_s if r.quality is None else None for r in timed])
     if report is not None:
         for row, phase in zip(timed, report.classes, strict=False):
             t1 = row.t_end if row.t_end is not None else end
@@ -213,21 +211,26 @@ class _TimelineBuilder:
     """Follows the first pass's fold: the time of every flagged request and of every marker."""
 
     def __init__(self) -> None:
-        self.flags = array("d")
+        self.flagged: dict[tuple[str, float | None], float] = {}
+        """Each flagged request's end, by (request id, end) (a verdict that changes updates
+        it)."""
         self.marks: list[TimelineTick] = []
         self.counts: dict[TickKind, int] = {}
-        self._requests = 0
+        self._changes = 0
         self._markers = 0
 
     def after(self, state: SessionState, t: float) -> None:
-        """Note what the event just folded (at fold time `t`) added: a finished request that is
-        flagged, markers."""
-        if state.requests_finished != self._requests:
-            self._requests = state.requests_finished
-            row = state.newest_row()
-            if row is not None and flagged(row):
-                self.flags.append(t)
-                self.counts["flag"] = self.counts.get("flag", 0) + 1
+        """Note what the event just folded (at fold time `t`) changed: a request's verdict
+        given or changed (flagged or not any more), markers."""
+        changed = state.verdict_changes_made - self._changes
+        if changed:
+            self._changes = state.verdict_changes_made
+            for change in state.newest_verdict_changes(changed):
+                key = (change.request_id, change.t)
+                if change.flagged:
+                    self.flagged[key] = change.t if change.t is not None else t
+                else:
+                    self.flagged.pop(key, None)
         added = state.markers_added - self._markers
         if added:
             self._markers = state.markers_added
@@ -239,10 +242,12 @@ class _TimelineBuilder:
 
     def timeline(self, view: SessionView, start: float, end: float) -> ReplayTimeline:
         phases, period = cycle_phases(view, end)
-        jumps = array("d", sorted({*self.flags, *(m.t for m in self.marks)}))
-        return ReplayTimeline(
-            start, end, self.flags, tuple(self.marks), phases, period, dict(self.counts), jumps
-        )
+        flags = array("d", sorted(self.flagged.values()))
+        jumps = array("d", sorted({*flags, *(m.t for m in self.marks)}))
+        counts = dict(self.counts)
+        if flags:
+            counts["flag"] = len(flags)
+        return ReplayTimeline(start, end, flags, tuple(self.marks), phases, period, counts, jumps)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

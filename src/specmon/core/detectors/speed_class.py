@@ -5,24 +5,28 @@ neither "ok" nor at vanilla speed: it is a transition between the two levels the
 between (the seeds' cycle: 5 fast, 1 transition, 3 degraded, 1 recovery).
 
 Rule (pure; inputs in, classes out):
-1. Levels: the decode speeds of the last `window` ok requests are split into a fast and a slow
-   level by the cycle detector's classification (`detectors.cycle.classify`: the 1-D two-means
-   split, levels as the medians of the points classified fast / degraded, re-estimated until
-   stable; no levels unless the slow level is at least 25% below the fast one and the gap is at
-   least 4 robust spreads of each level). Levels need at least `MIN_REQUESTS` ok requests, at
-   least one at the slow level (the first answer to fall to vanilla speed is the one to flag),
-   and at least `MIN_FAST` at the fast level: one answer far above the rest (read in one burst,
-   a cached prompt) is an outlier, not a level.
+1. Levels: the decode speeds of the last `window` ok requests that the quality sentinel did not
+   flag (a loop runs far above the fast level and a garbled answer far below it: neither is a
+   speed level) are split into a fast and a slow level by the cycle detector's classification
+   (`detectors.cycle.classify`: the 1-D two-means split, levels as the medians of the points
+   classified fast / degraded, re-estimated until stable; no levels unless the slow level is at
+   least 25% below the fast one and the gap is at least 4 robust spreads (1.4826 x MAD) of each
+   level). Levels need at least `MIN_REQUESTS` such requests, at least `MIN_SLOW` at the slow
+   level and at least `MIN_FAST` at the fast level: one answer far from the rest (read in one
+   burst, a cached prompt, the first answer of a transition) is an outlier, not a level.
 2. With levels H (fast) and L (slow) and gap G = H - L, a request's decode speed s is
-   - fast      when s ≥ H - G/4,
-   - slow      when s ≤ L + G/4,
+   - fast      when s >= H - G/4,
+   - slow      when s <= L + G/4,
    - between   otherwise (the same thresholds as the cycle detector).
 3. Class:
    - vanilla-speed when the vanilla verdict flagged the request (its reasons are kept), or when
      it is at the slow level ("slow_level");
    - transition when it is between the levels ("between_levels");
    - ok otherwise (fast, or no levels in the window).
-Badges of older rows follow the current levels: they may change as the levels are re-estimated.
+4. When (session_state): a request is classed at its end when levels exist then; else it waits
+   (unsettled) and is classed against the first levels that appear while it is still among the
+   last `window` requests, or settled as ok when it leaves them without levels. A class, once
+   settled, does not change, so every screen counts the same badges.
 """
 
 from __future__ import annotations
@@ -40,6 +44,11 @@ MIN_REQUESTS = 4
 """Ok requests with a decode speed needed before levels are estimated (cycle.classify's own)."""
 MIN_FAST = 2
 """Requests needed at the fast level for it to be a level."""
+MIN_SLOW = 3
+"""Requests needed at the slow level for it to be a level. One slow answer may be the first of
+a transition (r6 of the seeds' cycle, 112 tok/s between 205 and 60, is one), and two pass the
+separation test whatever they are (103 and 59 tok/s under 221: two points' robust spread is half
+their difference): with fewer, the rows wait (step 4) and are classed once the level is seen."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,9 +67,13 @@ class SpeedLevels:
         return self.slow_tok_s + (self.fast_tok_s - self.slow_tok_s) / 4
 
 
-def speed_levels(speeds: Sequence[float], *, window: int = DEFAULT_WINDOW) -> SpeedLevels | None:
-    """The fast and slow levels of the last `window` speeds; None when they are one level."""
-    recent = [float(s) for s in speeds[-window:]] if window > 0 else []
+def speed_levels(
+    speeds: Sequence[float | None], *, window: int = DEFAULT_WINDOW
+) -> SpeedLevels | None:
+    """The fast and slow levels of the last `window` speeds (None entries, answers the quality
+    sentinel flagged, are left out); None when they are not two levels."""
+    known = [float(s) for s in speeds if s is not None]
+    recent = known[-window:] if window > 0 else []
     if len(recent) < MIN_REQUESTS:
         return None
     classes = cycle.classify(recent)
@@ -68,7 +81,7 @@ def speed_levels(speeds: Sequence[float], *, window: int = DEFAULT_WINDOW) -> Sp
         return None
     fast = [s for s, c in zip(recent, classes, strict=True) if c == cycle.FAST]
     slow = [s for s, c in zip(recent, classes, strict=True) if c == cycle.DEGRADED]
-    if len(fast) < MIN_FAST or not slow:
+    if len(fast) < MIN_FAST or len(slow) < MIN_SLOW:
         return None
     return SpeedLevels(statistics.median(fast), statistics.median(slow))
 

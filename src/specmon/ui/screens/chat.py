@@ -493,8 +493,8 @@ class ChatScreen(RecordingScreen):
             message = "no finished answer yet"
         elif n.flag == "vanilla-speed":
             message = "VANILLA SPEED: " + "; ".join(n.reasons)
-        elif n.flag == "transition":
-            message = "TRANSITION: " + "; ".join(n.reasons)
+        elif n.flag in ("transition", "loop", "garbled"):
+            message = f"{n.flag.upper()}: " + "; ".join(n.reasons)
         elif n.flag == "ok":
             message = "not flagged: the answer was not at vanilla speed"
         else:

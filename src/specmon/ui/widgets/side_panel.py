@@ -338,16 +338,11 @@ def gpu_section(view: SessionView, *, styles: Styles = CONSOLE_STYLES) -> Text:
 
 
 def flags_section(view: SessionView, *, styles: Styles = CONSOLE_STYLES) -> Text:
-    s = view.summary
-    transitions = sum(
-        1 for r in view.rows if r.speed_class is not None and r.speed_class.kind == "transition"
-    )
-    vanilla = sum(
-        1 for r in view.rows if r.speed_class is not None and r.speed_class.kind == "vanilla-speed"
-    )
+    s = view.summary  # every verdict over all answers, as the timeline and --json count them
     out = Text(
         f"answers       {s.total:>5}   failed     {s.failed:>5}\n"
-        f"vanilla-speed {vanilla:>5}   transition {transitions:>5}\n"
+        f"vanilla-speed {s.vanilla_speed:>5}   transition {s.transition:>5}\n"
+        f"loop          {s.loop:>5}   garbled    {s.garbled:>5}\n"
         f"cancelled     {s.cancelled:>5}"  # Esc on an answer is not a failure
     )
     cycle = cycle_text(view.cycle)
