@@ -195,6 +195,8 @@ class SessionState:
         """Decode speeds of ok requests in order; None for an answer the quality sentinel
         flagged (it keeps its place: the cycle's period counts requests)."""
         self._known_speeds = 0
+        self._had_levels = False
+        """Whether speed levels existed at the previous measured answer's end."""
         """How many speeds (not None) were ever added."""
         self._unsettled: deque[tuple[str, int]] = deque()
         """(request id, _known_speeds when it ended) of ok rows waiting for speed levels."""
@@ -479,13 +481,17 @@ class SessionState:
 
     def _add_row(self, row: RequestRow) -> None:
         """Keep a finished row and give it its verdict: quality first (a flagged answer sets no
-        speed level), then its speed class against the speed levels, now if they exist, else
-        once they appear (core.detectors.speed_class, step 4)."""
+        speed level), then its speed class against the speed levels, now if they exist (and
+        existed at the previous answer's end too: levels that show once and vanish are noise),
+        else once they do (core.detectors.speed_class, step 4)."""
         measured = row.outcome == "ok" and row.decode_tok_s is not None
+        levels = None
         if measured:
             self._speeds.append(row.decode_tok_s if row.quality is None else None)
             self._cycle_dirty = True
-        levels = speed_levels(self._speeds) if measured else None
+            now = speed_levels(self._speeds)
+            levels = now if self._had_levels else None
+            self._had_levels = now is not None
         if row.outcome == "ok":
             waits = measured and row.quality is None and levels is None
             kind = speed_class(row.decode_tok_s, row.vanilla, levels)

@@ -142,6 +142,9 @@ class ReplayTimeline:
     """How many of each kind the whole recording holds."""
     jumps: Sequence[float]
     """Where `n`/`N` go: every flag's and mark's time, sorted, without repeats."""
+    flag_labels: tuple[str, ...] = ()
+    """Each flag's words, in the order of `flags`: "vanilla speed: r7", "transition: r6",
+    "loop: r5", "garbled: r7" (its verdict at the end of the recording)."""
 
     def count(self, kind: TickKind) -> int:
         return self.counts.get(kind, 0)
@@ -211,9 +214,9 @@ class _TimelineBuilder:
     """Follows the first pass's fold: the time of every flagged request and of every marker."""
 
     def __init__(self) -> None:
-        self.flagged: dict[tuple[str, float | None], float] = {}
-        """Each flagged request's end, by (request id, end) (a verdict that changes updates
-        it)."""
+        self.flagged: dict[tuple[str, float | None], tuple[float, str]] = {}
+        """Each flagged request's end and verdict, by (request id, end) (a verdict that changes
+        updates it)."""
         self.marks: list[TimelineTick] = []
         self.counts: dict[TickKind, int] = {}
         self._changes = 0
@@ -228,7 +231,8 @@ class _TimelineBuilder:
             for change in state.newest_verdict_changes(changed):
                 key = (change.request_id, change.t)
                 if change.flagged:
-                    self.flagged[key] = change.t if change.t is not None else t
+                    words = f"{change.kind.replace('-', ' ')}: {change.request_id}"
+                    self.flagged[key] = (change.t if change.t is not None else t, words)
                 else:
                     self.flagged.pop(key, None)
         added = state.markers_added - self._markers
@@ -242,12 +246,23 @@ class _TimelineBuilder:
 
     def timeline(self, view: SessionView, start: float, end: float) -> ReplayTimeline:
         phases, period = cycle_phases(view, end)
-        flags = array("d", sorted(self.flagged.values()))
+        ordered = sorted(self.flagged.values())
+        flags = array("d", (t for t, _ in ordered))
         jumps = array("d", sorted({*flags, *(m.t for m in self.marks)}))
         counts = dict(self.counts)
         if flags:
             counts["flag"] = len(flags)
-        return ReplayTimeline(start, end, flags, tuple(self.marks), phases, period, counts, jumps)
+        return ReplayTimeline(
+            start,
+            end,
+            flags,
+            tuple(self.marks),
+            phases,
+            period,
+            counts,
+            jumps,
+            tuple(words for _, words in ordered),
+        )
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -549,7 +564,7 @@ class ReplaySession:
 
     def labels_here(self) -> tuple[str, ...]:
         """What the timeline has at the play head: each mark's label, and each flagged request
-        that ended there (`vanilla speed: ID`)."""
+        that ended there with its verdict (`vanilla speed: ID`, `transition: ID`, ...)."""
         with self._lock:
             t = self._head
             tl = self.timeline
@@ -557,10 +572,8 @@ class ReplaySession:
             lo, hi = bisect.bisect_left(times, t - 1e-9), bisect.bisect_right(times, t + 1e-9)
             out = [m.label for m in tl.marks[lo:hi]]
             i = bisect.bisect_left(tl.flags, t - 1e-9)
-            if i < len(tl.flags) and tl.flags[i] <= t + 1e-9:
-                view = self.view()
-                ids = [r.request_id for r in view.rows if r.t_end is not None and r.t_end == t]
-                out.extend(f"vanilla speed: {rid}" for rid in ids or ["a request"])
+            j = bisect.bisect_right(tl.flags, t + 1e-9)
+            out.extend(tl.flag_labels[i:j] if len(tl.flag_labels) == len(tl.flags) else ())
             return tuple(out)
 
 

@@ -129,7 +129,7 @@ class CycleReport:
         return f"every {self.period_min}-{self.period_max} requests"
 
 
-def _two_means_split(sorted_xs: Sequence[float]) -> int:
+def two_means_split(sorted_xs: Sequence[float]) -> int:
     """k such that sorted_xs[:k] (low) and sorted_xs[k:] (high) have the least squared error."""
     n = len(sorted_xs)
     prefix = [0.0]
@@ -149,7 +149,8 @@ def _two_means_split(sorted_xs: Sequence[float]) -> int:
     return best_k
 
 
-def _robust_sigma(xs: Sequence[float]) -> float:
+def robust_sigma(xs: Sequence[float]) -> float:
+    """1.4826 x the median absolute deviation: the standard deviation of normal data, robust."""
     med = statistics.median(xs)
     return 1.4826 * statistics.median(abs(x - med) for x in xs)
 
@@ -162,7 +163,7 @@ def classify(
     if len(xs) < 4 or not all(math.isfinite(x) for x in xs):
         return None
     ordered = sorted(xs)
-    k = _two_means_split(ordered)
+    k = two_means_split(ordered)
     low, high = ordered[:k], ordered[k:]
     lo_level, hi_level = statistics.median(low), statistics.median(high)
     gap = hi_level - lo_level
@@ -192,7 +193,7 @@ def classify(
     for level in (FAST, DEGRADED):
         members = [x for x, c in zip(xs, classes, strict=True) if c == level]
         if len(members) > 1:
-            spread = max(spread, _robust_sigma(members))
+            spread = max(spread, robust_sigma(members))
     if spread > 0 and gap < min_separation * spread:
         return None
     return classes

@@ -11,7 +11,13 @@ Rule (pure; inputs in, classes out):
    (`detectors.cycle.classify`: the 1-D two-means split, levels as the medians of the points
    classified fast / degraded, re-estimated until stable; no levels unless the slow level is at
    least 25% below the fast one and the gap is at least 4 robust spreads (1.4826 x MAD) of each
-   level). Levels need at least `MIN_REQUESTS` such requests, at least `MIN_SLOW` at the slow
+   level), and none unless the two-means split of ALL the window's speeds (the points between
+   the levels included) leaves clusters whose medians are SEPARATION robust spreads of either
+   apart: answers of varied content at one level spread over ±25% and the classification's
+   own test, which sets the middle points aside, split them in two (on 200 runs of 120 such
+   speeds, Gaussian with sigma 15%, 24% of runs showed levels at some point; with this test
+   11%, 9% needing levels at two answers' ends in a row, step 4). Levels need at least
+   `MIN_REQUESTS` such requests, at least `MIN_SLOW` at the slow
    level and at least `MIN_FAST` at the fast level: one answer far from the rest (read in one
    burst, a cached prompt, the first answer of a transition) is an outlier, not a level.
 2. With levels H (fast) and L (slow) and gap G = H - L, a request's decode speed s is
@@ -23,8 +29,9 @@ Rule (pure; inputs in, classes out):
      it is at the slow level ("slow_level");
    - transition when it is between the levels ("between_levels");
    - ok otherwise (fast, or no levels in the window).
-4. When (session_state): a request is classed at its end when levels exist then; else it waits
-   (unsettled) and is classed against the first levels that appear while it is still among the
+4. When (session_state): a request is classed at its end when levels exist then and existed
+   at the previous request's end (levels that show once and vanish are noise); else it waits
+   (unsettled) and is classed against the first levels that do, while it is still among the
    last `window` requests, or settled as ok when it leaves them without levels. A class, once
    settled, does not change, so every screen counts the same badges.
 """
@@ -42,6 +49,9 @@ DEFAULT_WINDOW = 40
 """How many of the most recent ok requests define the levels."""
 MIN_REQUESTS = 4
 """Ok requests with a decode speed needed before levels are estimated (cycle.classify's own)."""
+SEPARATION = 5.0
+"""The levels' medians, split over all the window's speeds, are at least this many robust
+spreads (1.4826 x MAD) of either cluster apart."""
 MIN_FAST = 2
 """Requests needed at the fast level for it to be a level."""
 MIN_SLOW = 3
@@ -76,6 +86,8 @@ def speed_levels(
     recent = known[-window:] if window > 0 else []
     if len(recent) < MIN_REQUESTS:
         return None
+    if not _apart(recent):  # one wide level, not two
+        return None
     classes = cycle.classify(recent)
     if classes is None:
         return None
@@ -84,6 +96,20 @@ def speed_levels(
     if len(fast) < MIN_FAST or len(slow) < MIN_SLOW:
         return None
     return SpeedLevels(statistics.median(fast), statistics.median(slow))
+
+
+def _apart(speeds: Sequence[float]) -> bool:
+    """Whether the two-means split of ALL the speeds leaves two clusters whose medians are at
+    least SEPARATION robust spreads of either apart. The cycle's classification measures each
+    level's spread after the points between the levels are set aside, which narrows the levels
+    of one wide level (answers of varied length and content, 180-290 tok/s) until they pass;
+    here the middle points count, so only speeds that really sit at two levels do."""
+    ordered = sorted(speeds)
+    k = cycle.two_means_split(ordered)
+    low, high = ordered[:k], ordered[k:]
+    gap = statistics.median(high) - statistics.median(low)
+    spread = max(cycle.robust_sigma(low), cycle.robust_sigma(high))
+    return gap > 0 and gap >= SEPARATION * spread
 
 
 def speed_class(
