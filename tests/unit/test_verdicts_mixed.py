@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from tests.unit.diagnosis_feed import answer
+from tests.unit.diagnosis_feed import SRC, answer
 
 from specmon.core.events import Event, RequestEnded, SessionInfo, StreamChunk
 from specmon.core.session_state import SessionState
@@ -163,3 +163,27 @@ def test_an_answer_recorded_in_part_is_judged_on_its_recorded_part() -> None:
     assert row.decode_tok_s is not None and abs(row.decode_tok_s - 76 / 1.2) < 1.0
     assert row.partial
     assert state.snapshot()["requests"]["rows"][-1]["partial"] is True
+
+
+def test_the_exporter_counts_the_verdicts_the_screens_count() -> None:
+    # Before: the exporter counted the vanilla verdict of each row when first seen (9 here), not
+    # the badges (9 vanilla-speed and 3 transitions), and it never counted a transition.
+    from specmon.runtime.exporter import Exporter
+
+    state = _state()
+    exporter = Exporter()
+    for e in _events(30, cycle=True, loop_every=0, garble_every=0):
+        state.apply(e)
+        if isinstance(e, RequestEnded):
+            exporter.update(state.view())  # as `follow` does, a view after every answer
+    summary = state.view().summary
+
+    def counted(name: str, **labels: str) -> float:
+        value = exporter.registry.get_sample_value(name, {"server": SRC, **labels})
+        return value or 0.0
+
+    transitions = counted("specmon_flagged_requests_total", verdict="transition")
+    vanilla = counted("specmon_flagged_requests_total", verdict="vanilla-speed")
+    assert (vanilla, transitions) == (summary.vanilla_speed, summary.transition) == (9, 3)
+    assert counted("specmon_vanilla_speed_requests_total", reason="slow_level") == 0  # AL 1.0
+    assert counted("specmon_vanilla_speed_requests_total", reason="acceptance_near_zero") == 9
