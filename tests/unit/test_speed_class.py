@@ -8,7 +8,7 @@ from tests.unit.session_feed import SRC, request_events
 from specmon.core.detectors.speed_class import SpeedLevels, speed_class, speed_levels
 from specmon.core.events import SessionInfo
 from specmon.core.session_state import SessionState
-from specmon.core.views import VanillaView
+from specmon.core.views import SpeedClassView, VanillaView
 
 SEED = [221.0, 214.0, 218.0, 222.0, 230.0, 103.0, 59.0, 62.0, 62.0, 212.0]
 """The seed's sequence: 5 fast, 1 transition, 3 degraded, 1 recovery."""
@@ -34,7 +34,25 @@ def test_the_seeds_sequence_has_one_transition_and_three_at_the_slow_level() -> 
 
 def test_levels_are_the_medians_of_the_fast_and_slow_requests() -> None:
     levels = speed_levels(SEED)
-    assert levels == SpeedLevels(fast_tok_s=219.5, slow_tok_s=62.0)
+    assert levels is not None
+    assert (levels.fast_tok_s, levels.slow_tok_s) == (219.5, 62.0)
+    # fast 221, 214, 218, 222, 230, 212: deviations from 219.5 of 1.5, 5.5, 1.5, 2.5, 10.5, 7.5
+    assert levels.fast_spread == pytest.approx(1.4826 * 4.0)
+    assert levels.slow_spread == 0.0  # 59, 62, 62 around 62: MAD 0
+
+
+def test_a_fast_answer_within_the_fast_levels_spread_is_fast() -> None:
+    # A chat's fast answers vary with their content: 150 tok/s among 190-240 is one of them (H -
+    # 3 spreads), not a transition (H - G/4 = 169 would say so); 110 stays a transition.
+    fast = [204.0, 193.0, 211.0, 237.0, 221.0, 195.0, 230.0, 180.0]
+    levels = speed_levels([*fast, 60.0, 61.0, 59.0, 60.0])
+    assert levels is not None and levels.fast_at < 150.0 < levels.fast_tok_s - 36.0
+    assert speed_class(150.0, OK, levels) == SpeedClassView(
+        "ok", (), levels.fast_tok_s, levels.slow_tok_s
+    )
+    c = speed_class(110.0, OK, levels)
+    assert c is not None and c.kind == "transition"
+    assert SpeedLevels(200.0, 60.0, fast_spread=100.0).fast_at == 130.0  # never past the midpoint
 
 
 def test_the_issues_112_between_205_and_60_is_a_transition_with_its_reason() -> None:

@@ -20,10 +20,12 @@ Rule (pure; inputs in, classes out):
    `MIN_REQUESTS` such requests, at least `MIN_SLOW` at the slow
    level and at least `MIN_FAST` at the fast level: one answer far from the rest (read in one
    burst, a cached prompt, the first answer of a transition) is an outlier, not a level.
-2. With levels H (fast) and L (slow) and gap G = H - L, a request's decode speed s is
-   - fast      when s >= H - G/4,
-   - slow      when s <= L + G/4,
-   - between   otherwise (the same thresholds as the cycle detector).
+2. With levels H (fast) and L (slow), gap G = H - L and the levels' robust spreads sH and sL,
+   a request's decode speed s is
+   - fast      when s >= H - min(max(G/4, LEVEL_SPREADS·sH), G/2),
+   - slow      when s <= L + min(max(G/4, LEVEL_SPREADS·sL), G/2),
+   - between   otherwise (the cycle detector's thresholds, G/4, widened to what the levels'
+     own spread says: a level is its median and the answers around it, not one point).
 3. Class:
    - vanilla-speed when the vanilla verdict flagged the request (its reasons are kept), or when
      it is at the slow level ("slow_level");
@@ -52,6 +54,11 @@ MIN_REQUESTS = 4
 SEPARATION = 5.0
 """The levels' medians, split over all the window's speeds, are at least this many robust
 spreads (1.4826 x MAD) of either cluster apart."""
+LEVEL_SPREADS = 3.0
+"""A level reaches this many of its robust spreads from its median (or a quarter of the gap,
+whichever is more, up to the midpoint): the fast answers of a chat vary by ±15% with their
+content, and one at 150 tok/s and AL 3.1 among answers at 190-240 is a fast answer, not a
+transition."""
 MIN_FAST = 2
 """Requests needed at the fast level for it to be a level."""
 MIN_SLOW = 3
@@ -67,14 +74,23 @@ class SpeedLevels:
 
     fast_tok_s: float
     slow_tok_s: float
+    fast_spread: float = 0.0
+    """Robust spread (1.4826 x MAD) of the answers at the fast level."""
+    slow_spread: float = 0.0
 
     @property
     def fast_at(self) -> float:
-        return self.fast_tok_s - (self.fast_tok_s - self.slow_tok_s) / 4
+        """H - G/4, or H - LEVEL_SPREADS spreads of the fast level when that is lower (answers
+        of varied content spread around the fast level), never below the midpoint."""
+        gap = self.fast_tok_s - self.slow_tok_s
+        return self.fast_tok_s - min(max(gap / 4, LEVEL_SPREADS * self.fast_spread), gap / 2)
 
     @property
     def slow_at(self) -> float:
-        return self.slow_tok_s + (self.fast_tok_s - self.slow_tok_s) / 4
+        """L + G/4, or L + LEVEL_SPREADS spreads of the slow level when that is higher, never
+        above the midpoint."""
+        gap = self.fast_tok_s - self.slow_tok_s
+        return self.slow_tok_s + min(max(gap / 4, LEVEL_SPREADS * self.slow_spread), gap / 2)
 
 
 def speed_levels(
@@ -95,7 +111,12 @@ def speed_levels(
     slow = [s for s, c in zip(recent, classes, strict=True) if c == cycle.DEGRADED]
     if len(fast) < MIN_FAST or len(slow) < MIN_SLOW:
         return None
-    return SpeedLevels(statistics.median(fast), statistics.median(slow))
+    return SpeedLevels(
+        statistics.median(fast),
+        statistics.median(slow),
+        cycle.robust_sigma(fast),
+        cycle.robust_sigma(slow),
+    )
 
 
 def _apart(speeds: Sequence[float]) -> bool:
