@@ -119,3 +119,18 @@ def test_the_session_view_carries_each_rows_speed_class() -> None:
     assert kinds[5] == "transition"
     assert kinds[0] == "ok" and kinds[9] == "ok"
     assert kinds[6] == "vanilla-speed"
+
+
+def test_an_answer_far_above_a_tight_slow_level_is_a_transition() -> None:
+    # The drift demo at speed 8: fast answers 1,400-2,100 tok/s, degraded ones 477-486; r36 at
+    # 787 tok/s and AL 1.7 (as its twins r6, r16, r26 at 820-907) is between, not slow (a fixed
+    # quarter of the gap put the slow level's edge at about 800).
+    fast = [1677.0, 1901.0, 1624.0, 1583.0, 2098.0, 1735.0, 1895.0, 1721.0, 1793.0, 1761.0]
+    fast += [1847.0, 1775.0]  # median 1768: a quarter of the gap above 480 is 802
+    slow = [480.0, 479.0, 482.0, 479.0, 477.0, 484.0, 479.0, 479.0, 486.0]
+    levels = speed_levels([*fast, *slow])
+    assert levels is not None
+    c = speed_class(787.0, OK, levels)
+    assert c is not None and c.kind == "transition"
+    c = speed_class(520.0, OK, levels)
+    assert c is not None and c.kind == "vanilla-speed"

@@ -22,10 +22,12 @@ Rule (pure; inputs in, classes out):
    burst, a cached prompt, the first answer of a transition) is an outlier, not a level.
 2. With levels H (fast) and L (slow), gap G = H - L and the levels' robust spreads sH and sL,
    a request's decode speed s is
-   - fast      when s >= H - min(max(G/4, LEVEL_SPREADS·sH), G/2),
-   - slow      when s <= L + min(max(G/4, LEVEL_SPREADS·sL), G/2),
-   - between   otherwise (the cycle detector's thresholds, G/4, widened to what the levels'
-     own spread says: a level is its median and the answers around it, not one point).
+   - fast      when s >= H - reach(sH),
+   - slow      when s <= L + reach(sL),
+   - between   otherwise,
+   where reach(s) = LEVEL_SPREADS·s within G/8..G/2: a level is its median and the answers
+   around it, as far as its own spread says (the cycle detector's fixed G/4 called a fast answer
+   of a wide fast level a transition, and a transition near a tight slow level slow).
 3. Class:
    - vanilla-speed when the vanilla verdict flagged the request (its reasons are kept), or when
      it is at the slow level ("slow_level");
@@ -55,10 +57,12 @@ SEPARATION = 5.0
 """The levels' medians, split over all the window's speeds, are at least this many robust
 spreads (1.4826 x MAD) of either cluster apart."""
 LEVEL_SPREADS = 3.0
-"""A level reaches this many of its robust spreads from its median (or a quarter of the gap,
-whichever is more, up to the midpoint): the fast answers of a chat vary by ±15% with their
-content, and one at 150 tok/s and AL 3.1 among answers at 190-240 is a fast answer, not a
-transition."""
+"""A level reaches this many of its robust spreads from its median (at least an eighth of the
+gap, at most half of it). The fast answers of a chat vary by ±15% with their content: one at
+150 tok/s and AL 3.1 among answers at 190-240 is a fast answer, not a transition (a fixed
+quarter of the gap, 169, called it one). The slow level of a degraded server is tight (60 tok/s
+± 1): an answer at 787 tok/s and AL 1.7 over a slow level of 480 ± 3 is a transition, not at
+the slow level (a quarter of the gap, 803, put it there)."""
 MIN_FAST = 2
 """Requests needed at the fast level for it to be a level."""
 MIN_SLOW = 3
@@ -80,17 +84,20 @@ class SpeedLevels:
 
     @property
     def fast_at(self) -> float:
-        """H - G/4, or H - LEVEL_SPREADS spreads of the fast level when that is lower (answers
-        of varied content spread around the fast level), never below the midpoint."""
-        gap = self.fast_tok_s - self.slow_tok_s
-        return self.fast_tok_s - min(max(gap / 4, LEVEL_SPREADS * self.fast_spread), gap / 2)
+        """H less LEVEL_SPREADS spreads of the fast level, within G/8..G/2."""
+        return self.fast_tok_s - _reach(self.fast_spread, self.fast_tok_s - self.slow_tok_s)
 
     @property
     def slow_at(self) -> float:
-        """L + G/4, or L + LEVEL_SPREADS spreads of the slow level when that is higher, never
-        above the midpoint."""
-        gap = self.fast_tok_s - self.slow_tok_s
-        return self.slow_tok_s + min(max(gap / 4, LEVEL_SPREADS * self.slow_spread), gap / 2)
+        """L plus LEVEL_SPREADS spreads of the slow level, within G/8..G/2."""
+        return self.slow_tok_s + _reach(self.slow_spread, self.fast_tok_s - self.slow_tok_s)
+
+
+def _reach(spread: float, gap: float) -> float:
+    """How far a level reaches from its median: LEVEL_SPREADS of its robust spreads, at least
+    an eighth of the gap (a level of identical speeds still holds its near neighbours) and at
+    most half of it (the levels never overlap)."""
+    return min(max(LEVEL_SPREADS * spread, gap / 8), gap / 2)
 
 
 def speed_levels(
