@@ -187,3 +187,23 @@ def test_the_exporter_counts_the_verdicts_the_screens_count() -> None:
     assert (vanilla, transitions) == (summary.vanilla_speed, summary.transition) == (9, 3)
     assert counted("specmon_vanilla_speed_requests_total", reason="slow_level") == 0  # AL 1.0
     assert counted("specmon_vanilla_speed_requests_total", reason="acceptance_near_zero") == 9
+
+
+def test_bench_judges_quality_before_speed_in_its_cycle() -> None:
+    # `specmon bench` over the same answers: the loops are flagged and the cycle is the seeds'
+    # (before: a period of 5, the loops' speed its fast level, and no loop said).
+    from specmon.bench.analysis import analyze
+    from specmon.bench.config import BenchConfig
+    from specmon.bench.result import ServerInfo
+
+    result = analyze(
+        _events(40, cycle=True, garble_every=0),
+        server=ServerInfo(url=SRC, n_spec=K),
+        config=BenchConfig(),
+    )
+    assert result.cycle is not None and result.cycle.period == 10
+    assert result.cycle.degraded_per_cycle == 3
+    assert result.summary.loop_requests == 8
+    assert [r.request_id for r in result.requests if r.quality == "loop"] == [
+        f"r{i}" for i in range(5, 41, 5)
+    ]
