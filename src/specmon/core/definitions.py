@@ -384,14 +384,18 @@ DEFINITIONS: tuple[Definition, ...] = (
         "TRANSITION / at the slow level",
         "tok/s",
         "An answer between the session's fast and slow speed levels is a TRANSITION; at the "
-        "slow level (within a quarter of the gap) it is VANILLA SPEED.",
+        "slow level it is VANILLA SPEED.",
         f"The levels are the medians of a fast and a slow cluster of the last "
         f"{speed_class.DEFAULT_WINDOW} answers' decode speeds (loops and garbled answers left "
         f"out), with at least {speed_class.MIN_FAST} fast and {speed_class.MIN_SLOW} slow "
-        "answers, the slow level at least 25% below the fast one and the gap at least 4 robust "
-        "spreads (1.4826 x MAD) of each. An answer that ends before the levels exist waits and "
-        "is classed once they appear (ok if they do not while it is among the last "
-        f"{speed_class.DEFAULT_WINDOW}); a class, once given, does not change "
+        "answers, the slow level at least 25% below the fast one, the gap at least 4 robust "
+        "spreads (1.4826 x MAD) of each, and the two-means split of all the speeds "
+        f"{speed_class.SEPARATION:g} spreads apart. A level reaches "
+        f"{speed_class.LEVEL_SPREADS:g} of its own spreads from its median (at least an eighth "
+        "of the gap, at most half): below the fast level's reach and above the slow level's is "
+        "between. An answer that ends before the levels exist (at its end and at the answer "
+        "before) waits and is classed once they do (ok if they do not while it is among the "
+        f"last {speed_class.DEFAULT_WINDOW}); a class, once given, does not change "
         "(core/detectors/speed_class.py).",
     ),
     # ------------------------------------------------------------ cycle
