@@ -120,3 +120,31 @@ def test_a_server_cannot_forge_lines_in_plain_output() -> None:
     assert len(lines) == 1 and "r99" in lines[0]  # shown, but inside the server's own line
     assert "\n" not in lines[0]
     assert clean("a\nb", multiline=True) == "a\nb"  # the answer panel keeps its paragraphs
+
+
+def test_plain_lines_say_a_verdict_again_when_it_changes() -> None:
+    # r6 (the seed's 103 tok/s) ends before the speed levels exist: its line says ok; once the
+    # levels appear it is classed a transition, and a line says so (the panel counts it).
+    from tests.unit.session_feed import request_events
+
+    from specmon.ui.live_console import run_plain
+
+    state = SessionState(SessionInfo(server="http://127.0.0.1:8000", n_spec=4))
+    views = []
+    for i, speed in enumerate((221.0, 214.0, 218.0, 222.0, 230.0, 103.0, 59.0, 62.0, 62.0, 212.0)):
+        for e in request_events(
+            f"r{i + 1}", i * 10.0, tokens_per_step=4, steps=50, step_s=4 / speed
+        ):
+            state.apply(e)
+        views.append(state.view())
+    lines: list[str] = []
+    done = threading.Event()
+
+    def first() -> SessionView:
+        done.set()
+        return views[5]  # r1..r6
+
+    run_plain(first, done=done, write=lines.append, interval=0.001, final_view=lambda: views[-1])
+    r6 = [line for line in lines if line.startswith("r6")]
+    assert len(r6) == 2 and r6[0].endswith(", ok")
+    assert r6[1].startswith("r6 judged again:") and "TRANSITION" in r6[1]

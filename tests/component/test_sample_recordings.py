@@ -30,6 +30,12 @@ def test_demo_cycle_recording_is_simulated_and_replays_to_its_cycle() -> None:
     )
     flagged = [r for r in snapshot["requests"]["rows"] if r["vanilla"]["flagged"]]
     assert len(flagged) == 9  # the three degraded requests of each cycle
+    # the badges (recordings/README.md): those 9 and the transition of each cycle
+    summary = snapshot["requests"]["summary"]
+    assert summary["flagged"] == 12
+    assert summary["verdicts"] == {"vanilla-speed": 9, "transition": 3, "loop": 0, "garbled": 0}
+    kinds = {r["request_id"]: r["verdict"]["kind"] for r in snapshot["requests"]["rows"]}
+    assert [rid for rid, kind in kinds.items() if kind == "transition"] == ["r6", "r16", "r26"]
 
 
 def _replayed(name: str) -> tuple[Recording, SessionView]:

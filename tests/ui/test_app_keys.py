@@ -91,6 +91,27 @@ async def test_a_transition_answer_has_its_badge_and_f3_says_why():
         assert "why: TRANSITION" in str(app.screen.query(".notice").last().content)
 
 
+@pytest.mark.slow
+async def test_an_earlier_answers_badge_is_redrawn_when_its_verdict_changes():
+    """An answer whose verdict came after its numbers were drawn (classed once the speed levels
+    appeared) gets its badge when a later answer ends, as the panel's counts do."""
+    port = FakePort(answers=[["a"]] * 10)
+    app = SpecmonApp(port)
+    async with app.run_test(size=SIZE) as pilot:
+        await _connected(pilot)
+        for i in range(7):
+            if i == 6:  # the verdicts arrive: r6 is the seed's transition
+                port.fake_view = session_view(prefix="r")
+            app.screen.send(f"q{i}")
+            await wait_for_app(pilot, lambda n=i: len(_answers(app)) == n + 1)
+            await wait_for_app(pilot, lambda n=i: _answers(app)[n].finished)
+            await wait_for_app(pilot, lambda: app.screen._settling is None)
+            if i == 5:
+                assert "TRANSITION" not in _status(app, 5)  # drawn before any verdict
+        await wait_for_app(pilot, lambda: "TRANSITION (F3: why)" in _status(app, 5))
+        assert "ok" in _status(app, 0)
+
+
 async def test_f4_shows_every_answer_with_its_badge_and_escape_closes_it():
     port = FakePort()
     port.fake_view = session_view()

@@ -160,14 +160,14 @@ async def test_n_jumps_to_the_flagged_request_and_N_back() -> None:
         await replay_started(pilot)
         await pilot.press("space")
         await pilot.press("n")  # the server's status marker at the start
-        await pilot.press("n")  # the first vanilla-speed request (r6, as its badge says)
+        await pilot.press("n")  # the first flagged request: r6, a transition
         await pilot.pause()
         position = port.position()
         assert position.t == flags[0]
         screen = screen_text(app)
-        assert "vanilla speed: r6" in screen  # the panel's note names it
+        assert "transition: r6" in screen  # the panel's note names it with its verdict
         rows = [line for line in screen.splitlines() if re.match(r"^ ?\d+:\d\d\.\d\s+r\d+", line)]
-        assert "r6" in rows[-1] and "vanilla-speed" in rows[-1]  # the last answer is the flag
+        assert "r6" in rows[-1]  # the last answer is the flag (waiting for the slow level yet)
         await pilot.press("n")
         await pilot.pause()
         assert port.position().t == flags[1] and "vanilla speed: r7" in screen_text(app)
@@ -300,7 +300,8 @@ def test_snapshot_replay_screen_on_the_cycle_sample(snap_compare) -> None:
     async def at_the_third_degraded_request(pilot) -> None:
         await replay_started(pilot)
         await pilot.press("space")
-        for _ in range(5):  # the status marker, then four flags (r6, then three degraded)
+        for _ in range(5):  # the status marker, then four flags (r6, a transition, then three
+            # degraded)
             await pilot.press("n")
         await pilot.pause(0.3)
 
@@ -327,10 +328,11 @@ async def test_the_simulated_badge_follows_the_header(tmp_path, simulated: bool)
         assert app.screen.query_one("#replay-badge").display is simulated
 
 
-async def test_a_rows_badge_is_decided_at_its_end_and_stays() -> None:
-    """Live, an answer's badge is decided when it ends. The replay re-classed every row against
-    the speed levels at the play head, so r6 said vanilla-speed just after it ended and
-    transition at the end of the recording; now it keeps what it said at its end."""
+async def test_a_rows_badge_waits_for_the_levels_then_stays() -> None:
+    """An answer that ends before the speed levels exist waits for them and is classed once
+    they do; from then on its badge never changes (the replay re-classed every row against the
+    levels at the play head, so r6 said vanilla-speed just after it ended and transition at the
+    end of the recording, while the timeline kept vanilla-speed: three counts disagreed)."""
     port, _ = recording_port()
     app = SpecmonApp(port, mode="replay")
     async with app.run_test(size=SIZE) as pilot:
@@ -346,9 +348,10 @@ async def test_a_rows_badge_is_decided_at_its_end_and_stays() -> None:
             rows = screen._rows_shown or ()
             return next(r[-1] for r in rows if r[1] == rid)
 
+        assert badge("r6") == "transition"
         port.seek(ends["r6"] + 0.01)
-        at_end = badge("r6")
-        port.seek(port.timeline.end)
-        assert at_end == "vanilla-speed" and badge("r6") == at_end
-        port.seek(ends["r6"] + 5.0)  # back again: the same
-        assert badge("r6") == at_end
+        assert badge("r6") == "ok"  # one slow answer is no level yet
+        port.seek(ends["r10"] + 0.01)  # three slow answers, at two answers' ends: levels
+        assert badge("r6") == "transition"
+        port.seek(ends["r20"] + 0.01)
+        assert badge("r6") == "transition" and badge("r16") == "transition"

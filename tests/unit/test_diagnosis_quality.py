@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from specmon.core.diagnosis.quality import ALStats, check_answer, repeated_ngram_share
+from specmon.core.diagnosis.quality import (
+    MIN_SPREAD,
+    ALStats,
+    HealthyAL,
+    check_answer,
+    repeated_ngram_share,
+)
 
 PROSE = " ".join(f"word{i}" for i in range(300))
 LOOP = " ".join(["the cat sat on the mat"] * 60)
@@ -16,6 +22,13 @@ def _stats(values: list[float]) -> ALStats:
     for v in values:
         s.add(v)
     return s
+
+
+def _healthy(values: list[float]) -> HealthyAL:
+    h = HealthyAL()
+    for v in values:
+        h.add(v)
+    return h
 
 
 def test_repeated_share_is_one_minus_distinct_over_total() -> None:
@@ -34,7 +47,7 @@ def test_welford_matches_the_textbook_mean_and_sd() -> None:
 
 
 def test_a_high_al_answer_that_repeats_is_a_loop() -> None:
-    stats = _stats([3.0, 3.2, 2.8, 3.1, 2.9, 3.0, 3.2, 2.8])
+    stats = _healthy([3.0, 3.2, 2.8, 3.1, 2.9, 3.0, 3.2, 2.8])
     v = check_answer("r", 1.0, LOOP, 400, 8.5, stats, n_spec=8)
     assert v is not None and v.flag == "loop"
     assert v.repeated_ngram_share is not None and v.repeated_ngram_share > 0.9
@@ -43,36 +56,59 @@ def test_a_high_al_answer_that_repeats_is_a_loop() -> None:
 
 
 def test_a_high_al_answer_of_varied_text_is_not_a_loop() -> None:
-    stats = _stats([3.0, 3.2, 2.8, 3.1, 2.9, 3.0, 3.2, 2.8])
+    stats = _healthy([3.0, 3.2, 2.8, 3.1, 2.9, 3.0, 3.2, 2.8])
     v = check_answer("r", 1.0, PROSE, 400, 8.5, stats, n_spec=8)
     assert v is not None and v.flag is None
 
 
 def test_near_the_ceiling_a_loop_is_flagged_without_history() -> None:
-    v = check_answer("r", 1.0, LOOP, 400, 8.5, ALStats(), n_spec=8)
+    v = check_answer("r", 1.0, LOOP, 400, 8.5, HealthyAL(), n_spec=8)
     assert v is not None and v.flag == "loop" and v.al_z is None
 
 
 def test_a_very_low_al_on_a_good_drafter_with_symbol_soup_is_garbled() -> None:
-    stats = _stats([5.0, 5.2, 4.8, 5.1, 4.9, 5.0, 5.2, 4.8])
+    stats = _healthy([5.0, 5.2, 4.8, 5.1, 4.9, 5.0, 5.2, 4.8])
     v = check_answer("r", 1.0, SOUP, 300, 1.1, stats, n_spec=8)
     assert v is not None and v.flag == "garbled" and "z -" in v.evidence
     assert "83% of its text is not words" in v.evidence  # 5 of every 6 pieces
 
 
 def test_an_answer_that_fell_to_vanilla_speed_but_reads_normally_is_not_garbled() -> None:
-    stats = _stats([5.0, 5.2, 4.8, 5.1, 4.9, 5.0, 5.2, 4.8])
+    stats = _healthy([5.0, 5.2, 4.8, 5.1, 4.9, 5.0, 5.2, 4.8])
     v = check_answer("r", 1.0, PROSE, 300, 1.1, stats, n_spec=8)
     assert v is not None and v.flag is None and v.al_z is not None and v.al_z <= -3
 
 
 def test_a_low_al_on_a_weak_drafter_is_not_garbled() -> None:
-    stats = _stats([1.5, 1.7, 1.3, 1.6, 1.4, 1.5, 1.7, 1.3])
+    stats = _healthy([1.5, 1.7, 1.3, 1.6, 1.4, 1.5, 1.7, 1.3])
     v = check_answer("r", 1.0, SOUP, 300, 1.0, stats, n_spec=8)
     assert v is not None and v.flag is None
 
 
 def test_short_answers_and_answers_without_al_are_not_judged() -> None:
-    stats = _stats([3.0] * 10)
+    stats = _healthy([3.0] * 10)
     assert check_answer("r", 1.0, LOOP, 50, 8.5, stats, n_spec=8) is None
     assert check_answer("r", 1.0, LOOP, 400, None, stats, n_spec=8) is None
+
+
+def test_the_healthy_level_is_the_upper_half_of_the_recent_answers() -> None:
+    # a degradation cycle: 6 healthy answers around 3.5, 4 degraded at AL 1.0
+    h = _healthy([3.4, 3.6, 3.5, 3.3, 3.7, 1.0, 1.0, 1.0, 1.0, 3.5])
+    found = h.level()
+    assert found is not None
+    level, spread = found
+    assert level == pytest.approx(3.5)  # the median of the upper half: 3.4, 3.5, 3.5, 3.6, 3.7
+    assert spread >= MIN_SPREAD
+    assert _healthy([3.0] * 4).level() is None  # too few answers
+
+
+def test_garbled_is_flagged_while_a_degradation_cycle_puts_many_answers_at_al_one() -> None:
+    # The session's usual over every answer (mean 2.6, sd 1.2) puts AL 1.0 only 1.3 sd below:
+    # the rule before flagged nothing. Against the healthy level (3.5) it is far below.
+    cycle = [3.4, 3.6, 3.5, 3.3, 3.7, 1.9, 1.0, 1.0, 1.0, 3.5] * 2
+    v = check_answer("r", 1.0, SOUP, 256, 1.0, _healthy(cycle), n_spec=8)
+    assert v is not None and v.flag == "garbled"
+    assert "healthy answers reach 3.50" in v.evidence
+    # the cycle's own degraded answers read normally: not garbled
+    v = check_answer("r", 1.0, PROSE, 256, 1.0, _healthy(cycle), n_spec=8)
+    assert v is not None and v.flag is None

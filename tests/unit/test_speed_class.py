@@ -8,7 +8,7 @@ from tests.unit.session_feed import SRC, request_events
 from specmon.core.detectors.speed_class import SpeedLevels, speed_class, speed_levels
 from specmon.core.events import SessionInfo
 from specmon.core.session_state import SessionState
-from specmon.core.views import VanillaView
+from specmon.core.views import SpeedClassView, VanillaView
 
 SEED = [221.0, 214.0, 218.0, 222.0, 230.0, 103.0, 59.0, 62.0, 62.0, 212.0]
 """The seed's sequence: 5 fast, 1 transition, 3 degraded, 1 recovery."""
@@ -34,7 +34,25 @@ def test_the_seeds_sequence_has_one_transition_and_three_at_the_slow_level() -> 
 
 def test_levels_are_the_medians_of_the_fast_and_slow_requests() -> None:
     levels = speed_levels(SEED)
-    assert levels == SpeedLevels(fast_tok_s=219.5, slow_tok_s=62.0)
+    assert levels is not None
+    assert (levels.fast_tok_s, levels.slow_tok_s) == (219.5, 62.0)
+    # fast 221, 214, 218, 222, 230, 212: deviations from 219.5 of 1.5, 5.5, 1.5, 2.5, 10.5, 7.5
+    assert levels.fast_spread == pytest.approx(1.4826 * 4.0)
+    assert levels.slow_spread == 0.0  # 59, 62, 62 around 62: MAD 0
+
+
+def test_a_fast_answer_within_the_fast_levels_spread_is_fast() -> None:
+    # A chat's fast answers vary with their content: 150 tok/s among 190-240 is one of them (H -
+    # 3 spreads), not a transition (H - G/4 = 169 would say so); 110 stays a transition.
+    fast = [204.0, 193.0, 211.0, 237.0, 221.0, 195.0, 230.0, 180.0]
+    levels = speed_levels([*fast, 60.0, 61.0, 59.0, 60.0])
+    assert levels is not None and levels.fast_at < 150.0 < levels.fast_tok_s - 36.0
+    assert speed_class(150.0, OK, levels) == SpeedClassView(
+        "ok", (), levels.fast_tok_s, levels.slow_tok_s
+    )
+    c = speed_class(110.0, OK, levels)
+    assert c is not None and c.kind == "transition"
+    assert SpeedLevels(200.0, 60.0, fast_spread=100.0).fast_at == 130.0  # never past the midpoint
 
 
 def test_the_issues_112_between_205_and_60_is_a_transition_with_its_reason() -> None:
@@ -101,3 +119,18 @@ def test_the_session_view_carries_each_rows_speed_class() -> None:
     assert kinds[5] == "transition"
     assert kinds[0] == "ok" and kinds[9] == "ok"
     assert kinds[6] == "vanilla-speed"
+
+
+def test_an_answer_far_above_a_tight_slow_level_is_a_transition() -> None:
+    # The drift demo at speed 8: fast answers 1,400-2,100 tok/s, degraded ones 477-486; r36 at
+    # 787 tok/s and AL 1.7 (as its twins r6, r16, r26 at 820-907) is between, not slow (a fixed
+    # quarter of the gap put the slow level's edge at about 800).
+    fast = [1677.0, 1901.0, 1624.0, 1583.0, 2098.0, 1735.0, 1895.0, 1721.0, 1793.0, 1761.0]
+    fast += [1847.0, 1775.0]  # median 1768: a quarter of the gap above 480 is 802
+    slow = [480.0, 479.0, 482.0, 479.0, 477.0, 484.0, 479.0, 479.0, 486.0]
+    levels = speed_levels([*fast, *slow])
+    assert levels is not None
+    c = speed_class(787.0, OK, levels)
+    assert c is not None and c.kind == "transition"
+    c = speed_class(520.0, OK, levels)
+    assert c is not None and c.kind == "vanilla-speed"

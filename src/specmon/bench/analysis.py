@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from specmon.bench.config import BenchConfig
 from specmon.bench.result import (
@@ -37,6 +37,7 @@ from specmon.core import families
 from specmon.core.counters import CounterBank, sum_by_name, window_between
 from specmon.core.detectors.cycle import detect_cycle
 from specmon.core.detectors.vanilla import VanillaContext, judge
+from specmon.core.diagnosis.quality import MAX_TEXT_CHARS, HealthyAL, check_answer
 from specmon.core.events import (
     Event,
     GpuReading,
@@ -205,6 +206,7 @@ def analyze(
         starts = [e.t for e in events if isinstance(e, RequestStarted)]
         start = min(starts) if starts else None
     traces: dict[str, RequestTrace] = {}
+    texts: dict[str, list[str]] = {}
     order: list[str] = []
     scrapes: list[MetricsScraped] = []
     gpus: list[GpuSampled] = []
@@ -219,6 +221,8 @@ def analyze(
             trace = traces.get(e.request_id)
             if trace is not None:
                 trace.add(e)
+                if isinstance(e, StreamChunk) and e.text:
+                    _keep_tail(texts.setdefault(e.request_id, []), e.text)
         elif isinstance(e, MetricsScraped):
             scrapes.append(e)
         elif isinstance(e, GpuSampled):
@@ -268,10 +272,13 @@ def analyze(
         )
         records.append(_record(i, s, start, verdict.flagged, verdict.reasons, traces[order[i]]))
 
+    records = _with_quality(records, texts, n_spec)
     ok = [r for r in records if r.outcome == "ok"]
     cycle = None
-    speeds = [r.output_tok_s for r in ok if r.output_tok_s is not None]
-    report = detect_cycle(speeds) if len(speeds) == len(ok) else None
+    # Quality before speed: a loop or garbled answer keeps its place but sets no level.
+    speeds = [r.output_tok_s if r.quality is None else None for r in ok]
+    measured = all(s is not None for s, r in zip(speeds, ok, strict=True) if r.quality is None)
+    report = detect_cycle(speeds) if measured else None
     if report is not None:
         cycle = CycleBlock(
             period=report.period,
@@ -287,7 +294,13 @@ def analyze(
             score=report.score,
         )
         classes = iter(report.classes)
-        records = [_with_phase(r, next(classes)) if r.outcome == "ok" else r for r in records]
+        phased: list[RequestRecord] = []
+        for r in records:
+            if r.outcome == "ok":
+                phase = next(classes)  # a loop or garbled answer's is its neighbours': none
+                r = _with_phase(r, phase) if r.quality is None else r
+            phased.append(r)
+        records = phased
         ok = [r for r in records if r.outcome == "ok"]
 
     duration = end - start if start is not None and end is not None and end > start else None
@@ -310,6 +323,8 @@ def analyze(
         request_output_tok_s=dist([r.output_tok_s for r in ok if r.output_tok_s is not None]),
         decode_tok_s=dist([r.decode_tok_s for r in ok if r.decode_tok_s is not None]),
         vanilla_requests=sum(1 for r in ok if r.vanilla),
+        loop_requests=sum(1 for r in ok if r.quality == "loop"),
+        garbled_requests=sum(1 for r in ok if r.quality == "garbled"),
     )
     server_als = [r.server_al for r in ok if r.server_al is not None]
     client_als = [r.client_al for r in ok if r.client_al is not None]
@@ -370,6 +385,37 @@ def analyze(
         created_at=created_at,
         specmon_version=specmon_version,
     )
+
+
+def _keep_tail(parts: list[str], piece: str) -> None:
+    """Append `piece`, keeping about the last MAX_TEXT_CHARS characters (what the sentinel
+    reads) in a few parts: no copy of the whole text per chunk."""
+    parts.append(piece)
+    if len(parts) > 64:
+        parts[:] = ["".join(parts)[-MAX_TEXT_CHARS:]]
+
+
+def _with_quality(
+    records: list[RequestRecord], texts: dict[str, list[str]], n_spec: int | None
+) -> list[RequestRecord]:
+    """The records with the quality sentinel's flag on each ok answer, in order, against the
+    healthy AL of the unflagged answers before it (as a session judges them)."""
+    healthy = HealthyAL()
+    out: list[RequestRecord] = []
+    for r in records:
+        if r.outcome != "ok":
+            out.append(r)
+            continue
+        al = r.acceptance_length
+        text = "".join(texts.get(r.request_id, ()))[-MAX_TEXT_CHARS:]
+        verdict = check_answer(r.request_id, None, text, r.completion_tokens, al, healthy, n_spec)
+        if verdict is not None and verdict.flag is not None:
+            out.append(replace(r, quality=verdict.flag))
+            continue
+        if verdict is not None and al is not None:
+            healthy.add(al)
+        out.append(r)
+    return out
 
 
 def _sent_before(r: RequestRecord, start: float | None, t: float) -> bool:

@@ -307,6 +307,13 @@ def summary_renderable(result: BenchResult) -> RenderableType:
         parts.append(line)
     if len(flagged) > 12:
         parts.append(Text(f"  … and {len(flagged) - 12} more (see --json / --csv)"))
+    if s.loop_requests or s.garbled_requests:
+        parts.append(
+            Text(
+                f"Loop / garbled answers (the quality sentinel, judged before speed): "
+                f"{s.loop_requests} / {s.garbled_requests} of {s.completed}"
+            )
+        )
 
     c = result.cycle
     if c is not None:

@@ -97,6 +97,9 @@ class RequestRecord:
     vanilla_reasons: tuple[tuple[str, str], ...] = ()
     phase: str | None = None
     """The cycle detector's class for this request (fast, transition, degraded), if a cycle."""
+    quality: str | None = None
+    """"loop" or "garbled" when the quality sentinel flagged the answer (core.diagnosis.quality,
+    judged before speed: such an answer takes no part in the cycle)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +121,9 @@ class Summary:
     request_output_tok_s: Dist
     decode_tok_s: Dist
     vanilla_requests: int = 0
+    loop_requests: int = 0
+    """Answers the quality sentinel flagged as loops (their text repeats at a very high AL)."""
+    garbled_requests: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,6 +305,7 @@ Range = tuple[float, float, str, bool]
 _COUNT: Range = (0, MAX_COUNT, "", False)
 _COUNTS = (
     "completed", "failed", "total_input_tokens", "total_output_tokens", "vanilla_requests",
+    "loop_requests", "garbled_requests",
     "index", "prompt_tokens", "completion_tokens", "itl_count", "decode_chunks", "drafts",
     "draft_tokens", "accepted", "counter_resets", "cancelled", "by_message", "engine_dead_after",
     "server_restarts", "samples", "period", "cycles", "n", "fast_per_cycle",
@@ -556,6 +563,7 @@ def summary_markdown(result: BenchResult) -> str:
         ),
         f"| draft acceptance rate | {fmt_pct(sd.acceptance_rate)} |",
         f"| vanilla-speed requests | {s.vanilla_requests} |",
+        f"| loop / garbled answers | {s.loop_requests} / {s.garbled_requests} |",
         "",
         "| latency (ms) | mean | median | p95 | p99 |",
         "|---|---:|---:|---:|---:|",

@@ -19,6 +19,8 @@ DASH = "—"
 VERDICT_WORDS = {
     "ok": "not at vanilla speed",
     "transition": "TRANSITION",
+    "loop": "LOOP",
+    "garbled": "GARBLED",
     "vanilla": "VANILLA SPEED",
     "failed": "failed",
     "unjudged": "not judged",

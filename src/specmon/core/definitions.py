@@ -22,6 +22,7 @@ from specmon.core.canary import (
     NOISE_SIGMAS,
     WORKLOAD_SHIFT,
 )
+from specmon.core.detectors import speed_class
 from specmon.core.detectors.vanilla import DEFAULT_MARGIN, DEFAULT_MIN_TOKENS
 from specmon.core.diagnosis import context_cliff, quality, thermal
 from specmon.core.gpu_reasons import SLOWDOWN_REASONS
@@ -368,6 +369,39 @@ DEFINITIONS: tuple[Definition, ...] = (
         "Slow, and none of the reasons above explains it (e.g. AL unknown).",
         "The request is flagged without a known cause.",
     ),
+    _d(
+        "verdict",
+        "flag",
+        "an answer's badge",
+        "",
+        "One verdict per answer, the same on every screen: LOOP or GARBLED first, then "
+        "TRANSITION or VANILLA SPEED from its speed class, then the vanilla-speed flag, else ok.",
+        "Quality is judged before speed: a loop runs fast and a garbled answer slow, but neither "
+        "says how the server runs, so neither sets a speed level, the cycle or the thermal "
+        "attribution. The panel's counts, the timeline's flags, the answers table, --json "
+        "(requests.summary.verdicts, each row's verdict) and the exporter count the same "
+        "verdicts over all answers (core/verdict.py).",
+    ),
+    _d(
+        "speed_levels",
+        "flag",
+        "TRANSITION / at the slow level",
+        "tok/s",
+        "An answer between the session's fast and slow speed levels is a TRANSITION; at the "
+        "slow level it is VANILLA SPEED.",
+        f"The levels are the medians of a fast and a slow cluster of the last "
+        f"{speed_class.DEFAULT_WINDOW} answers' decode speeds (loops and garbled answers left "
+        f"out), with at least {speed_class.MIN_FAST} fast and {speed_class.MIN_SLOW} slow "
+        "answers, the slow level at least 25% below the fast one, the gap at least 4 robust "
+        "spreads (1.4826 x MAD) of each, and the two-means split of all the speeds "
+        f"{speed_class.SEPARATION:g} spreads apart. A level reaches "
+        f"{speed_class.LEVEL_SPREADS:g} of its own spreads from its median (at least an eighth "
+        "of the gap, at most half): below the fast level's reach and above the slow level's is "
+        "between. An answer that ends before the levels exist (at its end and at the answer "
+        "before) waits and is classed once they do (ok if they do not while it is among the "
+        f"last {speed_class.DEFAULT_WINDOW}); a class, once given, does not change "
+        "(core/detectors/speed_class.py).",
+    ),
     # ------------------------------------------------------------ cycle
     _d(
         "cycle_period",
@@ -387,7 +421,9 @@ DEFINITIONS: tuple[Definition, ...] = (
         "Each request is fast, degraded, or a transition between the two levels; a fast request "
         "right after a non-fast one is a recovery.",
         "The two levels are the medians of a high and a low cluster of decode speeds; no cycle "
-        "unless the low level is at least 25% below the high one.",
+        "unless the low level is at least 25% below the high one. A loop or garbled answer keeps "
+        "its place (the period counts requests) but takes no part in the levels: it takes its "
+        "neighbours' phase when both agree, else fast.",
     ),
     _d(
         "cycle_episodes",
@@ -657,8 +693,8 @@ DEFINITIONS: tuple[Definition, ...] = (
         "possible loop",
         "",
         "An answer with extremely high AL over many tokens whose text repeats itself.",
-        f"Flagged when its AL is at least {quality.LOOP_Z:g} standard deviations above the "
-        f"session's usual (or at least {quality.LOOP_AL_FRAC:.0%} of the K+1 ceiling) over at "
+        f"Flagged when its AL is at least {quality.LOOP_Z:g} spreads above the session's "
+        f"healthy AL (or at least {quality.LOOP_AL_FRAC:.0%} of the K+1 ceiling) over at "
         f"least {quality.MIN_TOKENS} tokens, and at least {quality.LOOP_REPEAT_SHARE:.0%} of "
         f"its word {quality.NGRAM}-grams repeat. Checked once at the answer's end "
         "(core/diagnosis/quality.py).",
@@ -669,8 +705,9 @@ DEFINITIONS: tuple[Definition, ...] = (
         "possibly garbled",
         "",
         "An answer with extremely low AL on a drafter that normally does well.",
-        f"Flagged when its AL is at least {quality.GARBLED_Z:g} standard deviations below the "
-        f"session's usual, the usual is at least {quality.GOOD_DRAFTER_AL:g}, and at least "
+        f"Flagged when its AL is at least {quality.GARBLED_Z:g} spreads below the session's "
+        f"healthy AL or within {quality.GARBLED_NEAR_ONE:g} of 1.0, the healthy AL is at least "
+        f"{quality.GOOD_DRAFTER_AL:g}, and at least "
         f"{quality.GARBLED_ODD_SHARE:.0%} of its text is not words (pieces without a letter or "
         "digit): the target went where the drafter could not follow (wrong template, broken "
         "quantisation, a runaway sampler). Low acceptance alone (an answer at vanilla speed "
@@ -690,9 +727,12 @@ DEFINITIONS: tuple[Definition, ...] = (
         "diagnosis",
         "AL z-score",
         "sd",
-        "How far an answer's AL is from the session's usual, in standard deviations.",
-        "Against the running mean and standard deviation of earlier unflagged answers' AL "
-        f"(Welford); none before {quality.MIN_HISTORY} answers.",
+        "How far an answer's AL is from the session's healthy AL, in spreads.",
+        f"The healthy AL is the median of the upper half of the last {quality.HEALTHY_WINDOW} "
+        "unflagged answers' AL (the fast answers while at most half are degraded: a degradation "
+        "cycle's AL 1.0 answers do not hide a garbled one), the spread 1.4826 x their median "
+        f"absolute deviation, at least {quality.MIN_SPREAD:g}; none before "
+        f"{quality.MIN_HISTORY} answers.",
     ),
     _d("gpu_power", "gpu", "power", "W", "Power draw, and the enforced power limit.", ""),
     _d("gpu_sm_clock", "gpu", "SM clock", "MHz", "The streaming multiprocessor clock.", ""),

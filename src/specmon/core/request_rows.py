@@ -172,6 +172,7 @@ def build_row(
         overlapping_requests=f.overlap,
         vanilla=verdict_view(verdict),
         ttft_split=stats.ttft_split,
+        partial=stats.partial,
     )
 
 

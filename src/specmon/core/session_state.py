@@ -32,7 +32,8 @@ from specmon.core.canary import CanaryTracker
 from specmon.core.counters import CounterBank, CounterPoint, sum_by_name, window_between
 from specmon.core.detectors import vanilla
 from specmon.core.detectors.cycle import detect_cycle
-from specmon.core.detectors.speed_class import speed_class, speed_levels
+from specmon.core.detectors.speed_class import DEFAULT_WINDOW, speed_class, speed_levels
+from specmon.core.diagnosis.quality import QualityVerdict
 from specmon.core.diagnosis.state import Diagnosis, FinishedAnswer
 from specmon.core.diagnosis.thermal import PowerLimitView
 from specmon.core.dispatch import event_table
@@ -59,6 +60,7 @@ from specmon.core.server_identities import server_identity
 from specmon.core.server_state import ServerState
 from specmon.core.specdecode import spec_decode_stats
 from specmon.core.stream_stats import RequestTrace, request_stats
+from specmon.core.verdict import FLAGGED, VerdictKind, request_verdict
 from specmon.core.views import (
     CycleView,
     GpuHistory,
@@ -83,6 +85,9 @@ MAX_IN_FLIGHT = 256
 MAX_MARKERS = 1000
 MAX_ITL_VALUES = 20_000
 MAX_CYCLE_SPEEDS = 200
+MAX_VERDICT_CHANGES = 1024
+"""Verdict changes kept for a reader that follows the fold (the replay's timeline reads them
+after every event; one event changes at most DEFAULT_WINDOW + 1 verdicts)."""
 MAX_THROTTLE_READINGS = 8
 MAX_PENDING = 16
 PENDING_METRICS_SECONDS = 60.0
@@ -114,6 +119,8 @@ class _Totals:
     requests: int = 0
     outcomes: dict[str, int] = field(default_factory=dict)
     flagged: int = 0
+    verdicts: dict[VerdictKind, int] = field(default_factory=dict)
+    """Finished requests by their verdict now (core.verdict)."""
     sums: dict[str, float] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
 
@@ -126,6 +133,26 @@ class _Totals:
     def mean(self, key: str) -> float | None:
         n = self.counts.get(key, 0)
         return self.sums[key] / n if n else None
+
+    def count(self, kind: VerdictKind, step: int) -> None:
+        self.verdicts[kind] = self.verdicts.get(kind, 0) + step
+        if kind in FLAGGED:
+            self.flagged += step
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictChange:
+    """A finished request's verdict, when it is first given or changes (an unsettled row
+    classed once the speed levels appear)."""
+
+    request_id: str
+    t: float | None
+    """The request's end."""
+    kind: VerdictKind
+
+    @property
+    def flagged(self) -> bool:
+        return self.kind in FLAGGED
 
 
 def _pct(values: Any) -> PercentileView:
@@ -164,7 +191,17 @@ class SessionState:
         self._lost_in_flight = 0
         self._diagnosis = Diagnosis()
         self._itl: deque[float] = deque(maxlen=MAX_ITL_VALUES)
-        self._speeds: deque[float] = deque(maxlen=MAX_CYCLE_SPEEDS)
+        self._speeds: deque[float | None] = deque(maxlen=MAX_CYCLE_SPEEDS)
+        """Decode speeds of ok requests in order; None for an answer the quality sentinel
+        flagged (it keeps its place: the cycle's period counts requests)."""
+        self._known_speeds = 0
+        self._had_levels = False
+        """Whether speed levels existed at the previous measured answer's end."""
+        """How many speeds (not None) were ever added."""
+        self._unsettled: deque[tuple[str, int]] = deque()
+        """(request id, _known_speeds when it ended) of ok rows waiting for speed levels."""
+        self._changes: deque[VerdictChange] = deque(maxlen=MAX_VERDICT_CHANGES)
+        self._changes_made = 0
         self._cycle_cache: CycleView | None = None
         self._rows_cache: tuple[RequestRow, ...] | None = None
         """The kept rows with their speed class (rebuilt when a row is added or replaced)."""
@@ -225,17 +262,19 @@ class SessionState:
         """How many requests have ended: all of them, not only the kept rows."""
         return self._totals.requests
 
-    def newest_row(self) -> RequestRow | None:
-        """The newest finished request's row, an ok one with its speed class against the speed
-        levels as they are now: at its end, as the live screens decide its badge (the replay's
-        timeline keeps every request's flag this way, not only the kept rows')."""
-        if not self._rows:
-            return None
-        row = self._rows[-1]
-        if row.outcome != "ok":
-            return row
-        levels = speed_levels(list(self._speeds))
-        return replace(row, speed_class=speed_class(row.decode_tok_s, row.vanilla, levels))
+    @property
+    def verdict_changes_made(self) -> int:
+        """How many verdicts were given or changed: all of them, not only the kept ring."""
+        return self._changes_made
+
+    def newest_verdict_changes(self, n: int) -> tuple[VerdictChange, ...]:
+        """The newest `n` verdict changes (at most MAX_VERDICT_CHANGES kept), oldest first: a
+        reader that follows the fold (the replay's timeline) sees every request's verdict as
+        every screen counts it, not only the kept rows'."""
+        if n <= 0:
+            return ()
+        kept = len(self._changes)
+        return tuple(self._changes[i] for i in range(max(0, kept - n), kept))
 
     @property
     def markers_added(self) -> int:
@@ -415,21 +454,20 @@ class SessionState:
         # The judge reads the best per-request acceptance it has at the end: the server's own
         # object when valid (stats.server_spec), else the chunks' AL; /metrics comes later.
         verdict = vanilla.judge(stats, ctx)
-        self._rows.append(build_row(stats, verdict, f, n_spec))
-        self._diagnose(stats, f, verdict, n_spec)
+        quality = self._diagnose(stats, f, verdict, n_spec)
+        row = build_row(stats, verdict, f, n_spec)
+        if quality is not None and quality.flag is not None:
+            row = replace(row, quality=quality.flag, quality_evidence=quality.evidence)
         self._rows_cache = None
         self._pct_cache = None
         self._itl.extend(stats.itl_s)
         tot = self._totals
         tot.requests += 1
         tot.outcomes[stats.outcome] = tot.outcomes.get(stats.outcome, 0) + 1
-        tot.flagged += verdict.flagged
         if stats.outcome == "ok":  # a failed or cancelled request's speed is not a measurement
             for key in ("decode_tok_s", "e2e_tok_s", "ttft_s", "client_acceptance_length"):
                 tot.add(key, getattr(stats, key))
-        if stats.outcome == "ok" and stats.decode_tok_s is not None:
-            self._speeds.append(stats.decode_tok_s)
-            self._cycle_dirty = True
+        self._add_row(row)
         if (
             stats.outcome == "ok"
             and f.overlap == 0
@@ -441,18 +479,81 @@ class SessionState:
             )
             self._pending = self._pending[-MAX_PENDING:]
 
+    def _add_row(self, row: RequestRow) -> None:
+        """Keep a finished row and give it its verdict: quality first (a flagged answer sets no
+        speed level), then its speed class against the speed levels, now if they exist (and
+        existed at the previous answer's end too: levels that show once and vanish are noise),
+        else once they do (core.detectors.speed_class, step 4)."""
+        measured = row.outcome == "ok" and row.decode_tok_s is not None
+        levels = None
+        if measured:
+            self._speeds.append(row.decode_tok_s if row.quality is None else None)
+            self._cycle_dirty = True
+            now = speed_levels(self._speeds)
+            levels = now if self._had_levels else None
+            self._had_levels = now is not None
+        if row.outcome == "ok":
+            waits = measured and row.quality is None and levels is None
+            kind = speed_class(row.decode_tok_s, row.vanilla, levels)
+            row = replace(row, speed_class=kind, settled=not waits)
+        self._rows.append(row)
+        self._given(row, None)
+        if not measured or row.decode_tok_s is None:
+            return
+        if row.quality is None:
+            self._known_speeds += 1
+            if levels is None:
+                self._unsettled.append((row.request_id, self._known_speeds))
+        if levels is not None:
+            waiting = [rid for rid, _ in self._unsettled]
+            self._unsettled.clear()
+            for rid in waiting:
+                self._settle(rid, levels)
+        while self._unsettled and self._known_speeds - self._unsettled[0][1] >= DEFAULT_WINDOW:
+            self._settle(self._unsettled.popleft()[0], None)  # left the window: one level
+
+    def _settle(self, request_id: str, levels: Any) -> None:
+        """Class an unsettled row against `levels` (None: no levels while it was in the window)."""
+        rows = self._rows
+        for i in range(len(rows) - 1, -1, -1):
+            row = rows[i]
+            if row.request_id == request_id:
+                new = replace(
+                    row,
+                    speed_class=speed_class(row.decode_tok_s, row.vanilla, levels),
+                    settled=True,
+                )
+                rows[i] = new
+                self._given(new, row)
+                self._rows_cache = None
+                return
+
+    def _given(self, row: RequestRow, before: RequestRow | None) -> None:
+        """Count a row's verdict (in place of its verdict before, if any); note a change."""
+        kind = request_verdict(row).kind
+        old = request_verdict(before).kind if before is not None else None
+        if kind == old:
+            return
+        if old is not None:
+            self._totals.count(old, -1)
+        self._totals.count(kind, 1)
+        if old is not None or kind in FLAGGED:
+            self._changes.append(VerdictChange(row.request_id, row.t_end, kind))
+            self._changes_made += 1
+
     def _diagnose(
         self, stats: Any, f: InFlight, verdict: vanilla.VanillaVerdict, n_spec: int | None
-    ) -> None:
-        """Feed a finished answer to the diagnosis fold (core.diagnosis)."""
+    ) -> QualityVerdict | None:
+        """Feed a finished answer to the diagnosis fold (core.diagnosis); the quality sentinel's
+        verdict on it."""
         if stats.outcome != "ok":
             self._diagnosis.drop(stats.request_id)
-            return
+            return None
         al = stats.client_acceptance_length
         if stats.server_spec is not None and stats.server_spec.mean_acceptance_length is not None:
             al = stats.server_spec.mean_acceptance_length
         ring = next(iter(self._gpu_history.values()), None)
-        self._diagnosis.answer(
+        return self._diagnosis.answer(
             FinishedAnswer(
                 request_id=stats.request_id,
                 t=stats.t_end,
@@ -466,6 +567,7 @@ class SessionState:
                 acceptance_length=al,
                 n_spec=n_spec,
                 judge_reason=verdict.reasons[0][1] if verdict.flagged and verdict.reasons else None,
+                partial=stats.partial,
             ),
             (p[:4] for p in ring) if ring is not None else (),
             self.baseline_tok_s,
@@ -510,6 +612,10 @@ class SessionState:
                 failed=tot.outcomes.get("failed", 0),
                 cancelled=tot.outcomes.get("cancelled", 0),
                 flagged=tot.flagged,
+                vanilla_speed=tot.verdicts.get("vanilla-speed", 0),
+                transition=tot.verdicts.get("transition", 0),
+                loop=tot.verdicts.get("loop", 0),
+                garbled=tot.verdicts.get("garbled", 0),
                 rows_kept=len(rows),
                 rows_dropped=tot.requests - len(rows),
                 lost_in_flight=self._lost_in_flight,
@@ -535,15 +641,9 @@ class SessionState:
         )
 
     def _classed_rows(self) -> tuple[RequestRow, ...]:
-        """The kept rows, each ok row with its speed class against the recent speed levels."""
+        """The kept rows, each with its verdict's inputs as settled (see `_add_row`)."""
         if self._rows_cache is None:
-            levels = speed_levels(list(self._speeds))
-            self._rows_cache = tuple(
-                replace(r, speed_class=speed_class(r.decode_tok_s, r.vanilla, levels))
-                if r.outcome == "ok"
-                else r
-                for r in self._rows
-            )
+            self._rows_cache = tuple(self._rows)
         return self._rows_cache
 
     def snapshot(self) -> dict[str, Any]:
@@ -585,7 +685,8 @@ class SessionState:
             self._cycle_dirty = False
             speeds = list(self._speeds)
             report = detect_cycle(speeds)
-            long_run = sum(speeds) / len(speeds) if speeds else None
+            known = [x for x in speeds if x is not None]
+            long_run = sum(known) / len(known) if known else None
             if report is None:
                 self._cycle_cache = CycleView(
                     requests=len(speeds), long_run_mean_tok_s=long_run, detected=False

@@ -277,6 +277,10 @@ class RequestStats:
     ttft_split: TtftSplit | None = None
     """Client TTFT split into the engine's share (queue + server TTFT) and the rest (network,
     API server, client), when both are known (core.server_timing)."""
+    partial: bool = False
+    """Its start was not seen (a recording begun in the middle of the answer): the decode speed
+    is that of the recorded part (tokens after its first recorded chunk over their span), never
+    the whole answer's tokens over the recorded span; None without token counts."""
 
 
 def _first_last_token_times(
@@ -323,7 +327,12 @@ def request_stats(trace: RequestTrace, *, n_spec: int | None = None) -> RequestS
     if e2el is not None and ttft is not None and n is not None and n > 1:
         tpot = (e2el - ttft) / (n - 1)
     decode = None
-    if n is not None and n >= 2 and t_first is not None and t_last is not None:
+    partial = started is None and ended is not None
+    if partial:
+        span = (t_last - t_first) if t_first is not None and t_last is not None else 0.0
+        recorded = sum(deltas) - deltas[0] if deltas else 0
+        decode = recorded / span if recorded > 0 and span > 0 else None
+    elif n is not None and n >= 2 and t_first is not None and t_last is not None:
         span = t_last - t_first
         decode = (n - 1) / span if span > 0 else None
     e2e = None
@@ -371,4 +380,5 @@ def request_stats(trace: RequestTrace, *, n_spec: int | None = None) -> RequestS
         counted_chunk_tokens=tuple(counted),
         server_timing=timing,
         ttft_split=ttft_split(ttft, timing),
+        partial=partial,
     )

@@ -1,8 +1,9 @@
-"""An answer's verdict, decided once for every screen: running, failed or cancelled; then a
-speed class that flags it (transition, or vanilla-speed against the session's recent speeds);
-then the vanilla-speed verdict (flagged, ok once judged); else not judged. The chat's badge,
-the answers table, `watch`'s console and its plain lines all show this one decision, each in
-its own words."""
+"""An answer's verdict, decided once for every screen: running, failed or cancelled; then the
+quality sentinel's flag (loop, garbled: judged before speed); then a speed class that flags it
+(transition, or vanilla-speed against the session's speed levels); then the vanilla-speed
+verdict (flagged, ok once judged); else not judged. The chat's badge, the answers table, the
+panel's counts, the replay's timeline, `--json`, the exporter and `watch`'s console all show
+this one decision, each in its own words."""
 
 from __future__ import annotations
 
@@ -12,9 +13,17 @@ from typing import Literal
 from specmon.core.views import RequestRow
 
 VerdictKind = Literal[
-    "running", "failed", "cancelled", "ok", "transition", "vanilla-speed", "unjudged"
+    "running",
+    "failed",
+    "cancelled",
+    "ok",
+    "loop",
+    "garbled",
+    "transition",
+    "vanilla-speed",
+    "unjudged",
 ]
-FLAGGED: frozenset[VerdictKind] = frozenset({"transition", "vanilla-speed"})
+FLAGGED: frozenset[VerdictKind] = frozenset({"loop", "garbled", "transition", "vanilla-speed"})
 """The kinds that flag an answer (shown with their reasons)."""
 
 
@@ -38,13 +47,17 @@ class Verdict:
 
 
 def request_verdict(row: RequestRow) -> Verdict:
-    """The verdict of one request row: a speed class that flags it (transition, vanilla-speed)
-    first, then the vanilla-speed verdict; "ok" only once the vanilla verdict judged the request
-    (a speed class of "ok" alone says it was fast, not that it was judged)."""
+    """The verdict of one request row: the quality flag first (a loop runs fast and a garbled
+    answer runs slow, but neither says how the server runs), then a speed class that flags it
+    (transition, vanilla-speed), then the vanilla-speed verdict; "ok" only once the vanilla
+    verdict judged the request (a speed class of "ok" alone says it was fast, not that it was
+    judged)."""
     if row.outcome == "running":
         return Verdict("running")
     if row.outcome in ("failed", "cancelled"):
         return Verdict(row.outcome, error=row.error)
+    if row.quality is not None:
+        return Verdict(row.quality, ((row.quality, row.quality_evidence),))
     speed = row.speed_class
     if speed is not None and speed.kind != "ok":
         return Verdict(speed.kind, speed.reasons)

@@ -158,6 +158,16 @@ class RequestRow:
     """The TTFT split into the engine's share (queue + server TTFT, from vLLM's per-request
     timing metrics) and the rest (network, API server, client); None when the server sent no
     timings (core.server_timing)."""
+    quality: Literal["loop", "garbled"] | None = None
+    """The quality sentinel's flag on the answer (core.diagnosis.quality), judged before speed:
+    a flagged answer sets no speed level and is left out of the cycle."""
+    quality_evidence: str = ""
+    settled: bool = True
+    """False while an ok row's speed class waits for the session's speed levels (it is judged
+    again when they appear, or settled as not flagged when it leaves their window)."""
+    partial: bool = False
+    """Recorded in part (the recording began in the middle of the answer): its speeds are those
+    of the recorded part."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +204,12 @@ class SummaryView:
     mean_e2e_tok_s: float | None
     mean_ttft_s: float | None
     mean_client_acceptance_length: float | None
+    vanilla_speed: int = 0
+    """Verdicts over ALL finished requests (core.verdict), as the rows' badges say now: the
+    panel, the timeline, the answers table, the JSON and the exporter count these."""
+    transition: int = 0
+    loop: int = 0
+    garbled: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from specmon.core.diagnosis.state import DiagnosisView
 from specmon.core.events import GpuReading
 from specmon.core.fleet_views import FleetTargetInfo
 from specmon.core.histogram_quantiles import SOURCE_WORDS
+from specmon.core.verdict import request_verdict
 from specmon.core.views import (
     Acceptance,
     CycleView,
@@ -86,6 +87,12 @@ def snapshot_of(view: SessionView) -> dict[str, Any]:
                 "failed": view.summary.failed,
                 "cancelled": view.summary.cancelled,
                 "flagged": view.summary.flagged,
+                "verdicts": {
+                    "vanilla-speed": view.summary.vanilla_speed,
+                    "transition": view.summary.transition,
+                    "loop": view.summary.loop,
+                    "garbled": view.summary.garbled,
+                },
                 "rows_kept": view.summary.rows_kept,
                 "rows_dropped": view.summary.rows_dropped,
                 "lost_in_flight": view.summary.lost_in_flight,
@@ -161,6 +168,7 @@ def _pos(a: Acceptance | None) -> list[float] | None:
 
 def row_json(r: RequestRow) -> dict[str, Any]:
     v = r.vanilla
+    verdict = request_verdict(r)
     return {
         "request_id": r.request_id,
         "source": r.source,
@@ -213,6 +221,13 @@ def row_json(r: RequestRow) -> dict[str, Any]:
                 "reasons": [{"code": c, "text": s} for c, s in v.reasons],
             }
         ),
+        "verdict": {
+            "kind": verdict.kind,
+            "flagged": verdict.flagged,
+            "settled": r.settled,
+            "reasons": [{"code": c, "text": s} for c, s in verdict.reasons],
+        },
+        "partial": r.partial,
     }
 
 

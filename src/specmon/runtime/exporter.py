@@ -6,8 +6,10 @@ with the `server` each request went to:
 - `specmon_request_acceptance_length` (histogram): each finished ok request's acceptance length
   (the chosen source: the server's per-request object, else chunk sizes, else /metrics deltas);
 - `specmon_request_decode_tokens_per_second` (histogram): each finished ok request's decode tok/s;
-- `specmon_vanilla_speed_requests_total{reason}` (counter): requests flagged as running at
-  vanilla speed, once per reason code (docs/definitions.md);
+- `specmon_vanilla_speed_requests_total{reason}` (counter): requests whose verdict is
+  vanilla-speed (core.verdict), once per reason code (docs/definitions.md);
+- `specmon_flagged_requests_total{verdict}` (counter): requests by flagged verdict (loop,
+  garbled, transition, vanilla-speed): the counts the panel, the timeline and `--json` show;
 - `specmon_requests_total{outcome}` (counter): finished requests;
 - `specmon_degradation_cycle_detected` (gauge, 0/1) and `specmon_degradation_cycle_period_requests`
   (gauge; NaN when no cycle) with `specmon_degradation_cycle_share_degraded`: the cycle
@@ -15,7 +17,9 @@ with the `server` each request went to:
 
 It follows the session's published views (`update(view)`, called every half second by
 `follow`), so every number is the one the screens show: a view's rows not seen before are
-observed once. The HTTP server (prometheus_client's) binds 127.0.0.1 unless told otherwise.
+observed once, and its verdict counted once it is final (an ok row may wait for the session's
+speed levels: core.detectors.speed_class). The HTTP server (prometheus_client's) binds
+127.0.0.1 unless told otherwise.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from specmon.core.errors import SpecmonError
-from specmon.core.views import SessionView
+from specmon.core.verdict import request_verdict
+from specmon.core.views import RequestRow, SessionView
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -96,6 +101,12 @@ class Exporter:
             ["server", "reason"],
             registry=r,
         )
+        self.verdicts = Counter(
+            "specmon_flagged_requests",
+            "Requests by flagged verdict: loop, garbled, transition, vanilla-speed.",
+            ["server", "verdict"],
+            registry=r,
+        )
         self.requests = Counter(
             "specmon_requests",
             "Finished requests seen by specmon, by outcome.",
@@ -121,6 +132,9 @@ class Exporter:
             registry=r,
         )
         self._seen: set[str] = set()
+        self._judged: set[str] = set()
+        """Rows whose verdict was counted (it is final: settled, or flagged by quality or by the
+        vanilla verdict, which no speed level changes)."""
         self._lock = threading.Lock()
         self._http: object | None = None
         self._stop = threading.Event()
@@ -138,26 +152,21 @@ class Exporter:
         with self._lock:
             new = 0
             current: set[str] = set()
+            judged: set[str] = set()
             for row in view.rows:
                 current.add(row.request_id)
-                if row.request_id in self._seen:
-                    continue
-                new += 1
-                server = row.source
-                self.requests.labels(server, row.outcome).inc()
-                if row.outcome != "ok":
-                    continue
-                al = row.acceptance.acceptance_length if row.acceptance else None
-                if al is not None and math.isfinite(al):
-                    self.acceptance.labels(server).observe(al)
-                if row.decode_tok_s is not None and math.isfinite(row.decode_tok_s):
-                    self.decode.labels(server).observe(row.decode_tok_s)
-                if row.vanilla is not None and row.vanilla.flagged:
-                    for code in row.vanilla.codes or ("flagged",):
-                        self.flagged.labels(server, code).inc()
+                if row.request_id not in self._seen:
+                    new += 1
+                    self._observe(row)
+                if row.request_id in self._judged:
+                    judged.add(row.request_id)
+                elif row.outcome == "ok" and _final(row):
+                    judged.add(row.request_id)
+                    self._count_verdict(row)
             # Rows leave the view oldest first and never come back: keeping only the ids still
-            # shown bounds the set by the view's row cap.
+            # shown bounds the sets by the view's row cap.
             self._seen = current
+            self._judged = judged
             cycle = view.cycle
             if cycle is not None:
                 server = view.info.server or "session"
@@ -169,6 +178,25 @@ class Exporter:
                     cycle.share_degraded if cycle.share_degraded is not None else math.nan
                 )
             return new
+
+    def _observe(self, row: RequestRow) -> None:
+        server = row.source
+        self.requests.labels(server, row.outcome).inc()
+        if row.outcome != "ok":
+            return
+        al = row.acceptance.acceptance_length if row.acceptance else None
+        if al is not None and math.isfinite(al):
+            self.acceptance.labels(server).observe(al)
+        if row.decode_tok_s is not None and math.isfinite(row.decode_tok_s):
+            self.decode.labels(server).observe(row.decode_tok_s)
+
+    def _count_verdict(self, row: RequestRow) -> None:
+        verdict = request_verdict(row)
+        if verdict.flagged:
+            self.verdicts.labels(row.source, verdict.kind).inc()
+        if verdict.kind == "vanilla-speed":
+            for code in tuple(c for c, _ in verdict.reasons) or ("flagged",):
+                self.flagged.labels(row.source, code).inc()
 
     # ------------------------------------------------------------ serving
 
@@ -206,3 +234,11 @@ class Exporter:
             server.server_close()  # type: ignore[attr-defined]
         if self._follower is not None:
             self._follower.join(1.0)
+
+
+def _final(row: RequestRow) -> bool:
+    """Whether a finished ok row's verdict can no longer change: settled, or flagged by the
+    quality sentinel or the vanilla verdict (no speed class undoes either)."""
+    return (
+        row.settled or row.quality is not None or (row.vanilla is not None and row.vanilla.flagged)
+    )

@@ -41,6 +41,7 @@ from specmon.core.clock import Clock, monotonic_clock
 from specmon.core.detectors.cycle import detect_cycle
 from specmon.core.events import Event, SessionInfo, StreamChunk
 from specmon.core.session_state import SessionState
+from specmon.core.verdict import request_verdict
 from specmon.core.views import RequestRow, SessionView
 
 SPEEDS: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
@@ -129,8 +130,9 @@ class ReplayTimeline:
     start: float
     end: float
     flags: Sequence[float]
-    """Where every vanilla-speed request of the recording appears (its end), in order: its speed
-    class as decided at its end, as the live screens decide a badge. A compact array of times."""
+    """Where every flagged request of the recording appears (its end), in order: its verdict
+    (core.verdict: loop, garbled, transition or vanilla-speed) as the session state settles it,
+    the one every screen counts. A compact array of times."""
     marks: tuple[TimelineTick, ...]
     """Markers, counter resets and status changes, in order (the first MAX_TIMELINE_MARKS)."""
     phases: tuple[PhaseSpan, ...]
@@ -140,6 +142,9 @@ class ReplayTimeline:
     """How many of each kind the whole recording holds."""
     jumps: Sequence[float]
     """Where `n`/`N` go: every flag's and mark's time, sorted, without repeats."""
+    flag_labels: tuple[str, ...] = ()
+    """Each flag's words, in the order of `flags`: "vanilla speed: r7", "transition: r6",
+    "loop: r5", "garbled: r7" (its verdict at the end of the recording)."""
 
     def count(self, kind: TickKind) -> int:
         return self.counts.get(kind, 0)
@@ -175,12 +180,8 @@ class ReplayPosition:
 
 
 def flagged(row: RequestRow) -> bool:
-    """Whether a finished row is at vanilla speed (its speed class, or its verdict)."""
-    if row.outcome != "ok":
-        return False
-    if row.speed_class is not None:
-        return row.speed_class.kind == "vanilla-speed"
-    return row.vanilla is not None and row.vanilla.flagged
+    """Whether a finished row is flagged (its verdict, core.verdict)."""
+    return request_verdict(row).flagged
 
 
 def cycle_phases(
@@ -197,7 +198,7 @@ def cycle_phases(
         for r in view.rows
         if r.outcome == "ok" and r.decode_tok_s is not None and r.t_end is not None
     ][-speeds_window:]
-    report = detect_cycle([r.decode_tok_s for r in timed if r.decode_tok_s is not None])
+    report = detect_cycle([r.decode_tok_s if r.quality is None else None for r in timed])
     if report is not None:
         for row, phase in zip(timed, report.classes, strict=False):
             t1 = row.t_end if row.t_end is not None else end
@@ -213,21 +214,27 @@ class _TimelineBuilder:
     """Follows the first pass's fold: the time of every flagged request and of every marker."""
 
     def __init__(self) -> None:
-        self.flags = array("d")
+        self.flagged: dict[tuple[str, float | None], tuple[float, str]] = {}
+        """Each flagged request's end and verdict, by (request id, end) (a verdict that changes
+        updates it)."""
         self.marks: list[TimelineTick] = []
         self.counts: dict[TickKind, int] = {}
-        self._requests = 0
+        self._changes = 0
         self._markers = 0
 
     def after(self, state: SessionState, t: float) -> None:
-        """Note what the event just folded (at fold time `t`) added: a finished request that is
-        flagged, markers."""
-        if state.requests_finished != self._requests:
-            self._requests = state.requests_finished
-            row = state.newest_row()
-            if row is not None and flagged(row):
-                self.flags.append(t)
-                self.counts["flag"] = self.counts.get("flag", 0) + 1
+        """Note what the event just folded (at fold time `t`) changed: a request's verdict
+        given or changed (flagged or not any more), markers."""
+        changed = state.verdict_changes_made - self._changes
+        if changed:
+            self._changes = state.verdict_changes_made
+            for change in state.newest_verdict_changes(changed):
+                key = (change.request_id, change.t)
+                if change.flagged:
+                    words = f"{change.kind.replace('-', ' ')}: {change.request_id}"
+                    self.flagged[key] = (change.t if change.t is not None else t, words)
+                else:
+                    self.flagged.pop(key, None)
         added = state.markers_added - self._markers
         if added:
             self._markers = state.markers_added
@@ -239,9 +246,22 @@ class _TimelineBuilder:
 
     def timeline(self, view: SessionView, start: float, end: float) -> ReplayTimeline:
         phases, period = cycle_phases(view, end)
-        jumps = array("d", sorted({*self.flags, *(m.t for m in self.marks)}))
+        ordered = sorted(self.flagged.values())
+        flags = array("d", (t for t, _ in ordered))
+        jumps = array("d", sorted({*flags, *(m.t for m in self.marks)}))
+        counts = dict(self.counts)
+        if flags:
+            counts["flag"] = len(flags)
         return ReplayTimeline(
-            start, end, self.flags, tuple(self.marks), phases, period, dict(self.counts), jumps
+            start,
+            end,
+            flags,
+            tuple(self.marks),
+            phases,
+            period,
+            counts,
+            jumps,
+            tuple(words for _, words in ordered),
         )
 
 
@@ -544,7 +564,7 @@ class ReplaySession:
 
     def labels_here(self) -> tuple[str, ...]:
         """What the timeline has at the play head: each mark's label, and each flagged request
-        that ended there (`vanilla speed: ID`)."""
+        that ended there with its verdict (`vanilla speed: ID`, `transition: ID`, ...)."""
         with self._lock:
             t = self._head
             tl = self.timeline
@@ -552,10 +572,8 @@ class ReplaySession:
             lo, hi = bisect.bisect_left(times, t - 1e-9), bisect.bisect_right(times, t + 1e-9)
             out = [m.label for m in tl.marks[lo:hi]]
             i = bisect.bisect_left(tl.flags, t - 1e-9)
-            if i < len(tl.flags) and tl.flags[i] <= t + 1e-9:
-                view = self.view()
-                ids = [r.request_id for r in view.rows if r.t_end is not None and r.t_end == t]
-                out.extend(f"vanilla speed: {rid}" for rid in ids or ["a request"])
+            j = bisect.bisect_right(tl.flags, t + 1e-9)
+            out.extend(tl.flag_labels[i:j] if len(tl.flag_labels) == len(tl.flags) else ())
             return tuple(out)
 
 

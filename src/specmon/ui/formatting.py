@@ -107,15 +107,24 @@ class FlagWords:
     text: str
 
 
+VERDICT_WORDS = {
+    "vanilla-speed": "VANILLA SPEED",
+    "transition": "TRANSITION",
+    "loop": "LOOP",
+    "garbled": "GARBLED",
+}
+"""A flagged verdict in the answers table's words."""
+
+
 def flag_words(row: RequestRow) -> FlagWords:
     """The flag of a request (its verdict, core.verdict): failed/cancelled with the error,
-    VANILLA SPEED or TRANSITION with its reasons, ok, or — (not judged, or still running).
-    Untrusted text is cleaned."""
+    LOOP, GARBLED, VANILLA SPEED or TRANSITION with its reasons, ok, or — (not judged, or still
+    running). Untrusted text is cleaned."""
     v = request_verdict(row)
     if v.kind in ("failed", "cancelled"):
         return FlagWords("failed", clean(f"{v.kind}: {v.error or ''}"))
     if v.flagged:
-        words = "VANILLA SPEED" if v.kind == "vanilla-speed" else "TRANSITION"
+        words = VERDICT_WORDS.get(v.kind, v.kind.upper())
         return FlagWords("flagged", f"{words}: " + "; ".join(clean(t) for t in v.sentences))
     return FlagWords("ok", "ok") if v.kind == "ok" else FlagWords("unknown", DASH)
 

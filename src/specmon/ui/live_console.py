@@ -35,6 +35,7 @@ from specmon.core.events import (
     StreamChunk,
 )
 from specmon.core.histogram_quantiles import choose_latency
+from specmon.core.verdict import request_verdict
 from specmon.core.views import GpuView, PercentileView, RequestRow, SessionView
 from specmon.ui.formatting import (
     DASH,
@@ -350,13 +351,15 @@ def render(
     )
 
 
-def plain_request_line(row: RequestRow, simulated: bool) -> str:
-    """One line per finished request, for non-terminal output (no escape codes)."""
+def plain_request_line(row: RequestRow, simulated: bool, *, again: bool = False) -> str:
+    """One line per finished request, for non-terminal output (no escape codes); `again` for a
+    request whose verdict changed after its line was written (it waited for the speed levels)."""
     server = row.acceptance_server
     chunks = row.acceptance_chunks
     prefix = SIMULATED_PREFIX if simulated else ""
+    judged = " judged again" if again else ""
     return clean(
-        f"{prefix}{row.request_id}: {fmt(row.completion_tokens, 'd')} tokens, "
+        f"{prefix}{row.request_id}{judged}: {fmt(row.completion_tokens, 'd')} tokens, "
         f"decode {fmt_tok_s(row.decode_tok_s)} tok/s, AL {fmt_acceptance(row.acceptance)} "
         f"(client {fmt_al(chunks.acceptance_length if chunks else None)} "
         f"server {fmt_al(server.acceptance_length if server else None)}), "
@@ -399,7 +402,8 @@ def run_plain(
     """Print one plain line per finished request (and status changes) until `done` is set.
     `read_view` gives the latest published view; `final_view` (default `read_view`) the
     up-to-date one read last, so no finished request is missed."""
-    seen: set[str] = set()
+    seen: dict[str, str] = {}
+    """The rows written, with the verdict they were written with."""
     statuses: dict[str, str] = {}
 
     def emit_new(read: Callable[[], SessionView] = read_view) -> None:
@@ -410,11 +414,15 @@ def run_plain(
             if statuses.get(s.source) != status:
                 statuses[s.source] = status
                 write(clean(f"server {s.source}: {status} {s.status_detail}".rstrip()))
-        current: set[str] = set()
+        current: dict[str, str] = {}
         for row in view.rows:
-            current.add(row.request_id)
-            if row.request_id not in seen:
+            kind = request_verdict(row).kind
+            current[row.request_id] = kind
+            before = seen.get(row.request_id)
+            if before is None:
                 write(plain_request_line(row, view.simulated))
+            elif before != kind:  # classed once the speed levels appeared: say it again
+                write(plain_request_line(row, view.simulated, again=True))
         seen = current  # bounded like the state's rows
 
     while not done.wait(interval):

@@ -37,6 +37,10 @@ Method:
    the counts are over the complete cycles between the first and the last start of the chain. The
    range (period_min, period_max, period_mean) comes from the chain whenever there is one, else it
    is the exact period.
+Missing points (None: an answer the quality sentinel flagged as a loop or garbled, whose speed
+says nothing of the server's state) keep their place in the sequence, so the period is counted in
+requests: they take no part in the levels, and each takes the class of its neighbours when both
+agree, else fast (a boundary between phases, or either end of the sequence).
 5. Counts per cycle over the complete cycles; fast-phase mean (fast points, recoveries excluded);
    long-run mean (all points); share degraded (degraded points / all points).
 
@@ -125,7 +129,7 @@ class CycleReport:
         return f"every {self.period_min}-{self.period_max} requests"
 
 
-def _two_means_split(sorted_xs: Sequence[float]) -> int:
+def two_means_split(sorted_xs: Sequence[float]) -> int:
     """k such that sorted_xs[:k] (low) and sorted_xs[k:] (high) have the least squared error."""
     n = len(sorted_xs)
     prefix = [0.0]
@@ -145,7 +149,8 @@ def _two_means_split(sorted_xs: Sequence[float]) -> int:
     return best_k
 
 
-def _robust_sigma(xs: Sequence[float]) -> float:
+def robust_sigma(xs: Sequence[float]) -> float:
+    """1.4826 x the median absolute deviation: the standard deviation of normal data, robust."""
     med = statistics.median(xs)
     return 1.4826 * statistics.median(abs(x - med) for x in xs)
 
@@ -158,7 +163,7 @@ def classify(
     if len(xs) < 4 or not all(math.isfinite(x) for x in xs):
         return None
     ordered = sorted(xs)
-    k = _two_means_split(ordered)
+    k = two_means_split(ordered)
     low, high = ordered[:k], ordered[k:]
     lo_level, hi_level = statistics.median(low), statistics.median(high)
     gap = hi_level - lo_level
@@ -188,7 +193,7 @@ def classify(
     for level in (FAST, DEGRADED):
         members = [x for x, c in zip(xs, classes, strict=True) if c == level]
         if len(members) > 1:
-            spread = max(spread, _robust_sigma(members))
+            spread = max(spread, robust_sigma(members))
     if spread > 0 and gap < min_separation * spread:
         return None
     return classes
@@ -373,17 +378,38 @@ def _chain(seen: Sequence[Episode], end: int, low: int, strays: int) -> list[Epi
     return chain[::-1]
 
 
+def _with_missing(speeds: Sequence[float | None], known: tuple[str, ...]) -> tuple[str, ...]:
+    """The classes of every point: the known points' own, a missing point its neighbours' class
+    when both agree, else fast (between two phases, or at either end)."""
+    out: list[str | None] = []
+    it = iter(known)
+    for x in speeds:
+        out.append(None if x is None else next(it))
+    filled: list[str] = []
+    for i, c in enumerate(out):
+        if c is not None:
+            filled.append(c)
+            continue
+        before = next((out[j] for j in range(i - 1, -1, -1) if out[j] is not None), None)
+        after = next((out[j] for j in range(i + 1, len(out)) if out[j] is not None), None)
+        filled.append(before if before is not None and before == after else FAST)
+    return tuple(filled)
+
+
 def detect_cycle(
-    speeds: Sequence[float],
+    speeds: Sequence[float | None],
     *,
     min_drop: float = 0.25,
     min_separation: float = 4.0,
     min_score: float = 0.9,
 ) -> CycleReport | None:
-    """The recurring degradation in `speeds` (oldest first), or None when there is none."""
-    classes = classify(speeds, min_drop=min_drop, min_separation=min_separation)
-    if classes is None:
+    """The recurring degradation in `speeds` (oldest first; None: a missing point, see the
+    module text), or None when there is none."""
+    known = [x for x in speeds if x is not None]
+    known_classes = classify(known, min_drop=min_drop, min_separation=min_separation)
+    if known_classes is None:
         return None
+    classes = _with_missing(speeds, known_classes)
     bad = [c != FAST for c in classes]
     if all(bad):
         return None
@@ -417,7 +443,7 @@ def detect_cycle(
 
 
 def _report(
-    speeds: Sequence[float],
+    speeds: Sequence[float | None],
     classes: tuple[str, ...],
     period: int,
     periods: Sequence[int],
@@ -427,15 +453,22 @@ def _report(
     episodes: int,
     strays: int,
 ) -> CycleReport:
-    xs = [float(x) for x in speeds]
+    xs = [None if x is None else float(x) for x in speeds]
     n = len(xs)
+    known = [x for x in xs if x is not None]
     recover = [c == FAST and i > 0 and classes[i - 1] != FAST for i, c in enumerate(classes)]
     counted = classes[span[0] : span[1]]
     recoveries = sum(recover[span[0] : span[1]])
-    fast_points = [x for x, c, r in zip(xs, classes, recover, strict=True) if c == FAST and not r]
+    fast_points = [
+        x
+        for x, c, r in zip(xs, classes, recover, strict=True)
+        if x is not None and c == FAST and not r
+    ]
     if not fast_points:
-        fast_points = [x for x, c in zip(xs, classes, strict=True) if c == FAST]
-    degraded_points = [x for x, c in zip(xs, classes, strict=True) if c == DEGRADED]
+        fast_points = [x for x, c in zip(xs, classes, strict=True) if x is not None and c == FAST]
+    degraded_points = [
+        x for x, c in zip(xs, classes, strict=True) if x is not None and c == DEGRADED
+    ]
     return CycleReport(
         period=period,
         cycles=cycles,
@@ -447,7 +480,7 @@ def _report(
         degraded_mean=(
             math.fsum(degraded_points) / len(degraded_points) if degraded_points else None
         ),
-        long_run_mean=math.fsum(xs) / n,
+        long_run_mean=math.fsum(known) / len(known),
         share_degraded=classes.count(DEGRADED) / n,
         score=score,
         classes=classes,

@@ -5,24 +5,39 @@ neither "ok" nor at vanilla speed: it is a transition between the two levels the
 between (the seeds' cycle: 5 fast, 1 transition, 3 degraded, 1 recovery).
 
 Rule (pure; inputs in, classes out):
-1. Levels: the decode speeds of the last `window` ok requests are split into a fast and a slow
-   level by the cycle detector's classification (`detectors.cycle.classify`: the 1-D two-means
-   split, levels as the medians of the points classified fast / degraded, re-estimated until
-   stable; no levels unless the slow level is at least 25% below the fast one and the gap is at
-   least 4 robust spreads of each level). Levels need at least `MIN_REQUESTS` ok requests, at
-   least one at the slow level (the first answer to fall to vanilla speed is the one to flag),
-   and at least `MIN_FAST` at the fast level: one answer far above the rest (read in one burst,
-   a cached prompt) is an outlier, not a level.
-2. With levels H (fast) and L (slow) and gap G = H - L, a request's decode speed s is
-   - fast      when s ≥ H - G/4,
-   - slow      when s ≤ L + G/4,
-   - between   otherwise (the same thresholds as the cycle detector).
+1. Levels: the decode speeds of the last `window` ok requests that the quality sentinel did not
+   flag (a loop runs far above the fast level and a garbled answer far below it: neither is a
+   speed level) are split into a fast and a slow level by the cycle detector's classification
+   (`detectors.cycle.classify`: the 1-D two-means split, levels as the medians of the points
+   classified fast / degraded, re-estimated until stable; no levels unless the slow level is at
+   least 25% below the fast one and the gap is at least 4 robust spreads (1.4826 x MAD) of each
+   level), and none unless the two-means split of ALL the window's speeds (the points between
+   the levels included) leaves clusters whose medians are SEPARATION robust spreads of either
+   apart: answers of varied content at one level spread over ±25% and the classification's
+   own test, which sets the middle points aside, split them in two (on 200 runs of 120 such
+   speeds, Gaussian with sigma 15%, 24% of runs showed levels at some point; with this test
+   11%, 9% needing levels at two answers' ends in a row, step 4). Levels need at least
+   `MIN_REQUESTS` such requests, at least `MIN_SLOW` at the slow
+   level and at least `MIN_FAST` at the fast level: one answer far from the rest (read in one
+   burst, a cached prompt, the first answer of a transition) is an outlier, not a level.
+2. With levels H (fast) and L (slow), gap G = H - L and the levels' robust spreads sH and sL,
+   a request's decode speed s is
+   - fast      when s >= H - reach(sH),
+   - slow      when s <= L + reach(sL),
+   - between   otherwise,
+   where reach(s) = LEVEL_SPREADS·s within G/8..G/2: a level is its median and the answers
+   around it, as far as its own spread says (the cycle detector's fixed G/4 called a fast answer
+   of a wide fast level a transition, and a transition near a tight slow level slow).
 3. Class:
    - vanilla-speed when the vanilla verdict flagged the request (its reasons are kept), or when
      it is at the slow level ("slow_level");
    - transition when it is between the levels ("between_levels");
    - ok otherwise (fast, or no levels in the window).
-Badges of older rows follow the current levels: they may change as the levels are re-estimated.
+4. When (session_state): a request is classed at its end when levels exist then and existed
+   at the previous request's end (levels that show once and vanish are noise); else it waits
+   (unsettled) and is classed against the first levels that do, while it is still among the
+   last `window` requests, or settled as ok when it leaves them without levels. A class, once
+   settled, does not change, so every screen counts the same badges.
 """
 
 from __future__ import annotations
@@ -38,8 +53,23 @@ DEFAULT_WINDOW = 40
 """How many of the most recent ok requests define the levels."""
 MIN_REQUESTS = 4
 """Ok requests with a decode speed needed before levels are estimated (cycle.classify's own)."""
+SEPARATION = 5.0
+"""The levels' medians, split over all the window's speeds, are at least this many robust
+spreads (1.4826 x MAD) of either cluster apart."""
+LEVEL_SPREADS = 3.0
+"""A level reaches this many of its robust spreads from its median (at least an eighth of the
+gap, at most half of it). The fast answers of a chat vary by ±15% with their content: one at
+150 tok/s and AL 3.1 among answers at 190-240 is a fast answer, not a transition (a fixed
+quarter of the gap, 169, called it one). The slow level of a degraded server is tight (60 tok/s
+± 1): an answer at 787 tok/s and AL 1.7 over a slow level of 480 ± 3 is a transition, not at
+the slow level (a quarter of the gap, 803, put it there)."""
 MIN_FAST = 2
 """Requests needed at the fast level for it to be a level."""
+MIN_SLOW = 3
+"""Requests needed at the slow level for it to be a level. One slow answer may be the first of
+a transition (r6 of the seeds' cycle, 112 tok/s between 205 and 60, is one), and two pass the
+separation test whatever they are (103 and 59 tok/s under 221: two points' robust spread is half
+their difference): with fewer, the rows wait (step 4) and are classed once the level is seen."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,29 +78,66 @@ class SpeedLevels:
 
     fast_tok_s: float
     slow_tok_s: float
+    fast_spread: float = 0.0
+    """Robust spread (1.4826 x MAD) of the answers at the fast level."""
+    slow_spread: float = 0.0
 
     @property
     def fast_at(self) -> float:
-        return self.fast_tok_s - (self.fast_tok_s - self.slow_tok_s) / 4
+        """H less LEVEL_SPREADS spreads of the fast level, within G/8..G/2."""
+        return self.fast_tok_s - _reach(self.fast_spread, self.fast_tok_s - self.slow_tok_s)
 
     @property
     def slow_at(self) -> float:
-        return self.slow_tok_s + (self.fast_tok_s - self.slow_tok_s) / 4
+        """L plus LEVEL_SPREADS spreads of the slow level, within G/8..G/2."""
+        return self.slow_tok_s + _reach(self.slow_spread, self.fast_tok_s - self.slow_tok_s)
 
 
-def speed_levels(speeds: Sequence[float], *, window: int = DEFAULT_WINDOW) -> SpeedLevels | None:
-    """The fast and slow levels of the last `window` speeds; None when they are one level."""
-    recent = [float(s) for s in speeds[-window:]] if window > 0 else []
+def _reach(spread: float, gap: float) -> float:
+    """How far a level reaches from its median: LEVEL_SPREADS of its robust spreads, at least
+    an eighth of the gap (a level of identical speeds still holds its near neighbours) and at
+    most half of it (the levels never overlap)."""
+    return min(max(LEVEL_SPREADS * spread, gap / 8), gap / 2)
+
+
+def speed_levels(
+    speeds: Sequence[float | None], *, window: int = DEFAULT_WINDOW
+) -> SpeedLevels | None:
+    """The fast and slow levels of the last `window` speeds (None entries, answers the quality
+    sentinel flagged, are left out); None when they are not two levels."""
+    known = [float(s) for s in speeds if s is not None]
+    recent = known[-window:] if window > 0 else []
     if len(recent) < MIN_REQUESTS:
+        return None
+    if not _apart(recent):  # one wide level, not two
         return None
     classes = cycle.classify(recent)
     if classes is None:
         return None
     fast = [s for s, c in zip(recent, classes, strict=True) if c == cycle.FAST]
     slow = [s for s, c in zip(recent, classes, strict=True) if c == cycle.DEGRADED]
-    if len(fast) < MIN_FAST or not slow:
+    if len(fast) < MIN_FAST or len(slow) < MIN_SLOW:
         return None
-    return SpeedLevels(statistics.median(fast), statistics.median(slow))
+    return SpeedLevels(
+        statistics.median(fast),
+        statistics.median(slow),
+        cycle.robust_sigma(fast),
+        cycle.robust_sigma(slow),
+    )
+
+
+def _apart(speeds: Sequence[float]) -> bool:
+    """Whether the two-means split of ALL the speeds leaves two clusters whose medians are at
+    least SEPARATION robust spreads of either apart. The cycle's classification measures each
+    level's spread after the points between the levels are set aside, which narrows the levels
+    of one wide level (answers of varied length and content, 180-290 tok/s) until they pass;
+    here the middle points count, so only speeds that really sit at two levels do."""
+    ordered = sorted(speeds)
+    k = cycle.two_means_split(ordered)
+    low, high = ordered[:k], ordered[k:]
+    gap = statistics.median(high) - statistics.median(low)
+    spread = max(cycle.robust_sigma(low), cycle.robust_sigma(high))
+    return gap > 0 and gap >= SEPARATION * spread
 
 
 def speed_class(

@@ -1,23 +1,36 @@
 """The quality sentinel: answers whose acceptance says the text may be a loop or garbled.
 
-A drafter accepts nearly everything when the target repeats itself, so an answer whose AL is far
-above the session's usual (z-score ≥ LOOP_Z, or ≥ LOOP_AL_FRAC of the K+1 ceiling) over many
-tokens, AND whose text repeats (share of repeated word n-grams ≥ LOOP_REPEAT_SHARE), is flagged
-"loop". An answer whose AL is far below the usual (z ≤ -GARBLED_Z) on a drafter that normally
-does well (session mean AL ≥ GOOD_DRAFTER_AL), AND whose text is mostly not words (share of
-whitespace-separated pieces without a letter or digit ≥ GARBLED_ODD_SHARE), is flagged "garbled":
-the target went somewhere the drafter could not follow (wrong chat template, broken quantisation,
-a runaway sampler). Low acceptance alone is not enough: an answer that merely fell to vanilla
-speed (the vanilla detector's case) reads normally and is not flagged.
+Both rules compare an answer's AL with the session's HEALTHY level, not with the mean of every
+answer: a degradation cycle puts a third of the answers at AL 1.0 with normal text, and a mean and
+standard deviation over those would hide a garbled answer (its AL 1.0 is then "usual"). The
+healthy level is the median of the upper half of the last HEALTHY_WINDOW unflagged answers' AL
+(the fast answers whenever at most half of them are degraded), its spread 1.4826 x their median
+absolute deviation, floored at MIN_SPREAD; a z-score is (AL - level) / spread. It needs
+MIN_HISTORY unflagged answers.
 
-`check_answer` is a pure function called once at an answer's end (off the hot path: it is cheap,
-O(text), and a runner may call it in a worker). `ALStats` keeps the session's per-answer AL mean
-and variance in three running numbers (Welford), updated after each check.
+- "loop": AL at least LOOP_Z spreads above the healthy level, or at least LOOP_AL_FRAC of the K+1
+  ceiling, over at least MIN_TOKENS tokens, AND the text repeats (share of repeated word
+  n-grams at least LOOP_REPEAT_SHARE): a drafter accepts nearly everything when the target
+  repeats itself.
+- "garbled": AL at least GARBLED_Z spreads below the healthy level while that level is at least
+  GOOD_DRAFTER_AL, or (the text's own evidence) AL within GARBLED_NEAR_ONE of 1.0 on such a
+  drafter, AND the text is mostly not words (share of whitespace-separated pieces without a letter
+  or digit at least GARBLED_ODD_SHARE): the target went somewhere the drafter could not follow
+  (wrong chat template, broken quantisation, a runaway sampler). Low acceptance alone is not
+  enough: an answer that merely fell to vanilla speed (the vanilla detector's case) reads
+  normally and is not flagged.
+
+A flagged answer is judged before its speed (core.verdict): it sets no speed level, is left out
+of the degradation cycle, of the thermal attribution and of AL by context, and does not move the
+healthy level. `check_answer` is a pure function called once at an answer's end (O(text)).
+`ALStats` keeps the session's per-answer AL mean and variance (Welford) for the view.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
+from collections import deque
 from dataclasses import dataclass
 from typing import Literal
 
@@ -28,8 +41,14 @@ MAX_TEXT_CHARS = 8192
 """The tail of an answer's text that is kept for the check."""
 MIN_TOKENS = 128
 """An answer is judged only over at least this many tokens."""
-MIN_HISTORY = 8
-"""Answers before z-scores are trusted."""
+MIN_HISTORY = 5
+"""Unflagged answers before the healthy level is trusted."""
+HEALTHY_WINDOW = 64
+"""The latest unflagged answers whose AL defines the healthy level."""
+MIN_SPREAD = 0.1
+"""The healthy level's spread is at least this much AL (a steady drafter has almost none)."""
+GARBLED_NEAR_ONE = 0.25
+"""An AL within this of 1.0 on a good drafter is garbled when the text is not words."""
 LOOP_Z = 3.0
 LOOP_AL_FRAC = 0.9
 LOOP_REPEAT_SHARE = 0.5
@@ -51,7 +70,7 @@ class QualityVerdict:
     tokens: int
     acceptance_length: float
     al_z: float | None
-    """(AL - session mean) / session standard deviation, before this answer (None: too few)."""
+    """(AL - healthy level) / its spread, before this answer (None: too few answers)."""
     repeated_ngram_share: float | None
     """Share of the text's word 4-grams that repeat an earlier one (None: too short)."""
     evidence: str = ""
@@ -117,20 +136,52 @@ class ALStats:
         return (value - self.mean) / max(s, 0.05)
 
 
+class HealthyAL:
+    """The healthy AL level: the upper half of the latest HEALTHY_WINDOW unflagged answers."""
+
+    __slots__ = ("recent",)
+
+    def __init__(self) -> None:
+        self.recent: deque[float] = deque(maxlen=HEALTHY_WINDOW)
+
+    def add(self, value: float) -> None:
+        if math.isfinite(value):
+            self.recent.append(value)
+
+    def level(self) -> tuple[float, float] | None:
+        """(level, spread), or None with fewer than MIN_HISTORY answers."""
+        if len(self.recent) < MIN_HISTORY:
+            return None
+        values = sorted(self.recent)
+        upper = values[len(values) // 2 :]
+        level = statistics.median(upper)
+        mad = statistics.median(abs(x - level) for x in upper)
+        return level, max(1.4826 * mad, MIN_SPREAD)
+
+    def z(self, value: float) -> float | None:
+        found = self.level()
+        if found is None:
+            return None
+        level, spread = found
+        return (value - level) / spread
+
+
 def check_answer(
     request_id: str,
     t: float | None,
     text: str,
     tokens: int | None,
     acceptance_length: float | None,
-    stats: ALStats,
+    healthy: HealthyAL,
     n_spec: int | None,
 ) -> QualityVerdict | None:
     """The sentinel's verdict on one answer (None when there is nothing to judge: no AL, or
-    fewer than MIN_TOKENS tokens). Does not update `stats`; the caller adds the AL after."""
+    fewer than MIN_TOKENS tokens). Does not update `healthy`; the caller adds the AL after
+    (only an unflagged answer's)."""
     if acceptance_length is None or tokens is None or tokens < MIN_TOKENS:
         return None
-    z = stats.z(acceptance_length)
+    found = healthy.level()
+    z = healthy.z(acceptance_length)
     share = repeated_ngram_share(text[-MAX_TEXT_CHARS:])
     flag: QualityFlag | None = None
     evidence = ""
@@ -153,16 +204,17 @@ def check_answer(
             f"{share:.0%} of its word {NGRAM}-grams repeat"
         )
     elif (
-        z is not None
-        and z <= -GARBLED_Z
-        and stats.mean >= GOOD_DRAFTER_AL
+        found is not None
+        and z is not None
+        and found[0] >= GOOD_DRAFTER_AL
+        and (z <= -GARBLED_Z or acceptance_length <= 1.0 + GARBLED_NEAR_ONE)
         and (odd := odd_piece_share(text[-MAX_TEXT_CHARS:])) is not None
         and odd >= GARBLED_ODD_SHARE
     ):
         flag = "garbled"
         evidence = (
-            f"AL {acceptance_length:.2f} (z {z:+.1f}) on a drafter whose answers average "
-            f"{stats.mean:.2f}, over {tokens} tokens; {odd:.0%} of its text is not words"
+            f"AL {acceptance_length:.2f} (z {z:+.1f}) on a drafter whose healthy answers reach "
+            f"{found[0]:.2f}, over {tokens} tokens; {odd:.0%} of its text is not words"
         )
     return QualityVerdict(
         request_id=request_id,

@@ -15,6 +15,7 @@ from specmon.core.diagnosis.context_cliff import ContextBins, ContextCliffView, 
 from specmon.core.diagnosis.quality import (
     MAX_TEXT_CHARS,
     ALStats,
+    HealthyAL,
     QualityVerdict,
     QualityView,
     check_answer,
@@ -67,6 +68,9 @@ class FinishedAnswer:
     acceptance_length: float | None
     n_spec: int | None
     judge_reason: str | None
+    partial: bool = False
+    """Recorded in part: its token count and spans are not the answer's (no thermal point, no
+    seconds saved)."""
 
 
 class Diagnosis:
@@ -79,6 +83,7 @@ class Diagnosis:
         self.savings = SavingsTotals()
         self.recent_savings: deque[AnswerSaving] = deque(maxlen=MAX_RECENT_SAVINGS)
         self.al_stats = ALStats()
+        self.healthy = HealthyAL()
         self.checked = 0
         self.loops = 0
         self.garbled = 0
@@ -123,20 +128,49 @@ class Diagnosis:
         a: FinishedAnswer,
         gpu_samples: Iterable[tuple[float, float | None, float | None, float | None]],
         baseline_tok_s: float | None,
-    ) -> None:
-        """Fold one finished ok answer."""
+    ) -> QualityVerdict | None:
+        """Fold one finished ok answer; returns the quality sentinel's verdict on it. Quality is
+        judged first: a loop or garbled answer is left out of AL by context and of the thermal
+        attribution (its AL says nothing of how the server runs)."""
         self._cache = None
         parts = self.texts.pop(a.request_id, None)
         self._text_len.pop(a.request_id, None)
-        self.context.add_answer(
-            answer_steps(a.prompt_tokens, a.cumulative, n_spec=a.n_spec, final_cut=a.final_cut)
+        al = a.acceptance_length
+        verdict = check_answer(
+            a.request_id,
+            a.t,
+            "".join(parts) if parts else "",
+            a.completion_tokens,
+            al,
+            self.healthy,
+            a.n_spec,
         )
+        if verdict is not None:
+            self.checked += 1
+            if verdict.flag is not None:
+                self.flagged.append(verdict)
+                self.loops += verdict.flag == "loop"
+                self.garbled += verdict.flag == "garbled"
+            elif al is not None:
+                self.al_stats.add(al)  # flagged answers do not move the usual
+                self.healthy.add(al)
+        quality_flagged = verdict is not None and verdict.flag is not None
+        if not quality_flagged:
+            self.context.add_answer(
+                answer_steps(a.prompt_tokens, a.cumulative, n_spec=a.n_spec, final_cut=a.final_cut)
+            )
         decode_s = None
         if a.t_first_token is not None and a.t_last_token is not None:
             span = a.t_last_token - a.t_first_token
             decode_s = span if span > 0 else None
-        al = a.acceptance_length
-        if decode_s is not None and a.decode_steps > 0 and al and a.completion_tokens:
+        if (
+            not quality_flagged
+            and not a.partial
+            and decode_s is not None
+            and a.decode_steps > 0
+            and al
+            and a.completion_tokens
+        ):
             clock, temp, power = gpu_during(
                 gpu_samples, a.t_first_token or 0.0, a.t_last_token or 0.0
             )
@@ -154,29 +188,23 @@ class Diagnosis:
                     power_w=power,
                 )
             )
-        saving = answer_saving(
-            a.request_id, a.t, a.completion_tokens, decode_s, baseline_tok_s, al, a.judge_reason
+        saving = (
+            None
+            if a.partial
+            else answer_saving(
+                a.request_id,
+                a.t,
+                a.completion_tokens,
+                decode_s,
+                baseline_tok_s,
+                al,
+                a.judge_reason,
+            )
         )
         if saving is not None:
             self.savings.add(saving)
             self.recent_savings.append(saving)
-        verdict = check_answer(
-            a.request_id,
-            a.t,
-            "".join(parts) if parts else "",
-            a.completion_tokens,
-            al,
-            self.al_stats,
-            a.n_spec,
-        )
-        if verdict is not None:
-            self.checked += 1
-            if verdict.flag is not None:
-                self.flagged.append(verdict)
-                self.loops += verdict.flag == "loop"
-                self.garbled += verdict.flag == "garbled"
-            elif al is not None:
-                self.al_stats.add(al)  # flagged answers do not move the usual
+        return verdict
 
     def view(self, baseline_tok_s: float | None) -> DiagnosisView:
         if self._cache is None or self._cache.seconds_saved.baseline_tok_s != baseline_tok_s:

@@ -493,7 +493,25 @@ class ChatScreen(RecordingScreen):
                     self._paint_heat(view.answer)
         self._settling = (feed, view, left - 1) if left > 1 else None
         if left == 1:
+            self._rejudge_earlier(view.answer)
             self.save_conversation()  # with the numbers that arrived after the stream
+
+    def _rejudge_earlier(self, latest: AnswerView) -> None:
+        """Redraw the numbers of earlier answers whose verdict changed since they were drawn: an
+        answer that ended before the session's speed levels existed is classed once they do
+        (core.detectors.speed_class), and its badge says so, as the panel's counts do."""
+        session = self.port.view()
+        for answer, feed in self.answer_feeds.items():
+            old = answer.numbers
+            if answer is latest or not answer.finished or old is None or feed.released:
+                continue
+            numbers = self.port.numbers(feed)
+            if numbers.flag in (old.flag, "unjudged") or numbers.tokens is None:
+                continue  # unchanged, or its row is no longer in the view
+            answer.numbers = numbers
+            extra = answer_diagnosis(session, numbers.request_id, ttft=False).plain
+            status = format_numbers(numbers, ttft_split_of(session, numbers.request_id))
+            answer.set_status(f"{status} · {extra}" if extra else status)
 
     @on(StatusLine.Clicked)
     def _badge_clicked(self, event: StatusLine.Clicked) -> None:
@@ -510,8 +528,8 @@ class ChatScreen(RecordingScreen):
             message = "no finished answer yet"
         elif n.flag == "vanilla-speed":
             message = "VANILLA SPEED: " + "; ".join(n.reasons)
-        elif n.flag == "transition":
-            message = "TRANSITION: " + "; ".join(n.reasons)
+        elif n.flag in ("transition", "loop", "garbled"):
+            message = f"{n.flag.upper()}: " + "; ".join(n.reasons)
         elif n.flag == "ok":
             message = "not flagged: the answer was not at vanilla speed"
         else:

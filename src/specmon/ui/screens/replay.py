@@ -11,7 +11,6 @@ here does I/O: the recording was read by the cli before the app started.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
@@ -22,8 +21,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Label, Static
 
-from specmon.core.detectors.speed_class import speed_class, speed_levels
-from specmon.core.views import RequestRow, SessionView, SpeedClassView
+from specmon.core.views import RequestRow, SessionView
 from specmon.ui.answer_numbers import AnswerNumbers, numbers_from_row
 from specmon.ui.formatting import visible
 from specmon.ui.replay_port import ReplayPort
@@ -65,53 +63,24 @@ def kept_columns(rows: tuple[tuple[str, ...], ...], width: int) -> tuple[int, ..
     return tuple(kept)
 
 
-BadgeCache = dict[tuple[str, float | None], SpeedClassView | None]
-"""Each finished row's speed class as decided at its end, by (request id, end time)."""
-
-
-def classed_at_end(
-    rows: tuple[RequestRow, ...], cache: BadgeCache | None = None
-) -> tuple[RequestRow, ...]:
-    """The rows with each ok row's speed class as it was when the row ended: against the speed
-    levels of the rows up to it, not of every row up to the play head. The live chat decides an
-    answer's badge at its end; so, here, a row's badge no longer changes as the play head moves
-    on (nor with a seek). `cache` keeps the classes decided (they never change)."""
-    cache = {} if cache is None else cache
-    speeds: list[float] = []
-    out: list[RequestRow] = []
-    for row in rows:
-        if row.outcome != "ok":
-            out.append(row)
-            continue
-        if row.decode_tok_s is not None:
-            speeds.append(row.decode_tok_s)
-        key = (row.request_id, row.t_end)
-        if key not in cache:
-            cache[key] = speed_class(row.decode_tok_s, row.vanilla, speed_levels(speeds))
-        out.append(replace(row, speed_class=cache[key]))
-    return tuple(out)
-
-
-def table_rows(
-    view: SessionView | None, start: float, cache: BadgeCache | None = None
-) -> tuple[tuple[str, ...], ...]:
+def table_rows(view: SessionView | None, start: float) -> tuple[tuple[str, ...], ...]:
     """The answers table at the play head: finished requests (with the recorded time they ended,
-    from the recording's start; each badge as decided at the request's end), then those still
-    running."""
+    from the recording's start; each badge as the session state settled it, the verdict every
+    screen counts), then those still running."""
     if view is None:
         return ()
     out: list[tuple[str, ...]] = []
-    for row in (*classed_at_end(view.rows, cache), *view.in_flight):
+    for row in (*view.rows, *view.in_flight):
         ended = "…" if row.t_end is None else clock_text(row.t_end - start)
         out.append((ended, *row_cells(row)))
     return tuple(out)
 
 
-def last_answer(view: SessionView | None, cache: BadgeCache | None = None) -> AnswerNumbers | None:
+def last_answer(view: SessionView | None) -> AnswerNumbers | None:
     """The numbers of the last finished answer at the play head (the panel's "this answer")."""
     if view is None or not view.rows:
         return None
-    row: RequestRow = classed_at_end(view.rows, cache)[-1]
+    row: RequestRow = view.rows[-1]
     return numbers_from_row(row, view.gpu)
 
 
@@ -167,8 +136,6 @@ class ReplayScreen(Screen[None]):
         self._ticks = 0
         self._rows_shown: tuple[tuple[str, ...], ...] | None = None
         self.position: ReplayPosition | None = None
-        self._badges: BadgeCache = {}
-        """Each finished row's speed class, decided at its end (classed_at_end)."""
         self._columns: tuple[int, ...] = ()
         """The answers table's columns shown (indices in REPLAY_COLUMNS)."""
 
@@ -208,8 +175,6 @@ class ReplayScreen(Screen[None]):
         """Fold up to the play head and redraw the timeline, the table and (panel) the panel."""
         port = self.port
         view = port.view()
-        # Badges as decided at each answer's end, in the table and the panel's counts alike.
-        view = replace(view, rows=classed_at_end(view.rows, self._badges))
         position = port.position()
         self.position = position
         self.query_one(Timeline).show(position)
@@ -217,16 +182,16 @@ class ReplayScreen(Screen[None]):
         if panel:
             side = self.query_one(SidePanel)
             # The graphs: the replayed state's own history, up to the play head.
-            side.show(view, last_answer(view, self._badges), now=position.t)
+            side.show(view, last_answer(view), now=position.t)
             summary = panel_summary(
                 view,
-                last_answer(view, self._badges),
+                last_answer(view),
                 styles=theme_styles(self.app.theme_variables),
             )
             self.query_one("#replay-summary", Static).update(summary)
 
     def _show_rows(self, view: SessionView, start: float) -> None:
-        rows = table_rows(view, start, self._badges)
+        rows = table_rows(view, start)
         table = self.query_one("#replay-answers", DataTable)
         # Room for the vertical scrollbar always: the columns do not change when it appears.
         width = max(0, table.size.width - table.styles.scrollbar_size_vertical)

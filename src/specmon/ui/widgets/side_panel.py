@@ -348,18 +348,14 @@ def gpu_section(view: SessionView, *, styles: Styles = CONSOLE_STYLES) -> Text:
 def flags_section(
     view: SessionView, server: ServerView | None = None, *, styles: Styles = CONSOLE_STYLES
 ) -> Text:
-    """The counts of specmon's own answers, the cycle over them, and what the server's window
-    says when other clients' traffic is all there is (core.server_window)."""
+    """The counts of specmon's own answers (every verdict over all answers, as the timeline and
+    --json count them), the cycle over them, and what the server's window says when other
+    clients' traffic is all there is (core.server_window)."""
     s = view.summary
-    transitions = sum(
-        1 for r in view.rows if r.speed_class is not None and r.speed_class.kind == "transition"
-    )
-    vanilla = sum(
-        1 for r in view.rows if r.speed_class is not None and r.speed_class.kind == "vanilla-speed"
-    )
     out = Text(
         f"answers       {s.total:>5}   failed     {s.failed:>5}\n"
-        f"vanilla-speed {vanilla:>5}   transition {transitions:>5}\n"
+        f"vanilla-speed {s.vanilla_speed:>5}   transition {s.transition:>5}\n"
+        f"loop          {s.loop:>5}   garbled    {s.garbled:>5}\n"
         f"cancelled     {s.cancelled:>5}"  # Esc on an answer is not a failure
     )
     if server is not None and window_vanilla(server.window):

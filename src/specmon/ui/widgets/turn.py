@@ -110,6 +110,8 @@ class PromptInput(Input):
 
 FLAG_WORDS: dict[VerdictKind, str] = {
     "ok": "ok",
+    "loop": "LOOP (F3: why)",
+    "garbled": "GARBLED (F3: why)",
     "transition": "TRANSITION (F3: why)",
     "vanilla-speed": "VANILLA SPEED (F3: why)",
     "failed": "",
