@@ -223,30 +223,31 @@ def thermal_truth(answers: Sequence[dict[str, Any]], latest: int = 5) -> str | N
 
 
 def fold(recording: Path) -> tuple[Any, int, list[tuple[Any, Any]]]:
-    """Fold a recording as the replay does; returns the final view, the answers flagged
-    vanilla-speed when they ended, and (probe event, canary view after it) for every probe."""
-    from specmon.core.events import CanaryProbed, RequestEnded
+    """Fold a recording as the replay does; returns the final view, the answers whose first
+    verdict (as the timeline draws it) flagged them, and (probe event, canary view after it) for
+    every probe."""
+    from specmon.core.events import CanaryProbed
     from specmon.core.session_state import SessionState
-    from specmon.runtime.replay_session import flagged
     from specmon.sources.recording_player import RecordingReader
 
     problems: list[Any] = []
     reader = RecordingReader(str(recording), problems)
     try:
         state = SessionState(reader.info, baseline_tok_s=None)
-        at_end = 0
+        first: dict[str, str] = {}  # each request's first verdict, as the timeline shows it
+        seen = 0
         probes: list[tuple[Any, Any]] = []
         for event in reader:
             state.apply(event)
-            if isinstance(event, RequestEnded):
-                row = state.newest_row()
-                if row is not None and flagged(row):
-                    at_end += 1
-            elif isinstance(event, CanaryProbed):
+            made = state.verdict_changes_made
+            for change in state.newest_verdict_changes(made - seen):
+                first.setdefault(change.request_id, change.kind)
+            seen = made
+            if isinstance(event, CanaryProbed):
                 view = state.view()
                 canary = next((c for c in view.canaries if c.source == event.source), None)
                 probes.append((event, canary))
-        return state.view(), at_end, probes
+        return state.view(), sum(k == "vanilla-speed" for k in first.values()), probes
     finally:
         reader.close()
 

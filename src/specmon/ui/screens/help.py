@@ -64,6 +64,8 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "Panel: flags (a flagged answer's badge; F3 says why)",
         (
+            "verdict",
+            "speed_levels",
             "vanilla_flag",
             "acceptance_near_zero",
             "net_loss",
