@@ -644,7 +644,10 @@ DEFINITIONS: tuple[Definition, ...] = (
         "ratio): the clock's share is the step-time ratio the clock fit predicts between the two "
         "clocks (the clock ratio until the fit is usable), acceptance's share is the AL ratio, "
         f"the rest is other (batching, context, power). A stretch is slow when at least "
-        f"{thermal.SLOW_FRAC:.0%} below the reference (core/diagnosis/thermal.py).",
+        f"{thermal.SLOW_FRAC:.0%} below the reference and either {thermal.SLOW_FRAC:.0%} below "
+        "the median of the earlier answers or run at a clock at least "
+        f"{thermal.CLOCK_FELL_FRAC:.0%} below the reference's (the fastest quarter of varied "
+        "answers is fast by chance alone; core/diagnosis/thermal.py).",
     ),
     _d(
         "clock_fit",
