@@ -569,7 +569,9 @@ DEFINITIONS: tuple[Definition, ...] = (
         f"How far below the expected AL a probe may fall: {NOISE_SIGMAS:g} standard deviations "
         f"of the agreeing probes, at least {MIN_TOLERANCE_AL:g} and at most "
         f"{MAX_TOLERANCE_SHARE:.0%} of the expected AL (a probe {DEGRADED_SHARE:.0%} below it is "
-        "never ok). Shown as `± noise` after the expected AL.",
+        "never ok). Shown as `± noise` after the expected AL. A recorded probe is judged with "
+        "the tolerance it carries, held to the same cap (a recording by an older specmon may "
+        "carry a wider one).",
         "Greedy answers vary a little with the batch they share with live traffic; the spread "
         "of the learning probes measures that noise on this server.",
     ),
