@@ -409,9 +409,10 @@ DEFINITIONS: tuple[Definition, ...] = (
         "period",
         "requests",
         "Requests from the start of one degradation episode to the next.",
-        "Exact when the pattern repeats exactly, else the rounded mean spacing; the range "
-        "(period_min..period_max) shows how it varies (core/detectors/cycle.py, over the last "
-        "200 completed requests).",
+        "Exact when the episodes' pattern repeats exactly (a run of transitions alone is no "
+        "episode; three cycles, or three episode starts, seen), else the rounded mean spacing; "
+        "the range (period_min..period_max) shows how it varies (core/detectors/cycle.py, over "
+        "the last 200 completed requests).",
     ),
     _d(
         "cycle_phases",
