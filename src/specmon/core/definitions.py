@@ -400,6 +400,9 @@ DEFINITIONS: tuple[Definition, ...] = (
         "between. An answer that ends before the levels exist (at its end and at the answer "
         "before) waits and is classed once they do (ok if they do not while it is among the "
         f"last {speed_class.DEFAULT_WINDOW}); a class, once given, does not change "
+        "When the GPU is sampled and the thermal clock fit is usable, each speed is taken at "
+        "the session's first clock (speed x fit(its clock) / fit(first clock)) before it sets "
+        "a level or is classed; the badge tells the levels at the answer's own clock "
         "(core/detectors/speed_class.py).",
     ),
     # ------------------------------------------------------------ cycle
