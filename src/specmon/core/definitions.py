@@ -427,7 +427,8 @@ DEFINITIONS: tuple[Definition, ...] = (
         "The two levels are the medians of a high and a low cluster of decode speeds; no cycle "
         "unless the low level is at least 25% below the high one. A loop or garbled answer keeps "
         "its place (the period counts requests) but takes no part in the levels: it takes its "
-        "neighbours' phase when both agree, else fast.",
+        "neighbours' phase when both agree, else fast, and the exact period's agreement "
+        "leaves out the pairs that hold it (its phase is a guess).",
     ),
     _d(
         "cycle_episodes",

@@ -43,7 +43,9 @@ Method:
 Missing points (None: an answer the quality sentinel flagged as a loop or garbled, whose speed
 says nothing of the server's state) keep their place in the sequence, so the period is counted in
 requests: they take no part in the levels, and each takes the class of its neighbours when both
-agree, else fast (a boundary between phases, or either end of the sequence).
+agree, else fast (a boundary between phases, or either end of the sequence). That class is a
+guess: the exact period's agreement (3) leaves out every pair holding a missing point (a loop in
+the transition phase of a period-7 cycle made its episode start one request late, 0.83 < 0.9).
 5. Counts per cycle over the complete cycles; fast-phase mean (fast points, recoveries excluded);
    long-run mean (all points); share degraded (degraded points / all points).
 
@@ -232,16 +234,24 @@ def _nonfast_runs(bad: Sequence[bool]) -> int:
     return sum(1 for i, b in enumerate(bad) if b and (i == 0 or not bad[i - 1]))
 
 
-def _shift_agreement(bad: Sequence[bool], p: int) -> float | None:
+def _shift_agreement(
+    bad: Sequence[bool], p: int, missing: Sequence[bool] | None = None
+) -> float | None:
+    """Both / either of the pattern and itself shifted by p, over the pairs without a missing
+    point (its class is a guess: it says nothing for or against the period)."""
     both = either = 0
     for i in range(len(bad) - p):
+        if missing is not None and (missing[i] or missing[i + p]):
+            continue
         a, b = bad[i], bad[i + p]
         both += a and b
         either += a or b
     return both / either if either else None
 
 
-def _exact_period(bad: Sequence[bool], min_score: float) -> tuple[int, float] | None:
+def _exact_period(
+    bad: Sequence[bool], min_score: float, missing: Sequence[bool] | None = None
+) -> tuple[int, float] | None:
     """(period, agreement) of the non-fast pattern repeating with one period, or None.
 
     A period p needs about one non-fast run per p points (at least n // p - 1 runs): a long slow
@@ -258,7 +268,7 @@ def _exact_period(bad: Sequence[bool], min_score: float) -> tuple[int, float] | 
     for p in range(2, longest + 1):
         if len(bad) // p > runs + 1:
             continue
-        s = _shift_agreement(bad, p)
+        s = _shift_agreement(bad, p, missing)
         if s is not None:
             scores[p] = s
     if not scores:
@@ -426,7 +436,7 @@ def detect_cycle(
     in_episode = [False] * len(classes)
     for e in episodes:
         in_episode[e.start : e.end] = [True] * (e.end - e.start)
-    exact = _exact_period(in_episode, min_score)
+    exact = _exact_period(in_episode, min_score, [x is None for x in speeds])
     episodes = degradation_episodes(classes, join=True)
     spacing = _regular_spacing(classes, episodes)
     if spacing is None:
