@@ -324,3 +324,25 @@ def test_watch_canary_does_not_go_with_prometheus(capsys):
 
     code = main(["watch", "--prometheus", "http://127.0.0.1:9", "--json", "--canary"])
     assert code == 2 and "--attach" in capsys.readouterr().err
+
+
+def test_a_recorded_probe_with_a_wider_tolerance_is_judged_within_the_cap():
+    # An older specmon recorded the baseline of probes that did not agree ([1.0, 1.0, 3.34,
+    # 3.02, 3.18]: expected 2.31, tolerance 3.60): replayed, a probe at AL 1.0 on a degraded
+    # engine is more than 30% below the expected AL and never "ok".
+    tracker = CanaryTracker()
+    statuses = []
+    for i in range(3):
+        tracker.apply(
+            CanaryProbed(
+                t=float(i),
+                source="http://h",
+                acceptance_length=1.0,
+                expected_al=2.308,
+                tolerance=3.598,
+                learned_probes=5,
+            )
+        )
+        statuses.append(tracker.views()[0].status)
+    assert statuses == ["drifting", "drifted", "drifted"]
+    assert tracker.views()[0].tolerance == pytest.approx(0.25 * 2.308)

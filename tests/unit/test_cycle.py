@@ -368,3 +368,34 @@ def test_property_a_stray_dip_in_a_window_of_200(period_min, data, transition, h
     assert r is not None
     assert (r.period_min, r.period_max) == (min(spacings), max(spacings))
     assert (r.episodes, r.stray_episodes) == (len(starts), 1)
+
+
+def test_three_episodes_seen_in_fewer_than_three_periods_are_a_cycle():
+    # 27 answers of the seeds' cycle whose first episode starts at answer 2 (a recording begun
+    # mid-cycle): starts at 2, 12 and 22, three episodes seen, period 10 (> 27 // 3).
+    seq = (SEED_CYCLE * 3)[3:30]
+    r = detect_cycle(seq)
+    assert r is not None and r.period == 10
+    assert detect_cycle(seq[:21]) is None  # two episodes only
+
+
+def test_a_lone_slow_answer_in_a_fast_phase_does_not_hide_the_period():
+    # One fast answer of the third cycle came out between the levels (a long context): a run of
+    # transitions alone is no episode, so the pattern still repeats every 10.
+    seq = SEED_CYCLE * 3
+    seq[22] = 150
+    r = detect_cycle(seq)
+    assert r is not None and r.period == 10
+
+
+def test_a_loop_in_place_of_a_transition_does_not_hide_the_period():
+    # A period-7 cycle (3 fast, 1 transition, 2 degraded, 1 recovery); a loop (None: no speed)
+    # took the third cycle's transition, and one of its fast answers came out between the levels.
+    # The missing point's class is a guess (fast, between a fast and a degraded neighbour), so
+    # its pairs are left out of the agreement: before, the third episode started one request
+    # late and the period-7 agreement was 0.83, no cycle.
+    seq: list[float | None] = [220.0, 215.0, 225.0, 110.0, 60.0, 61.0, 212.0] * 5
+    seq[17] = None
+    seq[15] = 150.0
+    r = detect_cycle(seq)
+    assert r is not None and r.period == 7

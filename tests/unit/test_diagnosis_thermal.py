@@ -117,3 +117,29 @@ def test_no_slowdown_is_not_attributed() -> None:
     view = attribute(points, StepClockFit())
     assert not view.slow and view.cause is None and view.summary == ""
     assert attribute(points[:4], StepClockFit()).ref_decode_tok_s is None
+
+
+def test_the_fastest_quarter_of_varied_answers_is_not_a_slowdown() -> None:
+    # A healthy server: speeds vary with content (AL with them), nothing slows down. The fastest
+    # quarter of the earlier answers (235 tok/s) is 17% above the latest ones by chance alone;
+    # they run at the earlier answers' median, so the stretch is not slow.
+    fit = StepClockFit()
+    earlier = [240.0, 235.0, 230.0, 205.0, 200.0, 200.0, 200.0, 200.0, 195.0, 190.0, 185.0, 180.0]
+    points = [_point(s, s / 50, 1725.0) for s in earlier]
+    points += [_point(200.0, 4.0, 1725.0) for _ in range(5)]
+    view = attribute(points, fit)
+    assert view.ref_decode_tok_s is not None and view.ref_decode_tok_s > 1.1 * 200.0
+    assert not view.slow and view.cause is None and view.summary == ""
+
+
+def test_a_gpu_that_throttles_within_its_first_answers_is_still_named() -> None:
+    # Only 3 answers ran at the full clock: the median of the earlier ones is throttled, but the
+    # clock fell, so the stretch is slow and the clock is its cause.
+    fit = StepClockFit()
+    points = [_point(1725 / 10, 3.0, 1725.0) for _ in range(3)]
+    points += [_point(1365 / 10, 3.0, 1365.0, temp=91.0) for _ in range(12)]
+    for p in points:
+        assert p.sm_clock_mhz is not None
+        fit.add(p.sm_clock_mhz, p.step_s)
+    view = attribute(points, fit)
+    assert view.slow and view.cause == "clock"

@@ -134,3 +134,18 @@ def test_an_answer_far_above_a_tight_slow_level_is_a_transition() -> None:
     assert c is not None and c.kind == "transition"
     c = speed_class(520.0, OK, levels)
     assert c is not None and c.kind == "vanilla-speed"
+
+
+def test_a_speed_is_classed_at_the_reference_clock_and_told_at_its_own():
+    # Levels kept at the cool GPU's clock (fast 1720, slow 480 tok/s); an answer on the GPU
+    # throttled to 1365 of 1725 MHz (scale 1.264) at 1200 tok/s is a fast answer, and one at
+    # 380 tok/s is at the slow level, each told against the levels at its own clock.
+    levels = SpeedLevels(1720.0, 480.0, fast_spread=120.0, slow_spread=2.0)
+    ok = VanillaView(flagged=False, judged=True)
+    fast = speed_class(1200.0, ok, levels, clock_scale=1725 / 1365)
+    assert fast is not None and fast.kind == "ok"
+    assert fast.fast_level_tok_s == pytest.approx(1720.0 * 1365 / 1725)
+    slow = speed_class(380.0, ok, levels, clock_scale=1725 / 1365)
+    assert slow is not None and slow.kind == "vanilla-speed"
+    assert "slow requests ≈380 against fast ones ≈1361 tok/s" in slow.reasons[0][1]
+    assert speed_class(1200.0, ok, levels).kind == "transition"  # type: ignore[union-attr]

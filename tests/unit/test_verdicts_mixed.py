@@ -207,3 +207,42 @@ def test_bench_judges_quality_before_speed_in_its_cycle() -> None:
     assert [r.request_id for r in result.requests if r.quality == "loop"] == [
         f"r{i}" for i in range(5, 41, 5)
     ]
+
+
+def test_a_gpu_that_throttles_mid_cycle_moves_no_badge() -> None:
+    # The seeds' cycle while the GPU throttles from 1725 to 1365 MHz after answer 15 (every step
+    # a fifth slower, as the simulator's thermal drift makes it). Before: the cool and the hot
+    # GPU's fast answers made one wide fast level and its degraded ones one wide slow level, so
+    # fast answers on the hot GPU were badged transition and its transitions vanilla-speed.
+    from tests.unit.diagnosis_feed import gpu
+
+    events: list[Event] = []
+    t = 0.0
+    for i in range(1, 41):
+        clock = 1725.0 if i <= 15 else 1365.0
+        state = CYCLE[(i - 1) % len(CYCLE)]
+        steps = {"f": [3, 4, 3, 4, 3] * 15, "T": [2, 2, 2, 1, 2] * 27, "d": [1] * 250}[state]
+        new = answer(
+            f"r{i}",
+            t,
+            prompt_tokens=100,
+            step_tokens=steps,
+            step_s=STEP_S * 1725.0 / clock,
+            words=[f"w{i}_{j}" for j in range(900)],
+        )
+        end = new[-1].t
+        k = 0
+        while t + 0.1 * k < end:  # a GPU sample every 0.1 s while it runs
+            new.append(gpu(t + 0.1 * k, clock))
+            k += 1
+        events += sorted(new, key=lambda e: e.t)
+        t = end + 0.5
+    view = _fold(events)
+    kinds = _kinds(view)
+    for i in range(1, 41):
+        want = {"f": "ok", "T": "transition", "d": "vanilla-speed"}[CYCLE[(i - 1) % 10]]
+        assert kinds[f"r{i}"] == want, (i, kinds[f"r{i}"])
+    row = next(r for r in view.rows if r.request_id == "r36")  # a throttled transition
+    assert row.speed_class is not None and row.speed_class.fast_level_tok_s is not None
+    assert row.speed_class.fast_level_tok_s < 150  # the fast level at its own (hot) clock
+    assert view.cycle is not None and view.cycle.detected and view.cycle.period == 10

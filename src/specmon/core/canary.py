@@ -383,12 +383,23 @@ class CanaryView:
     history: tuple[CanaryPoint, ...] = ()
 
 
+def judged_tolerance(expected_al: float | None, tolerance: float | None) -> float | None:
+    """The tolerance a probe is judged with: the one its event carries, at most
+    MAX_TOLERANCE_SHARE of the expected AL. A live probe's is already within it; a recording made
+    by an older specmon may carry a wider one (3 standard deviations of probes that did not agree:
+    3.6 around an expected 2.3), under which a probe at AL 1.0 on a degraded engine read "ok"."""
+    if expected_al is None or tolerance is None:
+        return None
+    return min(tolerance, MAX_TOLERANCE_SHARE * expected_al)
+
+
 def _judge(event: CanaryProbed, streak: int) -> tuple[CanaryStatus, CanaryDiagnosis, int]:
     if event.outcome != "ok" or event.acceptance_length is None:
         return "failed", "unknown", streak
-    if event.expected_al is None or event.tolerance is None:
+    tolerance = judged_tolerance(event.expected_al, event.tolerance)
+    if event.expected_al is None or tolerance is None:
         return "learning", "learning", 0
-    if event.acceptance_length < event.expected_al - event.tolerance:
+    if event.acceptance_length < event.expected_al - tolerance:
         streak += 1
         if streak >= CONFIRM_PROBES:
             return "drifted", "engine_drift", streak
@@ -432,7 +443,8 @@ class CanaryTracker:
                 status in ("drifting", "drifted"),
             )
         )
-        al, expected, tol = event.acceptance_length, event.expected_al, event.tolerance
+        al, expected = event.acceptance_length, event.expected_al
+        tol = judged_tolerance(expected, event.tolerance)
         deviation = al - expected if al is not None and expected is not None else None
         advice = None
         if status == "drifted" and al is not None and expected is not None and tol is not None:

@@ -400,6 +400,9 @@ DEFINITIONS: tuple[Definition, ...] = (
         "between. An answer that ends before the levels exist (at its end and at the answer "
         "before) waits and is classed once they do (ok if they do not while it is among the "
         f"last {speed_class.DEFAULT_WINDOW}); a class, once given, does not change "
+        "When the GPU is sampled and the thermal clock fit is usable, each speed is taken at "
+        "the session's first clock (speed x fit(its clock) / fit(first clock)) before it sets "
+        "a level or is classed; the badge tells the levels at the answer's own clock "
         "(core/detectors/speed_class.py).",
     ),
     # ------------------------------------------------------------ cycle
@@ -409,9 +412,10 @@ DEFINITIONS: tuple[Definition, ...] = (
         "period",
         "requests",
         "Requests from the start of one degradation episode to the next.",
-        "Exact when the pattern repeats exactly, else the rounded mean spacing; the range "
-        "(period_min..period_max) shows how it varies (core/detectors/cycle.py, over the last "
-        "200 completed requests).",
+        "Exact when the episodes' pattern repeats exactly (a run of transitions alone is no "
+        "episode; three cycles, or three episode starts, seen), else the rounded mean spacing; "
+        "the range (period_min..period_max) shows how it varies (core/detectors/cycle.py, over "
+        "the last 200 completed requests).",
     ),
     _d(
         "cycle_phases",
@@ -423,7 +427,8 @@ DEFINITIONS: tuple[Definition, ...] = (
         "The two levels are the medians of a high and a low cluster of decode speeds; no cycle "
         "unless the low level is at least 25% below the high one. A loop or garbled answer keeps "
         "its place (the period counts requests) but takes no part in the levels: it takes its "
-        "neighbours' phase when both agree, else fast.",
+        "neighbours' phase when both agree, else fast, and the exact period's agreement "
+        "leaves out the pairs that hold it (its phase is a guess).",
     ),
     _d(
         "cycle_episodes",
@@ -569,7 +574,9 @@ DEFINITIONS: tuple[Definition, ...] = (
         f"How far below the expected AL a probe may fall: {NOISE_SIGMAS:g} standard deviations "
         f"of the agreeing probes, at least {MIN_TOLERANCE_AL:g} and at most "
         f"{MAX_TOLERANCE_SHARE:.0%} of the expected AL (a probe {DEGRADED_SHARE:.0%} below it is "
-        "never ok). Shown as `± noise` after the expected AL.",
+        "never ok). Shown as `± noise` after the expected AL. A recorded probe is judged with "
+        "the tolerance it carries, held to the same cap (a recording by an older specmon may "
+        "carry a wider one).",
         "Greedy answers vary a little with the batch they share with live traffic; the spread "
         "of the learning probes measures that noise on this server.",
     ),
@@ -644,7 +651,10 @@ DEFINITIONS: tuple[Definition, ...] = (
         "ratio): the clock's share is the step-time ratio the clock fit predicts between the two "
         "clocks (the clock ratio until the fit is usable), acceptance's share is the AL ratio, "
         f"the rest is other (batching, context, power). A stretch is slow when at least "
-        f"{thermal.SLOW_FRAC:.0%} below the reference (core/diagnosis/thermal.py).",
+        f"{thermal.SLOW_FRAC:.0%} below the reference and either {thermal.SLOW_FRAC:.0%} below "
+        "the median of the earlier answers or run at a clock at least "
+        f"{thermal.CLOCK_FELL_FRAC:.0%} below the reference's (the fastest quarter of varied "
+        "answers is fast by chance alone; core/diagnosis/thermal.py).",
     ),
     _d(
         "clock_fit",

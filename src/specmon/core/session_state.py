@@ -35,7 +35,7 @@ from specmon.core.detectors.cycle import detect_cycle
 from specmon.core.detectors.speed_class import DEFAULT_WINDOW, speed_class, speed_levels
 from specmon.core.diagnosis.quality import QualityVerdict
 from specmon.core.diagnosis.state import Diagnosis, FinishedAnswer
-from specmon.core.diagnosis.thermal import PowerLimitView
+from specmon.core.diagnosis.thermal import PowerLimitView, gpu_during
 from specmon.core.dispatch import event_table
 from specmon.core.events import (
     CanaryProbed,
@@ -198,8 +198,12 @@ class SessionState:
         self._had_levels = False
         """Whether speed levels existed at the previous measured answer's end."""
         """How many speeds (not None) were ever added."""
-        self._unsettled: deque[tuple[str, int]] = deque()
-        """(request id, _known_speeds when it ended) of ok rows waiting for speed levels."""
+        self._unsettled: deque[tuple[str, int, float]] = deque()
+        """(request id, _known_speeds when it ended, its clock scale) of ok rows waiting for
+        speed levels."""
+        self._ref_clock: float | None = None
+        """The SM clock (MHz, first GPU) while the first answer with GPU samples ran: the speeds
+        of the levels and the cycle are taken at it (speed_class, step 5)."""
         self._changes: deque[VerdictChange] = deque(maxlen=MAX_VERDICT_CHANGES)
         self._changes_made = 0
         self._cycle_cache: CycleView | None = None
@@ -467,7 +471,7 @@ class SessionState:
         if stats.outcome == "ok":  # a failed or cancelled request's speed is not a measurement
             for key in ("decode_tok_s", "e2e_tok_s", "ttft_s", "client_acceptance_length"):
                 tot.add(key, getattr(stats, key))
-        self._add_row(row)
+        self._add_row(row, self._clock_scale(stats))
         if (
             stats.outcome == "ok"
             and f.overlap == 0
@@ -479,22 +483,43 @@ class SessionState:
             )
             self._pending = self._pending[-MAX_PENDING:]
 
-    def _add_row(self, row: RequestRow) -> None:
+    def _clock_scale(self, stats: Any) -> float:
+        """What turns this answer's speed into one at the reference clock (speed_class, step
+        5): the thermal fit's step time at the answer's clock over that at the reference
+        clock; 1.0 without GPU samples during it or while the fit is not usable."""
+        ring = next(iter(self._gpu_history.values()), None)
+        if ring is None or stats.t_first_token is None or stats.t_last_token is None:
+            return 1.0
+        clock = gpu_during((p[:4] for p in ring), stats.t_first_token, stats.t_last_token)[0]
+        if clock is None or clock <= 0:
+            return 1.0
+        if self._ref_clock is None:
+            self._ref_clock = clock
+        fit = self._diagnosis.fit
+        if not fit.usable():
+            return 1.0
+        now, ref = fit.predict(clock), fit.predict(self._ref_clock)
+        if now is None or ref is None or now <= 0 or ref <= 0:
+            return 1.0
+        scale = now / ref
+        return scale if math.isfinite(scale) else 1.0
+
+    def _add_row(self, row: RequestRow, scale: float = 1.0) -> None:
         """Keep a finished row and give it its verdict: quality first (a flagged answer sets no
         speed level), then its speed class against the speed levels, now if they exist (and
         existed at the previous answer's end too: levels that show once and vanish are noise),
         else once they do (core.detectors.speed_class, step 4)."""
         measured = row.outcome == "ok" and row.decode_tok_s is not None
         levels = None
-        if measured:
-            self._speeds.append(row.decode_tok_s if row.quality is None else None)
+        if measured and row.decode_tok_s is not None:
+            self._speeds.append(row.decode_tok_s * scale if row.quality is None else None)
             self._cycle_dirty = True
             now = speed_levels(self._speeds)
             levels = now if self._had_levels else None
             self._had_levels = now is not None
         if row.outcome == "ok":
             waits = measured and row.quality is None and levels is None
-            kind = speed_class(row.decode_tok_s, row.vanilla, levels)
+            kind = speed_class(row.decode_tok_s, row.vanilla, levels, clock_scale=scale)
             row = replace(row, speed_class=kind, settled=not waits)
         self._rows.append(row)
         self._given(row, None)
@@ -503,16 +528,16 @@ class SessionState:
         if row.quality is None:
             self._known_speeds += 1
             if levels is None:
-                self._unsettled.append((row.request_id, self._known_speeds))
+                self._unsettled.append((row.request_id, self._known_speeds, scale))
         if levels is not None:
-            waiting = [rid for rid, _ in self._unsettled]
+            waiting = [(rid, k) for rid, _, k in self._unsettled]
             self._unsettled.clear()
-            for rid in waiting:
-                self._settle(rid, levels)
+            for rid, k in waiting:
+                self._settle(rid, levels, k)
         while self._unsettled and self._known_speeds - self._unsettled[0][1] >= DEFAULT_WINDOW:
             self._settle(self._unsettled.popleft()[0], None)  # left the window: one level
 
-    def _settle(self, request_id: str, levels: Any) -> None:
+    def _settle(self, request_id: str, levels: Any, scale: float = 1.0) -> None:
         """Class an unsettled row against `levels` (None: no levels while it was in the window)."""
         rows = self._rows
         for i in range(len(rows) - 1, -1, -1):
@@ -520,7 +545,9 @@ class SessionState:
             if row.request_id == request_id:
                 new = replace(
                     row,
-                    speed_class=speed_class(row.decode_tok_s, row.vanilla, levels),
+                    speed_class=speed_class(
+                        row.decode_tok_s, row.vanilla, levels, clock_scale=scale
+                    ),
                     settled=True,
                 )
                 rows[i] = new

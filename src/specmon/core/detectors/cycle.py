@@ -9,12 +9,15 @@ Method:
 2. Classify each point: fast (≥ H - ¼·gap), degraded (≤ L + ¼·gap), else transition, then
    re-estimate H and L from the points so classified until stable. A fast point right after a
    non-fast one is a recovery.
-3. Exact period p (2 ≤ p ≤ n/3: at least three cycles must be seen): the Jaccard agreement of the
-   non-fast indicator with itself shifted by p (both non-fast / either non-fast). The smallest p
-   within 0.05 of the best score, when that is at least `min_score`, and when the sequence has at
-   least three non-fast runs and at least n // p - 1 of them (about one per period: a long slow
-   stretch agrees with itself shifted by 2, but it is one episode; without this check random
-   walks of 100-200 speeds were reported as "period 2" cycles 20% of the time).
+3. Exact period p (2 ≤ p ≤ n/3, or longer while three episode starts fit after the first start
+   seen, s + 2p < n: at least three cycles or three episodes must be seen): the Jaccard agreement
+   of the episode indicator (points inside a degradation episode as in 4, not joined: a run of
+   transition points alone is a slowish fast request, not part of the pattern) with itself
+   shifted by p (both / either). The smallest p within 0.05 of the best score, when that is at
+   least `min_score`, and when the sequence has at least three such runs and at least n // p - 1
+   of them (about one per period: a long slow stretch agrees with itself shifted by 2, but it is
+   one episode; without this check random walks of 100-200 speeds were reported as "period 2"
+   cycles 20% of the time).
 4. Spacing that varies (the seed's "every 9-10 requests"): degradation episodes are runs of
    non-fast points holding a degraded one (transition-only runs are noise in the fast phase),
    joined across a single fast point (one lucky request inside a degraded phase). The episodes
@@ -40,7 +43,9 @@ Method:
 Missing points (None: an answer the quality sentinel flagged as a loop or garbled, whose speed
 says nothing of the server's state) keep their place in the sequence, so the period is counted in
 requests: they take no part in the levels, and each takes the class of its neighbours when both
-agree, else fast (a boundary between phases, or either end of the sequence).
+agree, else fast (a boundary between phases, or either end of the sequence). That class is a
+guess: the exact period's agreement (3) leaves out every pair holding a missing point (a loop in
+the transition phase of a period-7 cycle made its episode start one request late, 0.83 < 0.9).
 5. Counts per cycle over the complete cycles; fast-phase mean (fast points, recoveries excluded);
    long-run mean (all points); share degraded (degraded points / all points).
 
@@ -51,7 +56,8 @@ iid two-level speeds (degraded with probability 0.1-0.5, noise up to 10%), iid G
 exact-period detector before: 0.14%). By kind: iid two-level 0.32% (was 0), iid Gaussian 0.16%
 (unchanged), random walks 0 (was 0.41%), step changes 0. The same kinds at 100-200 speeds (the
 session's window holds 200): 0 of 4,000 (before: 189, nearly all random walks). Steady speeds with
-random one-off slow requests (2-15% of 20-200 requests): 0.045% (9 of 20,000). The bound the
+random one-off slow requests (2-15% of 20-200 requests): 0.045% (9 of 20,000); 0.060% (12) since
+the exact period looks at episodes and may pass n/3 (2026-11-28). The bound the
 tests assert is FALSE_POSITIVE_BOUND = 0.5%.
 Detection is exact (period and counts) when the noise stays within 8% of the gap between the
 levels and at least three cycles are seen (property test); it also finds the cycle when the fast
@@ -228,28 +234,41 @@ def _nonfast_runs(bad: Sequence[bool]) -> int:
     return sum(1 for i, b in enumerate(bad) if b and (i == 0 or not bad[i - 1]))
 
 
-def _shift_agreement(bad: Sequence[bool], p: int) -> float | None:
+def _shift_agreement(
+    bad: Sequence[bool], p: int, missing: Sequence[bool] | None = None
+) -> float | None:
+    """Both / either of the pattern and itself shifted by p, over the pairs without a missing
+    point (its class is a guess: it says nothing for or against the period)."""
     both = either = 0
     for i in range(len(bad) - p):
+        if missing is not None and (missing[i] or missing[i + p]):
+            continue
         a, b = bad[i], bad[i + p]
         both += a and b
         either += a or b
     return both / either if either else None
 
 
-def _exact_period(bad: Sequence[bool], min_score: float) -> tuple[int, float] | None:
+def _exact_period(
+    bad: Sequence[bool], min_score: float, missing: Sequence[bool] | None = None
+) -> tuple[int, float] | None:
     """(period, agreement) of the non-fast pattern repeating with one period, or None.
 
     A period p needs about one non-fast run per p points (at least n // p - 1 runs): a long slow
-    stretch agrees with itself shifted by a little, but it is one episode, not a cycle."""
+    stretch agrees with itself shifted by a little, but it is one episode, not a cycle. The
+    longest period tried is n // 3, or longer when three of its episodes' starts fit after the
+    first start seen (a start at s, s + p and s + 2p < n: 27 answers of a period-10 cycle whose
+    first episode starts at answer 2 show three)."""
     runs = _nonfast_runs(bad)
     if runs < 3:
         return None
+    first = next((i for i in range(1, len(bad)) if bad[i] and not bad[i - 1]), len(bad))
+    longest = max(len(bad) // 3, (len(bad) - 1 - first) // 2)
     scores: dict[int, float] = {}
-    for p in range(2, len(bad) // 3 + 1):
+    for p in range(2, longest + 1):
         if len(bad) // p > runs + 1:
             continue
-        s = _shift_agreement(bad, p)
+        s = _shift_agreement(bad, p, missing)
         if s is not None:
             scores[p] = s
     if not scores:
@@ -413,7 +432,11 @@ def detect_cycle(
     bad = [c != FAST for c in classes]
     if all(bad):
         return None
-    exact = _exact_period(bad, min_score)
+    episodes = degradation_episodes(classes)
+    in_episode = [False] * len(classes)
+    for e in episodes:
+        in_episode[e.start : e.end] = [True] * (e.end - e.start)
+    exact = _exact_period(in_episode, min_score, [x is None for x in speeds])
     episodes = degradation_episodes(classes, join=True)
     spacing = _regular_spacing(classes, episodes)
     if spacing is None:

@@ -38,10 +38,19 @@ Rule (pure; inputs in, classes out):
    (unsettled) and is classed against the first levels that do, while it is still among the
    last `window` requests, or settled as ok when it leaves them without levels. A class, once
    settled, does not change, so every screen counts the same badges.
+5. Clock (session_state): when the session samples the GPU and the thermal fit of step time on
+   1000 / SM clock is usable (core/diagnosis/thermal.py), every speed is taken at the session's
+   reference clock (the clock of its first answer): speed x fit(clock) / fit(reference clock).
+   A GPU that throttles from 1725 to 1365 MHz slows every answer by a fifth; without this the
+   fast level of the cool GPU and that of the hot one made one wide level, and a throttled
+   transition (716 tok/s) fell within the slow level's reach (slow answers at 480 and 380).
+   Without GPU samples, or while the fit is not usable (fewer than 5 answers, clocks within 3%),
+   the scale is 1.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -141,27 +150,38 @@ def _apart(speeds: Sequence[float]) -> bool:
 
 
 def speed_class(
-    decode_tok_s: float | None, vanilla: VanillaView | None, levels: SpeedLevels | None
+    decode_tok_s: float | None,
+    vanilla: VanillaView | None,
+    levels: SpeedLevels | None,
+    *,
+    clock_scale: float = 1.0,
 ) -> SpeedClassView | None:
-    """The class of one finished ok request (None without a decode speed or a verdict)."""
-    fast = levels.fast_tok_s if levels else None
-    slow = levels.slow_tok_s if levels else None
+    """The class of one finished ok request (None without a decode speed or a verdict).
+
+    `clock_scale` turns the request's speed into a speed at the session's reference GPU clock,
+    the clock the levels are kept at (step 5 of the module text): the request is classed at
+    `decode_tok_s * clock_scale`, and its view states its own speed and the levels at its own
+    clock (the levels / clock_scale). 1.0 when the clock is not known or does not explain
+    step time."""
+    scale = clock_scale if math.isfinite(clock_scale) and clock_scale > 0 else 1.0
+    fast = levels.fast_tok_s / scale if levels else None
+    slow = levels.slow_tok_s / scale if levels else None
     if vanilla is not None and vanilla.flagged:
         return SpeedClassView("vanilla-speed", vanilla.reasons, fast, slow)
     if decode_tok_s is None:
         return None
-    if levels is not None:
+    if levels is not None and fast is not None and slow is not None:
         s = decode_tok_s
-        if s <= levels.slow_at:
+        if s * scale <= levels.slow_at:
             sentence = (
-                f"at the recent slow level: {s:.0f} tok/s, slow requests ≈{levels.slow_tok_s:.0f}"
-                f" against fast ones ≈{levels.fast_tok_s:.0f} tok/s"
+                f"at the recent slow level: {s:.0f} tok/s, slow requests ≈{slow:.0f}"
+                f" against fast ones ≈{fast:.0f} tok/s"
             )
             return SpeedClassView("vanilla-speed", (("slow_level", sentence),), fast, slow)
-        if s < levels.fast_at:
+        if s * scale < levels.fast_at:
             sentence = (
                 f"between the recent levels: {s:.0f} tok/s, between fast ≈"
-                f"{levels.fast_tok_s:.0f} and slow ≈{levels.slow_tok_s:.0f} tok/s"
+                f"{fast:.0f} and slow ≈{slow:.0f} tok/s"
             )
             return SpeedClassView("transition", (("between_levels", sentence),), fast, slow)
     return SpeedClassView("ok", (), fast, slow)

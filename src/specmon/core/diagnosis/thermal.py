@@ -6,19 +6,24 @@ temperature and power. `StepClockFit` fits step time against 1000 / SM clock (st
 compute-bound step is about proportional to the clock period) by least squares over every answer,
 in five running sums (fixed size for any session length).
 
-`attribute` compares the latest answers with the fast ones before them (the fastest quarter of
-the kept answers) and splits the slowdown in log space: ln(speed_ref / speed_now) =
-ln(step_now / step_ref) + ln(AL_ref / AL_now). The step ratio the clock explains is the fit's
-prediction at the two clocks (or the clock ratio when the fit is not usable yet); its share of the
-total is the clock's share, ln(AL ratio) / total is acceptance's share, the rest is "other"
-(batching, context length, power). Each share is kept within 0..100% (`shares_of`: a clock that
-fell further than the speed, while acceptance rose, is 100% of the slowdown, not 150%). Pure:
+`attribute` compares the latest answers with the fast ones before them (the fastest quarter of the
+kept answers) and splits the slowdown in log space: ln(speed_ref / speed_now) = ln(step_now /
+step_ref) + ln(AL_ref / AL_now). The fastest quarter of answers whose speed varies with their
+content is faster than the rest by chance alone (on a healthy server it is ~15% above the latest
+answers, its AL above theirs): so a stretch is slow only when it is also SLOW_FRAC below the median
+of the earlier answers, or its clock fell (a GPU that throttles within its first answers leaves few
+unthrottled ones, and a median of throttled ones would hide it). The step ratio the clock explains
+is the fit's prediction at the two clocks (or the clock ratio when the fit is not usable yet); its
+share of the total is the clock's share, ln(AL ratio) / total is acceptance's share, the rest is
+"other" (batching, context length, power). Each share is kept within 0..100% (`shares_of`: a clock
+that fell further than the speed, while acceptance rose, is 100% of the slowdown, not 150%). Pure:
 numbers in, view out.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
@@ -27,7 +32,11 @@ RECENT_ANSWERS = 5
 MIN_REFERENCE = 3
 """At least this many earlier answers make the reference."""
 SLOW_FRAC = 0.10
-"""A stretch is "slow" when its speed is at least this much below the reference."""
+"""A stretch is "slow" when its speed is at least this much below the reference, and either at
+least this much below the median of the earlier answers or run at a clock at least CLOCK_FELL_FRAC
+below the reference's."""
+CLOCK_FELL_FRAC = 0.03
+"""The GPU clock fell when the latest answers ran at least this much below the reference's clock."""
 MIN_FIT_POINTS = 5
 MIN_CLOCK_SPREAD_FRAC = 0.03
 """The fit is used once its clocks span at least this fraction of their mean."""
@@ -233,6 +242,10 @@ def attribute(
     )
     if now_speed <= 0 or ref_speed < now_speed * (1 + SLOW_FRAC):
         return numbers
+    typical = statistics.median(p.decode_tok_s for p in earlier)
+    clock_fell = bool(ref_clock and now_clock and now_clock <= ref_clock * (1 - CLOCK_FELL_FRAC))
+    if typical < now_speed * (1 + SLOW_FRAC) and not clock_fell:
+        return numbers  # the fastest quarter is fast by chance: no slower than usual
     total = math.log(ref_speed / now_speed)
     al_part = math.log(ref_al / now_al)
     clock_part = 0.0
