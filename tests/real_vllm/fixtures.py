@@ -42,6 +42,7 @@ SERVER_FIXTURES: dict[str, str] = {
     "vllm_draft_other": "draft_other",
     "vllm_ngram": "ngram",
     "vllm_plain": "plain",
+    "vllm_dflash_trained": "dflash_trained",
 }
 REAL_FIXTURES = {"vllm_python", "tiny_models", *SERVER_FIXTURES}
 
@@ -317,6 +318,12 @@ def vllm_draft_other(_vllm_pool: ServerPool) -> VllmServer:
 def vllm_ngram(_vllm_pool: ServerPool) -> VllmServer:
     """ngram speculation, 4 tokens, prompt_lookup 2..4."""
     return _server(_vllm_pool, "ngram")
+
+
+@pytest.fixture(scope="session")
+def vllm_dflash_trained(_vllm_pool: ServerPool) -> VllmServer:
+    """method dflash: the committed trained pair (dflash_pair/), K = 7, learned acceptance."""
+    return _server(_vllm_pool, "dflash_trained")
 
 
 @pytest.fixture(scope="session")

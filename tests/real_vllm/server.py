@@ -26,6 +26,8 @@ from tests.real_vllm.vllm_env import vllm_cache_root
 
 MODEL_NAME = "tiny"
 N_SPEC = 4
+DFLASH_PAIR = Path(__file__).resolve().parent / "dflash_pair"
+"""A trained target and DFlash drafter (K = 7), committed: see dflash_pair/README.md."""
 SPEC_METRICS = "detailed"
 """`--per-request-spec-decode-metrics` of every speculative server of the tier: each response then
 carries vLLM's own per-request `metrics.speculative_decoding`, per-step arrays included."""
@@ -41,7 +43,7 @@ class ServerSpec:
     """What one server runs: its speculation method and, for draft_model, which draft."""
 
     name: str
-    method: str | None  # "ngram", "draft_model" or None (no speculative decoding)
+    method: str | None  # "ngram", "draft_model", "dflash" or None (no speculative decoding)
     draft: str | None = None  # attribute of TinyModels: "draft_same", "draft_noised", "draft_other"
     n_spec: int | None = N_SPEC
     spec_metrics: str | None = SPEC_METRICS
@@ -51,7 +53,17 @@ class ServerSpec:
     """`--enable-per-request-metrics`: the final usage chunk also carries vLLM's per-request
     timings (queue, TTFT, generation time, mean ITL), which specmon splits TTFT with."""
 
+    def target(self, models: TinyModels) -> Path:
+        """The served model: the trained pair's own target for dflash, else the tiny target."""
+        return DFLASH_PAIR / "target" if self.method == "dflash" else models.target
+
     def speculative_config(self, models: TinyModels) -> dict[str, object] | None:
+        if self.method == "dflash":
+            return {
+                "method": "dflash",
+                "model": str(DFLASH_PAIR / "dflash"),
+                "num_speculative_tokens": self.n_spec,
+            }
         if self.method == "ngram":
             return {
                 "method": "ngram",
@@ -77,6 +89,8 @@ SPECS: dict[str, ServerSpec] = {
         ServerSpec("draft_other", "draft_model", "draft_other"),
         ServerSpec("ngram", "ngram"),
         ServerSpec("plain", None, None, None, None),
+        # A learned DFlash drafter (K = 7: its block is 8): real, text-dependent acceptance.
+        ServerSpec("dflash_trained", "dflash", n_spec=7),
         # Only for the golden captures of the per-request object (capture_golden.py): the noised
         # draft (partial acceptance) at each level vLLM offers.
         ServerSpec("spec_detailed", "draft_model", "draft_noised", spec_metrics="detailed"),
@@ -167,7 +181,7 @@ def server_env() -> dict[str, str]:
 def serve_args(spec: ServerSpec, models: TinyModels, port: int) -> list[str]:
     """The arguments after `vllm serve` for one spec."""
     args = [
-        str(models.target),
+        str(spec.target(models)),
         "--host",
         "127.0.0.1",
         "--port",
