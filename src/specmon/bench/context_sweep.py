@@ -1,10 +1,14 @@
 """`specmon bench --context-sweep 1024,8192,20480`: the same bench at several prompt lengths, and
 acceptance by context length (issue 21 item 2).
 
-Each length runs the bench as `--input-len` would (same prompts machinery, same output length);
-the table gives each run's AL (the server's /metrics counters over the measured phase, else the
-mean per-request AL) and speed, and all runs' events together are folded into the context bins of
-core.diagnosis.context_cliff, so the falling-off point is found over every step measured.
+Each length runs the bench as `--input-len` would (same output length). Random prompts are random
+words sized with /tokenize: junk context, on which a learned drafter's acceptance can fall at any
+context length, so the result says so (RANDOM_CONTEXT_CAVEAT) and a fall found on them is not
+called a context limit. With `--dataset FILE` each prompt is the dataset's own text cut to the
+length's token count (prompts.text_prompts): coherent context. The table gives each run's AL
+(the server's /metrics counters over the measured phase, else the mean per-request AL) and speed,
+and all runs' events together are folded into the context bins of core.diagnosis.context_cliff,
+so the falling-off point is found over every step measured.
 """
 
 from __future__ import annotations
@@ -20,6 +24,13 @@ from specmon.core.events import Event, SessionInfo
 from specmon.core.session_state import SessionState
 
 MAX_LENGTHS = 16
+
+RANDOM_WORDS = "random words"
+DATASET_TEXT = "dataset text"
+RANDOM_CONTEXT_CAVEAT = (
+    "the prompts are random words: a fall in acceptance may be the drafter's answer to junk "
+    "context rather than a context limit; --dataset FILE sweeps on real text"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +49,10 @@ class ContextSweepResult:
     points: tuple[ContextPoint, ...]
     context: ContextCliffView
     """Acceptance by context length over every measured step of every run."""
+    prompt_text: str = RANDOM_WORDS
+    """What the context was: RANDOM_WORDS, or DATASET_TEXT (the dataset's text cut to size)."""
+    caveat: str | None = RANDOM_CONTEXT_CAVEAT
+    """What the finding cannot tell (random words: RANDOM_CONTEXT_CAVEAT); None on real text."""
 
 
 def parse_lengths(text: str) -> tuple[int, ...]:
@@ -105,7 +120,13 @@ async def run_context_sweep(
         n_spec = n_spec if n_spec is not None else result.server.n_spec
         if result.errors.interrupted:
             break
-    return results, ContextSweepResult(tuple(points), context_of(events, n_spec))
+    random_words = config.dataset == "random"
+    return results, ContextSweepResult(
+        tuple(points),
+        context_of(events, n_spec),
+        prompt_text=RANDOM_WORDS if random_words else DATASET_TEXT,
+        caveat=RANDOM_CONTEXT_CAVEAT if random_words else None,
+    )
 
 
 def render(sweep: ContextSweepResult) -> str:
@@ -121,8 +142,11 @@ def render(sweep: ContextSweepResult) -> str:
             f"{num(p.output_tok_s, '12.1f'):>12}  {num(p.decode_tok_s, '12.1f'):>12}"
         )
     c = sweep.context
+    on = f"acceptance by context on {sweep.prompt_text}"
     if c.detected:
-        lines.append(f"acceptance by context: {c.summary}")
+        lines.append(f"{on}: {c.summary}")
     else:
-        lines.append(f"acceptance by context: no fall-off found over {c.steps} steps")
+        lines.append(f"{on}: no fall-off found over {c.steps} steps")
+    if sweep.caveat:
+        lines.append(f"caveat: {sweep.caveat}")
     return "\n".join(lines)

@@ -13,6 +13,15 @@ order and cycled when `--num-prompts` asks for more. The file must be a regular 
 MAX_DATASET_BYTES, each line at most MAX_LINE_BYTES, each JSON value nested at most
 MAX_LINE_DEPTH deep; a line that breaks a rule is named as `FILE:LINE: what is wrong`.
 
+`bench --context-sweep LIST --dataset FILE` sizes the dataset's own text instead (text_prompts):
+the prompts' texts are joined in file order with a blank line between them, prompt i of a length
+starts at the start of the file's prompt (seed + i) mod P (P prompts) and runs on through the
+following ones (wrapping to the first at most once), cut at the character where the server's
+`/tokenize` counts the length asked; every prompt of every length asks `--output-len` tokens (a
+line's `output_len` does not apply). The same seed gives the same starts at every length, so the
+lengths differ only in how much of the same text comes before the answer. Text shorter than the
+length asked is a DatasetError, never padded or repeated.
+
 `/tokenize` answers are read the same way: at most MAX_TOKENIZE_BODY bytes of JSON, within
 TOKENIZE_DEADLINE_S per call (sources.http_read, as every other read); anything else is a
 RuntimeError naming the URL (without credentials) and what was wrong in one line, a timeout as
@@ -50,6 +59,10 @@ _COMMON = (
 _SHORT = ("the", "of", "and", "to", "in", "is", "a", "on", "as", "at", "by", "it")
 MAX_SIZING_ROUNDS = 12
 MAX_PAD_ROUNDS = 6
+MAX_CUT_ROUNDS = 40
+"""/tokenize calls to find where a dataset text is cut (a bisection over characters)."""
+DATASET_JOINER = "\n\n"
+"""Between two dataset prompts' texts when text_prompts runs on from one to the next."""
 MAX_DATASET_BYTES = 256 * 1024 * 1024
 """A prompt file larger than this is refused (it is read whole into memory)."""
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -152,10 +165,108 @@ async def sized_prompt(seed: int, target: int, count_tokens: Counter) -> tuple[s
     return best_text, best_tokens
 
 
+def joined_text(texts: Sequence[str], start: int, chars: int) -> str:
+    """The first `chars` characters of the texts joined by DATASET_JOINER, from texts[start] on,
+    wrapping to texts[0] (one lap at most)."""
+    parts: list[str] = []
+    left = chars
+    for i in range(len(texts)):
+        piece = (DATASET_JOINER if i else "") + texts[(start + i) % len(texts)]
+        parts.append(piece[:left])
+        left -= len(parts[-1])
+        if left <= 0:
+            break
+    return "".join(parts)
+
+
+def joined_chars(texts: Sequence[str]) -> int:
+    """Characters of every text joined by DATASET_JOINER (one lap)."""
+    return sum(len(t) for t in texts) + len(DATASET_JOINER) * max(0, len(texts) - 1)
+
+
+async def cut_prompt(
+    texts: Sequence[str], start: int, target: int, count_tokens: Counter
+) -> tuple[str, int]:
+    """The joined texts from texts[start] on, cut at the character where the server counts
+    `target` tokens (or the closest count a character allows). Returns (text, tokens counted);
+    DatasetError when all the text is shorter than `target` tokens.
+
+    Searches the number of characters: proportional steps from a first guess of 4 characters a
+    token until the target is bracketed, then interpolation once and bisection after."""
+    total = joined_chars(texts)
+    seen: dict[int, int] = {}
+    below = (0, 0)  # (chars, tokens) with tokens < target
+    above: tuple[int, int] | None = None
+    chars = min(total, max(1, target * 4))
+    bracketed_rounds = 0
+    for _ in range(MAX_CUT_ROUNDS):
+        if chars in seen:
+            break
+        tokens = await count_tokens(joined_text(texts, start, chars))
+        seen[chars] = tokens
+        if tokens == target:
+            return joined_text(texts, start, chars), tokens
+        if tokens < target:
+            below = max(below, (chars, tokens))
+            if chars >= total:
+                raise DatasetError(
+                    f"its text is {tokens:,} tokens in all by the server's count, fewer than "
+                    f"the {target:,} asked"
+                )
+        else:
+            above = min(above, (chars, tokens)) if above else (chars, tokens)
+        if above is None:
+            chars = min(total, max(chars + 1, round(chars * target / max(tokens, 1)) + 1))
+            continue
+        if above[0] - below[0] <= 1:
+            break
+        bracketed_rounds += 1
+        if bracketed_rounds == 1 and above[1] > below[1]:
+            share = (target - below[1]) / (above[1] - below[1])
+            chars = below[0] + round((above[0] - below[0]) * share)
+        else:
+            chars = (below[0] + above[0]) // 2
+        chars = min(above[0] - 1, max(below[0] + 1, chars))
+    best, tokens = min(
+        seen.items(), key=lambda item: (abs(item[1] - target), item[1] > target, -item[0])
+    )
+    return joined_text(texts, start, best), tokens
+
+
+async def text_prompts(
+    texts: Sequence[str],
+    count: int,
+    input_len: int,
+    output_len: int,
+    seed: int,
+    count_tokens: Counter,
+) -> list[Prompt]:
+    """`count` prompts of `input_len` tokens of the dataset's own text (see the module
+    docstring): prompt i starts at texts[(seed + i) mod len(texts)]."""
+    made: dict[int, tuple[str, int]] = {}
+    out: list[Prompt] = []
+    for i in range(count):
+        start = (seed + i) % len(texts)
+        if start not in made:
+            made[start] = await cut_prompt(texts, start, input_len, count_tokens)
+        text, tokens = made[start]
+        out.append(Prompt(text, output_len, tokens))
+    return out
+
+
 class Tokenizer:
     """The server's `/tokenize` endpoint (vLLM and the simulator answer `{"count": N, ...}`)."""
 
-    def __init__(self, base_url: str, model: str, *, api_key: str | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        sizes: str = "random prompts are sized with it (use --dataset FILE on a server without it)",
+    ) -> None:
+        self._sizes = sizes
+        """What the count is needed for, said after an HTTP error status."""
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         plain = None if base_url.startswith("https://") else httpx.AsyncHTTPTransport(verify=False)
         # httpx's own timeouts are the deadline's too: whichever ends the call, it is that long
@@ -175,10 +286,7 @@ class Tokenizer:
         try:
             return await self._ask(text)
         except HttpStatus as exc:
-            raise RuntimeError(
-                f"{self._where} answered HTTP {exc.status}; random prompts are sized "
-                "with it (use --dataset FILE on a server without it)"
-            ) from None
+            raise RuntimeError(f"{self._where} answered HTTP {exc.status}; {self._sizes}") from None
         except HttpReadError as exc:  # deadline, size cap, redirects: already one line
             raise RuntimeError(str(exc)) from None
         except httpx.HTTPError as exc:  # connection refused, ...

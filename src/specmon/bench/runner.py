@@ -48,6 +48,7 @@ from specmon.bench.prompts import (
     cycle_to,
     load_dataset,
     random_prompts,
+    text_prompts,
 )
 from specmon.bench.result import ServerInfo
 from specmon.bench.servers import Endpoint
@@ -195,6 +196,35 @@ def _gpu_sampler(gpu: str | GpuSampler) -> Any:
     return DcgmSampler(gpu)
 
 
+async def _dataset_context_prompts(
+    endpoint: Endpoint, model: str, key: str | None, config: BenchConfig, need: int
+) -> list[Prompt]:
+    """`need` prompts of the dataset's text, each cut to `input_len` tokens by /tokenize."""
+    try:
+        texts = [p.text for p in load_dataset(config.dataset, config.output_len)]
+    except DatasetError as exc:
+        raise BenchError(str(exc)) from None
+    tokenizer = Tokenizer(
+        endpoint.base_url,
+        model,
+        api_key=key,
+        sizes="--context-sweep cuts the dataset's text with it",
+    )
+    try:
+        return await text_prompts(
+            texts, need, config.input_len, config.output_len, config.seed, tokenizer.count
+        )
+    except DatasetError as exc:
+        raise BenchError(
+            f"the dataset {config.dataset} is too short for {config.input_len:,} prompt tokens: "
+            f"{exc}"
+        ) from None
+    except (httpx.HTTPError, RuntimeError) as exc:
+        raise BenchError(f"cannot cut the dataset's text to size: {describe(exc)}") from None
+    finally:
+        await tokenizer.aclose()
+
+
 async def run_bench(
     endpoint: Endpoint,
     config: BenchConfig,
@@ -210,8 +240,11 @@ async def run_bench(
     session_extra: dict[str, Any] | None = None,
     stream_client: str = "fast",
     stream_limits: StreamLimits = DEFAULT_LIMITS,
+    dataset_context: bool = False,
 ) -> RunOutput:
-    """Run one bench (see the module docstring); raises BenchError when it cannot start."""
+    """Run one bench (see the module docstring); raises BenchError when it cannot start.
+    `dataset_context` (bench --context-sweep with a dataset): the dataset's text is cut to
+    `input_len` tokens (prompts.text_prompts) instead of its prompts being sent whole."""
     progress = progress or NoProgress()
     clock = clock or SessionClock()
     key = resolve_api_key(api_key)
@@ -324,6 +357,8 @@ async def run_bench(
                     raise BenchError(f"cannot size random prompts: {describe(exc)}") from None
                 finally:
                     await tokenizer.aclose()
+            elif dataset_context:
+                made = await _dataset_context_prompts(endpoint, model, key, config, need)
             else:
                 try:
                     made = cycle_to(load_dataset(config.dataset, config.output_len), need)

@@ -15,7 +15,10 @@ temperature, power and SM clock (min/mean/max) during the run.
 
 The seeds' method: --input-len 256 --output-len 1024 --ignore-eos --temperature 0 --concurrency 1
 --warmups 2. --dataset FILE takes JSON Lines prompts instead ({"prompt": "...", "output_len": N}
-per line; see docs/bench.md). --replay FILE recomputes the report from a --record recording.
+per line; see docs/bench.md). --context-sweep LIST runs the bench once per prompt length; with
+--dataset FILE each prompt is the file's text cut to the length (coherent context), without it
+random words (junk context: the report says a fall there may not be a context limit).
+--replay FILE recomputes the report from a --record recording.
 
 Interrupted (Ctrl-C, SIGTERM, or SIGHUP when the terminal closes) during the measured phase, the
 requests that finished are reported and written to every output asked for (--json, --csv,
@@ -71,7 +74,10 @@ def register(subparsers: Any) -> None:
         metavar="LIST",
         default=None,
         help="run the bench once per prompt length (e.g. 1024,8192,20480) and report acceptance "
-        "by context length; --json writes the sweep",
+        "by context length; --json writes the sweep. Random prompts are random words (junk "
+        "context: a fall may be the drafter's answer to junk, not a context limit); with "
+        "--dataset FILE each prompt is the file's text joined in order, starting at prompt "
+        "(seed + i), cut to the length by /tokenize, each asking --output-len tokens",
     )
 
 
@@ -195,9 +201,12 @@ def workload_config(
                 f"--dataset must be 'random' or a JSONL file, got {dataset!r} (no such file)"
             )
         try:  # checked whole before any server is touched; the run reads it again
-            load_dataset(dataset, output_len)
+            loaded = load_dataset(dataset, output_len)
         except DatasetError as exc:
             raise ConfigError(str(exc)) from None
+        sweep = getattr(args, "context_sweep", None)
+        if sweep is not None:
+            _check_sweep_text(dataset, loaded, sweep)
     return BenchConfig(
         input_len=parse_int("--input-len", args.input_len, 1, MAX_TOKENS_LIMIT),
         output_len=output_len,
@@ -219,6 +228,25 @@ def workload_config(
             "--max-consecutive-errors", args.max_consecutive_errors, 1, MAX_CONSECUTIVE_ERRORS
         ),
     )
+
+
+def _check_sweep_text(dataset: str, prompts: Any, sweep: str) -> None:
+    """--context-sweep cuts the dataset's text to each length: text of fewer UTF-8 bytes than the
+    longest length cannot hold that many tokens (a token is at least a byte) and is refused
+    before any server is touched; text that is long enough in bytes but not in tokens is found
+    when it is cut (the run stops with one line)."""
+    from specmon.bench.config import ConfigError
+    from specmon.bench.context_sweep import parse_lengths
+    from specmon.bench.prompts import DATASET_JOINER
+
+    longest = parse_lengths(sweep)[-1]
+    size = sum(len(p.text.encode("utf-8")) for p in prompts)
+    size += len(DATASET_JOINER) * (len(prompts) - 1)
+    if size < longest:
+        raise ConfigError(
+            f"--context-sweep {longest:,} needs at least {longest:,} bytes of text; the dataset "
+            f"{dataset} has {size:,} in all (a longer file, or shorter lengths)"
+        )
 
 
 def scrape_interval(args: argparse.Namespace) -> float:
@@ -464,6 +492,7 @@ def _context_sweep(bench: BenchRun, endpoint: Any) -> int:
             progress=display,
             scrape_interval=bench.scrape_interval,
             stream_limits=bench.stream_limits,
+            dataset_context=cfg.dataset != "random",
         )
         result = analyze(out.events, server=out.server, config=cfg, baseline_tok_s=bench.baseline)
         return out.events, result
