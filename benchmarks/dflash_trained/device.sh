@@ -17,6 +17,7 @@ STAGE=/tmp/stage SITE=${SITE:-/tmp/site} SWHL=${SWHL:-/tmp/swhl}
 MODELS=${MODELS:-/tmp/dfx_models} R=/tmp/dfx_res/$PHASE OUTDIR=${OUT:-/tmp/dfx_out}
 SPECMON_SRC=${SPECMON_SRC:-$(pwd)/.gpus/src}
 VLLM_PY=${VLLM_PY:-python3}
+CTX_TEXT=${CTX_TEXT:-$D/heldout_code_context.jsonl}   # the context sweep's held-out code
 mkdir -p $STAGE $R $OUTDIR
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1
 export PYTHONUNBUFFERED=1 VLLM_USE_FLASHINFER_SAMPLER=0 TOKENIZERS_PARALLELISM=true
@@ -163,7 +164,10 @@ elif [ "$PHASE" = serve ] || [ "$PHASE" = ksweep ]; then
   bench a 8301 prose --dataset $R/ds_prose.jsonl --num-prompts 3 --output-len 192 \
     "${BL[@]}" --record $R/rec_a-prose.ndjson.gz
   bench a 8301 long --dataset $R/ds_long_mem.jsonl --num-prompts 1 --output-len 900 "${BL[@]}"
-  BENCH_LIMIT=150 bench a 8301 ctx --context-sweep 64,512,900 --num-prompts 2 --output-len 128
+  # the context sweep on held-out code (the dataset's text cut to each length), not random words:
+  # on junk context a learned drafter's AL falls whatever its context length
+  BENCH_LIMIT=150 bench a 8301 ctx-code --context-sweep 64,512,900 --dataset "$CTX_TEXT" \
+    --num-prompts 4 --output-len 128
   if [ "$(left)" -gt 200 ]; then
     timeout -s INT 60 env PYTHONPATH="$SPECMON_SRC:$SWHL:$SITE:$(pwd)/.gpus/benchmarks" python3 \
       .gpus/benchmarks/gpu_vllm/chat_lag.py --url http://127.0.0.1:8301 --max-tokens 400 --rounds 1 \
@@ -177,7 +181,8 @@ elif [ "$PHASE" = serve ] || [ "$PHASE" = ksweep ]; then
     watch_during b 8302
     client b 8302 mem_code,heldout_code,prose,long_mem,long_heldout,mem_longprompt
     watch_end b 8302
-    BENCH_LIMIT=150 bench b 8302 ctx --context-sweep 64,512,900 --num-prompts 2 --output-len 128
+    BENCH_LIMIT=150 bench b 8302 ctx-code --context-sweep 64,512,900 --dataset "$CTX_TEXT" \
+      --num-prompts 4 --output-len 128
     bench b 8302 long --dataset $R/ds_long_mem.jsonl --num-prompts 1 --output-len 900 "${BL[@]}" \
       --record $R/rec_b-long.ndjson.gz
     stop b

@@ -201,3 +201,20 @@ def test_text_is_cut_to_the_exact_count_from_the_seeded_start() -> None:
 def test_text_shorter_than_the_length_is_an_error_not_padding() -> None:
     with pytest.raises(DatasetError, match="fewer than the 1,000 asked"):
         asyncio.run(cut_prompt(["short", "texts"], 0, 1000, _count_chars))
+
+
+def test_the_gpu_runs_held_out_code_holds_every_length_it_is_swept_at(tmp_path) -> None:
+    """The trained-drafter GPU script sweeps 64,512,900 on this committed file."""
+    root = Path(__file__).resolve().parents[2]
+    data = root / "benchmarks" / "dflash_trained" / "heldout_code_context.jsonl"
+    assert '--dataset "$CTX_TEXT"' in (data.parent / "device.sh").read_text()
+    out = tmp_path / "sweep.json"
+    with start_in_thread(SimConfig(speed=50.0, seed=7), log_sink=lambda _l: None) as sim:
+        code = main(
+            ["bench", "--attach", sim.url, "--context-sweep", "64,512,900", "--dataset", str(data),
+             "--num-prompts", "4", "--warmups", "0", "--output-len", "8", "--json", str(out)]
+        )  # fmt: skip
+    assert code == 0
+    sweep = json.loads(out.read_text())["context_sweep"]
+    assert [p["input_len"] for p in sweep["points"]] == [64, 512, 900]
+    assert sweep["prompt_text"] == "dataset text"
