@@ -93,6 +93,17 @@ def test_property_generated_cycles(period, data, repeats, high, drop, noise, see
     assert r.episodes == repeats
 
 
+def test_transitions_just_above_the_middle_are_not_taken_for_the_degraded_level():
+    """Hypothesis found it: period 11 with one transition at the midpoint (+3 from noise) and one
+    degraded point; the first split's low cluster held both, its median sat between them and the
+    refinement kept the transitions as degraded, one level too wide to be a level."""
+    fast = [82.8, 82.7, 78.8, 80.4, 83.1, 78.1, 80.3, 79.5, 82.3]
+    seq = [*fast, 57.3, 39.4, *fast, 57.1, 40.3, *fast, 57.4, 43.1]
+    r = detect_cycle(seq)
+    assert r is not None
+    assert (r.period, r.degraded_per_cycle, r.transitions_per_cycle) == (11, 1, 1)
+
+
 @pytest.mark.slow
 def test_false_positive_rate_on_aperiodic_input_is_within_the_stated_bound():
     # The same 20,000 sequences as every earlier measurement (seed and generator unchanged).

@@ -171,7 +171,23 @@ def classify(
     ordered = sorted(xs)
     k = two_means_split(ordered)
     low, high = ordered[:k], ordered[k:]
-    lo_level, hi_level = statistics.median(low), statistics.median(high)
+    classes = _refined(
+        xs, statistics.median(low), statistics.median(high), min_drop, min_separation
+    )
+    if classes is None and len(low) >= 2:
+        # Transition points just above the middle can pull the low cluster's median up to them,
+        # and the refinement then keeps them as degraded (one wide "level"): start again from
+        # the lower half of the low cluster, the deepest points, where the degraded level is.
+        deep = statistics.median(low[: (len(low) + 1) // 2])
+        classes = _refined(xs, deep, statistics.median(high), min_drop, min_separation)
+    return classes
+
+
+def _refined(
+    xs: list[float], lo_level: float, hi_level: float, min_drop: float, min_separation: float
+) -> tuple[str, ...] | None:
+    """`classify` from starting levels: points classed by the levels, the levels re-estimated
+    from the classed points until they settle; None when they are not two separate levels."""
     gap = hi_level - lo_level
     # The first split may put transition points into the low cluster and understate the drop, so
     # the min_drop test waits until the levels are re-estimated from classified points.
