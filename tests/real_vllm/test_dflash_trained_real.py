@@ -13,9 +13,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from tests.real_vllm.measuring import run_request
 from tests.real_vllm.probe import assert_chunks_are_whole_steps
 from tests.real_vllm.server import VllmServer
-from tests.real_vllm.test_measurement_agreement import _run_request
 
 from specmon.core.counters import deltas_between
 from specmon.core.events import Event
@@ -35,7 +35,7 @@ def measure_dflash(server: VllmServer) -> tuple[object, object, object, list[int
     request = ChatRequest(
         PROMPT, max_tokens=MAX_TOKENS, temperature=0.0, extra_body={"ignore_eos": True}
     )
-    before, ended, after = asyncio.run(_run_request(server, request, events))
+    before, ended, after = asyncio.run(run_request(server, request, events))
     trace = RequestTrace(ended.request_id)
     for event in events:
         if getattr(event, "request_id", None) == ended.request_id:

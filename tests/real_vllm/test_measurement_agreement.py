@@ -31,13 +31,21 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.real_vllm.measuring import (
+    DRAFT_TOKENS,
+    counter,
+    lines_between,
+    run_request,
+    scrape,
+    wait_log_drafted,
+)
 from tests.real_vllm.probe import assert_chunks_are_whole_steps
 from tests.real_vllm.server import VllmServer, server_env
 from tests.real_vllm.tiny_models import TinyModels
 
 from specmon.core.counters import deltas_between
 from specmon.core.events import Event, MetricsScraped, RequestEnded, SessionInfo
-from specmon.core.log_lines import SpecDecodingLog, parse_spec_decoding_line
+from specmon.core.log_lines import SpecDecodingLog
 from specmon.core.session_state import SessionState
 from specmon.core.specdecode import (
     SpecDecodeStats,
@@ -58,7 +66,6 @@ K = 4  # num_speculative_tokens of every draft_model server of the tier
 STEPS = 24
 MAX_TOKENS = 1 + (K + 1) * STEPS  # prefill token + 24 full steps: no truncated last step
 PROMPT = "Count the stairs: one two three, one two three, one two three, one two three."
-LOG_WAIT_S = 60.0  # bound on waiting for vLLM's periodic log line (printed about every second)
 BENCH_TIMEOUT_S = 420
 ROUNDING = 0.005  # the log prints acceptance length with 2 decimals
 RATE_ROUNDING = 0.0005  # ... and per-position rates with 3
@@ -89,86 +96,9 @@ class Measured:
         return row
 
 
-# ------------------------------------------------------------------ vLLM's log lines
-
-
-def spec_log_lines(path: Path) -> list[SpecDecodingLog]:
-    """Every "SpecDecoding metrics" line the server printed since it started, in order."""
-    text = path.read_text(errors="replace")
-    parsed = (parse_spec_decoding_line(line) for line in text.splitlines())
-    return [p for p in parsed if p is not None]
-
-
-def drafted_total(lines: list[SpecDecodingLog]) -> int:
-    return sum(line.drafted_tokens or 0 for line in lines)
-
-
-def wait_log_drafted(path: Path, total: float) -> list[SpecDecodingLog]:
-    """The log's lines once their Drafted sum has reached `total` (the /metrics counter)."""
-    deadline = time.monotonic() + LOG_WAIT_S
-    while True:
-        lines = spec_log_lines(path)
-        if drafted_total(lines) >= total or time.monotonic() > deadline:
-            return lines
-        time.sleep(0.25)
-
-
-def lines_between(lines: list[SpecDecodingLog], start: float, end: float) -> list[SpecDecodingLog]:
-    """The lines whose cumulative Drafted count runs from exactly `start` to exactly `end`."""
-    cumulative = 0
-    first: int | None = 0 if start == 0 else None
-    for i, line in enumerate(lines):
-        cumulative += line.drafted_tokens or 0
-        if cumulative == start:
-            first = i + 1
-        if cumulative == end:
-            assert first is not None, f"no log line ends at the request's start ({start} drafted)"
-            return lines[first : i + 1]
-    raise AssertionError(f"no log line boundary at {start} and {end} drafted tokens")
-
-
-def counter(samples: MetricsScraped, name: str) -> float:
-    return sum(s.value for s in samples.samples if s.name == name)
-
-
-DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"
-
-
-# ------------------------------------------------------------------ one request, three ways
-
-
-async def _scrape(scraper: MetricsScraper, emit: list[Event]) -> MetricsScraped:
-    scraped = await scraper.scrape_once(emit.append)
-    assert scraped is not None, f"/metrics not readable: {scraper.status} {scraper.detail}"
-    return scraped
-
-
-async def _run_request(
-    server: VllmServer, request: ChatRequest, events: list[Event]
-) -> tuple[MetricsScraped, RequestEnded, MetricsScraped]:
-    scraper = MetricsScraper(metrics_url_for(server.url), source=server.url)
-    try:
-        before = await _scrape(scraper, events)
-        # Everything counted before the request is in the log already: its lines end at `before`.
-        await asyncio.to_thread(wait_log_drafted, server.log_path, counter(before, DRAFT_TOKENS))
-        async with StreamClient(server.url) as client:
-            ended = await client.chat(request, events.append)
-        assert ended.outcome == "ok", ended.error
-        assert ended.completion_tokens is not None
-        after = await scraper.scrape_until_generation(
-            events.append,
-            baseline=generation_tokens(before.samples),
-            expected_tokens=ended.completion_tokens,
-        )
-        assert after is not None
-    finally:
-        await scraper.aclose()
-    return before, ended, after
-
-
 def measure(server: VllmServer, request: ChatRequest) -> Measured:
     events: list[Event] = []
-    before, ended, after = asyncio.run(_run_request(server, request, events))
+    before, ended, after = asyncio.run(run_request(server, request, events))
     trace = RequestTrace(ended.request_id)
     for e in events:
         if getattr(e, "request_id", None) == ended.request_id:
@@ -500,7 +430,7 @@ async def _overlapping(
 ) -> tuple[MetricsScraped, list[RequestEnded], MetricsScraped]:
     scraper = MetricsScraper(metrics_url_for(server.url), source=server.url)
     try:
-        before = await _scrape(scraper, events)
+        before = await scrape(scraper, events)
 
         async def one(prompt: str) -> RequestEnded:
             request = ChatRequest(
@@ -576,7 +506,7 @@ def test_vllm_bench_serve_reports_the_acceptance_length_specmon_measures(
     async def scrape_before() -> MetricsScraped:
         scraper = MetricsScraper(metrics_url_for(server.url), source=server.url)
         try:
-            return await _scrape(scraper, events)
+            return await scrape(scraper, events)
         finally:
             await scraper.aclose()
 

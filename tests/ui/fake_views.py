@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from tests.unit.session_feed import SRC, Server, gpu_sample, request_events
 
+from specmon.core.diagnosis.context_cliff import ContextCliffView
+from specmon.core.diagnosis.quality import QualityView
+from specmon.core.diagnosis.seconds_saved import SecondsSavedView
+from specmon.core.diagnosis.thermal import ClockFitView, ThermalView
 from specmon.core.events import SessionInfo
 from specmon.core.session_state import SessionState
 from specmon.core.views import SessionView
@@ -53,3 +57,10 @@ def session_view(
         t += 10.0
         state.apply(server.scrape(t))
     return state.publish()
+
+
+# Quiet diagnosis sections: nothing to say yet.
+QUIET_THERMAL = ThermalView(fit=ClockFitView(0, None, None, False), answers=0, slow=False)
+NO_SAVING = SecondsSavedView(None, 0, 0, 0.0, 0.0, 0.0, ())
+NO_QUALITY = QualityView(0, 0, 0, None, None, ())
+NO_CONTEXT = ContextCliffView(bins=(), steps=0, detected=False)

@@ -9,17 +9,23 @@ from dataclasses import replace
 import pytest
 from tests.support.ui_fakes import FakePort, screen_text
 from tests.support.waiting import wait_for_app
-from tests.ui.fake_views import session_view
+from tests.ui.fake_views import (
+    NO_CONTEXT,
+    NO_QUALITY,
+    NO_SAVING,
+    QUIET_THERMAL,
+    session_view,
+)
 from textual.app import App, ComposeResult
 from textual.content import Content
 from textual.widgets import DataTable
 
 from specmon.core.canary import CanaryView
 from specmon.core.diagnosis.context_cliff import ContextBinView, ContextCliffView
-from specmon.core.diagnosis.quality import QualityVerdict, QualityView
+from specmon.core.diagnosis.quality import QualityVerdict
 from specmon.core.diagnosis.seconds_saved import AnswerSaving, SecondsSavedView
 from specmon.core.diagnosis.state import DiagnosisView
-from specmon.core.diagnosis.thermal import ClockFitView, PowerLimitView, ThermalView
+from specmon.core.diagnosis.thermal import PowerLimitView
 from specmon.core.server_timing import TtftSplit
 from specmon.sim.drift import GpuState
 from specmon.sim.gpu_page import gpu_page
@@ -40,11 +46,6 @@ from specmon.ui.widgets.diagnosis_panel import (
     seconds_text,
     thermal_lines,
 )
-
-QUIET_THERMAL = ThermalView(fit=ClockFitView(0, None, None, False), answers=0, slow=False)
-NO_SAVING = SecondsSavedView(None, 0, 0, 0.0, 0.0, 0.0, ())
-NO_QUALITY = QualityView(0, 0, 0, None, None, ())
-NO_CONTEXT = ContextCliffView(bins=(), steps=0, detected=False)
 
 
 def _bins(*als: tuple[int, int | None, int, float]) -> tuple[ContextBinView, ...]:

@@ -19,8 +19,7 @@ from tests.support.ui_apps import (
 )
 from tests.support.ui_fakes import FakePort, screen_text
 from tests.support.waiting import wait_for_app
-from tests.ui.fake_views import session_view
-from tests.ui.test_diagnosis_panel import NO_CONTEXT, NO_QUALITY, NO_SAVING, QUIET_THERMAL
+from tests.ui.fake_views import NO_CONTEXT, NO_QUALITY, NO_SAVING, QUIET_THERMAL, session_view
 from tests.ui.watch_views import watch_view
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Label
