@@ -92,8 +92,10 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         "context-cycle",
         "tuning",
-        "the seeds' cycle, acceptance falling with context (context:128:768), 1024-token answers",
-        demo("--requests", "30", "--max-tokens", "1024", "--drift", "context:128:768"),
+        "the seeds' cycle, acceptance falling with context (context:1024:4096:0.5): 40 prompts "
+        "carrying a pasted document that grows by 150 words each (contexts from ~40 to ~6,300 "
+        "tokens, across five bins, the cliff near the middle)",
+        custom="context_cycle",
     ),
     Scenario(
         "readme-drift",
@@ -216,7 +218,9 @@ def run_demo(scenario: Scenario, record: Path, truth: Path) -> None:
 class _Rig:
     """The demo's pieces: the simulator in a thread (writing its truth) and a Monitor on it."""
 
-    def __init__(self, schedule: str | None, truth: Path, *, record: Path | None) -> None:
+    def __init__(
+        self, schedule: str | None, truth: Path, *, record: Path | None, drift: str | None = None
+    ) -> None:
         from specmon.cli.session_setup import state_factory
         from specmon.runtime.hub import Hub, SessionClock
         from specmon.runtime.monitor import Monitor, Target
@@ -226,6 +230,7 @@ class _Rig:
             SimConfig(
                 speed=float(SPEED),
                 schedule=schedule,
+                drift=drift,
                 port=0,
                 per_request_spec_decode_metrics="detailed",
                 truth=str(truth),
@@ -332,6 +337,37 @@ def mid_answer(record: Path, truth: Path) -> None:
         rig.close()
 
 
+CONTEXT_STEP_WORDS = 150
+"""context-cycle: each prompt's pasted document is this many words (tokens) longer than the
+last one's, so the contexts grow across several bins of the context diagnosis."""
+_WORDS = ("the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "again")
+"""Letters only: one simulator token each."""
+
+
+def context_cycle(record: Path, truth: Path) -> None:
+    """40 answers on the seeds' cycle while acceptance falls with context (context:1024:4096):
+    the i-th prompt (from 0) carries a pasted document of 150*i words, so the prompts grow from
+    ~40 to ~5,900 tokens (and the contexts, with the answers, to ~6,300): a cliff the data can
+    show, in the middle of the range (the truth's `context_cliff_tokens`)."""
+    from specmon.sources.stream_client import ChatRequest
+
+    prompts = [r.prompt for r in _requests()]
+    requests = [
+        ChatRequest(
+            prompt=" ".join(_WORDS[j % len(_WORDS)] for j in range(CONTEXT_STEP_WORDS * i))
+            + "\n\n"
+            + prompts[i % len(prompts)],
+            max_tokens=256,
+        )
+        for i in range(40)
+    ]
+    rig = _Rig("cycle:5f,1t,3d,1r", truth, record=record, drift="context:1024:4096:0.5")
+    try:
+        rig.monitor.prompt_loop(requests, count=len(requests), name_requests=True).result(600)
+    finally:
+        rig.close()
+
+
 def overflow(record: Path, truth: Path) -> None:
     """A chat of 12 turns on a healthy server whose 7th prompt carries a pasted document past
     the context (HTTP 400: maximum context length), sent again without it (the retry)."""
@@ -433,6 +469,7 @@ CUSTOM: dict[str, Callable[[Path, Path], None]] = {
     "canary": canary,
     "mid_answer": mid_answer,
     "overflow": overflow,
+    "context_cycle": context_cycle,
 }
 
 

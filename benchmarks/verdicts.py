@@ -11,8 +11,9 @@ exactly as `specmon replay` folds it (the replay screen's first pass, `replay --
 verdict is the one the app shows. The truth file is read only here, never by the app.
 
 Per-request verdicts (each finished answer of the recording, joined to its truth line by request
-id): the vanilla-speed badge and the transition badge (the row's speed class at the end of the
-recording, as the panel and F4 show it), the loop and the garbled flags (the quality sentinel).
+id): the vanilla-speed badge and the transition badge (the row's verdict at the end of the
+recording, as the panel and F4 show it: its speed class unless it is a loop or garbled), the
+loop and the garbled flags (the quality sentinel).
 Per-session verdicts: the degradation cycle (found, period), the context cliff (found, where),
 the thermal attribution (the cause named), the canary (its status after each probe). The
 definitions of truth and of each score are in docs/diagnosis.md ("Scored against ground truth").
@@ -252,6 +253,15 @@ def fold(recording: Path) -> tuple[Any, int, list[tuple[Any, Any]]]:
         reader.close()
 
 
+def shown_badge(row: Any) -> str:
+    """The verdict every screen shows for a finished row (core.verdict.request_verdict): a
+    LOOP or GARBLED answer shows that, not its speed class (quality is judged before speed), so
+    a loop served at vanilla speed is not a vanilla-speed badge."""
+    from specmon.core.verdict import request_verdict
+
+    return str(request_verdict(row).kind)
+
+
 def score_scenario(name: str, split: str, recording: Path, truth_path: Path) -> ScenarioScore:
     from specmon.core.diagnosis.context_cliff import bin_index
 
@@ -274,7 +284,7 @@ def score_scenario(name: str, split: str, recording: Path, truth_path: Path) -> 
     levels = [level(t["state"]) for _r, t in ok]
     for i, (row, truth) in enumerate(ok):
         state = truth["state"]
-        kind = row.speed_class.kind if row.speed_class is not None else None
+        kind = shown_badge(row)
         if state != "garbled":  # quality before speed: a garbled answer is the garbled flag's
             counts["vanilla-speed"].add(truth=state == "degraded", flagged=kind == "vanilla-speed")
         badge = kind == "transition"

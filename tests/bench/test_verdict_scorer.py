@@ -87,3 +87,24 @@ def test_targets_name_what_is_missed() -> None:
     assert any(m.startswith("vanilla-speed precision 0.750") for m in missed)
     assert any(m.startswith("s: cycle: truth None, found True, value 5") for m in missed)
     assert not any(m.startswith("loop") for m in missed)
+
+
+def test_a_loop_at_vanilla_speed_is_scored_by_the_badge_it_shows() -> None:
+    # A loop served in a degraded phase: its speed class says vanilla speed, but every screen
+    # shows LOOP (quality before speed), so it is no vanilla-speed badge.
+    import dataclasses
+
+    from tests.unit.session_feed import SRC, request_events
+
+    from specmon.core.events import SessionInfo
+    from specmon.core.session_state import SessionState
+    from specmon.core.views import SpeedClassView
+
+    state = SessionState(SessionInfo(server=SRC, n_spec=4))
+    for e in request_events("r1", 0.0, tokens_per_step=1, steps=10, step_s=0.01):
+        state.apply(e)
+    row = state.view().rows[-1]
+    slow = SpeedClassView("vanilla-speed", (("slow_level", "at the recent slow level"),))
+    assert verdicts.shown_badge(dataclasses.replace(row, speed_class=slow)) == "vanilla-speed"
+    looped = dataclasses.replace(row, speed_class=slow, quality="loop", quality_evidence="x")
+    assert verdicts.shown_badge(looped) == "loop"

@@ -29,23 +29,27 @@ SEED_SPEEDS = (221.0, 214.0, 218.0, 222.0, 230.0, 103.0, 59.0, 62.0, 62.0, 212.0
 def session_view(
     *,
     speeds: tuple[float, ...] = SEED_SPEEDS,
-    tokens_per_step: int = 4,
+    tokens_per_step: int | None = None,
     gpu: bool = True,
     hot: bool = False,
     prefix: str = "chat",
 ) -> SessionView:
     """A session of one request per speed, 10 s apart, each 50 chunks of `tokens_per_step`
-    tokens; /metrics scraped before and after each; a GPU sample per request."""
+    tokens; /metrics scraped before and after each; a GPU sample per request. Without
+    `tokens_per_step`, each answer's acceptance goes with its speed, as in the seeds' cycle:
+    4 tokens a step at 150 tok/s and more, 2 (the transition) from 80, 1 (drafts refused: the
+    degraded answers) below."""
     state = SessionState(INFO, window_seconds=30.0)
     server = Server(k=8)
     t = 0.0
     state.apply(server.scrape(t))
     for i, speed in enumerate(speeds):
-        step = tokens_per_step / speed
+        n = tokens_per_step or (4 if speed >= 150 else 2 if speed >= 80 else 1)
+        step = n / speed
         for e in request_events(
             f"{prefix}{i + 1}",
             t + 0.5,
-            tokens_per_step=tokens_per_step,
+            tokens_per_step=n,
             steps=50,
             step_s=step,
             server=server,

@@ -41,7 +41,7 @@ async def test_the_side_panel_shows_the_published_view():
         await wait_for_app(pilot, lambda: "vLLM 0.20.2" in screen_text(app))
         text = screen_text(app)
         assert "● up" in text and "n_spec 8" in text
-        assert "AL      4.00" in text
+        assert "AL      2.00" in text  # the window: two degraded answers (AL 1), one fast (4)
         assert "temp  61 °C / slowdown  90 °C" in text
         assert "transition     1" in text
         # wide: the panel is at the right of the conversation

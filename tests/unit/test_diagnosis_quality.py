@@ -112,3 +112,18 @@ def test_garbled_is_flagged_while_a_degradation_cycle_puts_many_answers_at_al_on
     # the cycle's own degraded answers read normally: not garbled
     v = check_answer("r", 1.0, PROSE, 256, 1.0, _healthy(cycle), n_spec=8)
     assert v is not None and v.flag is None
+
+
+def test_a_text_that_is_nearly_all_repeats_is_a_loop_at_any_al() -> None:
+    # A loop served while the drafter fails (a degraded phase): AL 1.0, but the text is one
+    # phrase over and over. The text's own evidence flags it; a text that repeats only in part
+    # (half of it a phrase on repeat) still needs a high AL.
+    stats = _healthy([3.0, 3.2, 2.8, 3.1, 2.9, 3.0, 3.2, 2.8])
+    v = check_answer("r", 1.0, LOOP, 400, 1.0, stats, n_spec=8)
+    assert v is not None and v.flag == "loop"
+    assert "text's own evidence" in v.evidence and "AL 1.00" in v.evidence
+    half = PROSE + " " + " ".join(["the cat sat on the mat"] * 70)
+    share = repeated_ngram_share(half)
+    assert share is not None and 0.5 <= share < 0.9
+    w = check_answer("r", 1.0, half, 400, 1.0, stats, n_spec=8)
+    assert w is not None and w.flag is None

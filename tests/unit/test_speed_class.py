@@ -109,8 +109,10 @@ def test_the_session_view_carries_each_rows_speed_class() -> None:
     state = SessionState(SessionInfo(server=SRC, model="tiny", n_spec=4))
     t = 0.0
     for i, speed in enumerate(SEED):
-        # 50 chunks of 4 tokens: decode tok/s = 200 / (50 * step) = speed
-        for e in request_events(f"r{i}", t, tokens_per_step=4, steps=50, step_s=4.0 / speed):
+        # 50 chunks of n tokens: decode tok/s = 50 n / (50 * step) = speed; the degraded
+        # answers' drafts are refused (AL 1), the transition's half accepted (AL 2)
+        n = 4 if speed > 150 else 2 if speed > 80 else 1
+        for e in request_events(f"r{i}", t, tokens_per_step=n, steps=50, step_s=n / speed):
             state.apply(e)
         t += 10.0
     rows = state.view().rows
@@ -149,3 +151,35 @@ def test_a_speed_is_classed_at_the_reference_clock_and_told_at_its_own():
     assert slow is not None and slow.kind == "vanilla-speed"
     assert "slow requests ≈380 against fast ones ≈1361 tok/s" in slow.reasons[0][1]
     assert speed_class(1200.0, ok, levels).kind == "transition"  # type: ignore[union-attr]
+
+
+def test_an_answer_at_the_slow_level_with_healthy_acceptance_is_not_vanilla_speed() -> None:
+    # A real server streams in bursts: an answer whose every draft was accepted (AL 5.0, as the
+    # fast answers' 5.0) can land at the slow level's tok/s. Speculation did not fail on it.
+    speeds = [1400.0, 1390.0, 1410.0, 1405.0, 300.0, 310.0, 305.0, 1395.0]
+    als = [5.0, 5.0, 5.0, 5.0, 1.0, 1.0, 1.0, 5.0]
+    levels = speed_levels(speeds, als=als)
+    assert levels is not None and levels.fast_al == 5.0
+    healthy = speed_class(305.0, OK, levels, al=5.0)
+    assert healthy is not None and healthy.kind == "ok"
+    assert [code for code, _ in healthy.reasons] == ["slow_healthy_acceptance"]
+    # The same speed with acceptance that fell (AL 1.0, or 3.0 < 70% of 5.0) is vanilla speed;
+    # and so is one whose AL is not known.
+    for al in (1.0, 3.0, None):
+        c = speed_class(305.0, OK, levels, al=al)
+        assert c is not None and c.kind == "vanilla-speed"
+
+
+def test_the_session_leaves_slow_answers_with_healthy_acceptance_unflagged() -> None:
+    # Every answer accepts 3 drafts a step (AL 4), the slow ones too: they are slow for another
+    # reason than speculation (bursts, load) and are not badged VANILLA SPEED.
+    state = SessionState(SessionInfo(server=SRC, model="tiny", n_spec=4))
+    t = 0.0
+    for i, speed in enumerate(SEED):
+        for e in request_events(f"r{i}", t, tokens_per_step=4, steps=50, step_s=4.0 / speed):
+            state.apply(e)
+        t += 10.0
+    rows = state.view().rows
+    for row in rows[6:9]:
+        assert row.speed_class is not None and row.speed_class.kind == "ok"
+        assert [code for code, _ in row.speed_class.reasons] == ["slow_healthy_acceptance"]

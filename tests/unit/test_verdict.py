@@ -81,3 +81,11 @@ def test_every_screen_says_ok_or_not_judged_alike() -> None:
     assert _chat_flag(fast_unjudged) == "unjudged"
     assert _badge(fast_unjudged) == DASH
     assert flag_words(fast_unjudged).text == DASH
+
+
+def test_a_slow_answer_with_healthy_acceptance_is_ok_and_says_why() -> None:
+    why = ("slow_healthy_acceptance", "slow with healthy acceptance: AL 5.00 against 5.00")
+    row = _row(speed_class=SpeedClassView("ok", (why,)), vanilla=JUDGED_OK)
+    verdict = request_verdict(row)
+    assert verdict.kind == "ok" and not verdict.flagged
+    assert verdict.reasons == (why,)

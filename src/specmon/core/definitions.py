@@ -388,7 +388,8 @@ DEFINITIONS: tuple[Definition, ...] = (
         "TRANSITION / at the slow level",
         "tok/s",
         "An answer between the session's fast and slow speed levels is a TRANSITION; at the "
-        "slow level it is VANILLA SPEED.",
+        "slow level it is VANILLA SPEED, unless its own acceptance is healthy (then it is ok: "
+        "load or a bursty stream, not failed speculation).",
         f"The levels are the medians of a fast and a slow cluster of the last "
         f"{speed_class.DEFAULT_WINDOW} answers' decode speeds (loops and garbled answers left "
         f"out), with at least {speed_class.MIN_FAST} fast and {speed_class.MIN_SLOW} slow "
@@ -402,8 +403,11 @@ DEFINITIONS: tuple[Definition, ...] = (
         f"last {speed_class.DEFAULT_WINDOW}); a class, once given, does not change "
         "When the GPU is sampled and the thermal clock fit is usable, each speed is taken at "
         "the session's first clock (speed x fit(its clock) / fit(first clock)) before it sets "
-        "a level or is classed; the badge tells the levels at the answer's own clock "
-        "(core/detectors/speed_class.py).",
+        "a level or is classed; the badge tells the levels at the answer's own clock. "
+        "An answer at the slow level whose AL is known and at least "
+        f"{speed_class.HEALTHY_AL_SHARE:.0%} of the fast level's AL (the median AL of the "
+        "answers classed fast) is not VANILLA SPEED: it stays ok with the reason "
+        "slow_healthy_acceptance (core/detectors/speed_class.py).",
     ),
     # ------------------------------------------------------------ cycle
     _d(
@@ -706,7 +710,10 @@ DEFINITIONS: tuple[Definition, ...] = (
         f"Flagged when its AL is at least {quality.LOOP_Z:g} spreads above the session's "
         f"healthy AL (or at least {quality.LOOP_AL_FRAC:.0%} of the K+1 ceiling) over at "
         f"least {quality.MIN_TOKENS} tokens, and at least {quality.LOOP_REPEAT_SHARE:.0%} of "
-        f"its word {quality.NGRAM}-grams repeat. Checked once at the answer's end "
+        f"its word {quality.NGRAM}-grams repeat; or, at any AL, at least "
+        f"{quality.LOOP_TEXT_SHARE:.0%} of them repeat and less than "
+        f"{quality.GARBLED_ODD_SHARE:.0%} of its pieces are symbols (the text's own evidence: a "
+        "loop served at AL 1.0 while the drafter fails). Checked once at the answer's end "
         "(core/diagnosis/quality.py).",
     ),
     _d(

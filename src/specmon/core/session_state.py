@@ -155,6 +155,13 @@ class VerdictChange:
         return self.kind in FLAGGED
 
 
+def _row_al(row: RequestRow) -> float | None:
+    """The row's chosen acceptance length (None when unknown or not finite)."""
+    acc = row.acceptance
+    al = acc.acceptance_length if acc is not None else None
+    return al if al is not None and math.isfinite(al) else None
+
+
 def _pct(values: Any) -> PercentileView:
     s = summary(values)
     return PercentileView(p50=s["p50"], p95=s["p95"], p99=s["p99"])
@@ -192,6 +199,8 @@ class SessionState:
         self._diagnosis = Diagnosis()
         self._itl: deque[float] = deque(maxlen=MAX_ITL_VALUES)
         self._speeds: deque[float | None] = deque(maxlen=MAX_CYCLE_SPEEDS)
+        self._als: deque[float | None] = deque(maxlen=MAX_CYCLE_SPEEDS)
+        """The AL of each entry of `_speeds` (None: unknown or quality-flagged)."""
         """Decode speeds of ok requests in order; None for an answer the quality sentinel
         flagged (it keeps its place: the cycle's period counts requests)."""
         self._known_speeds = 0
@@ -513,13 +522,16 @@ class SessionState:
         levels = None
         if measured and row.decode_tok_s is not None:
             self._speeds.append(row.decode_tok_s * scale if row.quality is None else None)
+            self._als.append(_row_al(row) if row.quality is None else None)
             self._cycle_dirty = True
-            now = speed_levels(self._speeds)
+            now = speed_levels(self._speeds, als=self._als)
             levels = now if self._had_levels else None
             self._had_levels = now is not None
         if row.outcome == "ok":
             waits = measured and row.quality is None and levels is None
-            kind = speed_class(row.decode_tok_s, row.vanilla, levels, clock_scale=scale)
+            kind = speed_class(
+                row.decode_tok_s, row.vanilla, levels, clock_scale=scale, al=_row_al(row)
+            )
             row = replace(row, speed_class=kind, settled=not waits)
         self._rows.append(row)
         self._given(row, None)
@@ -546,7 +558,7 @@ class SessionState:
                 new = replace(
                     row,
                     speed_class=speed_class(
-                        row.decode_tok_s, row.vanilla, levels, clock_scale=scale
+                        row.decode_tok_s, row.vanilla, levels, clock_scale=scale, al=_row_al(row)
                     ),
                     settled=True,
                 )

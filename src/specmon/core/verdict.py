@@ -51,7 +51,8 @@ def request_verdict(row: RequestRow) -> Verdict:
     answer runs slow, but neither says how the server runs), then a speed class that flags it
     (transition, vanilla-speed), then the vanilla-speed verdict; "ok" only once the vanilla
     verdict judged the request (a speed class of "ok" alone says it was fast, not that it was
-    judged)."""
+    judged; it keeps the speed class's reason, if any: a slow answer whose acceptance was
+    healthy says why it is not flagged)."""
     if row.outcome == "running":
         return Verdict("running")
     if row.outcome in ("failed", "cancelled"):
@@ -65,5 +66,5 @@ def request_verdict(row: RequestRow) -> Verdict:
     if vanilla is not None and vanilla.flagged:
         return Verdict("vanilla-speed", vanilla.reasons)
     if vanilla is not None and vanilla.judged:
-        return Verdict("ok")
+        return Verdict("ok", speed.reasons if speed is not None else ())
     return Verdict("unjudged")

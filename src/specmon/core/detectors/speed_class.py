@@ -30,7 +30,13 @@ Rule (pure; inputs in, classes out):
    of a wide fast level a transition, and a transition near a tight slow level slow).
 3. Class:
    - vanilla-speed when the vanilla verdict flagged the request (its reasons are kept), or when
-     it is at the slow level ("slow_level");
+     it is at the slow level ("slow_level") and its own acceptance agrees: its AL, when known,
+     is below HEALTHY_AL_SHARE of the fast level's AL (the median AL of the answers classed
+     fast, when any of them has one);
+   - ok, with the reason "slow_healthy_acceptance" (not flagged), when it is at the slow level
+     but its AL is at least HEALTHY_AL_SHARE of the fast level's: speculation did not fail on
+     it (a real server streams in bursts, or the server was loaded), so it is not "at vanilla
+     speed because speculative decoding failed";
    - transition when it is between the levels ("between_levels");
    - ok otherwise (fast, or no levels in the window).
 4. When (session_state): a request is classed at its end when levels exist then and existed
@@ -80,6 +86,11 @@ a transition (r6 of the seeds' cycle, 112 tok/s between 205 and 60, is one), and
 separation test whatever they are (103 and 59 tok/s under 221: two points' robust spread is half
 their difference): with fewer, the rows wait (step 4) and are classed once the level is seen."""
 
+HEALTHY_AL_SHARE = 0.7
+"""An answer whose AL is at least this share of the fast level's AL has healthy acceptance (the
+ground truth's line for an engine "at least 30% below its healthy AL" is the same 0.7): it is
+not at vanilla speed because speculation failed, whatever its tok/s."""
+
 
 @dataclass(frozen=True, slots=True)
 class SpeedLevels:
@@ -90,6 +101,8 @@ class SpeedLevels:
     fast_spread: float = 0.0
     """Robust spread (1.4826 x MAD) of the answers at the fast level."""
     slow_spread: float = 0.0
+    fast_al: float | None = None
+    """Median acceptance length of the answers classed fast (None: none of them had one)."""
 
     @property
     def fast_at(self) -> float:
@@ -110,12 +123,21 @@ def _reach(spread: float, gap: float) -> float:
 
 
 def speed_levels(
-    speeds: Sequence[float | None], *, window: int = DEFAULT_WINDOW
+    speeds: Sequence[float | None],
+    *,
+    window: int = DEFAULT_WINDOW,
+    als: Sequence[float | None] | None = None,
 ) -> SpeedLevels | None:
     """The fast and slow levels of the last `window` speeds (None entries, answers the quality
-    sentinel flagged, are left out); None when they are not two levels."""
-    known = [float(s) for s in speeds if s is not None]
-    recent = known[-window:] if window > 0 else []
+    sentinel flagged, are left out); None when they are not two levels. `als` (aligned with
+    `speeds`; None entries unknown) gives the fast level its AL."""
+    pairs = [
+        (float(s), als[i] if als is not None and i < len(als) else None)
+        for i, s in enumerate(speeds)
+        if s is not None
+    ]
+    pairs = pairs[-window:] if window > 0 else []
+    recent = [s for s, _ in pairs]
     if len(recent) < MIN_REQUESTS:
         return None
     if not _apart(recent):  # one wide level, not two
@@ -127,11 +149,17 @@ def speed_levels(
     slow = [s for s, c in zip(recent, classes, strict=True) if c == cycle.DEGRADED]
     if len(fast) < MIN_FAST or len(slow) < MIN_SLOW:
         return None
+    fast_als = [
+        al
+        for (_, al), c in zip(pairs, classes, strict=True)
+        if c == cycle.FAST and al is not None and math.isfinite(al)
+    ]
     return SpeedLevels(
         statistics.median(fast),
         statistics.median(slow),
         cycle.robust_sigma(fast),
         cycle.robust_sigma(slow),
+        statistics.median(fast_als) if fast_als else None,
     )
 
 
@@ -155,6 +183,7 @@ def speed_class(
     levels: SpeedLevels | None,
     *,
     clock_scale: float = 1.0,
+    al: float | None = None,
 ) -> SpeedClassView | None:
     """The class of one finished ok request (None without a decode speed or a verdict).
 
@@ -173,6 +202,14 @@ def speed_class(
     if levels is not None and fast is not None and slow is not None:
         s = decode_tok_s
         if s * scale <= levels.slow_at:
+            fast_al = levels.fast_al
+            if al is not None and fast_al is not None and al >= HEALTHY_AL_SHARE * fast_al:
+                sentence = (
+                    f"slow with healthy acceptance: {s:.0f} tok/s at the recent slow level"
+                    f" (≈{slow:.0f}), but AL {al:.2f} against the fast answers' {fast_al:.2f}:"
+                    " speculation worked; load or a bursty stream, not vanilla speed"
+                )
+                return SpeedClassView("ok", (("slow_healthy_acceptance", sentence),), fast, slow)
             sentence = (
                 f"at the recent slow level: {s:.0f} tok/s, slow requests ≈{slow:.0f}"
                 f" against fast ones ≈{fast:.0f} tok/s"

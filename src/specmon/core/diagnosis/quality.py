@@ -11,7 +11,11 @@ MIN_HISTORY unflagged answers.
 - "loop": AL at least LOOP_Z spreads above the healthy level, or at least LOOP_AL_FRAC of the K+1
   ceiling, over at least MIN_TOKENS tokens, AND the text repeats (share of repeated word
   n-grams at least LOOP_REPEAT_SHARE): a drafter accepts nearly everything when the target
-  repeats itself.
+  repeats itself. Or, the text's own evidence whatever the AL: at least LOOP_TEXT_SHARE of
+  its word n-grams repeat and it is words (less than GARBLED_ODD_SHARE symbol pieces; a
+  repeating symbol soup is the garbled flag's case). A loop served while the drafter is
+  failing runs at AL 1.0: the target repeats itself but nothing was drafted right. The
+  simulator's loops repeat 97% or more of their 4-grams, its ordinary answers at most 1%.
 - "garbled": AL at least GARBLED_Z spreads below the healthy level while that level is at least
   GOOD_DRAFTER_AL, or (the text's own evidence) AL within GARBLED_NEAR_ONE of 1.0 on such a
   drafter, AND the text is mostly not words (share of whitespace-separated pieces without a letter
@@ -52,6 +56,8 @@ GARBLED_NEAR_ONE = 0.25
 LOOP_Z = 3.0
 LOOP_AL_FRAC = 0.9
 LOOP_REPEAT_SHARE = 0.5
+LOOP_TEXT_SHARE = 0.9
+"""A text that repeats at least this share of its word n-grams is a loop at any AL."""
 GARBLED_Z = 3.0
 GOOD_DRAFTER_AL = 2.0
 GARBLED_ODD_SHARE = 0.5
@@ -188,27 +194,34 @@ def check_answer(
     near_ceiling = (
         n_spec is not None and n_spec > 0 and acceptance_length >= LOOP_AL_FRAC * (n_spec + 1)
     )
-    if (
-        (near_ceiling or (z is not None and z >= LOOP_Z))
-        and share is not None
-        and share >= LOOP_REPEAT_SHARE
+    high = near_ceiling or (z is not None and z >= LOOP_Z)
+    odd = odd_piece_share(text[-MAX_TEXT_CHARS:])
+    words = odd is None or odd < GARBLED_ODD_SHARE  # symbol soup is the garbled flag's
+    if share is not None and (
+        (high and share >= LOOP_REPEAT_SHARE) or (share >= LOOP_TEXT_SHARE and words)
     ):
         flag = "loop"
-        ztext = (
-            f"z {z:+.1f}"
-            if z is not None
-            else f"near the K+1={n_spec + 1 if n_spec else 0} ceiling"
-        )
-        evidence = (
-            f"AL {acceptance_length:.2f} ({ztext}) over {tokens} tokens; "
-            f"{share:.0%} of its word {NGRAM}-grams repeat"
-        )
+        if high:
+            ztext = (
+                f"z {z:+.1f}"
+                if z is not None
+                else f"near the K+1={n_spec + 1 if n_spec else 0} ceiling"
+            )
+            evidence = (
+                f"AL {acceptance_length:.2f} ({ztext}) over {tokens} tokens; "
+                f"{share:.0%} of its word {NGRAM}-grams repeat"
+            )
+        else:
+            evidence = (
+                f"{share:.0%} of its word {NGRAM}-grams repeat over {tokens} tokens "
+                f"(the text's own evidence, at AL {acceptance_length:.2f})"
+            )
     elif (
         found is not None
         and z is not None
         and found[0] >= GOOD_DRAFTER_AL
         and (z <= -GARBLED_Z or acceptance_length <= 1.0 + GARBLED_NEAR_ONE)
-        and (odd := odd_piece_share(text[-MAX_TEXT_CHARS:])) is not None
+        and odd is not None
         and odd >= GARBLED_ODD_SHARE
     ):
         flag = "garbled"

@@ -530,6 +530,8 @@ class ChatScreen(RecordingScreen):
             message = "VANILLA SPEED: " + "; ".join(n.reasons)
         elif n.flag in ("transition", "loop", "garbled"):
             message = f"{n.flag.upper()}: " + "; ".join(n.reasons)
+        elif n.flag == "ok" and n.reasons:
+            message = "not flagged: " + "; ".join(n.reasons)
         elif n.flag == "ok":
             message = "not flagged: the answer was not at vanilla speed"
         else:
