@@ -86,9 +86,10 @@ def request_events(
         cum += tokens_per_step
         if server is not None:
             server.step(tokens_per_step - 1)
-        events.append(
-            StreamChunk(t=t, request_id=rid, text="b" * tokens_per_step, completion_tokens=cum)
-        )
+        # ordinary text, not one letter repeated (the loop flag reads the text: a text of one
+        # letter over and over is a loop)
+        text = "".join(f" t{cum - tokens_per_step + j + 1}" for j in range(tokens_per_step))
+        events.append(StreamChunk(t=t, request_id=rid, text=text, completion_tokens=cum))
     end = RequestEnded(
         t=t + 0.001,
         request_id=rid,

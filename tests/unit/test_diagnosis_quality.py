@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from specmon.core.diagnosis import quality
 from specmon.core.diagnosis.quality import (
+    LOOP_TAIL_SHARE,
     MIN_SPREAD,
     ALStats,
     HealthyAL,
     check_answer,
     repeated_ngram_share,
+    tail_repeat_share,
 )
 
 PROSE = " ".join(f"word{i}" for i in range(300))
@@ -116,14 +121,37 @@ def test_garbled_is_flagged_while_a_degradation_cycle_puts_many_answers_at_al_on
 
 def test_a_text_that_is_nearly_all_repeats_is_a_loop_at_any_al() -> None:
     # A loop served while the drafter fails (a degraded phase): AL 1.0, but the text is one
-    # phrase over and over. The text's own evidence flags it; a text that repeats only in part
-    # (half of it a phrase on repeat) still needs a high AL.
+    # phrase over and over. The text's own evidence flags it; a text that repeated a phrase in
+    # part and went on to other words (it did not end in the loop) still needs a high AL.
     stats = _healthy([3.0, 3.2, 2.8, 3.1, 2.9, 3.0, 3.2, 2.8])
     v = check_answer("r", 1.0, LOOP, 400, 1.0, stats, n_spec=8)
     assert v is not None and v.flag == "loop"
     assert "text's own evidence" in v.evidence and "AL 1.00" in v.evidence
-    half = PROSE + " " + " ".join(["the cat sat on the mat"] * 70)
+    half = " ".join(["the cat sat on the mat"] * 70) + " " + PROSE
     share = repeated_ngram_share(half)
     assert share is not None and 0.5 <= share < 0.9
     w = check_answer("r", 1.0, half, 400, 1.0, stats, n_spec=8)
     assert w is not None and w.flag is None
+
+
+def test_a_loop_inside_one_word_is_a_loop_at_any_al() -> None:
+    # Real loops from a small learned DFlash drafter on vLLM (recordings/gpu-h200-real-dflash-
+    # trained-k7-prose-loops): `org/pull/cach/cach/cach/…` has no word n-grams at all, and the
+    # drafter did not follow it (AL 1.42, the session's lowest). Its end repeats itself.
+    stats = _healthy([2.6, 2.8, 2.4, 2.7, 2.5, 2.6, 2.8, 2.4])
+    text = "org/pull/" + "cach/" * 62
+    assert repeated_ngram_share(text) is None
+    v = check_answer("r", 1.0, text, 192, 1.42, stats, n_spec=7)
+    assert v is not None and v.flag == "loop"
+    assert "characters repeat" in v.evidence and "AL 1.42" in v.evidence
+
+
+def test_ordinary_code_at_a_low_al_is_not_a_loop() -> None:
+    # Code repeats names and indentation, far less than a loop: this module's own source.
+    stats = _healthy([2.6, 2.8, 2.4, 2.7, 2.5, 2.6, 2.8, 2.4])
+    code = Path(quality.__file__).read_text(encoding="utf-8")
+    for end in range(1024, len(code), 997):
+        share = tail_repeat_share(code[:end])
+        assert share is not None and share < LOOP_TAIL_SHARE
+        v = check_answer("r", 1.0, code[:end], 300, 1.3, stats, n_spec=7)
+        assert v is None or v.flag != "loop"

@@ -706,14 +706,17 @@ DEFINITIONS: tuple[Definition, ...] = (
         "diagnosis",
         "possible loop",
         "",
-        "An answer with extremely high AL over many tokens whose text repeats itself.",
+        "An answer whose text repeats itself: at a very high AL, or by its text alone.",
         f"Flagged when its AL is at least {quality.LOOP_Z:g} spreads above the session's "
         f"healthy AL (or at least {quality.LOOP_AL_FRAC:.0%} of the K+1 ceiling) over at "
         f"least {quality.MIN_TOKENS} tokens, and at least {quality.LOOP_REPEAT_SHARE:.0%} of "
         f"its word {quality.NGRAM}-grams repeat; or, at any AL, at least "
         f"{quality.LOOP_TEXT_SHARE:.0%} of them repeat and less than "
         f"{quality.GARBLED_ODD_SHARE:.0%} of its pieces are symbols (the text's own evidence: a "
-        "loop served at AL 1.0 while the drafter fails). Checked once at the answer's end "
+        "loop served at AL 1.0 while the drafter fails); or, at any AL, its last "
+        f"{quality.TAIL_CHARS} characters repeat at least {quality.LOOP_TAIL_SHARE:.0%} of "
+        f"their {quality.CHAR_NGRAM}-character pieces (a loop inside one word has no word "
+        "n-grams; a small drafter may fail to follow a loop). Checked once at the answer's end "
         "(core/diagnosis/quality.py).",
     ),
     _d(

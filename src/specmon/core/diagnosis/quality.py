@@ -15,7 +15,11 @@ MIN_HISTORY unflagged answers.
   its word n-grams repeat and it is words (less than GARBLED_ODD_SHARE symbol pieces; a
   repeating symbol soup is the garbled flag's case). A loop served while the drafter is
   failing runs at AL 1.0: the target repeats itself but nothing was drafted right. The
-  simulator's loops repeat 97% or more of their 4-grams, its ordinary answers at most 1%.
+  simulator's loops repeat 97% or more of their 4-grams, its ordinary answers at most 1%. Or
+  its last TAIL_CHARS characters repeat at least LOOP_TAIL_SHARE of their CHAR_NGRAM-character
+  pieces (a loop inside one word, `cach/cach/…`, has no word n-grams; real loops from a small
+  learned drafter were served at AL 1.4-1.8 and repeat 0.64-0.96 of them, ordinary code at
+  most about 0.3).
 - "garbled": AL at least GARBLED_Z spreads below the healthy level while that level is at least
   GOOD_DRAFTER_AL, or (the text's own evidence) AL within GARBLED_NEAR_ONE of 1.0 on such a
   drafter, AND the text is mostly not words (share of whitespace-separated pieces without a letter
@@ -58,6 +62,15 @@ LOOP_AL_FRAC = 0.9
 LOOP_REPEAT_SHARE = 0.5
 LOOP_TEXT_SHARE = 0.9
 """A text that repeats at least this share of its word n-grams is a loop at any AL."""
+TAIL_CHARS = 512
+"""The end of an answer's text whose character n-grams show whether it fell into a loop."""
+CHAR_NGRAM = 8
+MIN_TAIL_NGRAMS = 128
+LOOP_TAIL_SHARE = 0.6
+"""A text whose last TAIL_CHARS characters repeat at least this share of their CHAR_NGRAM-
+character pieces fell into a loop, at any AL: a loop inside one word (`cach/cach/…`,
+`_test_test_…`) has no word n-grams, and a small drafter can fail to follow a loop (real loops
+were served at AL 1.4-1.8). Ordinary text and code repeat at most about 0.3 of them."""
 GARBLED_Z = 3.0
 GOOD_DRAFTER_AL = 2.0
 GARBLED_ODD_SHARE = 0.5
@@ -101,6 +114,17 @@ def repeated_ngram_share(text: str, n: int = NGRAM) -> float | None:
     if total < MIN_NGRAMS:
         return None
     seen = {tuple(words[i : i + n]) for i in range(total)}
+    return 1.0 - len(seen) / total
+
+
+def tail_repeat_share(text: str, n: int = CHAR_NGRAM, width: int = TAIL_CHARS) -> float | None:
+    """1 - distinct/total character n-grams of the text's last `width` characters; None with
+    fewer than MIN_TAIL_NGRAMS of them."""
+    tail = text[-width:]
+    total = len(tail) - n + 1
+    if total < MIN_TAIL_NGRAMS:
+        return None
+    seen = {tail[i : i + n] for i in range(total)}
     return 1.0 - len(seen) / total
 
 
@@ -197,6 +221,7 @@ def check_answer(
     high = near_ceiling or (z is not None and z >= LOOP_Z)
     odd = odd_piece_share(text[-MAX_TEXT_CHARS:])
     words = odd is None or odd < GARBLED_ODD_SHARE  # symbol soup is the garbled flag's
+    tail = tail_repeat_share(text)
     if share is not None and (
         (high and share >= LOOP_REPEAT_SHARE) or (share >= LOOP_TEXT_SHARE and words)
     ):
@@ -216,6 +241,13 @@ def check_answer(
                 f"{share:.0%} of its word {NGRAM}-grams repeat over {tokens} tokens "
                 f"(the text's own evidence, at AL {acceptance_length:.2f})"
             )
+    elif tail is not None and tail >= LOOP_TAIL_SHARE and words:
+        flag = "loop"
+        evidence = (
+            f"its last {TAIL_CHARS} characters repeat {tail:.0%} of their {CHAR_NGRAM}-character "
+            f"pieces over {tokens} tokens (the text's own evidence, at AL "
+            f"{acceptance_length:.2f})"
+        )
     elif (
         found is not None
         and z is not None
