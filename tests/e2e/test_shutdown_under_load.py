@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 from tests.loopback import SilentServer
+from tests.real_vllm.guard import live_members
 
 from specmon.sim.server import SimConfig, start_in_thread
 from specmon.sources.recording_player import read_recording
@@ -134,27 +135,10 @@ def _group_gone_within(pgid: int, seconds: float) -> list[int]:
     """The group's live pids once it is empty (then []) or `seconds` have passed."""
     deadline = time.monotonic() + seconds
     while True:
-        alive = _group_alive(pgid)
+        alive = live_members(pgid)
         if not alive or time.monotonic() >= deadline:
             return alive
         time.sleep(0.05)
-
-
-def _group_alive(pgid: int) -> list[int]:
-    """Pids of live (not zombie) processes of the group, from /proc."""
-    alive = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        state, pgrp = fields[0], int(fields[2])
-        if pgrp == pgid and state != "Z":
-            alive.append(int(entry.name))
-    return alive
 
 
 GROUP_GONE_S = 1.0

@@ -25,9 +25,10 @@ GROUP_TERM_WAIT_S = 5.0
 KILL_WAIT_S = 10.0
 
 
-def live_members(pgid: int) -> list[int]:
-    """Pids of the live (not zombie) processes whose process group is `pgid`, from /proc."""
-    members: list[int] = []
+def group_members(pgid: int) -> list[tuple[int, str]]:
+    """(pid, state) of every process whose process group is `pgid`, from /proc (also used by
+    the tests that check a group is gone: one reader of /proc for the suite)."""
+    members: list[tuple[int, str]] = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -36,9 +37,14 @@ def live_members(pgid: int) -> list[int]:
         except OSError:
             continue
         fields = stat[stat.rfind(")") + 2 :].split()  # state ppid pgrp ...
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            members.append(int(entry.name))
+        if int(fields[2]) == pgid:
+            members.append((int(entry.name), fields[0]))
     return members
+
+
+def live_members(pgid: int) -> list[int]:
+    """Pids of the live (not zombie) processes whose process group is `pgid`."""
+    return [pid for pid, state in group_members(pgid) if state != "Z"]
 
 
 def _gone(pgid: int, timeout_s: float, leader_only: bool = False) -> bool:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import httpx
 from tests.real_vllm import guard as guard_script
+from tests.real_vllm.guard import group_members
 from tests.real_vllm.tiny_models import TinyModels
 from tests.real_vllm.vllm_env import vllm_cache_root
 
@@ -120,23 +121,6 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     except OSError:
         return "(no log written)"
     return "\n".join(text.splitlines()[-lines:])
-
-
-def group_members(pgid: int) -> list[tuple[int, str]]:
-    """(pid, state) of every live process whose process group is `pgid`, read from /proc."""
-    members: list[tuple[int, str]] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # Fields after the parenthesised command: state ppid pgrp ...
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if int(fields[2]) == pgid:
-            members.append((int(entry.name), fields[0]))
-    return members
 
 
 def group_rss_bytes(pgid: int) -> int:
