@@ -410,3 +410,26 @@ def test_a_loop_in_place_of_a_transition_does_not_hide_the_period():
     seq[15] = 150.0
     r = detect_cycle(seq)
     assert r is not None and r.period == 7
+
+
+def drifting_cycle(n: int = 40, high: float = 1600.0, low: float = 480.0) -> list[float]:
+    """The seeds' period-10 cycle (5 fast, 1 transition, 3 degraded, 1 recovery) on a fast level
+    that halves linearly over `n` answers (acceptance falling as the context grows), the
+    degraded level (vanilla speed) steady."""
+    out = []
+    for i in range(n):
+        fast = high * (1 - 0.5 * i / (n - 1))
+        phase = i % 10
+        out.append((fast + low) / 2 if phase == 5 else low if phase in (6, 7, 8) else fast)
+    return out
+
+
+def test_a_cycle_on_a_drifting_fast_level_keeps_its_period():
+    # Over the whole sequence the late fast answers (about 800) sit between the early fast level
+    # (1600) and the degraded one (480): classed against the sequence's two levels they are
+    # transitions, the episodes run together and no period was found. Classed among their
+    # neighbours (step 6 of the module text), each fast phase is fast again.
+    seq = drifting_cycle()
+    r = detect_cycle(seq)
+    assert r is not None and r.period == 10
+    assert r.degraded_per_cycle == 3

@@ -183,3 +183,32 @@ def test_the_session_leaves_slow_answers_with_healthy_acceptance_unflagged() -> 
     for row in rows[6:9]:
         assert row.speed_class is not None and row.speed_class.kind == "ok"
         assert [code for code, _ in row.speed_class.reasons] == ["slow_healthy_acceptance"]
+
+
+def test_a_cycle_on_a_drifting_fast_level_badges_no_fast_answer_a_transition() -> None:
+    # The seeds' period-10 cycle over a steady slow level (480 tok/s) on a fast level that
+    # halves linearly from answer 5 to answer 25 (acceptance falling as the context grows past
+    # a cliff: 1600 to 800 tok/s), then stays. The session's levels (the last 40 answers) put
+    # the fast answers of the slide between 1600 and 480: before, answers 9-12 (fast) were
+    # badged TRANSITION. Judged among their neighbours (step 6) they are ok; the first
+    # transition stays one. (A fast level that halves linearly over all 40 answers left these
+    # badges right before too: only the cycle detector lost it, tests/unit/test_cycle.py.)
+    speeds = []
+    for i in range(40):
+        fast = 1600.0 if i < 5 else 800.0 if i >= 25 else 1600.0 * (1 - 0.5 * (i - 5) / 20)
+        phase = i % 10
+        speeds.append((fast + 480.0) / 2 if phase == 5 else 480.0 if phase in (6, 7, 8) else fast)
+    state = SessionState(SessionInfo(server=SRC, model="tiny", n_spec=4))
+    t = 0.0
+    for i, speed in enumerate(speeds):
+        n = 1 if speed == 480.0 else 2 if i % 10 == 5 else 4
+        for e in request_events(f"r{i}", t, tokens_per_step=n, steps=50, step_s=n / speed):
+            state.apply(e)
+        t += 10.0
+    rows = state.view().rows
+    kinds = [r.speed_class.kind if r.speed_class else None for r in rows]
+    fast = [kinds[i] for i in range(40) if i % 10 in (0, 1, 2, 3, 4, 9)]
+    assert fast == ["ok"] * len(fast)
+    assert kinds[5] == "transition"
+    assert all(kinds[i] == "vanilla-speed" for i in range(40) if i % 10 in (6, 7, 8))
+    assert rows[9].settled  # judged once its 5 later answers were known

@@ -22,7 +22,7 @@ from specmon.core.canary import (
     NOISE_SIGMAS,
     WORKLOAD_SHIFT,
 )
-from specmon.core.detectors import speed_class
+from specmon.core.detectors import cycle, speed_class
 from specmon.core.detectors.vanilla import DEFAULT_MARGIN, DEFAULT_MIN_TOKENS
 from specmon.core.diagnosis import context_cliff, quality, thermal
 from specmon.core.gpu_reasons import SLOWDOWN_REASONS
@@ -400,7 +400,12 @@ DEFINITIONS: tuple[Definition, ...] = (
         "of the gap, at most half): below the fast level's reach and above the slow level's is "
         "between. An answer that ends before the levels exist (at its end and at the answer "
         "before) waits and is classed once they do (ok if they do not while it is among the "
-        f"last {speed_class.DEFAULT_WINDOW}); a class, once given, does not change "
+        f"last {speed_class.DEFAULT_WINDOW}); a class, once given, does not change, except "
+        "a TRANSITION: shown at once, it is judged again when the "
+        f"{speed_class.NEIGHBOURS_AFTER} answers after it are known, among the last "
+        f"{2 * cycle.LOCAL_REACH + 1} answers known then (the cycle detector's "
+        "classification), and is ok (fast_among_neighbours) when it is fast there: a fast "
+        "level that slides as acceptance falls with the context stays one level. "
         "When the GPU is sampled and the thermal clock fit is usable, each speed is taken at "
         "the session's first clock (speed x fit(its clock) / fit(first clock)) before it sets "
         "a level or is classed; the badge tells the levels at the answer's own clock. "
@@ -429,7 +434,10 @@ DEFINITIONS: tuple[Definition, ...] = (
         "Each request is fast, degraded, or a transition between the two levels; a fast request "
         "right after a non-fast one is a recovery.",
         "The two levels are the medians of a high and a low cluster of decode speeds; no cycle "
-        "unless the low level is at least 25% below the high one. A loop or garbled answer keeps "
+        "unless the low level is at least 25% below the high one. When the two levels show no "
+        f"cycle, each request is classed again among the {2 * cycle.LOCAL_REACH + 1} requests "
+        "centred on it: a fast level that drifts with the context is still one level. "
+        "A loop or garbled answer keeps "
         "its place (the period counts requests) but takes no part in the levels: it takes its "
         "neighbours' phase when both agree, else fast, and the exact period's agreement "
         "leaves out the pairs that hold it (its phase is a guess).",

@@ -32,7 +32,13 @@ from specmon.core.canary import CanaryTracker
 from specmon.core.counters import CounterBank, CounterPoint, sum_by_name, window_between
 from specmon.core.detectors import vanilla
 from specmon.core.detectors.cycle import detect_cycle
-from specmon.core.detectors.speed_class import DEFAULT_WINDOW, speed_class, speed_levels
+from specmon.core.detectors.speed_class import (
+    DEFAULT_WINDOW,
+    NEIGHBOURS_AFTER,
+    among_neighbours,
+    speed_class,
+    speed_levels,
+)
 from specmon.core.diagnosis.quality import QualityVerdict
 from specmon.core.diagnosis.state import Diagnosis, FinishedAnswer
 from specmon.core.diagnosis.thermal import PowerLimitView, gpu_during
@@ -210,6 +216,10 @@ class SessionState:
         self._unsettled: deque[tuple[str, int, float]] = deque()
         """(request id, _known_speeds when it ended, its clock scale) of ok rows waiting for
         speed levels."""
+        self._between: list[tuple[str, int]] = []
+        """(request id, _known_speeds when it ended) of rows classed transition, waiting for
+        NEIGHBOURS_AFTER later speeds to be judged among their neighbours (speed_class, step
+        6)."""
         self._ref_clock: float | None = None
         """The SM clock (MHz, first GPU) while the first answer with GPU samples ran: the speeds
         of the levels and the cycle are taken at it (speed_class, step 5)."""
@@ -532,7 +542,8 @@ class SessionState:
             kind = speed_class(
                 row.decode_tok_s, row.vanilla, levels, clock_scale=scale, al=_row_al(row)
             )
-            row = replace(row, speed_class=kind, settled=not waits)
+            between = kind is not None and kind.kind == "transition" and row.quality is None
+            row = replace(row, speed_class=kind, settled=not waits and not between)
         self._rows.append(row)
         self._given(row, None)
         if not measured or row.decode_tok_s is None:
@@ -541,31 +552,62 @@ class SessionState:
             self._known_speeds += 1
             if levels is None:
                 self._unsettled.append((row.request_id, self._known_speeds, scale))
+            elif not row.settled:
+                self._between.append((row.request_id, self._known_speeds))
         if levels is not None:
-            waiting = [(rid, k) for rid, _, k in self._unsettled]
+            waiting = [(rid, n, k) for rid, n, k in self._unsettled]
             self._unsettled.clear()
-            for rid, k in waiting:
-                self._settle(rid, levels, k)
+            for rid, n, k in waiting:
+                self._settle(rid, levels, k, n)
         while self._unsettled and self._known_speeds - self._unsettled[0][1] >= DEFAULT_WINDOW:
             self._settle(self._unsettled.popleft()[0], None)  # left the window: one level
+        self._judge_between()
 
-    def _settle(self, request_id: str, levels: Any, scale: float = 1.0) -> None:
-        """Class an unsettled row against `levels` (None: no levels while it was in the window)."""
+    def _judge_between(self) -> None:
+        """Settle the transitions whose NEIGHBOURS_AFTER later speeds are known: each judged among
+        its neighbours (speed_class, step 6)."""
+        ready = [b for b in self._between if self._known_speeds - b[1] >= NEIGHBOURS_AFTER]
+        if not ready:
+            return
+        self._between = [b for b in self._between if b not in ready]
+        known = [x for x in self._speeds if x is not None]
+        for request_id, n in ready:
+            at = len(known) - 1 - (self._known_speeds - n)
+            self._rejudge(request_id, lambda row, at=at: self._neighbours(row, known, at))
+
+    @staticmethod
+    def _neighbours(row: RequestRow, known: list[float], at: int) -> RequestRow:
+        view = row.speed_class
+        if view is None:
+            return replace(row, settled=True)
+        return replace(row, speed_class=among_neighbours(view, known, at), settled=True)
+
+    def _rejudge(self, request_id: str, judge: Any) -> None:
+        """Replace the kept row `request_id` with judge(row), counting its verdict again."""
         rows = self._rows
         for i in range(len(rows) - 1, -1, -1):
             row = rows[i]
             if row.request_id == request_id:
-                new = replace(
-                    row,
-                    speed_class=speed_class(
-                        row.decode_tok_s, row.vanilla, levels, clock_scale=scale, al=_row_al(row)
-                    ),
-                    settled=True,
-                )
+                new = judge(row)
                 rows[i] = new
                 self._given(new, row)
                 self._rows_cache = None
                 return
+
+    def _settle(self, request_id: str, levels: Any, scale: float = 1.0, n: int = 0) -> None:
+        """Class an unsettled row against `levels` (None: no levels while it was in the window);
+        a transition waits to be judged among its neighbours (`n`: _known_speeds at its end)."""
+
+        def judge(row: RequestRow) -> RequestRow:
+            kind = speed_class(
+                row.decode_tok_s, row.vanilla, levels, clock_scale=scale, al=_row_al(row)
+            )
+            between = levels is not None and kind is not None and kind.kind == "transition"
+            if between:
+                self._between.append((request_id, n))
+            return replace(row, speed_class=kind, settled=not between)
+
+        self._rejudge(request_id, judge)
 
     def _given(self, row: RequestRow, before: RequestRow | None) -> None:
         """Count a row's verdict (in place of its verdict before, if any); note a change."""

@@ -52,6 +52,18 @@ Rule (pure; inputs in, classes out):
    transition (716 tok/s) fell within the slow level's reach (slow answers at 480 and 380).
    Without GPU samples, or while the fit is not usable (fewer than 5 answers, clocks within 3%),
    the scale is 1.
+6. Neighbours (session_state): a transition (step 3) is shown at once but settled only when the
+   NEIGHBOURS_AFTER = 3 answers after it are known (until then it is unsettled and shown as a
+   transition): it is then classed among its neighbours, the cycle detector's classification of
+   the last 11 known speeds (`cycle.local_class`: 7 before it, its own and the 3 after; fewer
+   before near the session's start), and becomes ok with the reason "fast_among_neighbours"
+   when it is fast there; else it stays a transition. The session's levels span its last 40
+   answers: when acceptance falls as the context grows (the fast level of the corpus's
+   context-cycle slid from 1,640 to 800 tok/s over a slow level of 480), the fast answers of the
+   slide sit between those levels and were badged TRANSITION, 3 of them not within one answer
+   of a change of state; among their neighbours they are fast. Three answers after it, not the
+   cycle detector's five either side: with five, a recording's last transition (4 answers
+   before its end in the seeds' cycle) stayed unsettled and the exporter counted one fewer.
 """
 
 from __future__ import annotations
@@ -85,6 +97,11 @@ MIN_SLOW = 3
 a transition (r6 of the seeds' cycle, 112 tok/s between 205 and 60, is one), and two pass the
 separation test whatever they are (103 and 59 tok/s under 221: two points' robust spread is half
 their difference): with fewer, the rows wait (step 4) and are classed once the level is seen."""
+
+NEIGHBOURS_AFTER = 3
+"""Answers after a transition that are known before it is judged among its neighbours (step 6):
+enough for a slid fast level to show after it, few enough that a recording's last transition
+(4 answers before its end in the seeds' cycle) is judged and counted on every screen."""
 
 HEALTHY_AL_SHARE = 0.7
 """An answer whose AL is at least this share of the fast level's AL has healthy acceptance (the
@@ -160,6 +177,24 @@ def speed_levels(
         cycle.robust_sigma(fast),
         cycle.robust_sigma(slow),
         statistics.median(fast_als) if fast_als else None,
+    )
+
+
+def among_neighbours(view: SpeedClassView, speeds: Sequence[float], at: int) -> SpeedClassView:
+    """Step 6: a transition re-judged among its neighbours, `speeds[at]` being its own speed
+    (the known speeds at the reference clock, those after it included): ok, with the
+    reason "fast_among_neighbours", when the cycle detector's class among the points around it
+    (`cycle.local_class`) is fast; else the view unchanged."""
+    if view.kind != "transition" or not 0 <= at < len(speeds):
+        return view
+    if cycle.local_class(speeds, at) != cycle.FAST:
+        return view
+    sentence = (
+        "fast among its neighbours: between the session's levels, but at the fast level of the"
+        " answers around it (the fast level drifts)"
+    )
+    return SpeedClassView(
+        "ok", (("fast_among_neighbours", sentence),), view.fast_level_tok_s, view.slow_level_tok_s
     )
 
 
