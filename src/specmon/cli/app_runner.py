@@ -3,7 +3,7 @@ replay and serve), or without it the Rich live view (watch, demo, serve)."""
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
 import os
 import sys
 from typing import TYPE_CHECKING, Any
@@ -46,12 +46,48 @@ def run_textual(app: App[Any]) -> int:
     from specmon.ui.app import INTERRUPTED
 
     process_shutdown = shutdown.current()
-    with process_shutdown.app_screen() if process_shutdown else contextlib.nullcontext():
+    if process_shutdown is None:
         app.run()
+    else:
+        process_shutdown.on_signal(_closing(app))
+        try:
+            with process_shutdown.app_screen():
+                app.run()
+        finally:
+            process_shutdown.on_signal(None)
+        if process_shutdown.requested.is_set():
+            raise KeyboardInterrupt  # the command stops as after the signal (130, 143 or 129)
     code = app.return_code or 0
     if code == INTERRUPTED:
         raise KeyboardInterrupt
     return code
+
+
+def _closing(app: App[Any]) -> Callable[[], None]:
+    """The first stop signal while `app` runs: it closes the app from the app's own event loop.
+    Raised where the loop happens to be, KeyboardInterrupt lands inside one of Textual's
+    handlers as often as not, and Textual then reports it as the app's error, with a traceback
+    on the shell's screen. Called in the signal handler, on the main thread the app runs on:
+    `call_soon_threadsafe` is the one loop call made for that."""
+    from specmon.ui.app import INTERRUPTED
+
+    def close() -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # the app's loop is not running (yet, or any more)
+            raise KeyboardInterrupt from None
+        loop.call_soon_threadsafe(exit_once_mounted)
+
+    def exit_once_mounted() -> None:
+        # A screen still being mounted (the chat's, just after the start-up screen) would go on
+        # to query widgets the exit has already taken down: exit once it is mounted.
+        screen = app.screen_stack[-1] if app.screen_stack else None
+        if screen is not None and not screen.is_mounted:
+            app.call_after_refresh(exit_once_mounted)
+            return
+        app.exit(return_code=INTERRUPTED)
+
+    return close
 
 
 def run_app(

@@ -28,6 +28,8 @@ from specmon.ui.screens.worth import WorthScreen
 from specmon.ui.themes import load_themes, resolve_theme
 
 if TYPE_CHECKING:
+    from rich.console import RenderableType
+
     from specmon.ui.chat_history import ChatHistory
 
 Mode = Literal["chat", "demo", "watch", "replay"]
@@ -109,8 +111,17 @@ class SpecmonApp(App[None]):
         """The log of a server specmon runs in process (the demo's simulator), shown with l /
         ctrl+l as a hosted server's is."""
         self.chat_history = chat_history  # saved conversations (None: not saved, not resumed)
+        self.exiting = False
+        """The app was asked to exit (a key, a stop signal): no new screen from then on."""
         self.host_failure: StartupFailed | None = None
         """Why the hosted server did not start or stopped (the command then exits 1)."""
+
+    def exit(
+        self, result: None = None, return_code: int = 0, message: RenderableType | None = None
+    ) -> None:
+        """Textual's exit, remembered (`exiting`)."""
+        self.exiting = True
+        super().exit(result, return_code, message)
 
     def action_interrupt(self) -> None:
         """Ctrl-C: quit, as interrupted (return code INTERRUPTED: the command exits 130)."""
@@ -154,7 +165,10 @@ class SpecmonApp(App[None]):
 
     def on_host_ready(self, _message: HostReady) -> None:
         """The hosted server answered /health 200: its chat or dashboard replaces the startup
-        view, and the server is watched from then on."""
+        view, and the server is watched from then on (not once the app is exiting: a screen
+        mounted during the exit would query widgets the exit has already taken down)."""
+        if self.exiting:
+            return
         self.switch_screen(self.main_screen())
         self.set_interval(1.0, self._watch_host)
 

@@ -18,6 +18,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Static
 
@@ -159,6 +160,12 @@ class StartupScreen(Screen[None]):
             self.show_failure(failure)
 
     def redraw(self) -> None:
+        try:
+            self._redraw()
+        except NoMatches:  # the app is closing (a stop signal as it starts): nothing to draw
+            return
+
+    def _redraw(self) -> None:
         p = self.host.progress()
         failed = self.failure is not None
         text = Text()
