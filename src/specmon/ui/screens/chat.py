@@ -268,12 +268,16 @@ class ChatScreen(RecordingScreen):
             self.send(self.queued.popleft())
             return
         now = self.clock()
-        if self._auto_index == 0 and self.auto_prompts:
-            self._idle_since = now - AUTO_PROMPT_GAP_S  # the first prompt goes out at once
-        if self._idle_since is None:
+        first = self._auto_index == 0  # the first prompt goes out at once
+        if self._idle_since is None and not first:
             self._idle_since = now
             return
-        if now - self._idle_since >= AUTO_PROMPT_GAP_S and self.auto_prompts:
+        # (not `now - (now - gap) >= gap`: in floating point that is false for some clock
+        # values and gaps, and the demo then never sent its first prompt)
+        waited = first or (
+            self._idle_since is not None and now - self._idle_since >= AUTO_PROMPT_GAP_S
+        )
+        if waited and self.auto_prompts:
             prompt = self.auto_prompts[self._auto_index % len(self.auto_prompts)]
             self._auto_index += 1
             self._idle_since = None
