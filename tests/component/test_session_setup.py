@@ -11,11 +11,11 @@ import pytest
 from specmon.cli.main import main
 from specmon.cli.session_setup import (
     default_gpu_source,
-    is_loopback,
     positive_float,
     state_factory,
 )
 from specmon.core.events import SessionInfo
+from specmon.sources.addresses import url_is_loopback
 from specmon.sources.baseline_store import Baseline, BaselineStore, default_path
 
 INFO = SessionInfo(model="gemma-4-26B", gpu="NVIDIA H200", vllm_version="0.32.0")
@@ -97,4 +97,4 @@ def test_gpu_numbers_are_local_only_when_every_server_is(urls, expected) -> None
 
 
 def test_loopback_detection() -> None:
-    assert is_loopback("127.0.0.2:8000") and not is_loopback("http://example.org")
+    assert url_is_loopback("127.0.0.2:8000") and not url_is_loopback("http://example.org")

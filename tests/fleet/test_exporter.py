@@ -14,9 +14,10 @@ from tests.support.fleet import StartPrometheus
 from tests.support.specmon_cli import run_specmon
 
 from specmon.core.session_state import SessionState
-from specmon.runtime.exporter import Exporter, ExporterError, is_loopback, parse_listen
+from specmon.runtime.exporter import Exporter, ExporterError, parse_listen
 from specmon.runtime.monitor import Monitor, Target
 from specmon.sim.server import SimConfig, start_in_thread
+from specmon.sources.addresses import is_loopback
 from specmon.sources.stream_client import ChatRequest
 
 

@@ -10,7 +10,8 @@ import pytest
 from specmon.cli import app_runner
 from specmon.cli.main import build_parser, main
 from specmon.cli.web_cmd import plan_from_args
-from specmon.web.net import BindError, bind, is_loopback, public_url_for
+from specmon.sources.addresses import is_loopback
+from specmon.web.net import BindError, bind, public_url_for
 from specmon.web.plan import (
     ARGV_SECRETS_ENV,
     DEFAULT_HOST,

@@ -27,8 +27,8 @@ from specmon.bench.recommend import ServeIdentity, serve_command
 from specmon.bench.result import BenchResult, ResultError, fmt_pct, load_result, result_scrubber
 from specmon.bench.sweep import SweepError, SweepStore, SweepSummary, summarize
 from specmon.core.display_text import DASH, MAX_NUMBER_CHARS, fit
+from specmon.core.numbers import finite, finite_json
 from specmon.core.redaction import Scrubber
-from specmon.core.safe_json import finite
 
 FORMAT = "specmon-card"
 VERSION = 1
@@ -290,7 +290,7 @@ def load_card(path: str | Path, redaction: Redaction = Redaction()) -> RigCard:
 
 
 def card_json(card: RigCard) -> dict[str, Any]:
-    d = finite(asdict(card))
+    d = finite_json(asdict(card))
     d["per_position"] = [
         {"position": i + 1, "acceptance_rate": finite(v)} for i, v in enumerate(card.per_position)
     ]

@@ -43,7 +43,8 @@ def start_exporter(
 ) -> Exporter:
     """Serve /metrics on `listen`, fed from `read_view`, and say where on stderr (and when it is
     not loopback). Raises ExporterError (a port in use: one line) before anything is served."""
-    from specmon.runtime.exporter import Exporter, is_loopback
+    from specmon.runtime.exporter import Exporter
+    from specmon.sources.addresses import is_loopback
 
     exporter = Exporter()
     exporter.serve(*listen)

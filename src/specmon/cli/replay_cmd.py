@@ -19,7 +19,6 @@ q or ctrl+q quits with 0), 143 on SIGTERM, 129 on SIGHUP.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import threading
 from collections.abc import Callable
@@ -177,23 +176,12 @@ def _json(player: RecordingPlayer, state: SessionState) -> int:
     import asyncio
     import json
 
+    from specmon.core.numbers import finite_json
     from specmon.core.watch_json import snapshot_of
 
     asyncio.run(player.run(state.apply))
-    print(json.dumps(finite(snapshot_of(state.view())), allow_nan=False))
+    print(json.dumps(finite_json(snapshot_of(state.view())), allow_nan=False))
     return 0
-
-
-def finite(value: Any) -> Any:
-    """`value` (JSON data) with every NaN or infinite float replaced by None: `--json` is always
-    valid JSON."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [finite(v) for v in value]
-    return value
 
 
 def _live(player: RecordingPlayer, state: SessionState, label: str, path: str) -> int:

@@ -4,13 +4,12 @@ compares against, where GPU numbers come from by default, and the colour theme."
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 from specmon.cli.args import positive_float
+from specmon.sources.addresses import url_is_loopback
 
 if TYPE_CHECKING:  # imported when a session starts, not when `specmon --help` registers
     from specmon.core.events import SessionInfo
@@ -84,21 +83,10 @@ def state_factory(
     return make
 
 
-def is_loopback(url: str) -> bool:
-    """True when the URL's host is this machine (localhost or a loopback address)."""
-    host = urlsplit(url if "://" in url else f"http://{url}").hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def default_gpu_source(urls: Sequence[str]) -> str:
     """ "local" (NVML) when every attached server runs on this machine, else "none": the GPU of a
     remote server is not the one NVML sees here (read it from its dcgm-exporter with --gpu URL)."""
-    return "local" if urls and all(is_loopback(u) for u in urls) else "none"
+    return "local" if urls and all(url_is_loopback(u) for u in urls) else "none"
 
 
 def gpu_sampler(choice: str) -> GpuSampler | None:

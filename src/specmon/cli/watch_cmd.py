@@ -428,9 +428,9 @@ def dumps(snapshot: dict[str, Any]) -> str:
     try:
         return json.dumps(snapshot, allow_nan=False)
     except ValueError:
-        from specmon.core.safe_json import finite
+        from specmon.core.numbers import finite_json
 
-        return json.dumps(finite(snapshot), allow_nan=False)
+        return json.dumps(finite_json(snapshot), allow_nan=False)
 
 
 def _json_lines(monitor: Monitor) -> int:

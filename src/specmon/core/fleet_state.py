@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from specmon.core.events import FleetHistory, FleetSampled, FleetTarget, ServerStatus
 from specmon.core.fleet_views import PER_REQUEST_NOT_AVAILABLE, FleetTargetInfo
 from specmon.core.gauge_ranges import COUNT, FRACTION, gauge_note, in_range
-from specmon.core.request_rows import finite
+from specmon.core.numbers import finite
 from specmon.core.server_state import HistoryPoint, history_columns
 from specmon.core.views import (
     LifetimeNumbers,

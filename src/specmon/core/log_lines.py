@@ -16,6 +16,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from specmon.core.numbers import parse_float, parse_int
+
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _NUM = r"(?:[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|-?inf)"
 
@@ -23,26 +25,6 @@ _NUM = r"(?:[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|-?inf)"
 def strip_ansi(line: str) -> str:
     """The line without ANSI escape sequences."""
     return _ANSI.sub("", line)
-
-
-def _f(text: str | None) -> float | None:
-    if text is None:
-        return None
-    try:
-        v = float(text)
-    except ValueError:
-        return None
-    return v if math.isfinite(v) else None
-
-
-def _int(text: str | None) -> int | None:
-    """An integer field, or None past Python's int() digit limit (untrusted text never raises)."""
-    if text is None:
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,18 +104,18 @@ def parse_spec_decoding_line(
     found = {k: r.search(body) for k, r in _SPEC_FIELDS.items()}
     if found["acc"] is None or found["dr"] is None:
         return None
-    accepted = _int(found["acc"].group(1))
-    drafted = _int(found["dr"].group(1))
+    accepted = parse_int(found["acc"].group(1))
+    drafted = parse_int(found["dr"].group(1))
     if accepted is None or drafted is None:
         return None
-    rate_pct = _f(found["rate"].group(1)) if found["rate"] else None
+    rate_pct = parse_float(found["rate"].group(1)) if found["rate"] else None
     rate = rate_pct / 100 if rate_pct is not None else None
     per_pos: tuple[float, ...] | None = None
     if found["pos"]:
-        values = [_f(v.strip()) for v in found["pos"].group(1).split(",")]
+        values = [parse_float(v.strip()) for v in found["pos"].group(1).split(",")]
         if all(v is not None for v in values):
             per_pos = tuple(v for v in values if v is not None)
-    printed_al = _f(found["al"].group(1)) if found["al"] else None
+    printed_al = parse_float(found["al"].group(1)) if found["al"] else None
 
     if body.startswith("Mean acceptance length"):
         fmt = "new"
@@ -156,8 +138,8 @@ def parse_spec_decoding_line(
         accepted_tokens=accepted,
         drafted_tokens=drafted,
         per_position_rates=per_pos,
-        accepted_tok_s=_f(found["acc_tps"].group(1)) if found["acc_tps"] else None,
-        drafted_tok_s=_f(found["dr_tps"].group(1)) if found["dr_tps"] else None,
+        accepted_tok_s=parse_float(found["acc_tps"].group(1)) if found["acc_tps"] else None,
+        drafted_tok_s=parse_float(found["dr_tps"].group(1)) if found["dr_tps"] else None,
         format=fmt,
     )
 
@@ -166,12 +148,12 @@ def _parse_v0_spec(text: str) -> SpecDecodingLog | None:
     m = _V0_SPEC.search(text)
     if not m:
         return None
-    accepted, drafted = _int(m.group(4)), _int(m.group(5))
+    accepted, drafted = parse_int(m.group(4)), parse_int(m.group(5))
     if accepted is None or drafted is None:
         return None
     return SpecDecodingLog(
         acceptance_length=None,
-        draft_acceptance_rate=_f(m.group(1)),
+        draft_acceptance_rate=parse_float(m.group(1)),
         accepted_tokens=accepted,
         drafted_tokens=drafted,
         per_position_rates=None,
@@ -201,8 +183,8 @@ def parse_engine_line(line: str) -> EngineLog | None:
     m = _ENGINE_HEAD.search(text)
     engine = aggregated = None
     if m:
-        engine = _int(m.group(1))
-        aggregated = _int(m.group(2))
+        engine = parse_int(m.group(1))
+        aggregated = parse_int(m.group(2))
         body, fmt = m.group(3), "v1"
     else:
         m0 = _V0_HEAD.search(text)
@@ -220,10 +202,10 @@ def parse_engine_line(line: str) -> EngineLog | None:
         return None
 
     def _i(key: str) -> int | None:
-        return _int(values.get(key))
+        return parse_int(values.get(key))
 
     def _pct(key: str) -> float | None:
-        v = _f(values.get(key))
+        v = parse_float(values.get(key))
         return v / 100 if v is not None else None
 
     kv = _pct("kv")
@@ -232,8 +214,8 @@ def parse_engine_line(line: str) -> EngineLog | None:
     return EngineLog(
         engine=engine,
         engines_aggregated=aggregated,
-        prompt_tok_s=_f(values["prompt"]),
-        generation_tok_s=_f(values["gen"]),
+        prompt_tok_s=parse_float(values["prompt"]),
+        generation_tok_s=parse_float(values["gen"]),
         running=_i("running"),
         waiting=_i("waiting"),
         kv_cache_usage=kv,

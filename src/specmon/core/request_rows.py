@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from specmon.core.counters import CounterPoint
 from specmon.core.detectors import vanilla
 from specmon.core.events import GpuReading
+from specmon.core.numbers import finite
 from specmon.core.percentiles import summary
 from specmon.core.specdecode import SpecDecodeStats
 from specmon.core.stream_stats import RequestStats, RequestTrace, ServerSpecStats
@@ -31,13 +32,6 @@ from specmon.core.views import (
 
 MAX_KEPT_STEPS = 2048
 """Per-step accepted counts kept per row (the first ones): 500 rows stay under ~1 MiB."""
-
-
-def finite(x: float | None) -> float | None:
-    """None for missing or non-finite numbers (no NaN or infinity reaches a view)."""
-    if x is None or not math.isfinite(x):
-        return None
-    return float(x)
 
 
 def _rates(rates: tuple[float, ...] | None) -> tuple[float, ...] | None:

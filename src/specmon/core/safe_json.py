@@ -13,7 +13,6 @@ how deep the caller's stack already is. Pure: no I/O.
 from __future__ import annotations
 
 import json
-import math
 import re
 from typing import Any
 
@@ -78,15 +77,3 @@ def loads_bounded(
         raise JsonError("a number in the JSON has too many digits to read") from None
     except (RecursionError, MemoryError) as exc:  # a bound the checks above did not foresee
         raise JsonError(f"JSON too large or deep to read ({type(exc).__name__})") from None
-
-
-def finite(value: Any) -> Any:
-    """`value` with every non-finite float (NaN, ±Infinity), at any depth of dicts, lists and
-    tuples, as None: what strict JSON (`allow_nan=False`) can carry; tuples become lists."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [finite(v) for v in value]
-    return value

@@ -24,7 +24,7 @@ from specmon.core.events import MetricSample, MetricsScraped, ServerStatus
 from specmon.core.gauge_ranges import COUNT, FRACTION, checked_gauges, gauge_note, in_range
 from specmon.core.histogram_quantiles import histogram_latency
 from specmon.core.log_lines import EngineLog, SpecDecodingLog
-from specmon.core.request_rows import finite
+from specmon.core.numbers import finite
 from specmon.core.server_identities import ServerIdentityView
 from specmon.core.specdecode import (
     decode_tokens_per_second,

@@ -59,9 +59,10 @@ from specmon.core.events import (
 )
 from specmon.core.fleet_state import FleetState
 from specmon.core.log_lines import parse_log_line
+from specmon.core.numbers import finite
 from specmon.core.percentiles import summary
 from specmon.core.publish import ViewPublisher
-from specmon.core.request_rows import InFlight, build_row, finite, with_metrics
+from specmon.core.request_rows import InFlight, build_row, with_metrics
 from specmon.core.server_identities import server_identity
 from specmon.core.server_state import ServerState
 from specmon.core.specdecode import spec_decode_stats

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from specmon.core.log_lines import strip_ansi
+from specmon.core.numbers import parse_float
 
 
 class StartupPhase(enum.IntEnum):
@@ -88,10 +89,7 @@ _NUM = r"(\d[\d,]*(?:\.\d+)?)"
 
 
 def _number(text: str) -> float | None:
-    try:
-        return float(text.replace(",", ""))
-    except ValueError:
-        return None
+    return parse_float(text.replace(",", ""))
 
 
 def _integer(text: str) -> int | None:

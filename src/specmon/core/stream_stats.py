@@ -23,12 +23,12 @@ Definitions (docs/definitions.md has the long form):
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from specmon.core.events import RequestEnded, RequestStarted, StreamChunk
+from specmon.core.numbers import as_float, as_int
 from specmon.core.server_timing import ServerTiming, TtftSplit, parse_server_timing, ttft_split
 
 MAX_SPEC_STEPS = 1_000_000
@@ -63,25 +63,13 @@ class SpecObjectError(ValueError):
     """A per-request speculative-decoding object that is malformed, inconsistent or too large."""
 
 
-def _num(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    v = float(value)
-    return v if math.isfinite(v) else None
-
-
-def _int(value: Any) -> int | None:
-    v = _num(value)
-    return int(v) if v is not None and v >= 0 and v == int(v) else None
-
-
 def _count(data: Mapping[str, Any], key: str, limit: int) -> int | None:
     """A count field: absent/null gives None; anything but a whole number 0..limit is an error."""
     value = data.get(key)
     if value is None:
         return None
-    v = _int(value)
-    if v is None:
+    v = as_int(value)
+    if v is None or v < 0:
         raise SpecObjectError(f"{key} is not a whole number >= 0")
     if v > limit:
         raise SpecObjectError(f"{key} {v} is absurdly large")
@@ -98,8 +86,8 @@ def _int_list(data: Mapping[str, Any], key: str, limit: int) -> tuple[int, ...] 
         raise SpecObjectError(f"{key} has {len(value)} entries (absurdly many)")
     out: list[int] = []
     for x in value:
-        v = _int(x)
-        if v is None or v > limit:
+        v = as_int(x)
+        if v is None or v < 0 or v > limit:
             raise SpecObjectError(f"{key} has an entry that is not a whole number 0..{limit}")
         out.append(v)
     return tuple(out)
@@ -171,12 +159,12 @@ def _validated(data: Mapping[str, Any]) -> ServerSpecStats:
         if accepted is not None and sum(j * n for j, n in enumerate(hist)) != accepted:
             raise SpecObjectError("acceptance_histogram disagrees with num_accepted_draft_tokens")
 
-    al = _num(data.get("mean_acceptance_length"))
+    al = as_float(data.get("mean_acceptance_length"))
     if steps is not None and accepted is not None:
         al = 1.0 + accepted / steps if steps > 0 else None
     elif al is not None and al < 1.0:
         raise SpecObjectError(f"mean_acceptance_length {al} below 1")
-    rate = _num(data.get("draft_acceptance_rate"))
+    rate = as_float(data.get("draft_acceptance_rate"))
     if drafted is not None and accepted is not None:
         rate = accepted / drafted if drafted > 0 else None
     elif rate is not None and not 0.0 <= rate <= 1.0:

@@ -17,6 +17,7 @@ from specmon.core.diagnosis.state import DiagnosisView
 from specmon.core.events import GpuReading
 from specmon.core.fleet_views import FleetTargetInfo
 from specmon.core.histogram_quantiles import SOURCE_WORDS
+from specmon.core.numbers import finite
 from specmon.core.verdict import request_verdict
 from specmon.core.views import (
     Acceptance,
@@ -34,10 +35,6 @@ from specmon.core.views import (
 
 SCHEMA = "specmon-watch"
 SCHEMA_VERSION = 1
-
-
-def _num(x: float | None) -> float | None:
-    return None if x is None or x != x or x in (float("inf"), float("-inf")) else float(x)
 
 
 def _list(xs: tuple[float, ...] | None) -> list[float] | None:
@@ -124,7 +121,7 @@ def _plain(value: Any) -> Any:
     if isinstance(value, tuple | list):
         return [_plain(v) for v in value]
     if isinstance(value, float):
-        return _num(value)
+        return finite(value)
     return value
 
 
@@ -363,17 +360,17 @@ def gpu_reading_json(r: GpuReading) -> dict[str, Any]:
         "name": r.name,
         "uuid": r.uuid,
         "host": r.host,
-        "temperature_c": _num(r.temperature_c),
-        "slowdown_temperature_c": _num(r.slowdown_temperature_c),
+        "temperature_c": finite(r.temperature_c),
+        "slowdown_temperature_c": finite(r.slowdown_temperature_c),
         "memory_used_bytes": r.memory_used_bytes,
         "memory_total_bytes": r.memory_total_bytes,
-        "utilization_pct": _num(r.utilization_pct),
-        "power_w": _num(r.power_w),
-        "power_limit_w": _num(r.power_limit_w),
-        "power_limit_requested_w": _num(r.power_limit_requested_w),
-        "power_limit_default_w": _num(r.power_limit_default_w),
-        "sm_clock_mhz": _num(r.sm_clock_mhz),
-        "memory_clock_mhz": _num(r.memory_clock_mhz),
+        "utilization_pct": finite(r.utilization_pct),
+        "power_w": finite(r.power_w),
+        "power_limit_w": finite(r.power_limit_w),
+        "power_limit_requested_w": finite(r.power_limit_requested_w),
+        "power_limit_default_w": finite(r.power_limit_default_w),
+        "sm_clock_mhz": finite(r.sm_clock_mhz),
+        "memory_clock_mhz": finite(r.memory_clock_mhz),
         "clock_event_reasons": (
             list(r.clock_event_reasons) if r.clock_event_reasons is not None else None
         ),

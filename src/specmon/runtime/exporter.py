@@ -66,10 +66,6 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host, int(port_text)
 
 
-def is_loopback(host: str) -> bool:
-    return host in ("127.0.0.1", "::1", "localhost") or host.startswith("127.")
-
-
 class Exporter:
     """The metrics of one session, and (after `serve`) the HTTP server that exposes them."""
 

@@ -41,6 +41,7 @@ from specmon.core.chat_record import (
     SavedTurn,
     title_of,
 )
+from specmon.core.numbers import as_float
 from specmon.sources.data_files import data_path
 
 SCHEMA_VERSION = 2
@@ -567,10 +568,10 @@ def _turn_from(row: tuple[object, ...]) -> SavedTurn:
     if has_numbers:
         numbers = SavedNumbers(
             tokens=tokens if isinstance(tokens, int) else None,
-            decode_tok_s=_float(tok_s),
-            ttft_s=_float(ttft),
-            acceptance_length=_float(al),
-            acceptance_rate=_float(rate),
+            decode_tok_s=as_float(tok_s),
+            ttft_s=as_float(ttft),
+            acceptance_length=as_float(al),
+            acceptance_rate=as_float(rate),
             al_source=source if isinstance(source, str) else None,
             verdict=verdict if isinstance(verdict, str) else "unjudged",
             reasons=tuple(reasons.split("\n")) if isinstance(reasons, str) and reasons else (),
@@ -583,7 +584,3 @@ def _turn_from(row: tuple[object, ...]) -> SavedTurn:
         numbers=numbers,
         system=row[13] if len(row) > 13 and isinstance(row[13], str) else None,
     )
-
-
-def _float(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) else None

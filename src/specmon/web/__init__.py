@@ -1,7 +1,7 @@
 """`specmon web`'s server: the Textual app in a browser, one app process per tab (docs/web.md).
 
     plan.py    WebPlan (what to serve, where) and the secrets kept off the apps' command lines
-    net.py     the listening address: loopback or not, the address to print, the socket
+    net.py     the listening address: the address to print, the socket
     auth.py    the token, exchanged for a cookie, checked before anything is served
     limits.py  what a connection may cost before it shows the token: idle timeout, caps by
                address and in all, a rate-limited log

@@ -1,4 +1,5 @@
-"""`specmon web`'s listening address: loopback or not, the address to print, the socket."""
+"""`specmon web`'s listening address: the address to print, the socket (whether it is loopback:
+`specmon.sources.addresses.is_loopback`)."""
 
 from __future__ import annotations
 
@@ -9,22 +10,6 @@ import socket
 
 class BindError(OSError):
     """The address cannot be listened on (the message is one line)."""
-
-
-def is_loopback(host: str) -> bool:
-    """Whether every address `host` names is a loopback address (127.0.0.0/8, ::1)."""
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        pass
-    if host == "":
-        return False  # every interface
-    try:
-        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    except OSError:
-        return False
-    addresses = {str(info[4][0]) for info in infos}
-    return bool(addresses) and all(ipaddress.ip_address(a).is_loopback for a in addresses)
 
 
 def public_url_for(host: str, port: int) -> str:

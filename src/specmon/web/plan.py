@@ -231,7 +231,7 @@ def idle_timeout_from(environ: Any = None) -> float:
 def check_access(host: str, *, no_token: bool, confirmed: bool, token_file: str | None) -> None:
     """The token rules: `--no-token` only on a loopback host, only confirmed with
     --allow-any-local-user, never with --token-file; the confirmation only with --no-token."""
-    from specmon.web.net import is_loopback
+    from specmon.sources.addresses import is_loopback
 
     if no_token:
         if token_file is not None:

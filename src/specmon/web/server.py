@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from specmon.web.net import bind, is_loopback, public_url_for
+from specmon.sources.addresses import is_loopback
+from specmon.web.net import bind, public_url_for
 from specmon.web.plan import ARGV_SECRETS_ENV, WebPlan
 
 if TYPE_CHECKING:  # imported when serving: `specmon --help` must not import aiohttp or textual

@@ -24,6 +24,7 @@ from typing import Any
 
 from specmon.core.events import GpuReading, GpuSampled
 from specmon.core.gpu_reasons import decode_clock_event_reasons
+from specmon.core.numbers import as_float, as_int
 
 log = logging.getLogger(__name__)
 
@@ -263,21 +264,21 @@ class NvmlSampler:
         values: dict[str, Any] = {}
         groups = self._groups
         if "temperature" in groups:
-            values["temperature_c"] = _num(
+            values["temperature_c"] = as_float(
                 self._query("nvmlDeviceGetTemperature", handle, self._nvml.NVML_TEMPERATURE_GPU)
             )
         if "memory" in groups:
             values["memory_used_bytes"], values["memory_total_bytes"] = self._read_memory(handle)
         if "utilization" in groups:
             rates = self._query("nvmlDeviceGetUtilizationRates", handle)
-            values["utilization_pct"] = _num(getattr(rates, "gpu", None))
+            values["utilization_pct"] = as_float(getattr(rates, "gpu", None))
         if "power" in groups:
             values["power_w"] = _milli(self._query("nvmlDeviceGetPowerUsage", handle))
         if "clocks" in groups:
-            values["sm_clock_mhz"] = _num(
+            values["sm_clock_mhz"] = as_float(
                 self._query("nvmlDeviceGetClockInfo", handle, self._nvml.NVML_CLOCK_SM)
             )
-            values["memory_clock_mhz"] = _num(
+            values["memory_clock_mhz"] = as_float(
                 self._query("nvmlDeviceGetClockInfo", handle, self._nvml.NVML_CLOCK_MEM)
             )
         if "reasons" in groups:
@@ -295,7 +296,7 @@ class NvmlSampler:
             elif name == "uuid":
                 value = self._query("nvmlDeviceGetUUID", handle)
             elif name == "slowdown_temperature_c":
-                value = _num(
+                value = as_float(
                     self._query(
                         "nvmlDeviceGetTemperatureThreshold",
                         handle,
@@ -325,7 +326,7 @@ class NvmlSampler:
             info = self._query("nvmlDeviceGetMemoryInfo", handle)
         if info is None:
             return None, None
-        return _int(getattr(info, "used", None)), _int(getattr(info, "total", None))
+        return as_int(getattr(info, "used", None)), as_int(getattr(info, "total", None))
 
     def _memory_info_v2(self, handle: Any) -> Any:
         """Memory info v2, remembering when the bindings or the driver do not have it."""
@@ -375,26 +376,7 @@ class NvmlSampler:
             return None
 
 
-def _num(value: Any) -> float | None:
-    """A float from an NVML number, or None."""
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
-
-
-def _int(value: Any) -> int | None:
-    if value is None:
-        return None
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
-
-
 def _milli(value: Any) -> float | None:
     """Watts from NVML's milliwatts, or None."""
-    number = _num(value)
+    number = as_float(value)
     return None if number is None else number / 1000.0
