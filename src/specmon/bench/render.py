@@ -23,6 +23,7 @@ from rich.text import Text
 from specmon.bench.result import BenchResult, fmt, fmt_pct, foreign_line, interrupted_line
 from specmon.core.display_text import DASH
 from specmon.core.events import RequestEnded
+from specmon.runtime.terminal import is_terminal
 
 PHASE_NAMES = {"prompts": "preparing prompts", "warmup": "warm-up", "measure": "measuring"}
 
@@ -152,7 +153,7 @@ class PlainProgress:
 
 def progress_for(stream: IO[str], label: str = "") -> RichProgress | PlainProgress:
     """Rich progress on a terminal, plain lines otherwise."""
-    if stream.isatty():
+    if is_terminal(stream):
         return RichProgress(Console(file=stream), label=label)
     return PlainProgress(lambda s: print(s, file=stream, flush=True), label=label)
 
@@ -370,7 +371,7 @@ def summary_renderable(result: BenchResult) -> RenderableType:
 
 def print_summary(result: BenchResult, file: IO[str] | None = None) -> None:
     out = file or sys.stdout
-    console = Console(file=out, highlight=False, width=None if out.isatty() else 140)
+    console = Console(file=out, highlight=False, width=None if is_terminal(out) else 140)
     console.print(summary_renderable(result))
 
 

@@ -4,9 +4,14 @@ replay and serve), or without it the Rich live view (watch, demo, serve)."""
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 from typing import TYPE_CHECKING, Any
+
+from specmon.runtime.terminal import (  # noqa: F401  (the commands import these from here)
+    WEB_DRIVER,
+    served_to_browser,
+    wants_app,
+)
 
 if TYPE_CHECKING:  # imported by the commands' run(), not when `specmon --help` registers
     import threading
@@ -18,21 +23,6 @@ if TYPE_CHECKING:  # imported by the commands' run(), not when `specmon --help` 
     from specmon.runtime.monitor import Monitor
     from specmon.ui.app import SpecmonApp
     from specmon.ui.port import SessionPort
-
-WEB_DRIVER = "textual.drivers.web_driver:WebDriver"
-"""The Textual driver that textual-serve (`specmon web`) sets in TEXTUAL_DRIVER for the app
-process it starts per browser session: stdin and stdout are then its pipes, not a terminal."""
-
-
-def served_to_browser() -> bool:
-    """True in an app process started by textual-serve (`specmon web`)."""
-    return os.environ.get("TEXTUAL_DRIVER", "") == WEB_DRIVER
-
-
-def wants_app() -> bool:
-    """Whether a command that has a Textual screen should open it: on a terminal (stdin and
-    stdout both ttys), or when textual-serve runs it for a browser."""
-    return served_to_browser() or (sys.stdout.isatty() and sys.stdin.isatty())
 
 
 def run_textual(app: App[Any]) -> int:
