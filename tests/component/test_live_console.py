@@ -1,5 +1,5 @@
-"""The Rich live view: untrusted text is shown literally, missing numbers are —, GPU readings and
-throttling are on screen."""
+"""A session without the app (`watch --once`'s text, the plain lines): untrusted text is shown
+literally, missing numbers are —, GPU readings and throttling are on screen."""
 
 from __future__ import annotations
 
@@ -19,15 +19,15 @@ from specmon.core.events import (
 )
 from specmon.core.session_state import SessionState
 from specmon.core.views import SessionView
-from specmon.ui.live_console import render
+from specmon.ui.live_console import once_text
 
 HOSTILE = "\x1b[2J\x1b]0;pwned\x07[bold red]not markup[/] \u202eevil\u202c tail"
 
 
-def _screen(view: SessionView, tail: tuple[str | None, str] | None = None) -> str:
+def _screen(view: SessionView) -> str:
     out = io.StringIO()
     console = Console(file=out, width=160, force_terminal=True, color_system="truecolor")
-    console.print(render(view, title="[blink]title[/]", text_tail=tail))
+    console.print(once_text(view, title="[blink]title[/]", width=160))
     return out.getvalue()
 
 
@@ -47,7 +47,7 @@ def _state_with_hostile_text() -> SessionState:
 
 def test_untrusted_text_is_shown_literally_never_interpreted() -> None:
     state = _state_with_hostile_text()
-    screen = _screen(state.view(), tail=("r1", HOSTILE))
+    screen = _screen(state.view())
     # The words arrive on screen as text, markup brackets included ...
     assert "[bold red]not markup[/]" in screen
     assert "[blink]title[/]" in screen
@@ -100,7 +100,7 @@ def test_no_gpu_says_why() -> None:
 def _plain(view: SessionView) -> str:
     out = io.StringIO()
     Console(file=out, width=200, force_terminal=False, color_system=None).print(
-        render(view, title="t")
+        once_text(view, title="t", width=200)
     )
     return out.getvalue()
 
@@ -148,3 +148,33 @@ def test_plain_lines_say_a_verdict_again_when_it_changes() -> None:
     r6 = [line for line in lines if line.startswith("r6")]
     assert len(r6) == 2 and r6[0].endswith(", ok")
     assert r6[1].startswith("r6 judged again:") and "TRANSITION" in r6[1]
+
+
+class _TerminalOut(io.StringIO):
+    """Standard output that says it is a terminal (standard input, under pytest, is not)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_terminal_on_stdout_alone_gets_the_plain_lines(monkeypatch) -> None:
+    """stdout a terminal, stdin not (`specmon demo < /dev/null`): no app, and no redrawn Rich
+    view either (it was removed: docs/app.md, "Without a terminal"); the plain lines."""
+    from specmon.cli.app_runner import show_console
+
+    state = SessionState(SessionInfo(server="http://127.0.0.1:8000"))
+    state.apply(ServerStatusChanged(t=0.0, source="http://127.0.0.1:8000", status="up"))
+
+    class Monitor:
+        def view(self, fresh: bool = False) -> SessionView:
+            return state.view()
+
+    out = _TerminalOut()
+    monkeypatch.setattr("sys.stdout", out)
+    done = threading.Event()
+    done.set()
+    show_console(Monitor(), done=done, banner="[SIMULATED] specmon demo against x")  # type: ignore[arg-type]
+    assert out.getvalue().splitlines() == [
+        "[SIMULATED] specmon demo against x",
+        "server http://127.0.0.1:8000: up",
+    ]

@@ -314,10 +314,10 @@ def test_watch_refuses_bad_fleet_arguments(args: list[str], said: str) -> None:
     assert said in done.stderr
 
 
-def test_the_rich_console_names_the_prometheus_and_says_what_is_not_available() -> None:
+def test_watch_once_names_the_prometheus_and_says_what_is_not_available() -> None:
     from rich.console import Console
 
-    from specmon.ui.live_console import render
+    from specmon.ui.live_console import once_text
 
     state = SessionState(SessionInfo())
     gpu = GpuReading(index=0, name="NVIDIA H200", temperature_c=61.0, host="gpu-1")
@@ -329,7 +329,7 @@ def test_the_rich_console_names_the_prometheus_and_says_what_is_not_available() 
         )
     )
     console = Console(record=True, width=200, color_system=None)
-    console.print(render(state.view(), title="specmon watch"))
+    console.print(once_text(state.view(), title="specmon watch", width=200))
     text = console.export_text()
     assert "2 target(s) read through Prometheus http://prom:9090" in text
     assert "PromQL rate over 60 s" in text

@@ -29,7 +29,6 @@ from specmon.core.events import (
 )
 from specmon.core.recording_format import CODES, EventDecoder, EventEncoder
 from specmon.core.session_state import SessionState
-from specmon.ui.live_console import TextTail
 
 ONE_OF_EACH: tuple[Event, ...] = (
     RequestStarted(t=0.0, request_id="r", source="http://h", model="m", max_tokens=8),
@@ -57,7 +56,6 @@ def _places() -> dict[str, set[type]]:
         "session fold": set(SessionState(SessionInfo())._handlers),
         "recording encoder": set(EventEncoder()._encoders),
         "recording decoder": {t for t, code in CODES.items() if code in EventDecoder()._decoders},
-        "text tail": set(TextTail()._handlers),
     }
 
 
@@ -66,9 +64,7 @@ def test_the_examples_cover_every_event_type() -> None:
     assert {type(e) for e in ONE_OF_EACH} == set(EVENT_TYPES)
 
 
-@pytest.mark.parametrize(
-    "place", ["session fold", "recording encoder", "recording decoder", "text tail"]
-)
+@pytest.mark.parametrize("place", ["session fold", "recording encoder", "recording decoder"])
 def test_every_place_handles_every_event_type(place: str) -> None:
     assert _places()[place] == set(EVENT_TYPES)
 
@@ -102,7 +98,7 @@ def test_a_new_event_type_without_handlers_fails_in_every_place(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(dispatch, "EVENT_TYPES", (*EVENT_TYPES, _NewEvent))
-    for build in (lambda: SessionState(SessionInfo()), EventEncoder, EventDecoder, TextTail):
+    for build in (lambda: SessionState(SessionInfo()), EventEncoder, EventDecoder):
         with pytest.raises(MissingHandlerError, match="no handler for _NewEvent"):
             build()
 

@@ -1,17 +1,15 @@
 """Running a command's screen: the Textual app (the same start and stop for chat, demo, watch,
-replay and serve), or without it the Rich live view (watch, demo, serve)."""
+replay and serve), or without it the plain lines (watch, demo, serve)."""
 
 from __future__ import annotations
 
 import asyncio
-import sys
 from typing import TYPE_CHECKING, Any
 
-from specmon.runtime.terminal import (  # noqa: F401  (the commands import these from here)
-    WEB_DRIVER,
-    served_to_browser,
-    wants_app,
-)
+# The terminal check's home is runtime/terminal.py; the commands still import it from here.
+from specmon.runtime.terminal import WEB_DRIVER as WEB_DRIVER
+from specmon.runtime.terminal import served_to_browser as served_to_browser
+from specmon.runtime.terminal import wants_app as wants_app
 
 if TYPE_CHECKING:  # imported by the commands' run(), not when `specmon --help` registers
     import threading
@@ -117,24 +115,14 @@ def run_app(
             exporter.stop()
 
 
-def show_console(
-    monitor: Monitor,
-    *,
-    title: str,
-    done: threading.Event,
-    banner: str | None = None,
-    read_text: Callable[[], tuple[str | None, str]] | None = None,
-) -> None:
-    """The monitor's live view until `done` is set (Ctrl-C propagates): redrawn in place on a
-    terminal, else `banner` (when given) then one plain line per finished request on stdout."""
-    from specmon.ui.live_console import run_live, run_plain
+def show_console(monitor: Monitor, *, done: threading.Event, banner: str | None = None) -> None:
+    """The monitor without the app, until `done` is set (Ctrl-C propagates): `banner` (when
+    given), then one plain line per server status and per finished request on stdout."""
+    from specmon.ui.live_console import run_plain
 
     def final_view() -> Any:
         return monitor.view(fresh=True)
 
-    if sys.stdout.isatty():
-        run_live(monitor.view, title=title, done=done, read_text=read_text, final_view=final_view)
-        return
     if banner is not None:
         print(banner, flush=True)
     run_plain(monitor.view, done=done, write=lambda s: print(s, flush=True), final_view=final_view)

@@ -242,27 +242,16 @@ def _app(
 def _drive(monitor: Monitor, args: argparse.Namespace) -> int:
     from specmon.cli.app_runner import show_console
     from specmon.sources.stream_client import ChatRequest
-    from specmon.ui.live_console import TextTail
 
-    hub = monitor.hub
-    tail = TextTail()
-    hub.subscribe(tail)
     url = monitor.targets[0].base
     requests = [ChatRequest(prompt=p, max_tokens=args.max_tokens) for p in DEMO_PROMPTS]
     done = threading.Event()
     loop = monitor.prompt_loop(requests, count=args.requests, name_requests=args.truth is not None)
     loop.add_done_callback(lambda _f: done.set())
-    title = f"specmon demo — simulated server {url}"
     interrupted = False
     try:
         if not args.json:
-            show_console(
-                monitor,
-                title=title,
-                done=done,
-                banner=f"[SIMULATED] specmon demo against {url}",
-                read_text=lambda: hub.read(tail.read),
-            )
+            show_console(monitor, done=done, banner=f"[SIMULATED] specmon demo against {url}")
         else:
             while not done.wait(0.25):  # timed: the main thread stays responsive to signals
                 pass

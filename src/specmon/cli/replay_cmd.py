@@ -7,7 +7,7 @@ On a terminal, the replay screen (the dashboard's panel, the answers, a timeline
 recording's pace times `--speed` (x0.5 to x64), labelled RECORDED (and SIMULATED when the session
 was simulated): space pauses, +/- change the speed, left/right seek 10 s (shift: 60 s),
 home/end, n/N jump to the next/previous flag or marker, a click on the timeline seeks. Without a
-terminal, one line per request (the plain live view).
+terminal, one line per request (the plain lines: docs/app.md, "Without a terminal").
 
 Exit status: 0 after a replay, also one that stopped at a torn, cut or over-long line or at an
 impossible time (a notice naming the line goes to stderr; bad lines skipped are counted in one
@@ -186,7 +186,7 @@ def _json(player: RecordingPlayer, state: SessionState) -> int:
 
 def _live(player: RecordingPlayer, state: SessionState, label: str, path: str) -> int:
     from specmon.runtime.hub import Hub
-    from specmon.ui.live_console import run_live, run_plain
+    from specmon.ui.live_console import run_plain
 
     done = threading.Event()
     with Hub(name="specmon-replay") as hub:
@@ -194,11 +194,8 @@ def _live(player: RecordingPlayer, state: SessionState, label: str, path: str) -
         future = hub.run_source(player.run)
         future.add_done_callback(lambda _f: done.set())
         read_view: Callable[[], Any] = lambda: hub.read(state.view)  # noqa: E731
-        if sys.stdout.isatty():
-            run_live(read_view, title=f"specmon replay — {label}", done=done)
-        else:
-            print(f"[{label}] {Path(path).name}", flush=True)
-            run_plain(read_view, done=done, write=lambda s: print(s, flush=True))
+        print(f"[{label}] {Path(path).name}", flush=True)
+        run_plain(read_view, done=done, write=lambda s: print(s, flush=True))
         if future.done() and not future.cancelled() and future.exception() is not None:
             return fail(NAME, f"the replay failed: {future.exception()}", 1)
     return 0

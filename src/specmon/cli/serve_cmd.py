@@ -242,13 +242,7 @@ def _dashboard(
         done.set()
 
     threading.Thread(target=watch_exit, name="vllm-exit", daemon=True).start()
-    title = f"specmon serve — {info.model} at {server.base_url}"
-    show_console(
-        monitor,
-        title=title,
-        done=done,
-        banner=f"ready: {server.base_url} (Ctrl-C stops the server)",
-    )
+    show_console(monitor, done=done, banner=f"ready: {server.base_url} (Ctrl-C stops the server)")
     code = server.poll()
     if code is not None:
         error = server.failure(f"the server exited with code {code} while serving")

@@ -265,7 +265,7 @@ def _run_monitor(
             return _once(monitor, as_json=args.json)
         if args.json:
             return _json_lines(monitor)
-        return _live(monitor, title=f"Prometheus {fleet_spec.url}" if fleet_spec else None)
+        return _live(monitor)
     except KeyboardInterrupt:
         return 130
     finally:
@@ -448,9 +448,8 @@ def _json_lines(monitor: Monitor) -> int:
     return 0
 
 
-def _live(monitor: Monitor, title: str | None = None) -> int:
+def _live(monitor: Monitor) -> int:
     from specmon.cli.app_runner import show_console
 
-    servers = title or ", ".join(t.base for t in monitor.targets)
-    show_console(monitor, title=f"specmon watch — {servers}", done=threading.Event())
+    show_console(monitor, done=threading.Event())
     return 0

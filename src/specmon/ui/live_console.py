@@ -1,39 +1,23 @@
-"""A Rich live view of a session (for `specmon demo` and `specmon watch` until the Textual app
-lands), and the plain-line form used when stdout is not a terminal.
+"""A session without the Textual app: `specmon watch --once` (Rich text, printed once) and the
+plain lines of watch, demo, serve and replay when the app does not open (stdin or stdout is not
+a terminal: docs/app.md, "Without a terminal").
 
-It renders typed `SessionView`s (core.views) read at a fixed rate; it never sees events one by
-one and keeps no presentation rule of its own: formats, the flag's words and labels come from
-ui.formatting, the choice of acceptance source from core. Untrusted text (model output, server
-details) is shown literally: Rich `Text` objects, never markup, with control characters removed.
+It renders typed `SessionView`s (core.views); it never sees events one by one and keeps no
+presentation rule of its own: formats, the flag's words and labels come from ui.formatting, the
+servers table's text from ui.servers_text, the choice of acceptance source from core. Untrusted
+text (model output, server details) is shown literally: Rich `Text` objects, never markup, with
+control characters removed.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
 
-from rich.console import Console, Group, RenderableType
-from rich.live import Live
-from rich.panel import Panel
-from rich.table import Table
+from rich.console import Group, RenderableType
 from rich.text import Text
 
-from specmon.core.dispatch import event_table, ignore
-from specmon.core.events import (
-    CanaryProbed,
-    Event,
-    FleetSampled,
-    GpuReading,
-    GpuSampled,
-    Marker,
-    MetricsScraped,
-    RequestEnded,
-    RequestStarted,
-    ServerLogLine,
-    ServerStatusChanged,
-    StreamChunk,
-)
+from specmon.core.events import GpuReading
 from specmon.core.histogram_quantiles import choose_latency
 from specmon.core.verdict import request_verdict
 from specmon.core.views import GpuView, PercentileView, RequestRow, SessionView
@@ -43,149 +27,18 @@ from specmon.ui.formatting import (
     SIMULATED_PREFIX,
     WINDOW_LABEL,
     clean,
-    cycle_text,
     flag_words,
     fmt,
     fmt_acceptance,
     fmt_al,
-    fmt_count,
-    fmt_frac_pct,
-    fmt_rates,
     fmt_tok_s,
     gpu_text,
     gpu_throttle_text,
-    lifetime_label,
-    shorten,
-    status_word,
 )
 from specmon.ui.servers_text import layout_for, short_name, table_text
 from specmon.ui.styles import CONSOLE_STYLES
 
-__all__ = ["DASH", "TextTail", "clean", "fmt", "once_text", "render", "run_live", "run_plain"]
-
-
-class TextTail:
-    """A hub subscriber keeping the last characters of the newest request's text (bounded)."""
-
-    def __init__(self, max_chars: int = 600) -> None:
-        self.max_chars = max_chars
-        self.request_id: str | None = None
-        self.text = ""
-        self._handlers: dict[type, Callable[[Any], None]] = event_table(
-            {
-                RequestStarted: self._started,
-                StreamChunk: self._chunk,
-                RequestEnded: ignore,
-                MetricsScraped: ignore,
-                ServerStatusChanged: ignore,
-                ServerLogLine: ignore,
-                GpuSampled: ignore,
-                Marker: ignore,
-                FleetSampled: ignore,
-                CanaryProbed: ignore,
-            },
-            name="text tail",
-        )
-
-    def __call__(self, event: Event) -> None:
-        handler = self._handlers.get(type(event))
-        if handler is not None:
-            handler(event)
-
-    def _started(self, event: RequestStarted) -> None:
-        self.request_id = event.request_id
-        self.text = ""
-
-    def _chunk(self, event: StreamChunk) -> None:
-        if event.request_id != self.request_id:
-            return
-        piece = event.text or event.reasoning
-        if piece:
-            self.text = (self.text + piece)[-self.max_chars :]
-
-    def read(self) -> tuple[str | None, str]:
-        return self.request_id, self.text
-
-
-def _flag_text(row: RequestRow) -> Text:
-    words = flag_words(row)
-    text = shorten(words.text, 60) if words.kind == "failed" else words.text
-    return Text(text, style=CONSOLE_STYLES.flag(words.kind))
-
-
-def requests_table(view: SessionView, max_rows: int = 12) -> Table:
-    table = Table(title="requests (newest last)", expand=True, title_justify="left")
-    for name, justify in (
-        ("id", "left"),
-        ("tokens", "right"),
-        ("decode tok/s", "right"),
-        ("TTFT ms", "right"),
-        ("AL", "right"),
-        ("AL client", "right"),
-        ("AL server", "right"),
-        ("flag", "left"),
-    ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for row in view.rows[-max_rows:]:
-        server = row.acceptance_server
-        table.add_row(
-            Text(clean(row.request_id)),
-            fmt(row.completion_tokens, "d"),
-            fmt_tok_s(row.decode_tok_s),
-            fmt(None if row.ttft_s is None else row.ttft_s * 1000, ".0f"),
-            fmt_acceptance(row.acceptance),
-            fmt_al(row.acceptance_chunks.acceptance_length if row.acceptance_chunks else None),
-            fmt_al(server.acceptance_length if server else None),
-            _flag_text(row),
-        )
-    return table
-
-
-def servers_table(view: SessionView) -> Table:
-    table = Table(
-        title=f"servers (/metrics: {WINDOW_LABEL} = last {view.window_seconds:g} s; "
-        "since start = counters' absolute values)",
-        expand=True,
-        title_justify="left",
-    )
-    for name in (
-        "server",
-        "status",
-        "tok/s",
-        "AL window",
-        "draft acc. window",
-        "per-position window",
-        "AL since start",
-        "draft acc. since start",
-        "tokens since start",
-        "running",
-    ):
-        table.add_column(name)
-    for s in view.servers:
-        status = status_word(s.status)
-        status_text = Text(status, style=CONSOLE_STYLES.status(status))
-        if s.status_detail and status != "up":
-            status_text.append(" " + shorten(clean(s.status_detail), 60))
-        life = s.lifetime
-        life_al = fmt_al(life.acceptance_length) if life else DASH
-        if life is not None and life.since_reset_t is not None:
-            life_al += f" ({lifetime_label(life.since_reset_t)})"
-        server_cell = Text(clean(s.source))
-        if s.model:  # each server's own model (several servers may serve different ones)
-            server_cell.append("\n" + clean(s.model), style="dim")
-        table.add_row(
-            server_cell,
-            status_text,
-            fmt_tok_s(s.window.decode_tok_s),
-            fmt_al(s.window.acceptance_length),
-            fmt_frac_pct(s.window.draft_acceptance_rate),
-            fmt_rates(s.window.per_position_rates),
-            life_al,
-            fmt_frac_pct(life.draft_acceptance_rate) if life else DASH,
-            fmt_count(life.generation_tokens) if life else DASH,
-            fmt(s.requests_running, ".0f", width=7),
-        )
-    return table
+__all__ = ["DASH", "clean", "fmt", "once_text", "run_plain"]
 
 
 def fleet_lines(view: SessionView) -> list[RenderableType]:
@@ -234,23 +87,6 @@ def _gpu_parts(gpu: GpuView) -> list[RenderableType]:
 def _ms(p: PercentileView) -> str:
     """p50/p95/p99 in ms."""
     return "/".join(fmt(None if v is None else v * 1000, ".0f") for v in (p.p50, p.p95, p.p99))
-
-
-def latency_lines(view: SessionView) -> list[RenderableType]:
-    """One line per server: TTFT and ITL p50/p95/p99 in ms and where they come from (this
-    client's streams when it sent any, else the server's histograms over the window)."""
-    out: list[RenderableType] = []
-    for s in view.servers:
-        choice = choose_latency(view, s)
-        several = len(view.servers) > 1  # name the server only when there are several
-        line = Text(f"latency {clean(s.source)}: " if several else "latency: ")
-        line.append(f"TTFT p50/p95/p99 {_ms(choice.ttft_s)} ms · ITL {_ms(choice.itl_s)} ms")
-        if choice.source == "histograms" and s.window.window_seconds is not None:
-            line.append(f"  ({choice.words}, last {s.window.window_seconds:.0f} s)", style="dim")
-        elif choice.source is not None:
-            line.append(f"  ({choice.words})", style="dim")
-        out.append(line)
-    return out
 
 
 def once_latency(view: SessionView, name_width: int) -> list[RenderableType]:
@@ -306,51 +142,6 @@ def once_text(view: SessionView, *, title: str, width: int | None) -> Renderable
     return Group(*parts)
 
 
-def render(
-    view: SessionView, *, title: str, text_tail: tuple[str | None, str] | None = None
-) -> RenderableType:
-    """The whole screen for one view."""
-    parts: list[RenderableType] = []
-    if view.simulated:
-        parts.append(
-            Text(
-                SIMULATED_BANNER,
-                style=f"bold reverse {CONSOLE_STYLES.simulated}",
-                justify="center",
-            )
-        )
-    parts.append(servers_table(view))
-    parts.extend(latency_lines(view))
-    parts.extend(fleet_lines(view))
-    parts.append(requests_table(view))
-    summary = view.summary
-    line = Text(
-        f"requests {summary.total}  ok {summary.ok}  "
-        f"failed {summary.failed}  flagged {summary.flagged}  "
-        f"mean decode {fmt_tok_s(summary.mean_decode_tok_s)} tok/s  "
-        f"vanilla baseline {fmt_tok_s(view.baseline_tok_s)} tok/s"
-    )
-    cycle = cycle_text(view.cycle)
-    if cycle is not None:
-        line.append(f"   cycle: {cycle}", style=CONSOLE_STYLES.warning)
-    parts.append(line)
-    parts.extend(_gpu_parts(view.gpu))
-    if text_tail is not None and text_tail[0] is not None:
-        rid, text = text_tail
-        parts.append(
-            Panel(
-                Text(clean(text[-400:], multiline=True)),
-                title=Text(f"answer {clean(rid or '')}"),
-                height=8,
-            )
-        )
-    return Panel(
-        Group(*parts),
-        title=Text(title),
-        border_style=CONSOLE_STYLES.simulated if view.simulated else CONSOLE_STYLES.other,
-    )
-
-
 def plain_request_line(row: RequestRow, simulated: bool, *, again: bool = False) -> str:
     """One line per finished request, for non-terminal output (no escape codes); `again` for a
     request whose verdict changed after its line was written (it waited for the speed levels)."""
@@ -365,30 +156,6 @@ def plain_request_line(row: RequestRow, simulated: bool, *, again: bool = False)
         f"server {fmt_al(server.acceptance_length if server else None)}), "
         f"{flag_words(row).text}"
     )
-
-
-def run_live(
-    read_view: Callable[[], SessionView],
-    *,
-    title: str,
-    done: threading.Event,
-    console: Console | None = None,
-    read_text: Callable[[], tuple[str | None, str]] | None = None,
-    fps: float = 4.0,
-    final_view: Callable[[], SessionView] | None = None,
-) -> None:
-    """Redraw at `fps` until `done` is set (Ctrl-C propagates to the caller). `read_view` gives
-    the latest published view; `final_view` (default `read_view`) the up-to-date one drawn last."""
-    console = console or Console()
-
-    def view(read: Callable[[], SessionView] = read_view) -> RenderableType:
-        tail = read_text() if read_text is not None else None
-        return render(read(), title=title, text_tail=tail)
-
-    with Live(view(), console=console, refresh_per_second=fps, screen=False) as live:
-        while not done.wait(1.0 / fps):
-            live.update(view())
-        live.update(view(final_view or read_view))
 
 
 def run_plain(
