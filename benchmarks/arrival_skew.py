@@ -1,4 +1,4 @@
-"""Can rendering skew the arrival times specmon records? (issue 7, item 2)
+"""Can rendering skew the arrival times specmon records? (docs/benchmarks.md, "Arrival skew")
 
 Setup, per target rate (~100, ~600, ~5,000 tok/s):
 

@@ -1,5 +1,5 @@
-"""Memory over a synthetic day: a SessionState with issue 21's diagnosis on, fed a day of events,
-its traced memory (tracemalloc) at hours 1, 6 and 24.
+"""Memory over a synthetic day: a SessionState with the diagnosis (docs/diagnosis.md) on, fed a day
+of events, its traced memory (tracemalloc) at hours 1, 6 and 24.
 
 The day: one answer every `--every` seconds (prompt 200..24,000 tokens, 60 decode steps of AL
 falling past 16k context, text that loops in one answer of 50), a /metrics scrape and a GPU

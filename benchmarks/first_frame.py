@@ -7,7 +7,7 @@ reads the pane every ~10 ms, as a person would read the screen, until it shows:
 
 - first frame: anything drawn at all (the app's first screen);
 - connected: the header names the model instead of `connecting…` (the app's session is started
-  and the server identified: what issue 19 item 12 timed as "connecting…");
+  and the server identified: what was timed as "connecting…");
 - up: the side panel shows `● up` (the first /metrics scrape folded and drawn).
 
 Times are from just before tmux is asked to start the pane (tmux's own start, ~10 ms, is

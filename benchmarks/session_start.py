@@ -11,8 +11,8 @@ Starts the simulator on a free loopback port (in a thread), then, in a fresh int
 - hello → up: until the folded view shows the server `up` (its first /metrics scrape).
 
 Prints each run, then the median and spread of each. This is the runtime's part of the
-`connecting…` time after chat's first frame (issue 19 item 12); benchmarks/first_frame.py
-measures the whole app.
+`connecting…` time after chat's first frame (docs/benchmarks.md, "First frame and time to up");
+benchmarks/first_frame.py measures the whole app.
 """
 
 from __future__ import annotations

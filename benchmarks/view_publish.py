@@ -1,10 +1,10 @@
 """What a UI read costs: building a SessionView, converting it to the watch JSON, and reading the
 published view, for a state holding 500 request rows, 600 history points and one GPU.
 
-Before the typed views (issue 8), every UI read built the snapshot dict under the hub's lock.
-Now the hub thread rebuilds the view at most 20 times a second when events changed it, and a
-reader only reads one reference. Reported as medians of interleaved rounds, and as ratios in one
-run.
+Before the typed views (docs/architecture.md, "Data flow"), every UI read built the snapshot dict
+under the hub's lock. Now the hub thread rebuilds the view at most 20 times a second when events
+changed it, and a reader only reads one reference. Reported as medians of interleaved rounds, and as
+ratios in one run.
 
     PYTHONPATH=src python3 benchmarks/view_publish.py [--rows 500] [--rounds 7] [--before DIR]
 

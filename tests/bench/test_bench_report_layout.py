@@ -1,5 +1,5 @@
 """bench's terminal report (bench/render.py) at 80, 100 and 160 columns: each value stays next to
-its label, and draft positions are numbered from 1 as in the app (issue 19 item 13)."""
+its label, and draft positions are numbered from 1 as in the app (docs/bench.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""`specmon sweep --plot`: the p95 E2EL line is seen over the bars (issue 19 item 13)."""
+"""`specmon sweep --plot`: the p95 E2EL line is seen over the bars (docs/bench.md, "`specmon
+sweep`")."""
 
 from __future__ import annotations
 

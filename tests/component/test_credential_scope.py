@@ -1,7 +1,7 @@
-"""Where an API key goes (issue 17): only to the origins (scheme, host, port) of the servers given
-with it on the command line. A server added while watching (the app's `a` key), a metrics address
-on another origin and a redirect to another origin get no key; a Prometheus gets the token of
-`--bearer-token-file`. Listeners on 127.0.0.1 record the headers of every request."""
+"""Where an API key goes (docs/web.md, docs/bad-input.md): only to the origins (scheme, host, port)
+of the servers given with it on the command line. A server added while watching (the app's `a` key),
+a metrics address on another origin and a redirect to another origin get no key; a Prometheus gets
+the token of `--bearer-token-file`. Listeners on 127.0.0.1 record the headers of every request."""
 
 from __future__ import annotations
 

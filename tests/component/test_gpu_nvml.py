@@ -335,8 +335,9 @@ def test_unknown_field_group_is_refused_with_its_name():
 
 
 def test_the_requested_and_default_power_limits_are_read_beside_the_enforced_one():
-    # Issue 21: "requested vs effective power limit". An admin asked for 700 W, the GPU enforces
-    # 600 W (another cap won); older drivers lack the calls: those fields are None, the rest stay.
+    # docs/diagnosis.md, "Thermal-normalised speed": "requested vs effective power limit". An admin
+    # asked for 700 W, the GPU enforces 600 W (another cap won); older drivers lack the calls: those
+    # fields are None, the rest stay.
     _, sampler = one_gpu(
         power_limit_mw=600_000, power_limit_requested_mw=700_000, power_default_limit_mw=700_000
     )

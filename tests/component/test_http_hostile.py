@@ -1,6 +1,7 @@
-"""Hostile HTTP answers (issue 16): pages that trickle, servers that never answer, redirect
-loops, pages with duplicate series. Every read ends within its deadline with the reason as the
-server's state, never a traceback; `watch --once` always lists every server it was given."""
+"""Hostile HTTP answers (docs/bad-input.md, "HTTP reads"): pages that trickle, servers that never
+answer, redirect loops, pages with duplicate series. Every read ends within its deadline with the
+reason as the server's state, never a traceback; `watch --once` always lists every server it was
+given."""
 
 from __future__ import annotations
 

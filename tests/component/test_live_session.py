@@ -210,7 +210,7 @@ def test_the_receiver_refuses_a_report_of_no_known_kind():
 @pytest.mark.parametrize("kind", [InProcessSession, CollectorProcess])
 def test_the_servers_context_length_comes_with_its_identity(sim, kind):
     """The context length of the model is read from the same /v1/models answer that identified
-    the server (the app asked /v1/models a second time for it after the start, issue 18)."""
+    the server (the app asked /v1/models a second time for it after the start)."""
     session = kind(SessionConfig(targets=(Target(sim.url),)), SessionState)
     session.start()
     try:

@@ -1,6 +1,6 @@
-"""`--redact REGEX` (issue 17): a recording keeps the model's text verbatim, so a key the model
-echoes would be in the file; the patterns are applied to answer text before it is written, across
-chunk boundaries, and nothing of the answer is lost."""
+"""`--redact REGEX` (docs/recording-format.md): a recording keeps the model's text verbatim, so a
+key the model echoes would be in the file; the patterns are applied to answer text before it is
+written, across chunk boundaries, and nothing of the answer is lost."""
 
 from __future__ import annotations
 

@@ -113,7 +113,7 @@ def test_a_backward_seek_rebuilds_the_state_as_a_forward_fold_would(name: str) -
 
 
 def test_a_recording_begun_late_plays_from_its_first_event_with_the_true_clock() -> None:
-    """Issue 19 item 5: a recording begun with F5 has its first event at 37 s on the session's
+    """docs/replay.md: a recording begun with F5 has its first event at 37 s on the session's
     clock; at x1 the screen showed `connecting` for 37 s. Playing starts LEAD_IN_S before the
     first event, and the times shown still count from the recording's clock zero."""
     recording = read_recording(RECORDINGS / "healthy.ndjson.gz")

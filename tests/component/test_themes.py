@@ -49,7 +49,7 @@ def test_shipped_themes_load_with_heat_shades() -> None:
     "system", [ColorSystem.TRUECOLOR, ColorSystem.EIGHT_BIT, ColorSystem.STANDARD]
 )
 def test_heat_shades_stay_apart_in_256_and_16_colours(name: str, system: ColorSystem) -> None:
-    """Issue 19 item 3: under tmux without COLORTERM (256 colours) "many" and "some" both became
+    """docs/themes.md: under tmux without COLORTERM (256 colours) "many" and "some" both became
     colour 23. Rich's own conversion (what the terminal gets) must give five different colours."""
     theme = load_themes((bundled_theme_dir(),)).themes[name]
     shown = {

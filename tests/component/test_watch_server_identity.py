@@ -1,5 +1,6 @@
-"""`specmon watch` with two servers: each shows its own model and vLLM version (issue 19 item 11);
-the second one showed `vLLM —` and `model —` though it answers /version and /v1/models."""
+"""`specmon watch` with two servers: each shows its own model and vLLM version (docs/app.md,
+"Watching many servers"); the second one showed `vLLM —` and `model —` though it answers /version
+and /v1/models."""
 
 from __future__ import annotations
 
@@ -115,9 +116,9 @@ def busy_sim() -> Iterator[str]:
 def test_watch_gives_ttft_and_itl_percentiles_from_the_servers_histograms(
     busy_sim, capsys, monkeypatch
 ) -> None:
-    """Issue 19 item 11: under other clients' traffic watch showed TTFT/ITL `—` (its own
-    streams measured nothing) though the server exports both histograms. They now come from the
-    histograms' bucket deltas over the window, labelled with their source."""
+    """docs/app.md, "Watching many servers": under other clients' traffic watch showed TTFT/ITL `—`
+    (its own streams measured nothing) though the server exports both histograms. They now come from
+    the histograms' bucket deltas over the window, labelled with their source."""
     url = busy_sim
     assert main(["watch", "--attach", url, "--once", "--json", "--interval", "1.0"]) == 0
     snap = json.loads(capsys.readouterr().out)

@@ -1,5 +1,5 @@
-"""The simulator's drifts (`--drift`, sim/drift.py) produce the effects that issue 21's diagnosis
-views look for, and the views find them there and not on the plain simulator."""
+"""The simulator's drifts (`--drift`, sim/drift.py) produce the effects that the diagnosis
+(docs/diagnosis.md) views look for, and the views find them there and not on the plain simulator."""
 
 from __future__ import annotations
 

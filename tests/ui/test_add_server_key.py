@@ -1,5 +1,6 @@
-"""The `a` dialog (issue 17): a server added while watching gets no key unless one is typed for
-it; the key field is masked, and what is typed goes with that server only."""
+"""The `a` dialog (docs/app.md, "Watching many servers"): a server added while watching gets no key
+unless one is typed for it; the key field is masked, and what is typed goes with that server
+only."""
 
 from __future__ import annotations
 

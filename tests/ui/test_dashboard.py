@@ -135,8 +135,9 @@ def test_the_cycle_report_appears_once_a_cycle_is_seen() -> None:
 
 
 def test_load_percentiles_come_from_server_histograms_without_own_streams() -> None:
-    """Issue 19 item 11: watch sends no request of its own, so TTFT/ITL stayed `—` under other
-    clients' traffic. The panel shows the server's histogram percentiles, and says so."""
+    """docs/app.md, "Watching many servers": watch sends no request of its own, so TTFT/ITL stayed
+    `—` under other clients' traffic. The panel shows the server's histogram percentiles, and says
+    so."""
     from specmon.core.events import MetricsScraped, SessionInfo
     from specmon.core.session_state import SessionState
     from specmon.core.views import HistogramLatency, PercentileView

@@ -1,6 +1,6 @@
-"""The dashboard's diagnosis section (issue 21): the pure text of each part, the widget hidden
-while there is nothing to say, the answer's line for F3, and the simulator's GPU page that the
-demo reads under a thermal drift."""
+"""The dashboard's diagnosis section (docs/diagnosis.md): the pure text of each part, the widget
+hidden while there is nothing to say, the answer's line for F3, and the simulator's GPU page that
+the demo reads under a thermal drift."""
 
 from __future__ import annotations
 

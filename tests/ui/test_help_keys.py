@@ -452,7 +452,7 @@ async def test_f8_shows_what_each_position_is_worth_and_escape_closes_it() -> No
         assert isinstance(app.screen, ChatScreen)
 
 
-# ------------------------------------------------------------------ issue 19: keys a user sees
+# ------------------------------------------- keys a user sees (docs/app.md, "Keys")
 
 
 async def test_the_chat_footer_shows_ctrl_q_quit_and_the_help_names_each_key_once() -> None:

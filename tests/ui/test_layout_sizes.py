@@ -1,6 +1,6 @@
-"""Pilot tests of the layouts at 80x24, the default terminal size (issue 19): the chat's panel is
-a summary line that F9 opens whole and the keys scroll; the watch table's rows never wrap and
-PgDn scrolls the sections; the replay's answers keep tok/s, AL and the badge."""
+"""Pilot tests of the layouts at 80x24, the default terminal size (docs/app.md, "Screen"): the
+chat's panel is a summary line that F9 opens whole and the keys scroll; the watch table's rows never
+wrap and PgDn scrolls the sections; the replay's answers keep tok/s, AL and the badge."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """SVG snapshots of the chat, `specmon watch` (two servers) and the replay at the three terminal
-sizes people use: 80x24 (the default), 100x30 and 160x45 (issue 19: at 80x24 the key numbers
-vanished). Fixed views and a fake clock, so every picture is the same each run; committed under
-tests/ui/__snapshots__ and never updated by CI (`--snapshot-update` is for a person who has
+sizes people use: 80x24 (the default), 100x30 and 160x45 (docs/app.md, "Screen": at 80x24 the key
+numbers vanished). Fixed views and a fake clock, so every picture is the same each run; committed
+under tests/ui/__snapshots__ and never updated by CI (`--snapshot-update` is for a person who has
 looked at the new picture)."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Colours come from the theme (issue 18): switching `app.theme` redraws the dashboard's status
-words in that theme's colours, and no module under ui/ names a colour except ui/styles.py (the
-one home of the roles, and of `watch`'s console palette)."""
+"""Colours come from the theme (docs/themes.md): switching `app.theme` redraws the dashboard's
+status words in that theme's colours, and no module under ui/ names a colour except ui/styles.py
+(the one home of the roles, and of `watch`'s console palette)."""
 
 from __future__ import annotations
 

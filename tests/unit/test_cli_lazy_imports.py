@@ -1,6 +1,7 @@
 """`specmon --help` registers every subcommand without importing the heavy libraries: they are
-imported inside each command's `run` (issue 9: `specmon --help` within 0.2 s; the time is measured
-by benchmarks/cli_startup.py, this test checks the behaviour that makes it possible)."""
+imported inside each command's `run` (docs/benchmarks.md, "CLI startup": `specmon --help`
+within 0.2 s; the time is measured by benchmarks/cli_startup.py, this test checks the behaviour
+that makes it possible)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""A live session starts without importing the OpenAI SDK (issue 19 item 12: ~0.9 s of the
-`connecting…` time after chat's first frame was the collector process, and the app's connect
-worker, importing openai before identifying the server). The SDK is imported on the first chat;
-the time to `up` is measured by benchmarks/first_frame.py, this test checks the behaviour that
-makes it short."""
+"""A live session starts without importing the OpenAI SDK (docs/benchmarks.md, "First frame and time
+to up": ~0.9 s of the `connecting…` time after chat's first frame was the collector process, and the
+app's connect worker, importing openai before identifying the server). The SDK is imported on the
+first chat; the time to `up` is measured by benchmarks/first_frame.py, this test checks the
+behaviour that makes it short."""
 
 from __future__ import annotations
 

@@ -133,8 +133,9 @@ def test_the_simulated_demo_sequence():
 
 
 def test_an_extra_fast_request_inside_one_cycle():
-    """Issue 7's case: the seed's ten speeds four times, one more fast request in the second
-    cycle's fast phase. Episodes start at 5, 15, 26, 36: every 10-11 requests."""
+    """The case of docs/definitions.md, "Cycle detector": the seed's ten speeds four times, one more
+    fast request in the second cycle's fast phase. Episodes start at 5, 15, 26, 36: every 10-11
+    requests."""
     seq = SEED_CYCLE * 4
     seq.insert(12, 220)
     r = detect_cycle(seq)

@@ -109,7 +109,7 @@ def test_every_vanilla_reason_code_is_defined() -> None:
 
 
 def test_every_diagnosis_view_is_defined() -> None:
-    # Issue 21: each analysis is explained by the help screen (F1).
+    # Each analysis of docs/diagnosis.md is explained by the help screen (F1).
     for key in (
         "al_by_context",
         "context_cliff",

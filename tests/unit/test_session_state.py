@@ -302,7 +302,7 @@ def test_summary_means_count_only_finished_ok_requests():
 
 
 def test_one_history_holds_what_the_graphs_draw_and_json_shows_it():
-    """Issue 18: the panel's graphs (window and since-start AL and acceptance rate) kept a
+    """The panel's graphs (window and since-start AL and acceptance rate) kept a
     history of their own beside the state's; the state's one history per server now holds them,
     each entry equal to the view's numbers at that scrape, and `watch --json` shows the same."""
     state = SessionState(INFO, window_seconds=10)

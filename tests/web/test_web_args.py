@@ -192,7 +192,7 @@ def test_the_app_opens_under_textual_serves_web_driver_without_a_terminal(monkey
     assert app_runner.wants_app() is False
 
 
-# ------------------------------------------------------------------ the token (issue 17)
+# -------------------------------------------------------------- the token (docs/web.md)
 
 
 @pytest.mark.parametrize(

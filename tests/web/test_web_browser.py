@@ -68,10 +68,10 @@ def test_the_demo_in_headless_chromium_shows_simulated_numbers(chromium, tmp_pat
 
 
 def test_the_token_guards_the_page_in_chromium_and_a_second_profile_is_refused(chromium):
-    """Issue 17 in a real browser: without the token the page is 403 and no app starts; the
-    printed address opens the app (the token leaves the address bar, the cookie is out of the
-    page's reach); the page has a title and asks no other host; a second browser profile, which
-    has not the cookie, gets 403."""
+    """The token (docs/web.md) in a real browser: without the token the page is 403 and no app
+    starts; the printed address opens the app (the token leaves the address bar, the cookie is out
+    of the page's reach); the page has a title and asks no other host; a second browser profile,
+    which has not the cookie, gets 403."""
     run = start_web("demo", "--speed", "20")
     first = Chromium(width=1200, height=800)
     second: Chromium | None = None

@@ -1,8 +1,9 @@
-"""`specmon web`'s token (issue 17), with the server as a real process: without the cookie every
-request, page, static file or WebSocket, gets 403 and no app process starts; the printed address
-sets an HttpOnly, SameSite=Strict cookie; a WebSocket from another origin is refused even with
-the cookie; the token file is the owner's only and goes at stop; the page has a title and asks no
-other host; no secret is in the command line of any process the server starts."""
+"""`specmon web`'s token (docs/web.md, "Who can open it"), with the server as a real process:
+without the cookie every request, page, static file or WebSocket, gets 403 and no app process
+starts; the printed address sets an HttpOnly, SameSite=Strict cookie; a WebSocket from another
+origin is refused even with the cookie; the token file is the owner's only and goes at stop; the
+page has a title and asks no other host; no secret is in the command line of any process the server
+starts."""
 
 from __future__ import annotations
 

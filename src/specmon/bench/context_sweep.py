@@ -1,5 +1,5 @@
 """`specmon bench --context-sweep 1024,8192,20480`: the same bench at several prompt lengths, and
-acceptance by context length (issue 21 item 2).
+acceptance by context length (docs/diagnosis.md, "Acceptance by context length").
 
 Each length runs the bench as `--input-len` would (same output length). Random prompts are random
 words sized with /tokenize: junk context, on which a learned drafter's acceptance can fall at any

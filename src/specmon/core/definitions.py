@@ -623,7 +623,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "GPU temperature (NVML, or dcgm-exporter DCGM_FI_DEV_GPU_TEMP).",
         "Compared with the GPU's slowdown threshold for the throttling reason.",
     ),
-    # ------------------------------------------------------------ diagnosis (issue 21)
+    # ------------------------------------------------ diagnosis (docs/diagnosis.md)
     _d(
         "al_by_context",
         "diagnosis",

@@ -3,7 +3,8 @@
 A session's SessionInfo names one server (the first): its `model` and `vllm_version` are that
 server's. With several servers, every server's identity is kept in `extra[IDENTITIES_KEY]`, a list
 of `{"url", "model", "vllm_version"}` (JSON: it goes into the recording header too), so the second
-server shows its own model and version rather than none (issue 19 item 11). Pure: no I/O.
+server shows its own model and version rather than none (docs/app.md,
+"Watching many servers"). Pure: no I/O.
 Recordings are untrusted: an entry that is not a mapping, or a field that is not text, is left out.
 """
 

@@ -480,8 +480,8 @@ class SessionView:
     """The canary probe of each probed server (`watch --canary`, chat's host mode; core.canary),
     by source; empty when no canary ran."""
     diagnosis: DiagnosisView | None = None
-    """Issue 21's analyses (core.diagnosis): AL by context, thermal attribution, seconds saved,
-    quality sentinel. None where a view is built without them."""
+    """The diagnosis analyses (core.diagnosis, docs/diagnosis.md): AL by context, thermal
+    attribution, seconds saved, quality sentinel. None where a view is built without them."""
 
     def server(self, source: str) -> ServerView | None:
         """The view of one server by its base URL."""

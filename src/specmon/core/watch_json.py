@@ -126,8 +126,8 @@ def _plain(value: Any) -> Any:
 
 
 def diagnosis_json(d: DiagnosisView | None) -> dict[str, Any] | None:
-    """Issue 21's analyses (added within version 1): `context`, `thermal`, `seconds_saved`,
-    `quality`, each the fields of its view (docs/diagnosis.md)."""
+    """The diagnosis analyses (docs/diagnosis.md; added within version 1): `context`, `thermal`,
+    `seconds_saved`, `quality`, each the fields of its view (docs/diagnosis.md)."""
     if d is None:
         return None
     out: dict[str, Any] = _plain(d)

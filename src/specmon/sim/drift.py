@@ -1,5 +1,5 @@
 """Drifts of the simulated server (`specmon sim --drift SPEC`): effects that build up with
-context length, uptime or heat, for the diagnosis views to find (issue 21). Pure functions.
+context length, uptime or heat, for the diagnosis views to find (docs/diagnosis.md). Pure functions.
 
 SPEC is a comma-separated list of items:
 - `context:LO:HI[:FLOOR]` — acceptance falls with the context length (prompt + tokens so far):

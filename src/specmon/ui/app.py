@@ -1,4 +1,7 @@
-"""SpecmonApp: the Textual app of `specmon chat`."""
+"""SpecmonApp: the one Textual app of specmon (docs/app.md): `chat`, `demo`, `watch`, `serve`
+(the dashboard of the server it hosts) and `replay`. It starts on the screen `first_screen`
+picks (replay, host mode's start-up view, or the chat / dashboard) and handles the messages its
+screens post (ui/messages.py); it reaches the session only through its port (ui/port.py)."""
 
 from __future__ import annotations
 
@@ -42,8 +45,9 @@ stops as after SIGINT. ctrl+q and q quit with 0."""
 class SpecmonApp(App[None]):
     """The app of `specmon chat` (mode "chat"), `specmon demo` (the chat against the built-in
     simulator, sending `auto_prompts` one after another, SIMULATED from the first frame) and
-    `specmon watch` (the dashboard screen, no chat); with a ReplayPort, `specmon replay` (mode
-    "replay": a recording played back, ui/screens/replay.py). `port` talks to the runtime;
+    `specmon watch` and `specmon serve` (the dashboard screen, no chat); with a ReplayPort,
+    `specmon replay` (mode "replay": a recording played back, ui/screens/replay.py). `port` is
+    the app's one door to the session (a LivePort over the runtime, or the ReplayPort);
     `frame_hook` (benchmarks, tests) is told the arrival times of the text drawn in each frame,
     after the frame is on screen; `clock` paces the demo's prompts (injectable for tests).
 

@@ -1,4 +1,4 @@
-"""Diagnosis from raw observations (issue 21): acceptance against context length, thermal
+"""Diagnosis from raw observations (docs/diagnosis.md): acceptance against context length, thermal
 attribution of slow stretches, seconds saved per answer, and the quality sentinel.
 
 Each module holds a pure function (or a fixed-size fold) and its typed view; `DiagnosisView`

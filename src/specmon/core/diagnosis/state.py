@@ -44,7 +44,7 @@ MAX_FLAGGED = 100
 
 @dataclass(frozen=True, slots=True)
 class DiagnosisView:
-    """Issue 21's answers, at one instant."""
+    """The diagnosis's answers (docs/diagnosis.md), at one instant."""
 
     context: ContextCliffView
     thermal: ThermalView

@@ -1,6 +1,6 @@
-"""The "diagnosis" section of the dashboard (issue 21): acceptance by context length, the thermal
-attribution, seconds saved, quality flags and the canary of each server, and one answer's line
-for its status / F3 "why" (seconds saved or cost, quality flag, server vs client TTFT).
+"""The "diagnosis" section of the dashboard (docs/diagnosis.md): acceptance by context length, the
+thermal attribution, seconds saved, quality flags and the canary of each server, and one answer's
+line for its status / F3 "why" (seconds saved or cost, quality flag, server vs client TTFT).
 
 Everything is built by pure functions from the typed views (`core.diagnosis`, `core.canary`,
 `core.server_timing`) into Textual `Content` whose colours are theme variables ($warning,
