@@ -253,3 +253,9 @@ def test_an_answer_that_fell_to_vanilla_speed_is_not_called_garbled(start_sim) -
     q = _fold(_fake_timed(sim, 10, 300), n_spec=8).view().diagnosis
     assert q is not None and q.quality.flagged == ()
     assert q.quality.checked == 10
+
+
+@pytest.mark.parametrize("spec", ["uptime:inf", "thermal:1e999", "uptime:nan", "loop:2.5"])
+def test_a_drift_number_that_is_not_finite_or_whole_is_refused(spec: str) -> None:
+    with pytest.raises(sim_drift.DriftError, match="bad number"):
+        sim_drift.parse_drift(spec)

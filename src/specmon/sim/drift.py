@@ -22,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from specmon.core.numbers import parse_float, parse_int
+
 DRIFT_SYNTAX = (
     "context:LO:HI[:FLOOR], uptime:HALF_LIFE_S, thermal[:HEAT_S], loop:EVERY, garble:EVERY"
 )
@@ -109,10 +111,9 @@ def step_stretch(state: GpuState) -> float:
 
 
 def _number(text: str, item: str, kind: type[int] | type[float]) -> float:
-    try:
-        value = kind(text)
-    except ValueError:
-        raise DriftError(f"bad number {text!r} in drift item {item!r}") from None
+    value = parse_int(text) if kind is int else parse_float(text)
+    if value is None:
+        raise DriftError(f"bad number {text!r} in drift item {item!r}")
     if not value > 0:
         raise DriftError(f"drift item {item!r}: {text!r} must be positive")
     return value

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from specmon.core.numbers import parse_int
+
 METRICS_FAULTS = ("malformed", "truncated")
 FAULT_SYNTAX = (
     "drop-after=N, error=CODE (400-599), stall=SECONDS[@TOKENS], restart, "
@@ -63,10 +65,9 @@ _SPLIT = re.compile(r"[,;+\s]+")
 
 
 def _int(name: str, value: str, low: int, high: int | None = None) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise FaultError(f"fault {name}={value!r}: expected an integer") from None
+    number = parse_int(value)
+    if number is None:
+        raise FaultError(f"fault {name}={value!r}: expected an integer")
     if number < low or (high is not None and number > high):
         bound = f"{low}..{high}" if high is not None else f">= {low}"
         raise FaultError(f"fault {name}={number}: must be {bound}")
