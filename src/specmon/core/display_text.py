@@ -1,5 +1,5 @@
 """How numbers and untrusted text are written as plain text: the rules every renderer shares
-(the Textual app and `watch`'s Rich console through ui.formatting, bench's reports, exports).
+(the Textual app and `watch --once`'s Rich text through ui.formatting, bench's reports, exports).
 
 Every number has a field width (`fit`): a value too wide for it is written as out of range
 (">1e6", "<-1e5"), never as 309 digits, and an infinite one likewise (no "inf"); a missing one is

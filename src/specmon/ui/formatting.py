@@ -1,5 +1,5 @@
-"""Presentation rules shared by every specmon screen (the Textual app and `watch`'s Rich console):
-number formats, the dash for missing numbers, the one truncation rule (`shorten`: a cut text
+"""Presentation rules shared by every specmon screen (the Textual app and `watch --once`'s Rich
+text): number formats, the dash for missing numbers, the one truncation rule (`shorten`: a cut text
 ends in "…"), untrusted text made safe (`visible` for the app,
 `clean` for the console and plain lines), the verdict's words, status words and colours, and
 labels for acceptance sources and for window vs since-start numbers.

@@ -4,7 +4,7 @@ simulated) mapped to the current theme's colours, and the Rich styles built from
 The text builders (the panel's sections, the servers table, the timeline, the worth screen) take
 a `Styles` and never name a colour; the widgets pass `theme_styles(self.app.theme_variables)`,
 so `app.theme = "specmon-light"` redraws them in that theme's colours. Text styles that are not
-colours ("dim", "bold", "italic", "reverse") stay in the builders. `watch`'s Rich console has no
+colours ("dim", "bold", "italic", "reverse") stay in the builders. `watch --once`'s Rich text has no
 Textual theme: it uses CONSOLE_STYLES, the fixed palette of terminal colour names. This module is
 the only one in ui/ that names colours (tests/ui/test_styles.py checks that); HEAT_DEFAULTS are
 the heat shades of a theme without `heat-*` variables.
@@ -65,7 +65,7 @@ CONSOLE_STYLES = Styles(
     other="blue",
     simulated="magenta",
 )
-"""`watch`'s Rich console (no Textual theme): the terminal's own colour names."""
+"""`watch --once`'s Rich text (no Textual theme): the terminal's own colour names."""
 
 
 def theme_styles(variables: Mapping[str, str]) -> Styles:

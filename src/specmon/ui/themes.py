@@ -16,7 +16,7 @@ cannot parse, a missing name or primary) is reported as `FILE:LINE: message` and
 
 NO_COLOR: Textual honours it by itself (an `App` created while NO_COLOR is set, to any value,
 adds its Monochrome filter and `App.no_color` is True; tests/component/test_themes.py checks
-it), and so does Rich for the live console. Themes need no rule of their own for it.
+it), and so does Rich for `watch --once`. Themes need no rule of their own for it.
 """
 
 from __future__ import annotations
