@@ -77,6 +77,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     ap.add_argument("--deadline", type=float, default=500, help="whole run's wall-clock cap (s)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--worker",
+        type=int,
+        default=0,
+        help="internal: 1 = the second GPU's process (half the pools, its share of the drafters)",
+    )
     return ap.parse_args(argv)
 
 
@@ -617,6 +623,10 @@ def generate(
     return torch.cat([prompts, torch.stack(toks, 1)], 1)
 
 
+MEM_CANDIDATES = 16  # windows of the memorised set tried for recitation
+RECITES = 0.9  # a window is recited when this share of the greedy continuation equals the file
+
+
 def prompt_sets(corpus: Corpus, tok: PreTrainedTokenizerFast, d: Dims) -> dict[str, Any]:
     """The request sets: NAME -> (prompt rows, max_tokens, sampling, class, why)."""
     g = torch.Generator().manual_seed(11)
@@ -644,11 +654,20 @@ def prompt_sets(corpus: Corpus, tok: PreTrainedTokenizerFast, d: Dims) -> dict[s
     code_held = [window(corpus.val_files, k, p, short) for k in range(4)]
     return {
         "mem_code": (
-            [window(corpus.mem_files, k + 100, p, short) for k in range(4)],
+            [window(corpus.mem_files, k + 100, p + short, 0) for k in range(MEM_CANDIDATES)],
             short,
             greedy,
             "high",
-            "memorised stdlib files (30% of every target batch)",
+            "memorised stdlib files the target recites: of 16 windows of the memorised set, the "
+            "first 4 whose greedy continuation (HF) equals the file's own next tokens for >= 90% "
+            "of them (recitation, not acceptance, chooses)",
+        ),
+        "mem_code_any": (
+            [window(corpus.mem_files, k + 100, p, short) for k in range(4)],
+            short,
+            greedy,
+            "high?",
+            "the first 4 windows of the memorised set, recited or not (the first run's set)",
         ),
         "heldout_code": (
             code_held,
@@ -707,10 +726,37 @@ def prompt_sets(corpus: Corpus, tok: PreTrainedTokenizerFast, d: Dims) -> dict[s
     }
 
 
+def pools_for(
+    target: Any, corpus: Corpus, d: Dims, rows: int, extra: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The drafters' training continuations: (greedy rows, sampled rows, the extra rows' output)."""
+    prompts = corpus.mixed(rows, d.plen)
+    if extra is not None:
+        prompts = torch.cat([prompts, extra])
+    sampled = torch.zeros(prompts.shape[0], dtype=torch.bool, device=DEV)
+    sampled[rows * 3 // 4 : rows] = True
+    out = generate(target, prompts, d.glen - d.plen, sampled)
+    return out[: rows * 3 // 4], out[rows * 3 // 4 : rows], out[rows:]
+
+
+def wait_file(path: str, limit: float) -> bool:
+    t0 = time.time()
+    while not os.path.exists(path):
+        if time.time() - t0 > limit:
+            return False
+        time.sleep(0.5)
+    return True
+
+
+def recitation(cont: torch.Tensor, truth: torch.Tensor) -> float:
+    n = min(cont.numel(), truth.numel())
+    return round(float((cont[:n] == truth[:n]).float().mean()), 3) if n else 0.0
+
+
 def main(argv: list[str] | None = None) -> None:
     a = parse_args(argv)
     d = SIZES[a.size]
-    torch.manual_seed(a.seed)
+    torch.manual_seed(a.seed + a.worker)
     if DEV == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
     os.makedirs(a.out, exist_ok=True)
@@ -720,7 +766,8 @@ def main(argv: list[str] | None = None) -> None:
         "device": torch.cuda.get_device_name() if DEV == "cuda" else "cpu",
         "torch": torch.__version__,
     }
-    report_path = os.path.join(a.out, "train_report.json")
+    name_of_report = "train_report.json" if not a.worker else f"train_report_w{a.worker}.json"
+    report_path = os.path.join(a.out, name_of_report)
 
     def save_report() -> None:
         report["elapsed_s"] = round(time.time() - T0, 1)
@@ -733,78 +780,126 @@ def main(argv: list[str] | None = None) -> None:
     for spec in a.drafters.split(","):
         name, ctx, block = spec.split(":")
         drafters.append((name, min(int(ctx), d.glen), int(block)))
+    # two GPUs: the second one's process makes half the pools and trains every second drafter
+    gpus = torch.cuda.device_count() if DEV == "cuda" else int(os.environ.get("DFX_CPU_SPLIT", "1"))
+    split = gpus > 1 and len(drafters) > 1
+    mine = drafters[a.worker :: 2] if split else drafters
+    worker = None
+    if split and not a.worker:
+        import subprocess
+        import sys
+
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES="1")
+        cmd = [sys.executable, os.path.abspath(__file__), *(argv or sys.argv[1:]), "--worker", "1"]
+        worker = subprocess.Popen(cmd, env=env)
+        if DEV == "cuda":
+            torch.cuda.set_device(0)
     corpus = Corpus(tok, d, a)
     report["corpus"] = corpus.info
     log("corpus", {k: v for k, v in corpus.info.items() if k != "mem_files"})
     fields = qwen3_fields(len(tok), d, eos)
-    tcfg = Qwen3Config(num_hidden_layers=d.layers, **fields)
-    tcfg._attn_implementation = "sdpa"
-    target, report["target"] = train_target(corpus, tcfg, d, a.target_secs)
-    log("target", {k: v for k, v in report["target"].items() if not k.startswith("loss_hist")})
     tdir = os.path.join(a.out, "target")
-    target.save_pretrained(tdir, safe_serialization=True)
-    for f in os.listdir(a.tok):
-        shutil.copy(os.path.join(a.tok, f), tdir)
-    save_report()
-
-    tapped = Tapped(target, d.layer_ids)
-    sets = prompt_sets(corpus, tok, d)
-    # one batched HF generation: drafter pools (3/4 greedy, 1/4 sampled at T 0.8) + eval rows
-    tg = time.time()
-    pool_prompts = corpus.mixed(d.pool_rows, d.plen)
-    eval_rows = torch.stack(
-        [corpus.windows(corpus.mem, 1, d.plen)[0] for _ in range(4)]
-        + [corpus.windows(corpus.val, 1, d.plen)[0] for _ in range(4)]
-    )
-    sampled = torch.zeros(d.pool_rows + eval_rows.shape[0], dtype=torch.bool, device=DEV)
-    sampled[d.pool_rows * 3 // 4 : d.pool_rows] = True
-    allrows = generate(target, torch.cat([pool_prompts, eval_rows]), d.glen - d.plen, sampled)
-    pools = (allrows[: d.pool_rows * 3 // 4], allrows[d.pool_rows * 3 // 4 : d.pool_rows])
-    eval_mem, eval_held = allrows[d.pool_rows : d.pool_rows + 4], allrows[d.pool_rows + 4 :]
-    # the served request sets with HF's greedy continuation (for "same text" checks)
-    out_sets: dict[str, Any] = {}
-    for name, (rows, max_tokens, sampling, cls, why) in sets.items():
-        items = []
-        by_len: dict[int, list[torch.Tensor]] = {}
-        for r in rows:
-            by_len.setdefault(r.numel(), []).append(r)
-        for plen, group in by_len.items():
-            cont = generate(target, torch.stack(group), max_tokens)
-            for row in cont:
-                items.append(
-                    {
+    rows = d.pool_rows // 2 if split else d.pool_rows
+    if a.worker:
+        if not wait_file(os.path.join(tdir, "READY"), a.deadline):
+            raise SystemExit("worker: the target never came")
+        target = Qwen3ForCausalLM.from_pretrained(tdir, dtype=torch.bfloat16).to(DEV).eval()
+        tg = time.time()
+        greedy, sampled, _ = pools_for(target, corpus, d, rows, None)
+        torch.save((greedy.cpu(), sampled.cpu()), os.path.join(a.out, "pools_w1.pt.tmp"))
+        os.replace(os.path.join(a.out, "pools_w1.pt.tmp"), os.path.join(a.out, "pools_w1.pt"))
+        report["gen_secs"] = round(time.time() - tg, 1)
+        log("worker: pools", list(greedy.shape), list(sampled.shape), report["gen_secs"], "s")
+        if not wait_file(os.path.join(a.out, "pools_w0.pt"), a.deadline):
+            raise SystemExit("worker: the first GPU's pools never came")
+        g0, s0 = torch.load(os.path.join(a.out, "pools_w0.pt"))
+        pools = (torch.cat([greedy, g0.to(DEV)]), torch.cat([sampled, s0.to(DEV)]))
+        eval_mem = eval_held = None
+    else:
+        tcfg = Qwen3Config(num_hidden_layers=d.layers, **fields)
+        tcfg._attn_implementation = "sdpa"
+        target, report["target"] = train_target(corpus, tcfg, d, a.target_secs)
+        log("target", {k: v for k, v in report["target"].items() if not k.startswith("loss_hist")})
+        target.save_pretrained(tdir, safe_serialization=True)
+        for f in os.listdir(a.tok):
+            shutil.copy(os.path.join(a.tok, f), tdir)
+        open(os.path.join(tdir, "READY"), "w").close()
+        save_report()
+        tg = time.time()
+        sets = prompt_sets(corpus, tok, d)
+        eval_rows = torch.stack(
+            [corpus.windows(corpus.mem, 1, d.plen)[0] for _ in range(4)]
+            + [corpus.windows(corpus.val, 1, d.plen)[0] for _ in range(4)]
+        )
+        greedy, sampled, ev = pools_for(target, corpus, d, rows, eval_rows)
+        if split:
+            torch.save((greedy.cpu(), sampled.cpu()), os.path.join(a.out, "pools_w0.pt.tmp"))
+            os.replace(os.path.join(a.out, "pools_w0.pt.tmp"), os.path.join(a.out, "pools_w0.pt"))
+        eval_mem, eval_held = ev[:4], ev[4:]
+        # the served request sets with HF's greedy continuation (for "same text" checks)
+        out_sets: dict[str, Any] = {}
+        for name, (rows_, max_tokens, sampling, cls, why) in sets.items():
+            truths: list[torch.Tensor | None] = [None] * len(rows_)
+            if name == "mem_code":  # candidates carry their file's own continuation
+                truths = [r[d.plen :] for r in rows_]
+                rows_ = [r[: d.plen] for r in rows_]
+            items = []
+            by_len: dict[int, list[int]] = {}
+            for i, r in enumerate(rows_):
+                by_len.setdefault(r.numel(), []).append(i)
+            for plen, idx in by_len.items():
+                cont = generate(target, torch.stack([rows_[i] for i in idx]), max_tokens)
+                for i, row in zip(idx, cont):
+                    item = {
                         "prompt_ids": row[:plen].tolist(),
                         "max_tokens": max_tokens,
                         "hf_greedy_ids": row[plen:].tolist(),
                     }
+                    if truths[i] is not None:
+                        item["recites"] = recitation(row[plen:], truths[i])
+                    items.append(item)
+            if name == "mem_code":
+                report["mem_candidates_recite"] = [it["recites"] for it in items]
+                chosen = [it for it in items if it["recites"] >= RECITES][:4]
+                rest = sorted(
+                    (it for it in items if it not in chosen), key=lambda it: -it["recites"]
                 )
-        out_sets[name] = {"class": cls, "why": why, "sampling": sampling, "items": items}
-    with open(os.path.join(a.out, "prompts.json"), "w") as fh:
-        json.dump(out_sets, fh)
-    report["gen_secs"] = round(time.time() - tg, 1)
-    report["sample_text"] = {
-        "mem": tok.decode(eval_mem[0, d.plen : d.plen + 100].tolist()),
-        "heldout": tok.decode(eval_held[0, d.plen : d.plen + 100].tolist()),
-    }
-    log("generated pools", list(pools[0].shape), list(pools[1].shape), report["gen_secs"], "s")
-    save_report()
+                items = chosen + rest[: 4 - len(chosen)]
+            out_sets[name] = {"class": cls, "why": why, "sampling": sampling, "items": items}
+        with open(os.path.join(a.out, "prompts.json"), "w") as fh:
+            json.dump(out_sets, fh)
+        report["gen_secs"] = round(time.time() - tg, 1)
+        report["sample_text"] = {
+            "mem": tok.decode(eval_mem[0, d.plen : d.plen + 100].tolist()),
+            "heldout": tok.decode(eval_held[0, d.plen : d.plen + 100].tolist()),
+        }
+        log("generated pools", list(greedy.shape), list(sampled.shape), report["gen_secs"], "s")
+        if split:
+            if not wait_file(os.path.join(a.out, "pools_w1.pt"), a.deadline):
+                raise SystemExit("the second GPU's pools never came")
+            g1, s1 = torch.load(os.path.join(a.out, "pools_w1.pt"))
+            greedy, sampled = torch.cat([greedy, g1.to(DEV)]), torch.cat([sampled, s1.to(DEV)])
+        pools = (greedy, sampled)
+        save_report()
 
+    tapped = Tapped(target, d.layer_ids)
     dcfg = Qwen3Config(num_hidden_layers=d.draft_layers, **fields)
     report["drafters"] = {}
-    for j, (name, ctx, block) in enumerate(drafters):
-        left = a.deadline - (time.time() - T0) - 10 * (len(drafters) - j)
-        secs = max(3.0, min(a.draft_secs, left / (len(drafters) - j)))
+    for j, (name, ctx, block) in enumerate(mine):
+        left = a.deadline - (time.time() - T0) - 10 * (len(mine) - j)
+        secs = max(3.0, min(a.draft_secs, left / (len(mine) - j)))
         model, info = train_drafter(
             d, dcfg, target, tapped, corpus, pools, ctx, block, mask_id, secs
         )
         info["keys"] = save_drafter(
             model, dcfg, os.path.join(a.out, name), a.tok, block, mask_id, d.layer_ids
         )
-        width = 128 if d.glen >= 512 else 32
-        info["tf_AL_by_anchor_pos"] = {
-            "mem": tf_al_by_position(model, tapped, eval_mem, block, mask_id, width),
-            "heldout": tf_al_by_position(model, tapped, eval_held, block, mask_id, width),
-        }
+        if eval_mem is not None and eval_held is not None:
+            width = 128 if d.glen >= 512 else 32
+            info["tf_AL_by_anchor_pos"] = {
+                "mem": tf_al_by_position(model, tapped, eval_mem, block, mask_id, width),
+                "heldout": tf_al_by_position(model, tapped, eval_held, block, mask_id, width),
+            }
         report["drafters"][name] = info
         log(
             f"drafter {name}",
@@ -812,6 +907,18 @@ def main(argv: list[str] | None = None) -> None:
         )
         del model
         save_report()
+    if worker is not None:
+        rc = worker.wait()
+        log("worker rc", rc)
+        wpath = os.path.join(a.out, "train_report_w1.json")
+        if os.path.exists(wpath):
+            with open(wpath) as fh:
+                w = json.load(fh)
+            report["drafters"].update(w.get("drafters", {}))
+            report["worker_gen_secs"] = w.get("gen_secs")
+    for f in ("pools_w0.pt", "pools_w1.pt", "target/READY"):
+        if not a.worker and os.path.exists(os.path.join(a.out, f)):
+            os.remove(os.path.join(a.out, f))
     log("done")
     save_report()
 
