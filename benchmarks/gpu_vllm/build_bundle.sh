@@ -24,7 +24,7 @@ PLAT="--only-binary=:all: --python-version 3.12 --implementation cp \
 # 2. vLLM's runtime dependencies that the machine lacks, pinned to its release date (76 pins)
 $PIP download -q --no-deps $PLAT -d deps -r "$HERE/carry-specs.txt"
 # 3. specmon's dependencies that the machine lacks (the vLLM bundle brings openai and pydantic)
-$PIP download -q --no-deps $PLAT -d swhl textual==8.2.8 mdit-py-plugins==0.7.0 platformdirs==4.14.8 \
+$PIP download -q --no-deps $PLAT -d swhl textual==8.2.8 wcwidth==0.2.13 mdit-py-plugins==0.7.0 platformdirs==4.14.8 \
   linkify-it-py==2.2.0 uc-micro-py==2.0.0 rich==15.0.0 textual-serve==1.1.3 aiohttp-jinja2==1.6
 # 4. one site tree: the deps, vLLM pruned (FA2 = the Ampere path, the Rust frontend, FlashMLA,
 #    the MoE kernels, deep_gemm for other Pythons), and a stub xgrammar (imported at module
