@@ -11,6 +11,7 @@ from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.dom import NoScreen
 from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
@@ -48,7 +49,11 @@ class OrderedInput(Input):
     after focus has moved on goes to the field focused now."""
 
     async def _on_key(self, event: events.Key) -> None:
-        focused = self.screen.focused
+        try:
+            screen = self.screen
+        except NoScreen:  # being removed: the key goes where an Input's would
+            return
+        focused = screen.focused
         if focused is not None and focused is not self:
             event.stop()
             event.prevent_default()
@@ -58,7 +63,7 @@ class OrderedInput(Input):
             return
         if event.is_printable:
             return  # Input's own handler, next in the class chain, inserts it
-        active = self.screen.active_bindings.get(event.key)
+        active = screen.active_bindings.get(event.key)
         if active is None or active.binding.priority or not active.enabled:
             return  # it bubbles up to the app as before
         event.stop()
