@@ -7,10 +7,11 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.dom import NoScreen
 from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
@@ -31,6 +32,44 @@ from specmon.ui.widgets.diagnosis_panel import SAVED_COLUMN, saved_by_request, s
 from specmon.ui.widgets.keys_footer import KeysFooter
 
 
+class OrderedInput(Input):
+    """An Input in which keys that arrive together act in the order they were typed.
+
+    Textual's Input inserts a typed character as soon as the key reaches it, but runs a bound key
+    (ctrl+u, backspace, the arrows, Enter, the screen's Tab) only after the key has bubbled up to
+    the app, and the app sends each key to the field focused when the key arrived. So when keys
+    queue up (fast typing, a burst from the terminal, a busy machine), the text typed right after
+    ctrl+u went in first and was cleared with the old text, and what was typed after Tab (an API
+    key) went into the field before it. Textual's own bug:
+    https://github.com/Textualize/textual/issues/6605.
+
+    Here a bound key runs its binding when it reaches the field: the one the app would run, the
+    first non-priority binding of the focus chain as `Screen.active_bindings` resolves it
+    (priority bindings were tried before the key was sent here). A key that reaches the field
+    after focus has moved on goes to the field focused now."""
+
+    async def _on_key(self, event: events.Key) -> None:
+        try:
+            screen = self.screen
+        except NoScreen:  # being removed: the key goes where an Input's would
+            return
+        focused = screen.focused
+        if focused is not None and focused is not self:
+            event.stop()
+            event.prevent_default()
+            # Sent on as the app sends a key (marked forwarded: if nothing there handles it,
+            # it bubbles up to the app's bindings and is not sent to the focused widget again).
+            focused._forward_event(events.Key(event.key, event.character))
+            return
+        if event.is_printable:
+            return  # Input's own handler, next in the class chain, inserts it
+        active = screen.active_bindings.get(event.key)
+        if active is None or active.binding.priority or not active.enabled:
+            return  # it bubbles up to the app as before
+        event.stop()
+        await self.app.run_action(active.binding.action, active.node)
+
+
 def blank(value: float | int | None) -> str:
     return "" if value is None else str(value)
 
@@ -49,11 +88,11 @@ class SettingsScreen(ModalScreen[ChatSettings | None]):
         with Vertical(id="settings-box", classes="dialog-box"):
             yield Label("Sampling (blank = server default)")
             yield Label("temperature")
-            yield Input(blank(s.temperature), id="temperature")
+            yield OrderedInput(blank(s.temperature), id="temperature")
             yield Label("top-p")
-            yield Input(blank(s.top_p), id="top-p")
+            yield OrderedInput(blank(s.top_p), id="top-p")
             yield Label("max tokens")
-            yield Input(blank(s.max_tokens), id="max-tokens")
+            yield OrderedInput(blank(s.max_tokens), id="max-tokens")
             yield Static("", id="settings-error", markup=False)
             with Horizontal(id="settings-buttons"):
                 yield Button("Save", variant="primary", id="save")
@@ -88,7 +127,7 @@ class MarkerScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="marker-box", classes="dialog-box"):
             yield Label("Marker label (Enter adds it, Esc cancels)")
-            yield Input(placeholder="e.g. slow after the 3rd answer", id="marker-label")
+            yield OrderedInput(placeholder="e.g. slow after the 3rd answer", id="marker-label")
 
     def action_dismiss_none(self) -> None:
         self.dismiss(None)
@@ -279,8 +318,8 @@ class AddServerScreen(ModalScreen[tuple[str, str | None] | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="add-box", classes="dialog-box"):
             yield Label("Watch one more server: http(s) address (Enter adds, Esc cancels)")
-            yield Input(placeholder="http://gpu-box:8000", id="add-url")
-            yield Input(
+            yield OrderedInput(placeholder="http://gpu-box:8000", id="add-url")
+            yield OrderedInput(
                 placeholder="API key for this server only (optional)", password=True, id="add-key"
             )
             yield Static("", id="add-error", markup=False)
