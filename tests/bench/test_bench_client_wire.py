@@ -1,4 +1,4 @@
-"""The fast client's aiohttp path against a real socket: SSE messages split across network reads
+"""The stream client's aiohttp path against a real socket: SSE messages split across network reads
 and several in one read give the same events as one message per read; an HTTP error names the
 status and never the API key; a stream cut before its finish reason is a failed request."""
 
@@ -8,9 +8,8 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from specmon.bench.fast_client import FastStreamClient
 from specmon.core.events import RequestEnded, StreamChunk
-from specmon.sources.stream_client import ChatRequest
+from specmon.sources.stream_client import ChatRequest, StreamClient
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "sse"
 KEY = "sk-wire-0123456789abcdef"
@@ -62,7 +61,7 @@ async def stream(body: bytes, split: Callable[[bytes], list[bytes]]) -> list[obj
 
     server, url = await serve(write)
     async with server:
-        client = FastStreamClient(url)
+        client = StreamClient(url)
         events: list[object] = []
         await client.chat(ChatRequest(prompt="p", model="tiny", max_tokens=24), events.append)
         await client.aclose()
@@ -105,7 +104,7 @@ async def test_an_http_error_names_the_status_and_never_the_key() -> None:
 
     server, url = await serve(write, status="401 Unauthorized")
     async with server:
-        client = FastStreamClient(url, api_key=KEY)
+        client = StreamClient(url, api_key=KEY)
         events: list[object] = []
         ended = await client.chat(ChatRequest(prompt="p", model="tiny"), events.append)
         await client.aclose()
@@ -126,7 +125,7 @@ async def test_a_stream_cut_before_its_finish_reason_is_a_failed_request() -> No
 
     server, url = await serve(write)
     async with server:
-        client = FastStreamClient(url)
+        client = StreamClient(url)
         events: list[object] = []
         ended = await client.chat(ChatRequest(prompt="p", model="tiny"), events.append)
         await client.aclose()
