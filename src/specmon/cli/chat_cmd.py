@@ -235,8 +235,8 @@ def _chat_hosted(args: argparse.Namespace, plan: HostPlan, gpu: str) -> int:
 
 
 def _run_attached(args: argparse.Namespace) -> int:
-    # Only Textual is imported before the first paint; the runtime and the OpenAI client load in
-    # the app's connect worker (make_monitor below), so the screen shows at once.
+    # Only Textual is imported before the first paint; the runtime and the stream client load in
+    # the app's connect worker (make_session below), so the screen shows at once.
     from specmon.cli.app_runner import run_app
     from specmon.cli.chat_history_args import chat_history_for, close_history
     from specmon.cli.session_setup import default_gpu_source

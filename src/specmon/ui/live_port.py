@@ -7,7 +7,7 @@ tests may give it an in-process one. The port never calls into the UI: the sessi
 thread fills per-answer buffers (`answer_feed.AnswerFeed`) and publishes the typed view; the UI
 drains and reads them at its own frame rate. Nothing here imports textual.
 
-The runtime, the stream client (openai) and httpx are imported on first use, in the connect
+The runtime, the stream client and httpx are imported on first use, in the connect
 worker thread, so the app paints its first frame without waiting for them. `specmon replay`
 goes through `replay_port.ReplayPort` instead.
 """
