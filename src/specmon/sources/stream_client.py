@@ -14,7 +14,7 @@ the error text (`sources.http_errors.describe_error`); the chunks that arrived s
 
 The transport is aiohttp (a C HTTP parser, imported on the first request, not when a session
 starts), with no SDK objects per chunk. The OpenAI SDK streamed here before; it was used only to
-POST and read the raw bytes (no retries, no typed response), and cost about 3.5x the CPU per
+POST and read the raw bytes (no retries, no typed response), and cost 2.1-2.5x the CPU per
 streamed token (benchmarks/bench_client.py; docs/benchmarks.md "One streaming client"). An httpx
 transport can be given instead (tests replay recorded streams through `httpx.MockTransport`).
 Redirects are followed as httpx followed them for the SDK; a redirect to another origin carries
