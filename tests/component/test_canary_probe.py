@@ -184,7 +184,7 @@ def test_an_absurd_live_al_is_ignored_not_stored(tmp_path):
         key = _sim_key(sim.url)
 
         async def one_probe() -> CanaryProbed | None:
-            async with StreamClient(sim.url, from_env=False) as client:
+            async with StreamClient(sim.url) as client:
                 probe = CanaryProbe(client, key, interval_s=0.0, clock=time.monotonic, store=store)
                 for tokens, drafts, accepted in ((0.0, 0.0, 0.0), (500.0, 1.0, 1e308)):
                     probe.observe(

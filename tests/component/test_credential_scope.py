@@ -44,18 +44,12 @@ def test_origins_are_scheme_host_and_port():
     assert KeyScope.of(None, ["http://a:8000"]).bearer_for("http://a:8000") == {}
 
 
-@pytest.mark.parametrize(
-    ("kind", "from_env"), [(InProcessSession, False), (CollectorProcess, True)]
-)
-def test_a_server_added_while_watching_gets_no_key(monkeypatch, kind, from_env):
+@pytest.mark.parametrize("kind", [InProcessSession, CollectorProcess])
+def test_a_server_added_while_watching_gets_no_key(kind):
     """The issue's scenario: the owner watches A with a key; someone adds B (the `a` key in the
     app): B is identified and scraped, and never sees the key; A keeps getting it."""
-    if from_env:  # `specmon web` hands the key over this way
-        monkeypatch.setenv("OPENAI_API_KEY", KEY)
     with header_listener() as a, header_listener() as b:
-        config = SessionConfig(
-            targets=(Target(a.url),), api_key=None if from_env else KEY, interval=0.2
-        )
+        config = SessionConfig(targets=(Target(a.url),), api_key=KEY, interval=0.2)
         session = kind(config, SessionState)
         session.start()
         try:
@@ -71,6 +65,29 @@ def test_a_server_added_while_watching_gets_no_key(monkeypatch, kind, from_env):
     assert b.authorizations() == []
     assert f"Bearer {KEY}" in a.authorizations()
     assert set(a.authorizations()) == {f"Bearer {KEY}"}
+
+
+def test_the_environment_s_key_is_taken_once_at_the_command_line(monkeypatch):
+    """$OPENAI_API_KEY (how `specmon web` hands the key to its app processes) is read by the
+    command line only; a session given no key sends none, whatever the environment holds."""
+    from argparse import Namespace
+
+    from specmon.cli.args import api_key_of
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    assert api_key_of(Namespace(api_key=None)) == KEY
+    assert api_key_of(Namespace(api_key="given")) == "given"
+    assert api_key_of(Namespace(api_key=None), "served") == "served"
+    with header_listener() as a:
+        session = CollectorProcess(
+            SessionConfig(targets=(Target(a.url),), api_key=None, interval=0.2), SessionState
+        )
+        session.start()
+        try:
+            _wait(lambda: any(s.path == "/metrics" for s in a.requests()), "a scrape of A")
+        finally:
+            session.stop()
+    assert a.requests() and a.authorizations() == []
 
 
 def test_a_metrics_address_on_another_origin_gets_no_key_and_one_on_the_same_origin_does():

@@ -1,8 +1,8 @@
-"""Hostile streams against both stream clients (chat's OpenAI-SDK client and bench's aiohttp
-client), from a loopback server that writes whatever the test says: one endless line, a stream
-that never ends, one that stalls, malformed chunks, a last event torn off its blank line. Each
-ends as a failed request with a one-line reason, in bounded memory, keeping what arrived before;
-both clients end the same stream the same way."""
+"""Hostile streams against the stream client's two transports (aiohttp, what every command
+streams with, and httpx, what tests give it), from a loopback server that writes whatever the
+test says: one endless line, a stream that never ends, one that stalls, malformed chunks, a last
+event torn off its blank line. Each ends as a failed request with a one-line reason, in bounded
+memory, keeping what arrived before; both transports end the same stream the same way."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 from tests.hostile_stream import ROLE, Body, HostileServer, content, event, send
 
-from specmon.bench.fast_client import FastStreamClient
 from specmon.core.events import RequestEnded, StreamChunk
 from specmon.sources.stream_client import ChatRequest, StreamClient
 
@@ -37,7 +36,7 @@ def serve() -> Iterator[Callable[..., HostileServer]]:
         server.stop()
 
 
-CLIENTS = ("openai", "fast")
+CLIENTS = ("aiohttp", "httpx")
 
 
 def run_chat(
@@ -53,9 +52,11 @@ def run_chat(
     request = request or ChatRequest("hi", model="m")
 
     async def go() -> RequestEnded:
-        client: Any = (
-            StreamClient(url, **kwargs) if kind == "openai" else FastStreamClient(url, **kwargs)
-        )
+        if kind == "httpx":
+            import httpx
+
+            kwargs["transport"] = httpx.AsyncHTTPTransport()
+        client = StreamClient(url, **kwargs)
         try:
             return await asyncio.wait_for(client.chat(request, events.append), GUARD_S)
         finally:

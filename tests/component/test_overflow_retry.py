@@ -22,7 +22,7 @@ def _ask(url: str, request: ChatRequest) -> list[Event]:
     events: list[Event] = []
 
     async def go() -> None:
-        async with StreamClient(url, from_env=False) as client:
+        async with StreamClient(url) as client:
             await run_request(client, request, events.append, request_id="chat1")
 
     asyncio.run(go())

@@ -10,12 +10,12 @@ import json
 import pytest
 
 from specmon.core.clock import FakeClock
+from specmon.core.credentials import resolve_api_key
 from specmon.core.events import RequestEnded, RequestStarted, StreamChunk
 from specmon.core.recording_format import EventEncoder
 from specmon.sources.stream_client import (
     ChatRequest,
     StreamClient,
-    resolve_api_key,
     server_base,
 )
 

@@ -26,7 +26,7 @@ async def canary_rounds(
     """`rounds` times: one live request (unless not `live`), a scrape, one canary tick, a scrape;
     the events the canary emitted."""
     out: list[Event] = []
-    async with StreamClient(url, from_env=False) as client:
+    async with StreamClient(url) as client:
         scraper = MetricsScraper(metrics_url_for(url), source=client.source)
         probe = CanaryProbe(client, key, interval_s=0.0, clock=time.monotonic, store=store)
         probe.relearn = relearn

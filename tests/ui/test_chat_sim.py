@@ -30,7 +30,7 @@ def _port_for(url: str, api_key: str | None = None) -> LivePort:
         config = SessionConfig((Target(url),), api_key=api_key)
         return CollectorProcess(config, state_factory(None))
 
-    return LivePort(make, api_key=api_key)
+    return LivePort(make)
 
 
 async def _ask(pilot, prompt: str) -> None:

@@ -221,3 +221,36 @@ def test_no_test_module_imports_from_another_or_its_private_names() -> None:
         for problem in layout_problems(path, path.read_text())
     ]
     assert problems == [], "move shared helpers to tests/support/:\n" + "\n".join(problems)
+
+
+# ---------------------------------------------------------------- keys
+
+
+def _calls_and_literals(tree: ast.AST) -> tuple[set[str], bool]:
+    """The names called in `tree`, and whether it spells the string "Authorization"."""
+    called = {
+        n.func.id if isinstance(n.func, ast.Name) else n.func.attr
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name | ast.Attribute)
+    }
+    spelled = any(
+        isinstance(n, ast.Constant) and n.value == "Authorization" for n in ast.walk(tree)
+    )
+    return called, spelled
+
+
+def test_a_key_becomes_a_header_in_two_places_and_is_resolved_at_the_command_line() -> None:
+    """`KeyScope` (core/credentials.py) is the one place an API key becomes an `Authorization`
+    header, the Prometheus fleet's bearer token file (runtime/fleet_run.py) the only other; the
+    environment's key is read by the command line only (docs/architecture.md)."""
+    headers: list[str] = []
+    resolvers: list[str] = []
+    for path in sorted((SRC / "specmon").rglob("*.py")):
+        name = path.relative_to(SRC / "specmon").as_posix()
+        called, spelled = _calls_and_literals(ast.parse(path.read_text()))
+        if spelled:
+            headers.append(name)
+        if "resolve_api_key" in called:
+            resolvers.append(name)
+    assert headers == ["core/credentials.py", "runtime/fleet_run.py"]
+    assert resolvers and all(name.startswith("cli/") for name in resolvers), resolvers

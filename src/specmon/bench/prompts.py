@@ -37,12 +37,13 @@ from pathlib import Path
 
 import httpx
 
+from specmon.core.credentials import KeyScope
 from specmon.core.redaction import redact_url
 from specmon.core.safe_json import JsonError, loads_bounded
+from specmon.sources.http_errors import OneLineError, describe_error
 from specmon.sources.http_read import (
     HttpReadError,
     HttpStatus,
-    describe_http_error,
     read_answer,
 )
 
@@ -254,6 +255,10 @@ async def text_prompts(
     return out
 
 
+class TokenizeError(OneLineError, RuntimeError):
+    """/tokenize could not count a text; str() names the URL and the fault in one line."""
+
+
 class Tokenizer:
     """The server's `/tokenize` endpoint (vLLM and the simulator answer `{"count": N, ...}`)."""
 
@@ -267,7 +272,7 @@ class Tokenizer:
     ) -> None:
         self._sizes = sizes
         """What the count is needed for, said after an HTTP error status."""
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        headers = KeyScope.of(api_key, [base_url]).bearer_for(base_url)
         plain = None if base_url.startswith("https://") else httpx.AsyncHTTPTransport(verify=False)
         # httpx's own timeouts are the deadline's too: whichever ends the call, it is that long
         self._client = httpx.AsyncClient(
@@ -280,18 +285,20 @@ class Tokenizer:
         self.calls = 0
 
     async def count(self, text: str) -> int:
-        """The server's token count for `text`; RuntimeError naming the URL and the fault in
-        one line (a timeout: "timed out after 60 s reading URL")."""
+        """The server's token count for `text`; TokenizeError (a RuntimeError) naming the URL
+        and the fault in one line (a timeout: "timed out after 60 s reading URL")."""
         self.calls += 1
         try:
             return await self._ask(text)
         except HttpStatus as exc:
-            raise RuntimeError(f"{self._where} answered HTTP {exc.status}; {self._sizes}") from None
+            raise TokenizeError(
+                f"{self._where} answered HTTP {exc.status}; {self._sizes}"
+            ) from None
         except HttpReadError as exc:  # deadline, size cap, redirects: already one line
-            raise RuntimeError(str(exc)) from None
+            raise TokenizeError(str(exc)) from None
         except httpx.HTTPError as exc:  # connection refused, ...
-            why = describe_http_error(exc, self._where, TOKENIZE_DEADLINE_S)
-            raise RuntimeError(why) from None
+            why = describe_error(exc, what=self._where, deadline_s=TOKENIZE_DEADLINE_S)
+            raise TokenizeError(why) from None
 
     async def _ask(self, text: str) -> int:
         payload = {"model": self._model, "prompt": text, "add_special_tokens": False}
@@ -309,7 +316,7 @@ class Tokenizer:
         try:
             body = loads_bounded(raw)
         except JsonError as exc:
-            raise RuntimeError(
+            raise TokenizeError(
                 f"{self._where} answered 200 with a body that is not usable: {exc} (it begins "
                 f"{raw[:60]!r})"
             ) from None
@@ -318,7 +325,7 @@ class Tokenizer:
             tokens = body.get("tokens") if isinstance(body, dict) else None
             if isinstance(tokens, list):
                 return len(tokens)
-            raise RuntimeError(f"{self._where} answered without a token count")
+            raise TokenizeError(f"{self._where} answered without a token count")
         return count
 
     async def aclose(self) -> None:

@@ -40,7 +40,6 @@ import httpx
 
 from specmon.bench.analysis import DEAD, END, INTERRUPTED, START
 from specmon.bench.config import BenchConfig
-from specmon.bench.fast_client import FastStreamClient
 from specmon.bench.prompts import (
     DatasetError,
     Prompt,
@@ -53,6 +52,7 @@ from specmon.bench.prompts import (
 from specmon.bench.result import ServerInfo
 from specmon.bench.servers import Endpoint
 from specmon.core.clock import Clock
+from specmon.core.credentials import KeyScope
 from specmon.core.events import (
     Event,
     GpuSampled,
@@ -67,9 +67,10 @@ from specmon.core.stream_limits import DEFAULT_LIMITS, StreamLimits
 from specmon.runtime.hub import SessionClock
 from specmon.runtime.recorder import Recorder
 from specmon.sources.gpu.loop import GpuSampler
+from specmon.sources.http_errors import describe_error
 from specmon.sources.metrics_scraper import MetricsScraper, generation_tokens
 from specmon.sources.server_identity import IDENTIFY_TIMEOUT_S, identify
-from specmon.sources.stream_client import ChatRequest, ServerIdentity, StreamClient, resolve_api_key
+from specmon.sources.stream_client import ChatRequest, ServerIdentity, StreamClient
 
 ENGINE_DEAD_WORDS = ("EngineDeadError", "EngineCore encountered an issue", "engine is dead")
 HEALTH_TIMEOUT_S = 5.0
@@ -220,7 +221,8 @@ async def _dataset_context_prompts(
             f"{exc}"
         ) from None
     except (httpx.HTTPError, RuntimeError) as exc:
-        raise BenchError(f"cannot cut the dataset's text to size: {describe(exc)}") from None
+        why = describe_error(exc, source=endpoint.base_url)
+        raise BenchError(f"cannot cut the dataset's text to size: {why}") from None
     finally:
         await tokenizer.aclose()
 
@@ -238,7 +240,6 @@ async def run_bench(
     gpu_interval: float = 1.0,
     prompts: Sequence[Prompt] | None = None,
     session_extra: dict[str, Any] | None = None,
-    stream_client: str = "fast",
     stream_limits: StreamLimits = DEFAULT_LIMITS,
     dataset_context: bool = False,
 ) -> RunOutput:
@@ -247,44 +248,32 @@ async def run_bench(
     `input_len` tokens (prompts.text_prompts) instead of its prompts being sent whole."""
     progress = progress or NoProgress()
     clock = clock or SessionClock()
-    key = resolve_api_key(api_key)
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    # The fast client streams; the OpenAI SDK client (and its TLS context and imports) is only
-    # made when asked for (stream_client="openai").
-    client: StreamClient | None = None
-    streamer: StreamClient | FastStreamClient
-    if stream_client == "fast":
-        streamer = FastStreamClient(
-            endpoint.base_url,
-            api_key=key,
-            clock=clock,
-            max_connections=config.concurrency + 4,
-            limits=stream_limits,
-        )
-    else:
-        client = StreamClient(endpoint.base_url, api_key=key, clock=clock, limits=stream_limits)
-        streamer = client
+    keys = KeyScope.of(api_key, [endpoint.base_url])
+    streamer = StreamClient(
+        endpoint.base_url,
+        api_key=api_key,
+        clock=clock,
+        max_connections=config.concurrency + 4,
+        limits=stream_limits,
+    )
     scraper = MetricsScraper(
         endpoint.metrics_url,
         source=endpoint.base_url,
         clock=clock,
         interval=scrape_interval,
-        headers={} if endpoint.metrics_url_given else headers,
+        headers={} if endpoint.metrics_url_given else keys.bearer_for(endpoint.metrics_url),
         transport=_plain_transport(endpoint.metrics_url),
     )
     sampler = _gpu_sampler(gpu)
     recorder: Recorder | None = None
     tasks: list[asyncio.Task[Any]] = []
     try:
-        if client is not None:
-            identity = await client.identify()
-        else:
-            identity = await identify(
-                endpoint.base_url,
-                api_key=key,
-                timeout=IDENTIFY_TIMEOUT_S,
-                transport=_plain_transport(endpoint.base_url),
-            )
+        identity = await identify(
+            endpoint.base_url,
+            api_key=api_key,
+            timeout=IDENTIFY_TIMEOUT_S,
+            transport=_plain_transport(endpoint.base_url),
+        )
         if not identity.models:
             raise BenchError(
                 f"cannot use {endpoint.base_url}: {identity.error or 'it lists no models'}"
@@ -336,7 +325,7 @@ async def run_bench(
             extra={"bench": config.as_dict(), **(session_extra or {})},
         )
         if record is not None:
-            recorder = Recorder(record, session, secrets=(key,) if key else (), clock=clock)
+            recorder = Recorder(record, session, secrets=(api_key,) if api_key else (), clock=clock)
         collect = _Collector(recorder, progress)
         for e in sink:
             collect(e)
@@ -348,17 +337,18 @@ async def run_bench(
         if prompts is None:
             progress.phase("prompts", need)
             if config.dataset == "random":
-                tokenizer = Tokenizer(endpoint.base_url, model, api_key=key)
+                tokenizer = Tokenizer(endpoint.base_url, model, api_key=api_key)
                 try:
                     made = await random_prompts(
                         need, config.input_len, config.output_len, config.seed, tokenizer.count
                     )
                 except (httpx.HTTPError, RuntimeError) as exc:
-                    raise BenchError(f"cannot size random prompts: {describe(exc)}") from None
+                    why = describe_error(exc, source=endpoint.base_url)
+                    raise BenchError(f"cannot size random prompts: {why}") from None
                 finally:
                     await tokenizer.aclose()
             elif dataset_context:
-                made = await _dataset_context_prompts(endpoint, model, key, config, need)
+                made = await _dataset_context_prompts(endpoint, model, api_key, config, need)
             else:
                 try:
                     made = cycle_to(load_dataset(config.dataset, config.output_len), need)
@@ -413,7 +403,12 @@ async def run_bench(
         tasks.append(asyncio.create_task(scraper.run(collect)))
         progress.phase("measure", None if config.duration_s else config.num_prompts)
         collect(Marker(clock(), START))
-        state = _DeadWatch(config.max_consecutive_errors, endpoint.base_url, headers, progress)
+        state = _DeadWatch(
+            config.max_consecutive_errors,
+            endpoint.base_url,
+            keys.bearer_for(endpoint.base_url),
+            progress,
+        )
         interrupted = False
         try:
             await _dispatch(
@@ -494,17 +489,6 @@ async def run_bench(
             recorder.close()
 
 
-def describe(exc: BaseException) -> str:
-    """An exception in words that are never empty: str(), else its repr (httpx's timeouts and
-    some connection errors have an empty str()), with the type when str() does not show it."""
-    text = str(exc).strip()
-    if not text:
-        return repr(exc)
-    if isinstance(exc, httpx.HTTPError):
-        return f"{type(exc).__name__}: {text}"
-    return text
-
-
 def _measured_ids(events: Sequence[Event]) -> set[str]:
     start = next((e.t for e in events if isinstance(e, Marker) and e.label == START), None)
     return {
@@ -556,7 +540,7 @@ class _DeadWatch:
 
 
 async def _dispatch(
-    client: StreamClient | FastStreamClient,
+    client: StreamClient,
     requests: Sequence[ChatRequest],
     emit: Callable[[Event], None],
     *,

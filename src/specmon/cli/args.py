@@ -223,6 +223,16 @@ def add_gpu_argument(parser: Any, default_help: str) -> None:
     )
 
 
+def api_key_of(args: Any, served: str | None = None) -> str | None:
+    """The command's API key, resolved once here (the layers below take it as given):
+    `--api-key`, else `served` (host mode: the key given to `vllm serve` after `--`), else
+    $OPENAI_API_KEY, else $VLLM_API_KEY (core.credentials.resolve_api_key)."""
+    from specmon.core.credentials import resolve_api_key
+
+    given = getattr(args, "api_key", None)
+    return resolve_api_key(given if given is not None else served)
+
+
 def add_api_key_argument(parser: Any) -> None:
     """`--api-key` (the environment's key when not given; never shown or recorded)."""
     parser.add_argument(

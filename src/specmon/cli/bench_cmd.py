@@ -44,6 +44,7 @@ from specmon.cli.args import (
     add_api_key_argument,
     add_command,
     add_gpu_argument,
+    api_key_of,
     fail,
     server_url,
 )
@@ -373,7 +374,7 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
         gpu = check_gpu(args.gpu, [args.attach])
-        bench = _bench_run(args, config, gpu, baseline, args.api_key)
+        bench = _bench_run(args, config, gpu, baseline, api_key_of(args))
     except ConfigError as exc:
         return fail(NAME, str(exc))
     return _live(bench, endpoint)
@@ -394,7 +395,7 @@ def _host(args: argparse.Namespace, baseline: float | None) -> int:
         config = workload_config(args, hosted=True)
         gpu = check_gpu(args.gpu, [f"http://{flags.host or '127.0.0.1'}:1"])
         # Without --api-key: the server's own key, given after `--`.
-        api_key = args.api_key if args.api_key is not None else served_api_key(flags)
+        api_key = api_key_of(args, served_api_key(flags))
         bench = _bench_run(args, config, gpu, baseline, api_key)
         if flags.n_spec == 0:
             raise ConfigError(

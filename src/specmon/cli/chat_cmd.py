@@ -38,6 +38,7 @@ from specmon.cli.args import (
     add_api_key_argument,
     add_command,
     add_gpu_argument,
+    api_key_of,
     fail,
     positive_int,
     server_url,
@@ -190,7 +191,7 @@ def _chat_hosted(args: argparse.Namespace, plan: HostPlan, gpu: str) -> int:
 
             config = SessionConfig(
                 tuple(pair_targets([base_url], [])),
-                api_key=args.api_key,
+                api_key=api_key_of(args),
                 gpu=gpu,
                 record=args.record,
                 redact=tuple(args.redact),
@@ -204,7 +205,6 @@ def _chat_hosted(args: argparse.Namespace, plan: HostPlan, gpu: str) -> int:
 
         port = LivePort(
             make_session,
-            api_key=args.api_key,
             idle_timeout_s=stream_limits_from(args).idle_timeout_s,
         )
         settings = ChatSettings(args.temperature, args.top_p, args.max_tokens)
@@ -235,7 +235,7 @@ def _chat_hosted(args: argparse.Namespace, plan: HostPlan, gpu: str) -> int:
 
 
 def _run_attached(args: argparse.Namespace) -> int:
-    # Only Textual is imported before the first paint; the runtime and the OpenAI client load in
+    # Only Textual is imported before the first paint; the runtime and the stream client load in
     # the app's connect worker (make_session below), so the screen shows at once.
     from specmon.cli.app_runner import run_app
     from specmon.cli.chat_history_args import chat_history_for, close_history
@@ -256,7 +256,7 @@ def _run_attached(args: argparse.Namespace) -> int:
         targets = pair_targets([args.attach], [args.metrics_url] if args.metrics_url else [])
         config = SessionConfig(
             tuple(targets),
-            api_key=args.api_key,
+            api_key=api_key_of(args),
             gpu=gpu,
             record=args.record,
             redact=tuple(args.redact),
@@ -267,7 +267,6 @@ def _run_attached(args: argparse.Namespace) -> int:
 
     port = LivePort(
         make_session,
-        api_key=args.api_key,
         model=args.model,
         idle_timeout_s=stream_limits_from(args).idle_timeout_s,
     )

@@ -56,7 +56,7 @@ def _fail(message: str, code: int = 1) -> int:
 
 def _secrets(args: argparse.Namespace) -> tuple[str, ...]:
     """Every key value this process knows (the flag, and both environment variables)."""
-    from specmon.sources.stream_client import API_KEY_ENV_VARS
+    from specmon.core.credentials import API_KEY_ENV_VARS
 
     values = [args.api_key or ""] + [os.environ.get(name, "") for name in API_KEY_ENV_VARS]
     return tuple(v for v in values if v)

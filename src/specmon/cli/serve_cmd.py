@@ -23,7 +23,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
-from specmon.cli.args import add_command, fail, scrape_interval
+from specmon.cli.args import add_command, api_key_of, fail, scrape_interval
 from specmon.cli.export_args import add_export_argument
 from specmon.cli.host_args import add_host_arguments
 from specmon.cli.session_setup import add_baseline_argument, add_theme_argument
@@ -168,6 +168,7 @@ def _monitor(
     return Monitor(
         [Target(server.base_url)],
         factory,
+        api_key=api_key_of(args),  # the environment's: a hosted server started with --api-key
         gpu=gpu_sampler(args.gpu),
         interval=args.interval,
         hub=hub,

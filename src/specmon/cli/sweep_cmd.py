@@ -49,6 +49,7 @@ from specmon.cli.args import add_command, fail, server_url
 from specmon.cli.bench_cmd import add_server_arguments, add_workload_arguments
 from specmon.cli.host_args import HostFlags, add_host_arguments
 from specmon.cli.stream_args import stream_limits_from
+from specmon.core.credentials import resolve_api_key
 from specmon.core.stream_limits import StreamLimits
 
 NAME = "sweep"
@@ -268,7 +269,7 @@ def plan_sweep(args: argparse.Namespace) -> SweepPlan | int:
         gpu=check_gpu(args.gpu, gpu_urls),
         baseline=baseline,
         scrape_interval=scrape_interval(args),
-        api_key=api_key,
+        api_key=resolve_api_key(api_key),  # the key resolved once, here
         stream_limits=stream_limits_from(args),
         plot=args.plot,
         emit_vllm_dynamic=args.emit_vllm_dynamic,

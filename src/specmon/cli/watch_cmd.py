@@ -44,6 +44,7 @@ from specmon.cli.args import (
     add_api_key_argument,
     add_command,
     add_gpu_argument,
+    api_key_of,
     fail,
     http_url,
     scrape_interval,
@@ -220,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
         monitor = Monitor(
             targets,
             state_factory(args.baseline),
-            api_key=args.api_key,
+            api_key=api_key_of(args),
             gpu=gpu_sampler(gpu),
             interval=interval,
             record=args.record,
@@ -371,7 +372,7 @@ def _app(
 
     config = SessionConfig(
         tuple(targets),
-        api_key=args.api_key,
+        api_key=api_key_of(args),
         gpu=gpu,
         interval=interval,
         record=args.record,
@@ -383,7 +384,7 @@ def _app(
     def make_session() -> CollectorProcess:
         return CollectorProcess(config, state_factory(args.baseline))
 
-    port = LivePort(make_session, api_key=args.api_key, require_model=False)
+    port = LivePort(make_session, require_model=False)
     app = SpecmonApp(port, mode="watch", theme=args.theme)
     return run_app(app, port, export=export, command="watch")
 

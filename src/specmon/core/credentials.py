@@ -1,17 +1,37 @@
-"""Where a credential may go: the origin (scheme, host, port) of the URLs it was given with.
+"""Which API key, and where it may go: the origin (scheme, host, port) of the URLs it was given
+with.
 
-An API key given on the command line (or taken from $OPENAI_API_KEY / $VLLM_API_KEY) belongs to
-the servers named on that command line: it is sent to their origins only, never to a server
-added later (the app's `a` key, a Prometheus target) nor to another origin a redirect leads to.
+The key is resolved once, at the command line (`resolve_api_key`: `--api-key`, else
+$OPENAI_API_KEY, else $VLLM_API_KEY); the layers below take it as given. It belongs to the
+servers named on that command line: it is sent to their origins only, never to a server added
+later (the app's `a` key, a Prometheus target) nor to another origin a redirect leads to.
+`KeyScope` is the one place a key becomes an `Authorization` header.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 DEFAULT_PORTS: dict[str, int] = {"http": 80, "https": 443}
+
+API_KEY_ENV_VARS: tuple[str, ...] = ("OPENAI_API_KEY", "VLLM_API_KEY")
+"""Where the key is taken from when the command line gives none, in this order."""
+
+
+def resolve_api_key(explicit: str | None, environ: Mapping[str, str] | None = None) -> str | None:
+    """The key to use: the explicit one, else OPENAI_API_KEY, else VLLM_API_KEY, else None.
+    Called once per command, by the command line (cli/args.py `api_key_of`)."""
+    if explicit:
+        return explicit
+    env = os.environ if environ is None else environ
+    for name in API_KEY_ENV_VARS:
+        value = env.get(name)
+        if value:
+            return value
+    return None
 
 
 def origin_of(url: str) -> str | None:
@@ -54,5 +74,6 @@ class KeyScope:
         return self.key if origin_of(url) in self.origins else None
 
     def bearer_for(self, url: str) -> dict[str, str]:
+        """`{"Authorization": "Bearer KEY"}` for a URL the key may go to, else `{}`."""
         key = self.key_for(url)
         return {"Authorization": f"Bearer {key}"} if key else {}

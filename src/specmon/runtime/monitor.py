@@ -29,7 +29,7 @@ from specmon.runtime.recorder import Recorder
 from specmon.sources.gpu.loop import GpuSampler, run_sampler
 from specmon.sources.metrics_scraper import MetricsScraper, metrics_url_for
 from specmon.sources.server_identity import ServerIdentity, identify, server_base
-from specmon.sources.stream_client import ChatRequest, StreamClient, resolve_api_key
+from specmon.sources.stream_client import ChatRequest, StreamClient
 
 
 class State(Protocol):
@@ -186,7 +186,8 @@ class Monitor:
             raise ValueError(f"--interval must be positive, got {interval}")
         self.targets = list(targets)
         self._state_factory = state_factory
-        self._api_key = resolve_api_key(api_key)
+        self._api_key = api_key or None
+        """As the command line resolved it (core.credentials.resolve_api_key)."""
         self._keys = KeyScope.of(self._api_key, (t.url for t in self.targets))
         """The key goes to the origins of the servers given at construction (the command
         line's) only: not to a server added later, nor to another origin."""
@@ -232,7 +233,6 @@ class Monitor:
                 target.base,
                 api_key=self._keys.key_for(target.base),
                 clock=hub.clock,
-                from_env=False,
                 limits=self.stream_limits,
             )
             self.clients.append(client)
@@ -335,7 +335,7 @@ class Monitor:
             if any(t.base == base for t in self.targets):  # added meanwhile
                 return already
             client = StreamClient(
-                base, api_key=key, clock=self.hub.clock, from_env=False, limits=self.stream_limits
+                base, api_key=key, clock=self.hub.clock, limits=self.stream_limits
             )
             client.simulated = identity.simulated
             self.hub.add_closer(client.aclose)

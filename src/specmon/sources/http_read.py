@@ -13,8 +13,8 @@ Failures raise `HttpReadError` (a one-line reason naming what was read: "timed o
 reading /metrics", "/metrics: redirect loop (more than 5 redirects)", "/metrics: answer larger
 than the cap of N bytes; not read"), with the kinds `HttpDeadline`, `HttpTooLarge` and
 `HttpStatus` (an answer whose status the caller did not accept); connection refusals
-keep httpx's `ConnectError` so callers can tell "down" from "slow". `describe_http_error` is the
-one wording of an httpx failure (never its repr: httpx's timeouts have an empty str()).
+keep httpx's `ConnectError` so callers can tell "down" from "slow". Every failure is worded by
+`sources.http_errors.describe_error` (never a repr: httpx's timeouts have an empty str()).
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ from typing import Any
 
 import httpx
 
-MAX_REDIRECTS = 5
-"""Redirects followed before a read gives up ("redirect loop")."""
+from specmon.sources.http_errors import MAX_REDIRECTS as MAX_REDIRECTS
+from specmon.sources.http_errors import OneLineError, describe_error
 
 
-class HttpReadError(Exception):
+class HttpReadError(OneLineError):
     """A read that did not give a whole answer in time; str() is a one-line reason."""
 
 
@@ -67,22 +67,8 @@ def _too_large(what: str, max_bytes: int) -> HttpReadError:
     return HttpTooLarge(f"{what}: answer larger than the cap of {max_bytes} bytes; not read")
 
 
-def describe_http_error(exc: httpx.HTTPError, what: str, deadline_s: float) -> str:
-    """One readable line for an httpx failure while reading `what` (a path, or an address
-    without credentials) within `deadline_s`: "timed out after 60 s reading /tokenize",
-    "/metrics: redirect loop (...)", "/tokenize: ConnectError: All connection attempts failed".
-    Never empty and never a repr such as `ReadTimeout('')`."""
-    if isinstance(exc, httpx.TooManyRedirects):
-        return f"{what}: redirect loop (more than {MAX_REDIRECTS} redirects)"
-    if isinstance(exc, httpx.TimeoutException):
-        return f"timed out after {deadline_s:g} s reading {what}"
-    name = type(exc).__name__
-    text = " ".join(str(exc).split())
-    return f"{what}: {name}: {text}" if text else f"{what}: {name}"
-
-
 def _describe(exc: httpx.HTTPError, what: str, deadline_s: float) -> HttpReadError:
-    text = describe_http_error(exc, what, deadline_s)
+    text = describe_error(exc, what=what, deadline_s=deadline_s)
     if isinstance(exc, httpx.TimeoutException):
         return HttpDeadline(text)
     return HttpReadError(text)

@@ -36,6 +36,7 @@ from specmon.core.events import (
 from specmon.core.families import GENERATION_TOKENS, MAX_PAGE_BYTES
 from specmon.core.metrics_page import MetricsUnreadable, parse_metrics_page
 from specmon.core.redaction import redact_text, redact_url
+from specmon.sources.http_errors import describe_error
 from specmon.sources.http_read import (
     MAX_REDIRECTS,
     HttpReadError,
@@ -232,13 +233,7 @@ class MetricsScraper:
         return last
 
     def _describe(self, exc: BaseException) -> str:
-        if isinstance(exc, httpx.ConnectError):
-            text = f"cannot connect to {self.source}: {exc}"
-        elif isinstance(exc, HttpReadError):
-            text = str(exc)
-        else:
-            text = f"{type(exc).__name__}: {exc}"
-        return self._clean(" ".join(text.split()))
+        return describe_error(exc, source=self.source, secrets=self._secrets)
 
     def _clean(self, text: str) -> str:
         return redact_text(text, self._secrets)

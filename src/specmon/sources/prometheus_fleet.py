@@ -40,6 +40,7 @@ from specmon.core.promql import (
     targets_of_up,
 )
 from specmon.core.redaction import redact_text, redact_url
+from specmon.sources.http_errors import describe_error
 from specmon.sources.http_read import HttpReadError, read_answer
 
 Sleep = Callable[[float], Awaitable[None]]
@@ -215,17 +216,12 @@ class PrometheusFleet:
             await self._sleep(max(0.0, self.interval - spent))
 
     def _describe(self, exc: BaseException) -> str:
-        if isinstance(exc, httpx.ConnectError):
-            text = f"cannot connect to {self.source}"
-        elif isinstance(exc, httpx.TimeoutException):
-            text = f"no answer from {self.source} within the timeout ({type(exc).__name__})"
-        elif isinstance(exc, PromAnswerError):
-            text = f"{self.source}: {exc}"
-        elif isinstance(exc, ValueError | TypeError | KeyError):
+        if isinstance(exc, PromAnswerError):
+            return self._clean(" ".join(f"{self.source}: {exc}".split()))
+        if isinstance(exc, ValueError | TypeError | KeyError):
             text = f"{self.source}: unreadable answer ({type(exc).__name__}: {exc})"
-        else:
-            text = f"{type(exc).__name__}: {exc}"
-        return self._clean(" ".join(text.split()))
+            return self._clean(" ".join(text.split()))
+        return describe_error(exc, source=self.source, secrets=self._secrets)
 
     def _clean(self, text: str) -> str:
         return redact_text(text, self._secrets)

@@ -3,7 +3,8 @@
 Apart from streaming (sources/stream_client.py): identification is two GET requests made at once
 with httpx before any chat, each bounded as a whole (sources/http_read.py: deadline, size cap).
 Errors never raise; they are collected in `ServerIdentity.error`, with any secret scrubbed. The
-API key, when given, is sent as a bearer token and never kept.
+API key, when given, is sent as a bearer token (the header `core.credentials.KeyScope` makes) and
+never kept.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from specmon.core.credentials import KeyScope
 from specmon.core.events import SessionInfo
-from specmon.core.redaction import redact_text
+from specmon.sources.http_errors import describe_error
 from specmon.sources.http_read import Answer, HttpReadError, read_answer
 from specmon.sources.tls import verifying_context
 
@@ -101,7 +103,7 @@ async def identify(
     """Ask /version and /v1/models, each within `timeout` seconds; never raises."""
     base = server_base(url)
     secrets = (api_key,) if api_key else ()
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    headers = KeyScope.of(api_key, [base]).bearer_for(base)
     version: str | None = None
     simulated = False
     profile: str | None = None
@@ -110,8 +112,8 @@ async def identify(
     context_lengths: tuple[tuple[str, int], ...] = ()
     errors: list[str] = []
 
-    def clean(exc: BaseException) -> str:
-        return redact_text(" ".join(f"{type(exc).__name__}: {exc}".split()), secrets)
+    def clean(exc: BaseException, what: str) -> str:
+        return describe_error(exc, source=base, what=what, secrets=secrets)
 
     async with httpx.AsyncClient(
         timeout=httpx.Timeout(timeout),
@@ -126,8 +128,7 @@ async def identify(
                     http, base + path, what=path, deadline_s=timeout, max_bytes=MAX_IDENTITY_BYTES
                 )
             except (HttpReadError, httpx.HTTPError) as exc:
-                text = str(exc) if isinstance(exc, HttpReadError) else f"{path}: {clean(exc)}"
-                return redact_text(" ".join(text.split()), secrets)
+                return clean(exc, path)
 
         # Both at once: a server that never answers costs one deadline, not two.
         version_answer, models_answer = await asyncio.gather(get("/version"), get("/v1/models"))
@@ -141,7 +142,7 @@ async def identify(
             try:
                 body = json.loads(version_answer.body)
             except ValueError as exc:
-                errors.append(f"/version: {clean(exc)}")
+                errors.append(clean(exc, "/version"))
                 body = None
             if isinstance(body, dict):
                 v = body.get("version")
@@ -163,7 +164,7 @@ async def identify(
                 models = _model_ids(listing)
                 context_lengths = _context_lengths(listing)
             except ValueError as exc:
-                errors.append(f"/v1/models: {clean(exc)}")
+                errors.append(clean(exc, "/v1/models"))
     return ServerIdentity(
         base_url=base,
         models=models,

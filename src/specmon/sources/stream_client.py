@@ -1,32 +1,45 @@
 """The OpenAI-compatible stream client: one streamed chat completion → timestamped events.
 
-The response body's bytes go to `sources.stream_reader.read_stream`, the reader bench's fast client
-uses too: each SSE data message is timestamped with the injected clock the moment the network read
-that completed it returns, before any other work, and read under the stream limits
-(`core.stream_limits`: a 1 MiB line, the answer's size, the idle timeout). The request asks for
-`stream_options = {include_usage, continuous_usage_stats}` so every chunk carries the cumulative
-`usage.completion_tokens` (exact tokens per engine step), and keeps vLLM's per-request
-`metrics.speculative_decoding` from the final usage chunk when present. Cancelling the task ends
-the request with outcome "cancelled"; a server that dies mid-stream ends it with outcome "failed"
-and the error text, the chunks that arrived stay emitted.
+The one streaming client of specmon: chat, demo, the canary, bench and sweep all stream through
+`StreamClient`. The request body is `ChatRequest.body` (the same bytes for every caller); the
+response body's bytes go to `sources.stream_reader.read_stream`: each SSE data message is
+timestamped with the injected clock the moment the network read that completed it returns,
+before any other work, and read under the stream limits (`core.stream_limits`: a 1 MiB line, the
+answer's size, the idle timeout). The request asks for `stream_options = {include_usage,
+continuous_usage_stats}` so every chunk carries the cumulative `usage.completion_tokens` (exact
+tokens per engine step), and keeps vLLM's per-request `metrics.speculative_decoding` from the
+final usage chunk when present. Cancelling the task ends the request with outcome "cancelled"; no
+byte for the idle timeout, or a server that dies mid-stream, ends it with outcome "failed" and
+the error text (`sources.http_errors.describe_error`); the chunks that arrived stay emitted.
 
-The API key is used for the requests only: it never appears in events, errors or logs.
+The transport is aiohttp (a C HTTP parser, imported on the first request, not when a session
+starts), with no SDK objects per chunk. The OpenAI SDK streamed here before; it was used only to
+POST and read the raw bytes (no retries, no typed response), and cost 2.1-2.5x the CPU per
+streamed token (benchmarks/bench_client.py; docs/benchmarks.md "One streaming client"). An httpx
+transport can be given instead (tests replay recorded streams through `httpx.MockTransport`).
+Redirects are followed as httpx followed them for the SDK; a redirect to another origin carries
+no `Authorization` (aiohttp drops it).
+
+The API key is the one the command line resolved (`core.credentials.resolve_api_key`): it is
+sent, as `KeyScope` makes the header, to this server's origin only, and never appears in events,
+errors or logs.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-import os
-from collections.abc import Mapping
+import json
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from specmon.core.clock import Clock, monotonic_clock
+from specmon.core.credentials import KeyScope
 from specmon.core.events import Emit, RequestEnded, RequestStarted
 from specmon.core.redaction import redact_text
-from specmon.core.sse import StreamFormatError
-from specmon.core.stream_limits import DEFAULT_LIMITS, StreamLimits, idle_message
+from specmon.core.stream_limits import DEFAULT_LIMITS, StreamLimits
+from specmon.sources.http_errors import describe_error
 from specmon.sources.server_identity import (
     IDENTIFY_TIMEOUT_S,
     SIMULATED_HEADER,
@@ -37,7 +50,8 @@ from specmon.sources.server_identity import (
 from specmon.sources.stream_reader import StreamState, read_stream, token_count
 
 if TYPE_CHECKING:
-    import openai
+    import aiohttp
+    import httpx
 
 __all__ = [
     "IDENTIFY_TIMEOUT_S",
@@ -48,26 +62,12 @@ __all__ = [
     "StreamLimits",
     "StreamState",
     "new_request_id",
-    "resolve_api_key",
     "server_base",
     "token_count",
 ]
 
-API_KEY_ENV_VARS: tuple[str, ...] = ("OPENAI_API_KEY", "VLLM_API_KEY")
-NO_KEY = "EMPTY"
-"""What the client sends when no key is configured (vLLM without --api-key accepts anything)."""
-
-
-def resolve_api_key(explicit: str | None, environ: Mapping[str, str] | None = None) -> str | None:
-    """The key to use: the explicit one, else OPENAI_API_KEY, else VLLM_API_KEY, else None."""
-    if explicit:
-        return explicit
-    env = os.environ if environ is None else environ
-    for name in API_KEY_ENV_VARS:
-        value = env.get(name)
-        if value:
-            return value
-    return None
+MAX_ERROR_BODY_CHARS = 500
+"""How much of an HTTP error's body its one-line description keeps."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +128,10 @@ def new_request_id() -> str:
 class StreamClient:
     """Streams chat completions from one OpenAI-compatible server and emits events.
 
-    `clock` gives every timestamp (the hub's session clock in the app, a FakeClock in tests).
+    `api_key`: the key as the command line resolved it (None: no key; the environment is not
+    read here). `clock` gives every timestamp (the hub's session clock in the app, a FakeClock in
+    tests). `max_connections`: the connection pool's size (bench: its concurrency and a few).
+    `transport`: stream through httpx with this transport instead of aiohttp (tests).
     """
 
     def __init__(
@@ -139,48 +142,74 @@ class StreamClient:
         clock: Clock = monotonic_clock,
         limits: StreamLimits = DEFAULT_LIMITS,
         connect_timeout: float = 10.0,
-        max_retries: int = 0,
-        from_env: bool = True,
+        max_connections: int = 100,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.base_url = server_base(url)
         self.source = self.base_url
-        # from_env=False: `api_key` is the whole choice (None: no key), made by a caller that
-        # scopes keys to their servers (runtime.monitor); the environment is not consulted.
-        self._key = resolve_api_key(api_key) if from_env else (api_key or None)
+        self._key = api_key or None
+        self._headers = KeyScope.of(self._key, [self.base_url]).bearer_for(self.base_url)
         self._clock = clock
         self.limits = limits
         self._connect_timeout = connect_timeout
-        self._max_retries = max_retries
-        self._client: openai.AsyncOpenAI | None = None
-        """The SDK's client, made on first use (`sdk()`): importing openai takes ~0.9 s, which
-        a session that has not asked anything yet (start-up, `watch`) must not wait for."""
+        self._max_connections = max_connections
+        self._transport = transport
+        self._http: httpx.AsyncClient | None = None
+        self._session: aiohttp.ClientSession | None = None
+        """Made on first use, inside the running loop (as aiohttp requires): importing aiohttp
+        is not paid by a session that has not asked anything yet (start-up, `watch`)."""
         self._secrets = (self._key,) if self._key else ()
         self._models: tuple[str, ...] | None = None
         self.simulated: bool | None = None
         """True once the server announced itself as simulated (header or /version)."""
 
     def _clean(self, text: str) -> str:
-        return redact_text(text, self._secrets)
+        return redact_text(" ".join(text.split()), self._secrets)
 
-    def sdk(self) -> openai.AsyncOpenAI:
-        """The SDK's client (imports openai and makes it on the first call)."""
-        if self._client is None:
-            import openai
+    def _aiohttp(self) -> aiohttp.ClientSession:
+        """The aiohttp session (imports aiohttp and makes it on the first call)."""
+        if self._session is None:
+            import aiohttp
 
-            # Every read (the response head, each piece of the body) waits at most the idle
-            # timeout: "no byte for N s" is httpx's read timeout.
-            self._client = openai.AsyncOpenAI(
-                base_url=self.base_url + "/v1",
-                api_key=self._key or NO_KEY,
-                timeout=openai.Timeout(self.limits.idle_timeout_s, connect=self._connect_timeout),
-                max_retries=self._max_retries,
+            from specmon.sources.tls import verifying_context
+
+            https = self.base_url.startswith("https://")
+            self._session = aiohttp.ClientSession(
+                headers=self._headers,
+                # No byte for the idle timeout: the request failed (aiohttp's per-read timeout).
+                timeout=aiohttp.ClientTimeout(
+                    total=None,
+                    sock_connect=self._connect_timeout,
+                    sock_read=self.limits.idle_timeout_s,
+                ),
+                connector=aiohttp.TCPConnector(
+                    limit=self._max_connections,
+                    # The CA bundle the environment names, as every other specmon client
+                    # (sources/tls.py); none loaded for a plain-HTTP server.
+                    ssl=verifying_context() if https else True,
+                ),
             )
-        return self._client
+        return self._session
+
+    def _httpx(self) -> httpx.AsyncClient:
+        if self._http is None:
+            import httpx
+
+            self._http = httpx.AsyncClient(
+                headers=self._headers,
+                timeout=httpx.Timeout(self.limits.idle_timeout_s, connect=self._connect_timeout),
+                transport=self._transport,
+                follow_redirects=True,
+            )
+        return self._http
 
     async def aclose(self) -> None:
-        client, self._client = self._client, None
-        if client is not None:
-            await client.close()
+        http, self._http = self._http, None
+        if http is not None:
+            await http.aclose()
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
 
     async def __aenter__(self) -> StreamClient:
         return self
@@ -191,10 +220,13 @@ class StreamClient:
     # ------------------------------------------------------------ models
 
     async def list_models(self) -> tuple[str, ...]:
-        """Model ids from /v1/models (cached after the first success)."""
+        """Model ids from /v1/models (cached after the first success); RuntimeError with the
+        server's one-line reason when it cannot be asked."""
         if self._models is None:
-            page = await self.sdk().models.list()
-            self._models = tuple(m.id for m in page.data)
+            identity = await self.identify()
+            if not identity.models and identity.error:
+                raise RuntimeError(identity.error)
+            self._models = identity.models
         return self._models
 
     async def resolve_model(self, model: str | None = None) -> str:
@@ -224,25 +256,22 @@ class StreamClient:
         """Stream one chat completion, emitting RequestStarted, StreamChunk…, RequestEnded.
 
         Returns the RequestEnded event. Cancellation emits RequestEnded(outcome="cancelled") and
-        re-raises CancelledError.
+        re-raises CancelledError. Without `request.model`, the server's first listed model.
         """
         clock = self._clock
         rid = request_id or new_request_id()
-        try:
-            model = await self.resolve_model(request.model)
-        except Exception as exc:
-            emit(RequestStarted(t=clock(), request_id=rid, source=self.source, model=""))
-            failed = StreamState().end(clock(), rid, "failed", "no model: " + self._describe(exc))
-            emit(failed)
-            return failed
-        kwargs = request.body(model)
-        messages = kwargs["messages"]
-        if request.extra_body:  # the SDK sends what it does not know through extra_body
-            for key in request.extra_body:
-                kwargs.pop(key, None)
-            kwargs["extra_body"] = dict(request.extra_body)
-
-        prompt_chars = sum(len(m["content"]) for m in messages)
+        model = request.model
+        if not model:
+            try:
+                model = await self.resolve_model(None)
+            except Exception as exc:
+                emit(RequestStarted(t=clock(), request_id=rid, source=self.source, model=""))
+                nothing = StreamState().end(
+                    clock(), rid, "failed", "no model: " + self._describe(exc)
+                )
+                emit(nothing)
+                return nothing
+        payload = request.body(model)
         emit(
             RequestStarted(
                 t=clock(),
@@ -252,19 +281,33 @@ class StreamClient:
                 max_tokens=request.max_tokens,
                 temperature=request.temperature,
                 top_p=request.top_p,
-                prompt_chars=prompt_chars,
+                prompt_chars=sum(len(m["content"]) for m in payload["messages"]),
             )
         )
         state = StreamState(
             limits=self.limits, token_limit=self.limits.token_limit(request.max_tokens)
         )
+        url = self.base_url + "/v1/chat/completions"
+        body = json.dumps(payload).encode()
         try:
-            async with self.sdk().chat.completions.with_streaming_response.create(
-                **kwargs
-            ) as response:
-                if response.headers.get(SIMULATED_HEADER) == "1":
-                    self.simulated = True
-                await read_stream(response.iter_bytes(), rid, state, emit, clock)
+            if self._transport is not None:
+                async with self._httpx().stream(
+                    "POST", url, content=body, headers={"content-type": "application/json"}
+                ) as resp:
+                    failed = await self._begin(resp.status_code, resp.headers, resp.aread)
+                    if failed is None:
+                        await read_stream(resp.aiter_bytes(), rid, state, emit, clock)
+            else:
+                async with self._aiohttp().post(
+                    url, data=body, headers={"Content-Type": "application/json"}
+                ) as aresp:
+                    failed = await self._begin(aresp.status, aresp.headers, aresp.read)
+                    if failed is None:
+                        await read_stream(aresp.content.iter_any(), rid, state, emit, clock)
+            if failed is not None:
+                ended = state.end(clock(), rid, "failed", failed)
+                emit(ended)
+                return ended
         except asyncio.CancelledError:
             ended = state.end(clock(), rid, "cancelled", None)
             emit(ended)
@@ -277,33 +320,39 @@ class StreamClient:
         emit(ended)
         return ended
 
+    async def _begin(
+        self, status: int, headers: Mapping[str, str], read: Callable[[], Awaitable[bytes]]
+    ) -> str | None:
+        """The response head: None to go on streaming, else the failure text (body read)."""
+        if headers.get(SIMULATED_HEADER) == "1":
+            self.simulated = True
+        if status >= 400:
+            return self._clean(status_line(status, await read()))
+        return None
+
     def _describe(self, exc: BaseException) -> str:
         """A one-line description of a failure, with any secret scrubbed."""
-        import openai  # already imported: the failure came from the SDK's client, or not
-
-        if isinstance(exc, StreamFormatError):
-            text = str(exc)
-        elif _is_a(exc, "ReadTimeout") or (
-            isinstance(exc, openai.APITimeoutError)
-            and not _is_a(exc.__cause__ or exc.__context__, "ConnectTimeout")
-        ):
-            text = idle_message(self.limits.idle_timeout_s)
-        elif _is_a(exc, "TransportError"):
-            text = f"connection to {self.source} failed: {type(exc).__name__}: {exc}"
-        elif isinstance(exc, openai.APIStatusError):
-            text = f"HTTP {exc.status_code}: {exc.message}"
-        elif isinstance(exc, openai.APIConnectionError):
-            cause = exc.__cause__ or exc.__context__
-            detail = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
-            text = f"connection to {self.source} failed: {exc.message}{detail}"
-        else:
-            text = f"{type(exc).__name__}: {exc}"
-        return self._clean(" ".join(text.split()))
+        return describe_error(
+            exc,
+            source=self.source,
+            idle_timeout_s=self.limits.idle_timeout_s,
+            secrets=self._secrets,
+        )
 
 
-def _is_a(exc: BaseException | None, name: str) -> bool:
-    """Whether `exc` is an httpx exception of the class `name` (by name: the SDK's HTTP stack is
-    httpx or its successor httpx2, depending on the SDK's version)."""
-    return exc is not None and any(
-        c.__name__ == name and c.__module__.startswith("httpx") for c in type(exc).__mro__
-    )
+def status_line(status: int, raw: bytes) -> str:
+    """`HTTP <status>: <message>`: the OpenAI error's `error.message`, else a `detail` string,
+    else the body's first characters."""
+    message = raw.decode("utf-8", errors="replace")
+    try:
+        body = json.loads(message)
+        err = body.get("error") if isinstance(body, dict) else None
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            message = err["message"]
+        elif isinstance(body, dict) and isinstance(body.get("detail"), str):
+            message = body["detail"]
+        elif isinstance(body, dict) and isinstance(body.get("message"), str):
+            message = body["message"]
+    except ValueError:
+        pass
+    return f"HTTP {status}: {message[:MAX_ERROR_BODY_CHARS]}"

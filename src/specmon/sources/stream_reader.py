@@ -1,11 +1,12 @@
-"""One streamed chat completion's bytes → events: the reader both stream clients share.
+"""One streamed chat completion's bytes → events: the stream client's reader.
 
-`StreamClient` (the OpenAI SDK's HTTP client, for chat and demo) and bench's `FastStreamClient`
-(aiohttp) hand the response body's bytes, as they arrive, to `read_stream`; it decodes the
-server-sent events (`core.sse`: one rule for a torn last event, a 1 MiB line cap), checks each
-chunk's shape, folds it into the request's `StreamState` and emits one `StreamChunk` per choice
-message. So both clients end the same stream the same way, and a malformed chunk is described the
-same way ("chunk 12: `choices[0]` is a string, expected an object").
+`sources.stream_client.StreamClient` (chat, demo, the canary, bench, sweep) hands the response
+body's bytes, as they arrive from either of its transports (aiohttp, or httpx in tests), to
+`read_stream`; it decodes the server-sent events (`core.sse`: one rule for a torn last event, a
+1 MiB line cap), checks each chunk's shape, folds it into the request's `StreamState` and emits
+one `StreamChunk` per choice message. So every caller ends the same stream the same way, and a
+malformed chunk is described the same way ("chunk 12: `choices[0]` is a string, expected an
+object").
 
 Each message is timestamped with the clock read the moment the network read that completed it
 returned, before anything is parsed (messages of one read share that time: they arrived

@@ -7,7 +7,7 @@ tests may give it an in-process one. The port never calls into the UI: the sessi
 thread fills per-answer buffers (`answer_feed.AnswerFeed`) and publishes the typed view; the UI
 drains and reads them at its own frame rate. Nothing here imports textual.
 
-The runtime, the stream client (openai) and httpx are imported on first use, in the connect
+The runtime, the stream client and httpx are imported on first use, in the connect
 worker thread, so the app paints its first frame without waiting for them. `specmon replay`
 goes through `replay_port.ReplayPort` instead.
 """
@@ -69,7 +69,6 @@ class LivePort:
         self,
         make_session: SessionFactory,
         *,
-        api_key: str | None = None,
         model: str | None = None,
         require_model: bool = True,
         idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
@@ -79,7 +78,6 @@ class LivePort:
         """The collector's stream idle timeout (shown while an answer waits for data)."""
         self._require_model = require_model
         """False for the dashboard (watch): a server that is down is shown as down."""
-        self._api_key = api_key
         self._model = model
         self._session: LiveSession | None = None
         self._starting: LiveSession | None = None
@@ -103,9 +101,7 @@ class LivePort:
         try:
             from specmon.runtime.monitor import Monitor
             from specmon.runtime.session import InProcessSession
-            from specmon.sources.stream_client import resolve_api_key
 
-            self._api_key = resolve_api_key(self._api_key)
             made = self._make_session()
             session: LiveSession = InProcessSession.of(made) if isinstance(made, Monitor) else made
             with self._lock:
