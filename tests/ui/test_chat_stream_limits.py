@@ -158,7 +158,7 @@ def test_the_collector_reads_under_the_limits_the_command_gave():
             feed = port.ask(Ask("hi"))
             ended = _ended(feed)
             assert (ended.outcome, ended.error) == ("failed", reason)
-            assert feed.numbers().tokens == 1
+            assert port.numbers(feed).tokens == 1
         finally:
             port.close()
             server.stop()

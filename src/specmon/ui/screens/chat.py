@@ -428,8 +428,6 @@ class ChatScreen(RecordingScreen):
         ended = drained.ended
         turn.answer = answer.text
         numbers = self.port.numbers(feed)
-        if numbers.tokens is None:
-            numbers = feed.numbers()
         turn.completion_tokens = numbers.tokens
         answer.numbers = numbers
         self.feed = None
