@@ -20,9 +20,9 @@ from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 from textual.worker import Worker
 
+from specmon.core.context_overflow import CONTEXT_OVERFLOW
 from specmon.core.step_heat import AnswerHeat, answer_heat, pieces_from_chunks
 from specmon.core.views import SessionView
-from specmon.runtime.prompt_loop import CONTEXT_OVERFLOW
 from specmon.ui.answer_feed import AnswerFeed
 from specmon.ui.answer_numbers import AnswerNumbers
 from specmon.ui.chat_actions import answer_to_copy, copied_line, keep_copy
