@@ -221,7 +221,7 @@ async def measure_chat(
                 assert view.text == received, "text lost or reordered"
             else:
                 on_done(app, view.text, received)
-            numbers = feeds[0].numbers()
+            numbers = port.numbers(feeds[0])
     finally:
         port.close()
     return Result(

@@ -12,9 +12,9 @@ from specmon.ui.answer_feed import AnswerFeed
 
 def feed_retained(feed: AnswerFeed) -> int:
     """Per-chunk items an answer's feed holds: chunks, undrained fragments and their arrival
-    times, trace entries."""
+    times."""
     with feed._lock:
-        return len(feed._chunks) + len(feed._parts) + len(feed._arrivals) + len(feed._trace.chunk_t)
+        return len(feed._chunks) + len(feed._parts) + len(feed._arrivals)
 
 
 def diagnosis_retained(diagnosis: Diagnosis) -> int:

@@ -1,4 +1,6 @@
-"""Fakes and helpers of the Textual app tests: a port without a server (`FakePort`, `FakeFeed`),
+"""Fakes and helpers of the Textual app tests: a port without a server (`FakePort`, `FakeFeed`;
+its answers' events are folded by a real `SessionState`, whose view gives their numbers, as the
+live port's session does),
 a real port on a simulator (`sim_port`), a server that answers 401, and `screen_text` (waiting
 for the app: tests.support.waiting.wait_for_app)."""
 
@@ -6,20 +8,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from tests.loopback import LoopbackServer
 
 from specmon.cli.session_setup import state_factory
-from specmon.core.events import RequestEnded, RequestStarted, StreamChunk
+from specmon.core.events import RequestEnded, RequestStarted, SessionInfo, StreamChunk
+from specmon.core.session_state import SessionState
 from specmon.core.stream_limits import DEFAULT_IDLE_TIMEOUT_S
 from specmon.core.views import SessionView
 from specmon.runtime.monitor import Target
 from specmon.runtime.session import CollectorProcess, SessionConfig
 from specmon.sim.server import SimConfig, start_in_thread
-from specmon.ui.answer_feed import AnswerFeed, feed_numbers, quiet_note
-from specmon.ui.answer_numbers import AnswerNumbers
+from specmon.ui.answer_feed import AnswerFeed, quiet_note
+from specmon.ui.answer_numbers import AnswerNumbers, no_numbers, view_numbers
 from specmon.ui.live_port import LivePort
 from specmon.ui.port import Ask, Connection, ServerSummary, SessionPort
 
@@ -64,6 +67,14 @@ class FakePort:
         """The models the fake server lists (empty: only the connection's model)."""
         self.aborted = False
         self.idle_timeout_s = DEFAULT_IDLE_TIMEOUT_S
+        self.state = SessionState(SessionInfo(n_spec=8, simulated=True))
+        """Folds the answers' events (as the live session does); its view gives their numbers
+        where `fake_view` has no row for them."""
+
+    def _route(self, feed: AnswerFeed, event: RequestStarted | StreamChunk | RequestEnded) -> None:
+        """An answer's event reaches the session's fold, then its feed (as on the live port)."""
+        self.state.apply(event)
+        feed.on_event(event)
 
     def abort(self) -> None:
         self.aborted = True
@@ -118,7 +129,12 @@ class FakePort:
         return path
 
     def numbers(self, feed: AnswerFeed) -> AnswerNumbers:
-        return feed_numbers(feed, self.fake_view)
+        rid = feed.request_id
+        return (
+            view_numbers(self.fake_view, rid)
+            or view_numbers(self.state.view(), rid)
+            or no_numbers(rid)
+        )
 
     def quiet_note(self, feed: AnswerFeed) -> str | None:
         return quiet_note(feed, self.now(), self.idle_timeout_s)
@@ -135,9 +151,9 @@ class FakePort:
     def ask(self, request: Ask) -> AnswerFeed:
         self.requests.append(request)
         rid = f"r{len(self.requests)}"
-        feed = FakeFeed(rid, 8)
+        feed = FakeFeed(rid, self._route)
         self.feeds.append(feed)
-        feed.on_event(RequestStarted(t=0.0, request_id=rid, source="fake", model="m"))
+        feed.emit(RequestStarted(t=0.0, request_id=rid, source="fake", model="m"))
         if not self.hold:
             chunks = self.answers.pop(0) if self.answers else ["Hello."]
             feed.play(chunks)
@@ -153,8 +169,13 @@ def as_port(port: FakePort) -> SessionPort:
 class FakeFeed(AnswerFeed):
     """A feed the test drives: chunks of 4 tokens every 20 ms after a 100 ms TTFT."""
 
-    def __init__(self, request_id: str, n_spec: int | None) -> None:
-        super().__init__(request_id, n_spec)
+    def __init__(
+        self,
+        request_id: str,
+        route: Callable[[AnswerFeed, RequestStarted | StreamChunk | RequestEnded], None],
+    ) -> None:
+        super().__init__(request_id)
+        self._route = route
         self.t = 0.1
         self.tokens = 0
         self.cancelled = False
@@ -162,15 +183,19 @@ class FakeFeed(AnswerFeed):
     def play(self, chunks: list[str]) -> None:
         for text in chunks:
             self.tokens += 1 if self.tokens == 0 else 4
-            self.on_event(
+            self.emit(
                 StreamChunk(
                     t=self.t, request_id=self.request_id, text=text, completion_tokens=self.tokens
                 )
             )
             self.t += 0.02
 
+    def emit(self, event: RequestStarted | StreamChunk | RequestEnded) -> None:
+        """One event of this answer, through the port (the session's fold, then the feed)."""
+        self._route(self, event)
+
     def end(self, outcome: str = "ok", error: str | None = None) -> None:
-        self.on_event(
+        self.emit(
             RequestEnded(
                 t=self.t,
                 request_id=self.request_id,

@@ -352,7 +352,7 @@ async def test_an_answer_the_runtime_resent_without_old_turns_is_one_answer_nami
         await wait_for_app(pilot, lambda: len(port.feeds) == 2)
         feed = port.feeds[1]
         feed.play(["fits now"])
-        feed.on_event(RequestEnded(t=1.0, request_id=feed.request_id, dropped_turns=1))
+        feed.emit(RequestEnded(t=1.0, request_id=feed.request_id, dropped_turns=1))
         await wait_for_app(pilot, lambda: _answers(app)[1].finished)
         await pilot.pause()
         text = screen_text(app)

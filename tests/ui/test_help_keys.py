@@ -235,7 +235,7 @@ async def test_no_color_runs_the_app_monochrome(monkeypatch: pytest.MonkeyPatch)
 
 
 def _chunk(feed, t: float, text: str, cum: int | None) -> None:
-    feed.on_event(StreamChunk(t=t, request_id=feed.request_id, text=text, completion_tokens=cum))
+    feed.emit(StreamChunk(t=t, request_id=feed.request_id, text=text, completion_tokens=cum))
 
 
 def _styles_by_run(answer: AnswerView) -> list[tuple[str, str | None]]:

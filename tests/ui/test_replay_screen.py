@@ -13,7 +13,7 @@ from tests.support.ui_apps import RECORDINGS, recording_port, replay_started
 from tests.support.ui_fakes import screen_text
 from tests.support.waiting import wait_for_app
 
-from specmon.runtime.replay_session import (
+from specmon.core.replay_timeline import (
     PhaseSpan,
     ReplayPosition,
     ReplayTimeline,

@@ -53,7 +53,7 @@ async def _heat(pilot) -> None:
     await wait_for_app(pilot, lambda: len(port.feeds) == 1)
     feed = port.feeds[0]
     for i, (text, cum) in enumerate(HEAT_CHUNKS):
-        feed.on_event(
+        feed.emit(
             StreamChunk(
                 t=0.1 + i * 0.02, request_id=feed.request_id, text=text, completion_tokens=cum
             )

@@ -5,7 +5,7 @@ it: a scrape right before the request gives the baseline, and after the request 
 until the generation counter grew by the request's completion tokens.
 
 A chat request with `drop_on_overflow` that the server refuses because its context is too long
-(HTTP 400, `CONTEXT_OVERFLOW`, before any token) is resent without the oldest turn of its
+(HTTP 400, core.context_overflow, before any token) is resent without the oldest turn of its
 conversation, as many times as it has turns: it stays ONE request. Its first attempt's
 RequestStarted is passed on at once; a refused attempt's end is not (it is no failed answer),
 nor is a resent attempt's start; the final end carries the number of turns left out
@@ -15,24 +15,14 @@ nor is a resent attempt's start; the final end carries the number of turns left 
 from __future__ import annotations
 
 import itertools
-import re
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import replace
 
+from specmon.core.context_overflow import is_context_overflow
 from specmon.core.events import Emit, Event, RequestEnded, RequestStarted, StreamChunk
 from specmon.sources.metrics_scraper import MetricsScraper, generation_tokens
 from specmon.sources.stream_client import ChatRequest, StreamClient, new_request_id
-
-CONTEXT_OVERFLOW = re.compile(
-    r"HTTP 400.*(context|max_model_len|maximum model length|too long)", re.IGNORECASE
-)
-"""A failed request's error that says the prompt does not fit the model's context."""
-
-
-def is_context_overflow(ended: RequestEnded) -> bool:
-    """Whether the server refused the request because its context was too long."""
-    return ended.outcome == "failed" and CONTEXT_OVERFLOW.search(ended.error or "") is not None
 
 
 class _Attempt:

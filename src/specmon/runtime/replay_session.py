@@ -18,10 +18,11 @@ mark (docs/replay.md has the measured times). The panel's graphs read the folded
 server history (`ServerView.history`, kept in the state and in its copies), so a seek shows the
 graphs as they were at that moment.
 
-The timeline (`ReplayTimeline`: flags, markers, counter resets, status changes, the degradation
-cycle's phases) comes from the same pass: the time of every flagged request (a compact array, not
-the rows: the state keeps the last rows only) and of every marker. No terminal I/O here; the UI
-calls everything on its own thread.
+The timeline (`ReplayTimeline`, core.replay_timeline, beside the play head's `ReplayPosition`:
+flags, markers, counter resets, status changes, the degradation cycle's phases) comes from the
+same pass: the time of every flagged request (a compact array, not the rows: the state keeps the
+last rows only) and of every marker. No terminal I/O here; the UI calls everything on its own
+thread.
 """
 
 from __future__ import annotations
@@ -33,13 +34,20 @@ import pickle
 import threading
 import zlib
 from array import array
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from specmon.core.clock import Clock, monotonic_clock
 from specmon.core.detectors.cycle import detect_cycle
 from specmon.core.events import Event, SessionInfo, StreamChunk
+from specmon.core.replay_timeline import (
+    PhaseSpan,
+    ReplayPosition,
+    ReplayTimeline,
+    TickKind,
+    TimelineTick,
+)
 from specmon.core.session_state import SessionState
 from specmon.core.verdict import request_verdict
 from specmon.core.views import RequestRow, SessionView
@@ -61,9 +69,6 @@ MAX_TIMELINE_MARKS = 10_000
 has a handful); more are counted but not drawn or jumped to."""
 MARK_LABEL_CHARS = 200
 """A mark's label is cut to this many characters on the timeline."""
-
-TickKind = Literal["flag", "marker", "reset", "status"]
-PhaseKind = Literal["fast", "transition", "degraded", "recovery"]
 
 
 class EventLog(Protocol):
@@ -101,82 +106,6 @@ class _ListLog:
 
     def restart(self, mark: int | None, /) -> None:
         self._i = 0 if mark is None else mark
-
-
-@dataclass(frozen=True, slots=True)
-class TimelineTick:
-    """One labelled point of the timeline: a user marker, a counter reset (server restart) or a
-    server status change (flags are kept as times only: `ReplayTimeline.flags`)."""
-
-    t: float
-    kind: TickKind
-    label: str
-
-
-@dataclass(frozen=True, slots=True)
-class PhaseSpan:
-    """One request of a detected degradation cycle, from its send to its end, with the cycle
-    detector's class for it."""
-
-    t0: float
-    t1: float
-    phase: PhaseKind
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class ReplayTimeline:
-    """The whole recording at a glance: its span and what happened where."""
-
-    start: float
-    end: float
-    flags: Sequence[float]
-    """Where every flagged request of the recording appears (its end), in order: its verdict
-    (core.verdict: loop, garbled, transition or vanilla-speed) as the session state settles it,
-    the one every screen counts. A compact array of times."""
-    marks: tuple[TimelineTick, ...]
-    """Markers, counter resets and status changes, in order (the first MAX_TIMELINE_MARKS)."""
-    phases: tuple[PhaseSpan, ...]
-    """Empty when the whole recording shows no cycle."""
-    cycle_period: int | None
-    counts: Mapping[TickKind, int]
-    """How many of each kind the whole recording holds."""
-    jumps: Sequence[float]
-    """Where `n`/`N` go: every flag's and mark's time, sorted, without repeats."""
-    flag_labels: tuple[str, ...] = ()
-    """Each flag's words, in the order of `flags`: "vanilla speed: r7", "transition: r6",
-    "loop: r5", "garbled: r7" (its verdict at the end of the recording)."""
-
-    def count(self, kind: TickKind) -> int:
-        return self.counts.get(kind, 0)
-
-
-@dataclass(frozen=True, slots=True)
-class ReplayPosition:
-    """Where the play head is and how it moves."""
-
-    t: float
-    start: float
-    """Where playing starts: just before the recording's first event (LEAD_IN_S), not at its
-    clock's zero."""
-    end: float
-    playing: bool
-    speed: float
-    at_end: bool
-    events_applied: int
-    events_total: int
-    origin: float = 0.0
-    """The recording's clock zero (when recording began): the times shown count from it, so the
-    header keeps the recorded clock even though the play head starts at the first event."""
-
-    @property
-    def elapsed_s(self) -> float:
-        """The play head's recorded time, from the recording's clock zero."""
-        return self.t - self.origin
-
-    @property
-    def total_s(self) -> float:
-        """The recording's last event's time, from its clock zero."""
-        return self.end - self.origin
 
 
 def flagged(row: RequestRow) -> bool:

@@ -1,5 +1,11 @@
 """One streamed answer between the session's receiver thread and the UI: `AnswerFeed` is filled
-on the hub thread and drained by the UI at its own frame rate (`Drained`)."""
+on the hub thread and drained by the UI at its own frame rate (`Drained`).
+
+A feed keeps only what the session's published view cannot give: the answer's text as it
+arrives (handed over once, at the drain), each text chunk's arrival time, and the chunks (their
+token counts colour the acceptance heat). Every number of the answer comes from the view
+(`answer_numbers.view_numbers`: its finished row, else its in-flight row): the session's fold is
+the one fold of the request's events."""
 
 from __future__ import annotations
 
@@ -10,9 +16,6 @@ from dataclasses import dataclass
 
 from specmon.core.events import RequestEnded, RequestStarted, StreamChunk
 from specmon.core.stream_limits import idle_note
-from specmon.core.stream_stats import RequestTrace, request_stats
-from specmon.core.views import SessionView
-from specmon.ui.answer_numbers import AnswerNumbers, numbers_from, numbers_from_row
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,15 +32,13 @@ class Drained:
 class AnswerFeed:
     """One streamed answer: filled on the hub thread, drained by the UI (any thread)."""
 
-    def __init__(self, request_id: str, n_spec: int | None) -> None:
+    def __init__(self, request_id: str) -> None:
         self.request_id = request_id
-        self._n_spec = n_spec
         self._lock = threading.Lock()
         self._parts: list[str] = []
         self._arrivals: list[float] = []
         self._ended: RequestEnded | None = None
         self._ended_seen = False
-        self._trace = RequestTrace(request_id)
         self.future: concurrent.futures.Future[RequestEnded] | None = None
         self.canceller: Callable[[], None] | None = None
         """Cancels the request on the collector (set by the port)."""
@@ -46,19 +47,18 @@ class AnswerFeed:
         self._chunks: list[StreamChunk] = []
         self.last_t: float | None = None
         """Session-clock time of the request's last event (its start, then each chunk)."""
-        self._final: AnswerNumbers | None = None
-        """The numbers kept when the feed's buffers were released."""
+        self._released = False
+        """Whether the feed's buffers were dropped (`release`)."""
         self.dropped_turns = 0
         """The oldest turns the request was resent without, after the server said its context
         was too long (its RequestEnded's `dropped_turns`; runtime.prompt_loop)."""
 
     def on_event(self, event: RequestStarted | StreamChunk | RequestEnded) -> None:
-        """Hub thread: fold one event of this request."""
+        """Hub thread: keep the text, arrival time and chunk of one event of this request."""
         with self._lock:
             self.last_t = event.t
-            if self._final is not None:
+            if self._released:
                 return  # released: nothing more is kept
-            self._trace.add(event)
             if isinstance(event, StreamChunk):
                 self._chunks.append(event)
                 if event.text:
@@ -120,31 +120,19 @@ class AnswerFeed:
         """Whether the end of the request arrived."""
         return self._ended is not None
 
-    def numbers(self) -> AnswerNumbers:
-        """The answer's numbers so far (complete once the request ended)."""
-        with self._lock:
-            if self._final is not None:
-                return self._final
-            stats = request_stats(self._trace, n_spec=self._n_spec)
-        return numbers_from(stats, self._n_spec)
-
     def release(self) -> None:
-        """Drop what the stream grew (its chunks, text fragments and trace), keeping only its
-        numbers: for an answer that was cancelled or failed, whose shown text is all that
-        stays (the acceptance heat of such an answer is not drawn)."""
+        """Drop what the stream grew (its chunks and text fragments): for an answer that was
+        cancelled or failed, whose shown text is all that stays (the acceptance heat of such an
+        answer is not drawn)."""
         with self._lock:
-            if self._final is None:
-                self._final = numbers_from(
-                    request_stats(self._trace, n_spec=self._n_spec), self._n_spec
-                )
-            self._trace = RequestTrace(self.request_id)
+            self._released = True
             self._chunks = []
             self._parts = []
             self._arrivals = []
 
     @property
     def released(self) -> bool:
-        return self._final is not None
+        return self._released
 
     def cancel(self) -> None:
         """Stop the request; the client ends it as "cancelled" (what arrived stays)."""
@@ -152,21 +140,6 @@ class AnswerFeed:
             self.canceller()
         elif self.future is not None:
             self.future.cancel()
-
-
-def feed_numbers(feed: AnswerFeed, view: SessionView | None) -> AnswerNumbers:
-    """An answer's numbers: from the session's view of its request when it has one (all
-    acceptance sources, the vanilla-speed verdict, the speed class, the GPU during it), else
-    from the feed."""
-    if view is not None:
-        rid = feed.request_id
-        # A view published before the feed saw the end still has the request in flight,
-        # with fewer tokens: once the feed ended, only the finished row is newer than it.
-        candidates = view.rows if feed.ended else (*view.rows, *view.in_flight)
-        for row in reversed(candidates):
-            if row.request_id == rid:
-                return numbers_from_row(row, view.gpu)
-    return feed.numbers()
 
 
 def quiet_note(feed: AnswerFeed, now: float, idle_timeout_s: float) -> str | None:

@@ -1,14 +1,14 @@
-"""The numbers shown under one answer (`AnswerNumbers`), from the answer's own stream
-(`numbers_from`) or from the session's typed view of its request (`numbers_from_row`)."""
+"""The numbers shown under one answer (`AnswerNumbers`), read from the session's typed view of
+its request (`view_numbers`: the finished row, else the in-flight row; `numbers_from_row`). The
+view is the one place an answer's numbers are computed (core.session_state folds the request's
+events); nothing here folds events again."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from specmon.core.request_rows import chunks_acceptance, server_acceptance
-from specmon.core.stream_stats import RequestStats
 from specmon.core.verdict import VerdictKind, request_verdict
-from specmon.core.views import Acceptance, GpuView, RequestRow, choose_acceptance
+from specmon.core.views import Acceptance, GpuView, RequestRow, SessionView
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,14 +50,9 @@ def _numbers(
     )
 
 
-def numbers_from(stats: RequestStats, n_spec: int | None) -> AnswerNumbers:
-    """The answer's numbers from the feed's own trace (before the session's view has the row),
-    the acceptance chosen by core's rule (`core.views.choose_acceptance`: the server's
-    per-request metrics first, the client's chunk sizes second), as the row will have it."""
-    a = choose_acceptance(
-        server_acceptance(stats.server_spec), chunks_acceptance(stats, n_spec), None
-    )
-    return _numbers(stats.completion_tokens, stats.decode_tok_s, stats.ttft_s, a)
+def no_numbers(request_id: str) -> AnswerNumbers:
+    """The numbers of an answer the view has no row for yet (all shown as —)."""
+    return AnswerNumbers(None, None, None, None, None, None, request_id=request_id)
 
 
 def gpu_during(
@@ -95,3 +90,27 @@ def numbers_from_row(row: RequestRow, gpu: GpuView) -> AnswerNumbers:
         reasons=reasons,
         request_id=row.request_id,
     )
+
+
+def find_row(
+    view: SessionView | None, request_id: str, *, in_flight: bool = True
+) -> RequestRow | None:
+    """The view's row of a request: its finished row, else (with `in_flight`) its in-flight row
+    (None: the view has neither; the newest row when a request id repeats)."""
+    if view is None:
+        return None
+    for rows in (view.rows, view.in_flight) if in_flight else (view.rows,):
+        for row in reversed(rows):
+            if row.request_id == request_id:
+                return row
+    return None
+
+
+def view_numbers(view: SessionView | None, request_id: str) -> AnswerNumbers | None:
+    """An answer's numbers from the session's view of its request (finished row, else in-flight
+    row: all acceptance sources, the verdict, the speed class, the GPU during it); None when the
+    view has no row for it."""
+    row = find_row(view, request_id)
+    if row is None or view is None:
+        return None
+    return numbers_from_row(row, view.gpu)

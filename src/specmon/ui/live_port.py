@@ -4,8 +4,10 @@ server, stream answers, read numbers, record, watch more servers).
 It drives a `runtime.session.LiveSession`: the commands give it a `CollectorProcess` (the hub,
 its sources and the recorder in their own process, so rendering cannot skew arrival timestamps),
 tests may give it an in-process one. The port never calls into the UI: the session's receiver
-thread fills per-answer buffers (`answer_feed.AnswerFeed`) and publishes the typed view; the UI
-drains and reads them at its own frame rate. Nothing here imports textual.
+thread fills per-answer buffers (`answer_feed.AnswerFeed`: text, arrival times, chunks) and
+publishes the typed view; the UI drains and reads them at its own frame rate. Every number of an
+answer is read from that view (its finished row, else its in-flight row): one fold of the events,
+the session state's. Nothing here imports textual.
 
 The runtime, the stream client and httpx are imported on first use, in the connect
 worker thread, so the app paints its first frame without waiting for them. `specmon replay`
@@ -24,8 +26,8 @@ from typing import TYPE_CHECKING
 from specmon.core.events import Event, RequestEnded, RequestStarted, StreamChunk
 from specmon.core.stream_limits import DEFAULT_IDLE_TIMEOUT_S
 from specmon.core.views import SessionView
-from specmon.ui.answer_feed import AnswerFeed, feed_numbers, quiet_note
-from specmon.ui.answer_numbers import AnswerNumbers
+from specmon.ui.answer_feed import AnswerFeed, quiet_note
+from specmon.ui.answer_numbers import AnswerNumbers, find_row, no_numbers, view_numbers
 from specmon.ui.port import Ask, Connection, ServerSummary, server_address
 
 if TYPE_CHECKING:
@@ -83,6 +85,8 @@ class LivePort:
         self._starting: LiveSession | None = None
         self._aborted = False
         self._feeds: dict[str, AnswerFeed] = {}
+        self._fresh_read: set[str] = set()
+        """Ended answers whose numbers were read from a view published on demand (once each)."""
         self._lock = threading.Lock()
         self.server: ServerSummary | None = None
         self._seen: ServerSeen | None = None
@@ -168,6 +172,7 @@ class LivePort:
             session.stop()
         with self._lock:
             self._feeds.clear()
+        self._fresh_read.clear()
 
     @property
     def connected(self) -> bool:
@@ -225,7 +230,7 @@ class LivePort:
             drop_on_overflow=True,  # one answer, resent without its oldest turns if need be
         )
         rid = f"chat{next(_answer_ids)}"
-        feed = AnswerFeed(rid, self.server.n_spec if self.server else None)
+        feed = AnswerFeed(rid)
         with self._lock:
             self._feeds[rid] = feed  # before the request: its first event may come at once
 
@@ -238,21 +243,35 @@ class LivePort:
         session.submit_chat(request, request_id=rid)
         return feed
 
-    def view(self) -> SessionView | None:
-        """The session's latest published view (lock-free), or None when not connected."""
+    def view(self, *, fresh: bool = False) -> SessionView | None:
+        """The session's latest published view (lock-free), or None when not connected. With
+        `fresh` the view is published now (under the session's fold lock)."""
         session = self._session
         if session is None:
             return None
         try:
-            return session.view()
+            return session.view(fresh=fresh)
         except Exception:
             return None
 
     def numbers(self, feed: AnswerFeed) -> AnswerNumbers:
-        """An answer's numbers: from the session's view of its request when it has one (all
-        acceptance sources, the vanilla-speed verdict, the speed class, the GPU during it),
-        else from the feed."""
-        return feed_numbers(feed, self.view())
+        """An answer's numbers, from the session's view of its request (the finished row, else
+        the in-flight row: all acceptance sources, the verdict, the speed class, the GPU during
+        it); all — before the view has a row for it.
+
+        The session folds an event before the feed gets it, so once the feed saw the end the
+        fold has the finished row; a view published before that still has the request in
+        flight: then the view is published now, once per answer."""
+        rid = feed.request_id
+        view = self.view()
+        if (
+            feed.ended
+            and find_row(view, rid, in_flight=False) is None
+            and rid not in self._fresh_read
+        ):
+            self._fresh_read.add(rid)
+            view = self.view(fresh=True)
+        return view_numbers(view, rid) or no_numbers(rid)
 
     def quiet_note(self, feed: AnswerFeed) -> str | None:
         """While an answer streams and the server has sent nothing for a while: how long, and

@@ -98,7 +98,8 @@ class SessionPort(Protocol):
         ...
 
     def numbers(self, feed: AnswerFeed) -> AnswerNumbers:
-        """An answer's numbers (the session's view of its request, else the feed's own)."""
+        """An answer's numbers, from the session's view of its request (its finished row, else
+        its in-flight row; all None before the view has one)."""
         ...
 
     def quiet_note(self, feed: AnswerFeed) -> str | None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from specmon.core.replay_timeline import ReplayPosition, ReplayTimeline
 from specmon.core.views import SessionView
 
 if TYPE_CHECKING:
-    from specmon.runtime.replay_session import ReplayPosition, ReplaySession, ReplayTimeline
+    from specmon.runtime.replay_session import ReplaySession
 
 
 class ReplayPort:

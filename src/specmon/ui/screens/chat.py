@@ -20,11 +20,11 @@ from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 from textual.worker import Worker
 
+from specmon.core.context_overflow import CONTEXT_OVERFLOW
 from specmon.core.step_heat import AnswerHeat, answer_heat, pieces_from_chunks
 from specmon.core.views import SessionView
-from specmon.runtime.prompt_loop import CONTEXT_OVERFLOW
 from specmon.ui.answer_feed import AnswerFeed
-from specmon.ui.answer_numbers import AnswerNumbers
+from specmon.ui.answer_numbers import AnswerNumbers, find_row
 from specmon.ui.chat_actions import answer_to_copy, copied_line, keep_copy
 from specmon.ui.chat_history import ChatHistory, ChatState
 from specmon.ui.conversation import ChatSettings, Conversation, Turn
@@ -428,8 +428,6 @@ class ChatScreen(RecordingScreen):
         ended = drained.ended
         turn.answer = answer.text
         numbers = self.port.numbers(feed)
-        if numbers.tokens is None:
-            numbers = feed.numbers()
         turn.completion_tokens = numbers.tokens
         answer.numbers = numbers
         self.feed = None
@@ -564,13 +562,7 @@ class ChatScreen(RecordingScreen):
         feed = self.answer_feeds.get(answer)
         if feed is None or feed.released:  # a cancelled or failed answer keeps no chunks
             return None
-        view = self.port.view()
-        row = None
-        if view is not None:
-            for r in reversed(view.rows):
-                if r.request_id == feed.request_id:
-                    row = r
-                    break
+        row = find_row(self.port.view(), feed.request_id, in_flight=False)
         return answer_heat(pieces_from_chunks(feed.chunks()), n_spec=self._n_spec(), row=row)
 
     def _paint_heat(self, answer: AnswerView) -> None:

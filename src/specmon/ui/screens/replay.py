@@ -32,7 +32,7 @@ from specmon.ui.widgets.side_panel import SidePanel, panel_summary, toggle_open
 from specmon.ui.widgets.timeline import Timeline, clock_text, speed_text
 
 if TYPE_CHECKING:
-    from specmon.runtime.replay_session import ReplayPosition
+    from specmon.core.replay_timeline import ReplayPosition
 
 TICK_HZ = 10.0
 """The play head, the timeline and the table move this often."""

@@ -25,8 +25,8 @@ from textual.widget import Widget
 
 from specmon.ui.styles import CONSOLE_STYLES, Styles, theme_styles
 
-if TYPE_CHECKING:  # the runtime's types reach the app through the port (replay_port.py)
-    from specmon.runtime.replay_session import (
+if TYPE_CHECKING:
+    from specmon.core.replay_timeline import (
         PhaseKind,
         ReplayPosition,
         ReplayTimeline,
