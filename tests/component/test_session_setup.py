@@ -13,9 +13,9 @@ from specmon.cli.session_setup import (
     default_gpu_source,
     is_loopback,
     positive_float,
-    state_factory,
 )
 from specmon.core.events import SessionInfo
+from specmon.runtime.baseline import state_factory
 from specmon.sources.baseline_store import Baseline, BaselineStore, default_path
 
 INFO = SessionInfo(model="gemma-4-26B", gpu="NVIDIA H200", vllm_version="0.32.0")

@@ -4,6 +4,7 @@ same name as ui/themes.py's default), and handed to the app, which resolves it."
 from __future__ import annotations
 
 import argparse
+import types
 
 import pytest
 
@@ -37,7 +38,7 @@ class _Recorder:
 
     def app(self, *args: object, **kwargs: object) -> object:
         self.kwargs = kwargs
-        return object()
+        return types.SimpleNamespace(host_failure=None)
 
 
 @pytest.fixture

@@ -278,15 +278,15 @@ def test_watch_prometheus_once_json(start_prometheus: StartPrometheus) -> None:
 
 def test_the_apps_collector_process_reads_the_fleet(start_prometheus: StartPrometheus) -> None:
     """On a terminal `watch --prometheus` runs the collector in its own process (the Textual
-    app's path): the fleet source goes there in SessionConfig.extra and its rows come back."""
-    from specmon.runtime.fleet_run import EXTRA_KEY, FleetSpec
+    app's path): the fleet source goes there in SessionConfig.fleet and its rows come back."""
+    from specmon.runtime.fleet_run import FleetSpec
     from specmon.runtime.session import CollectorProcess, SessionConfig
 
     with sims(SimConfig(speed=50.0, n_spec=4, seed=9)) as (a,):
         prom = start_prometheus({"vllm": [host(a)]})
         prom.wait_for_scrapes("up == 1", 2)
         spec = FleetSpec(prom.url, '{job="vllm"}', interval=0.5, rate_window_s=30.0)
-        session = CollectorProcess(SessionConfig((), extra={EXTRA_KEY: spec}), SessionState)
+        session = CollectorProcess(SessionConfig((), fleet=spec), SessionState)
         session.start()
         try:
             view = wait_for(

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from tests.loopback import LoopbackServer
 
-from specmon.cli.session_setup import state_factory
+from specmon.runtime.baseline import state_factory
 from specmon.core.events import RequestEnded, RequestStarted, StreamChunk
 from specmon.core.stream_limits import DEFAULT_IDLE_TIMEOUT_S
 from specmon.core.views import SessionView

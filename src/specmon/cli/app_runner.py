@@ -1,12 +1,18 @@
 """Running a command's screen: the Textual app (the same start and stop for chat, demo, watch,
-replay and serve), or without it the Rich live view (watch, demo, serve)."""
+replay and serve), or without it the Rich live view (watch, demo, serve).
+
+    on_terminal()                      the one answer to "is there a terminal?"
+    run_dashboard(config, dashboard)   a live session (runtime.session.open_session) in the app:
+                                       chat, demo, watch, fleet and chat's host mode
+"""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:  # imported by the commands' run(), not when `specmon --help` registers
     import threading
@@ -14,9 +20,14 @@ if TYPE_CHECKING:  # imported by the commands' run(), not when `specmon --help` 
 
     from textual.app import App
 
+    from specmon.cli.host_launch import AppHost
     from specmon.runtime.exporter import Exporter
     from specmon.runtime.monitor import Monitor
+    from specmon.runtime.session import SessionConfig
     from specmon.ui.app import SpecmonApp
+    from specmon.ui.chat_history import ChatHistory
+    from specmon.ui.conversation import ChatSettings
+    from specmon.ui.host import LogSource
     from specmon.ui.port import SessionPort
 
 WEB_DRIVER = "textual.drivers.web_driver:WebDriver"
@@ -29,10 +40,15 @@ def served_to_browser() -> bool:
     return os.environ.get("TEXTUAL_DRIVER", "") == WEB_DRIVER
 
 
+def on_terminal() -> bool:
+    """Whether this command runs on a terminal: stdin and stdout both ttys."""
+    return sys.stdout.isatty() and sys.stdin.isatty()
+
+
 def wants_app() -> bool:
     """Whether a command that has a Textual screen should open it: on a terminal (stdin and
     stdout both ttys), or when textual-serve runs it for a browser."""
-    return served_to_browser() or (sys.stdout.isatty() and sys.stdin.isatty())
+    return served_to_browser() or on_terminal()
 
 
 def run_textual(app: App[Any]) -> int:
@@ -125,6 +141,93 @@ def run_app(
         port.close()
         if exporter is not None:
             exporter.stop()
+
+
+@dataclass(frozen=True, slots=True)
+class Dashboard:
+    """How a command shows its live session in the app (`run_dashboard`)."""
+
+    command: str
+    """The command's name, in its messages (`specmon chat: ...`)."""
+    mode: Literal["chat", "demo", "watch"]
+    """The app's first screen: the chat (chat, demo) or the dashboard (watch, fleet, serve)."""
+    theme: str | None = None
+    export: tuple[str, int] | None = None
+    """`--export`: specmon's /metrics served from the session's view while the app runs."""
+    model: str | None = None
+    """The model to chat with (None: the first the server lists)."""
+    settings: ChatSettings | None = None
+    system: str | None = None
+    auto_prompts: tuple[str, ...] = ()
+    """The demo's prompts, sent one after another."""
+    max_answers: int | None = None
+    """Quit once this many answers have finished (demo --requests)."""
+    idle_timeout_s: float | None = None
+    """The stream idle timeout the collector applies (shown while an answer waits)."""
+
+
+def run_dashboard(
+    config: Callable[[], SessionConfig],
+    dashboard: Dashboard,
+    *,
+    host: AppHost | None = None,
+    server_log: LogSource | None = None,
+    chat_history: ChatHistory | None = None,
+) -> int:
+    """The app on a live session until it is quit: the one assembly of a session
+    (`runtime.session.open_session`), its port and the app for every command with a live
+    screen. `config` is called in the app's connect worker (the runtime is imported there, so
+    the first frame does not wait for it); in host mode once the server answered /health 200,
+    its `known` then completed by the host. Returns the exit status: 1 when the hosted server
+    failed to start or died (the report printed once the app closed)."""
+    from specmon.runtime import shutdown
+    from specmon.ui.app import SpecmonApp
+    from specmon.ui.live_port import LivePort
+
+    def make_session() -> Any:
+        from dataclasses import replace
+
+        from specmon.runtime.session import open_session
+
+        made = config()
+        if host is not None:  # what host mode knows completes what the server says
+            made = replace(made, known=host.session_info())
+        return open_session(made)
+
+    watching = dashboard.mode == "watch"
+    if dashboard.idle_timeout_s is None:
+        port = LivePort(make_session, model=dashboard.model, require_model=not watching)
+    else:
+        port = LivePort(
+            make_session,
+            model=dashboard.model,
+            require_model=not watching,
+            idle_timeout_s=dashboard.idle_timeout_s,
+        )
+    app = SpecmonApp(
+        port,
+        settings=dashboard.settings,
+        system=dashboard.system,
+        mode=dashboard.mode,
+        auto_prompts=dashboard.auto_prompts,
+        max_answers=dashboard.max_answers,
+        theme=dashboard.theme,
+        host=host,
+        server_log=server_log,
+        chat_history=chat_history,
+    )
+    process_shutdown = shutdown.current()
+    if host is not None and process_shutdown is not None:  # the startup wait abandoned too
+        process_shutdown.add_stop_hook(host.abort)
+    code = run_app(app, port, export=dashboard.export, command=dashboard.command)
+    if code != 0:
+        return code
+    if app.host_failure is not None:
+        from specmon.cli.host_launch import failure_report
+
+        print(failure_report(app.host_failure), file=sys.stderr)
+        return 1
+    return 0
 
 
 def show_console(

@@ -31,7 +31,6 @@ $XDG_CONFIG_HOME/specmon/config.toml (or the file $SPECMON_CONFIG names); a flag
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import TYPE_CHECKING, Any
 
 from specmon.cli.args import (
@@ -51,8 +50,9 @@ from specmon.cli.session_setup import add_redact_argument, add_theme_argument
 from specmon.cli.stream_args import add_stream_args, stream_limits_from
 
 if TYPE_CHECKING:
+    from specmon.cli.app_runner import Dashboard
     from specmon.cli.host_args import HostPlan
-    from specmon.runtime.session import LiveSession
+    from specmon.runtime.session import SessionConfig
 
 NAME = "chat"
 SUMMARY = "chat with a vLLM server and see its speculative decoding live"
@@ -147,22 +147,17 @@ def _run_hosted(args: argparse.Namespace) -> int:
 
 
 def _chat_hosted(args: argparse.Namespace, plan: HostPlan, gpu: str) -> int:
-    from specmon.cli.app_runner import run_app
+    from specmon.cli.app_runner import on_terminal, run_dashboard
     from specmon.cli.chat_history_args import chat_history_for, close_history
     from specmon.cli.host_launch import (
         AppHost,
         Terminated,
-        failure_report,
         launch_or_exit,
         ready_timeout,
         stop_server,
         stopped_status,
         wait_in_text,
     )
-    from specmon.runtime import shutdown
-    from specmon.ui.app import SpecmonApp
-    from specmon.ui.conversation import ChatSettings
-    from specmon.ui.live_port import LivePort
 
     server = None
     history = None
@@ -172,7 +167,7 @@ def _chat_hosted(args: argparse.Namespace, plan: HostPlan, gpu: str) -> int:
             return launched
         server = launched
         host = AppHost(server, plan, ready_timeout(args))
-        if not (sys.stdout.isatty() and sys.stdin.isatty()):
+        if not on_terminal():
             # No terminal to show the startup view on: progress lines, and a failed start
             # reported at once.
             ready = wait_in_text(server, args)
@@ -182,51 +177,24 @@ def _chat_hosted(args: argparse.Namespace, plan: HostPlan, gpu: str) -> int:
             host.exit_on_failure = True  # a death while serving ends the app at once
         base_url = server.base_url
 
-        def make_session() -> LiveSession:  # called once the server answered /health 200
-            from specmon.cli.session_setup import state_factory
+        def config() -> SessionConfig:  # called once the server answered /health 200
             from specmon.core.canary import DEFAULT_INTERVAL_S
             from specmon.runtime.monitor import pair_targets
-            from specmon.runtime.session import CollectorProcess, SessionConfig
+            from specmon.runtime.session import SessionConfig
 
-            config = SessionConfig(
+            return SessionConfig(
                 tuple(pair_targets([base_url], [])),
                 api_key=args.api_key,
                 gpu=gpu,
                 record=args.record,
                 redact=tuple(args.redact),
                 quiet=True,
-                known=host.session_info(),
                 stream_limits=stream_limits_from(args),
-                # host mode probes its server with the canary (docs/canary.md)
-                extra={"canary": DEFAULT_INTERVAL_S},
+                canary_s=DEFAULT_INTERVAL_S,  # host mode probes its server (docs/canary.md)
             )
-            return CollectorProcess(config, state_factory(None))
 
-        port = LivePort(
-            make_session,
-            api_key=args.api_key,
-            idle_timeout_s=stream_limits_from(args).idle_timeout_s,
-        )
-        settings = ChatSettings(args.temperature, args.top_p, args.max_tokens)
         history = chat_history_for(args)
-        app = SpecmonApp(
-            port,
-            settings=settings,
-            system=args.system,
-            host=host,
-            theme=args.theme,
-            chat_history=history,
-        )
-        process_shutdown = shutdown.current()
-        if process_shutdown is not None:
-            process_shutdown.add_stop_hook(host.abort)
-        code = run_app(app, port, export=args.export, command="chat")
-        if code != 0:
-            return code
-        if app.host_failure is not None:
-            print(failure_report(app.host_failure), file=sys.stderr)
-            return 1
-        return 0
+        return run_dashboard(config, _dashboard(args), host=host, chat_history=history)
     except (KeyboardInterrupt, Terminated) as stop:
         return stopped_status(stop)
     finally:
@@ -234,27 +202,37 @@ def _chat_hosted(args: argparse.Namespace, plan: HostPlan, gpu: str) -> int:
         stop_server(server, "chat")
 
 
+def _dashboard(args: argparse.Namespace, model: str | None = None) -> Dashboard:
+    from specmon.cli.app_runner import Dashboard
+    from specmon.ui.conversation import ChatSettings
+
+    return Dashboard(
+        NAME,
+        "chat",
+        theme=args.theme,
+        export=args.export,
+        model=model,
+        settings=ChatSettings(args.temperature, args.top_p, args.max_tokens),
+        system=args.system,
+        idle_timeout_s=stream_limits_from(args).idle_timeout_s,
+    )
+
+
 def _run_attached(args: argparse.Namespace) -> int:
     # Only Textual is imported before the first paint; the runtime and the OpenAI client load in
-    # the app's connect worker (make_monitor below), so the screen shows at once.
-    from specmon.cli.app_runner import run_app
+    # the app's connect worker (`config` below), so the screen shows at once.
+    from specmon.cli.app_runner import run_dashboard
     from specmon.cli.chat_history_args import chat_history_for, close_history
     from specmon.cli.session_setup import default_gpu_source
-    from specmon.ui.app import SpecmonApp
-    from specmon.ui.conversation import ChatSettings
-    from specmon.ui.live_port import LivePort
 
     gpu = args.gpu if args.gpu is not None else default_gpu_source([args.attach])
 
-    def make_session() -> LiveSession:
-        # The collector (hub, stream client, scrapers, recorder) runs in its own process, so
-        # the app's rendering cannot delay arrival timestamps (docs/architecture.md).
-        from specmon.cli.session_setup import state_factory
+    def config() -> SessionConfig:
         from specmon.runtime.monitor import pair_targets
-        from specmon.runtime.session import CollectorProcess, SessionConfig
+        from specmon.runtime.session import SessionConfig
 
         targets = pair_targets([args.attach], [args.metrics_url] if args.metrics_url else [])
-        config = SessionConfig(
+        return SessionConfig(
             tuple(targets),
             api_key=args.api_key,
             gpu=gpu,
@@ -263,20 +241,9 @@ def _run_attached(args: argparse.Namespace) -> int:
             quiet=True,
             stream_limits=stream_limits_from(args),
         )
-        return CollectorProcess(config, state_factory(None))
 
-    port = LivePort(
-        make_session,
-        api_key=args.api_key,
-        model=args.model,
-        idle_timeout_s=stream_limits_from(args).idle_timeout_s,
-    )
-    settings = ChatSettings(args.temperature, args.top_p, args.max_tokens)
     history = chat_history_for(args)
-    app = SpecmonApp(
-        port, settings=settings, system=args.system, theme=args.theme, chat_history=history
-    )
     try:
-        return run_app(app, port, export=args.export, command="chat")
+        return run_dashboard(config, _dashboard(args, args.model), chat_history=history)
     finally:
         close_history(history)

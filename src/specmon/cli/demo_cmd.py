@@ -26,7 +26,6 @@ from specmon.cli.session_setup import (
     add_baseline_argument,
     add_redact_argument,
     add_theme_argument,
-    state_factory,
 )
 from specmon.cli.stream_args import add_stream_args, stream_limits_from
 from specmon.sim.drift import DRIFT_SYNTAX
@@ -94,6 +93,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from specmon.cli.export_args import start_exporter
     from specmon.core.errors import RecordingError
+    from specmon.runtime.baseline import state_factory
     from specmon.runtime.exporter import Exporter, ExporterError
     from specmon.runtime.hub import Hub, SessionClock
     from specmon.runtime.monitor import Monitor, Target
@@ -205,12 +205,10 @@ def _app(
     another (the user's own prompts go next), SIMULATED on screen at all times; l / ctrl+l
     shows the simulator's log (`server_log`). The collector runs in its own process; the
     simulator stays on its thread here."""
-    from specmon.cli.app_runner import run_app
+    from specmon.cli.app_runner import Dashboard, run_dashboard
     from specmon.runtime.monitor import Target
-    from specmon.runtime.session import CollectorProcess, SessionConfig
-    from specmon.ui.app import SpecmonApp
+    from specmon.runtime.session import SessionConfig
     from specmon.ui.conversation import ChatSettings
-    from specmon.ui.live_port import LivePort
 
     limits = stream_limits_from(args)
     config = SessionConfig(
@@ -221,22 +219,19 @@ def _app(
         stream_limits=limits,
         known=known,
         gpu=gpu,
+        baseline_tok_s=args.baseline,
     )
-
-    def make_session() -> CollectorProcess:
-        return CollectorProcess(config, state_factory(args.baseline))
-
-    port = LivePort(make_session, idle_timeout_s=limits.idle_timeout_s)
-    app = SpecmonApp(
-        port,
+    dashboard = Dashboard(
+        NAME,
+        "demo",
+        theme=args.theme,
+        export=args.export,
         settings=ChatSettings(max_tokens=args.max_tokens),
-        mode="demo",
         auto_prompts=DEMO_PROMPTS,
         max_answers=args.requests,
-        theme=args.theme,
-        server_log=server_log,
+        idle_timeout_s=limits.idle_timeout_s,
     )
-    return run_app(app, port, export=args.export, command="demo")
+    return run_dashboard(lambda: config, dashboard, server_log=server_log)
 
 
 def _drive(monitor: Monitor, args: argparse.Namespace) -> int:

@@ -145,8 +145,8 @@ def _open(path: str, speed: float | None) -> tuple[RecordingPlayer, str | None]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from specmon.cli.session_setup import state_factory
     from specmon.core.errors import RecordingError
+    from specmon.runtime.baseline import state_factory
 
     path: str = args.file
     try:

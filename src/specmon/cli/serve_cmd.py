@@ -152,7 +152,8 @@ def _monitor(
     info: SessionInfo,
     early: collections.deque[Any],
 ) -> Monitor:
-    from specmon.cli.session_setup import gpu_sampler, state_factory
+    from specmon.cli.session_setup import gpu_sampler
+    from specmon.runtime.baseline import state_factory
     from specmon.runtime.monitor import Monitor, Target
 
     make_state = state_factory(args.baseline)

@@ -57,7 +57,6 @@ from specmon.cli.session_setup import (
     add_theme_argument,
     default_gpu_source,
     gpu_sampler,
-    state_factory,
 )
 from specmon.core.canary import DEFAULT_INTERVAL_S
 from specmon.core.watch_json import snapshot_of
@@ -184,6 +183,7 @@ def _canary_problem(args: argparse.Namespace) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from specmon.runtime.baseline import state_factory
     from specmon.runtime.monitor import Monitor, pair_targets
 
     if args.attach is None and args.prometheus is None:
@@ -212,10 +212,15 @@ def run(args: argparse.Namespace) -> int:
     from specmon.cli.app_runner import wants_app  # a terminal, or a browser (specmon web)
 
     if not args.json and not args.once and wants_app():
-        canary: dict[str, object] | None = None  # runtime.canary's keys
-        if args.canary is not None:
-            canary = {"canary": args.canary, "canary_relearn": bool(args.canary_relearn)}
-        return _app(targets, gpu, args, export, interval, extra=canary)
+        return _app(
+            targets,
+            gpu,
+            args,
+            export,
+            interval,
+            canary_s=args.canary,
+            canary_relearn=args.canary is not None and bool(args.canary_relearn),
+        )
     try:
         monitor = Monitor(
             targets,
@@ -277,7 +282,8 @@ def _run_monitor(
 def _fleet(args: argparse.Namespace, export: tuple[str, int] | None, interval: float) -> int:
     """`--prometheus URL`: the session's servers are the vLLM targets that Prometheus scrapes."""
     from specmon.core.promql import MatchError, parse_match
-    from specmon.runtime.fleet_run import EXTRA_KEY, FleetSpec
+    from specmon.runtime.baseline import state_factory
+    from specmon.runtime.fleet_run import FleetSpec
     from specmon.runtime.monitor import Monitor
 
     url = args.prometheus  # stripped and checked by its argument type
@@ -310,7 +316,7 @@ def _fleet(args: argparse.Namespace, export: tuple[str, int] | None, interval: f
     from specmon.cli.app_runner import wants_app  # a terminal, or a browser (specmon web)
 
     if not args.json and not args.once and wants_app():
-        return _app([], "none", args, export, interval, extra={EXTRA_KEY: spec})
+        return _app([], "none", args, export, interval, fleet=spec)
     monitor = Monitor(
         [],
         state_factory(args.baseline),
@@ -360,14 +366,15 @@ def _app(
     args: argparse.Namespace,
     export: tuple[str, int] | None,
     interval: float,
-    extra: dict[str, Any] | None = None,
+    *,
+    canary_s: float | None = None,
+    canary_relearn: bool = False,
+    fleet: FleetSpec | None = None,
 ) -> int:
     """On a terminal: the app's dashboard screen (the chat's side panel, full-width), with the
     collector in its own process."""
-    from specmon.cli.app_runner import run_app
-    from specmon.runtime.session import CollectorProcess, SessionConfig
-    from specmon.ui.app import SpecmonApp
-    from specmon.ui.live_port import LivePort
+    from specmon.cli.app_runner import Dashboard, run_dashboard
+    from specmon.runtime.session import SessionConfig
 
     config = SessionConfig(
         tuple(targets),
@@ -377,15 +384,12 @@ def _app(
         record=args.record,
         redact=tuple(args.redact),
         quiet=True,
-        extra=dict(extra or {}),
+        canary_s=canary_s,
+        canary_relearn=canary_relearn,
+        fleet=fleet,
+        baseline_tok_s=args.baseline,
     )
-
-    def make_session() -> CollectorProcess:
-        return CollectorProcess(config, state_factory(args.baseline))
-
-    port = LivePort(make_session, api_key=args.api_key, require_model=False)
-    app = SpecmonApp(port, mode="watch", theme=args.theme)
-    return run_app(app, port, export=export, command="watch")
+    return run_dashboard(lambda: config, Dashboard(NAME, "watch", theme=args.theme, export=export))
 
 
 def _once(monitor: Monitor, *, as_json: bool) -> int:

@@ -2,7 +2,7 @@
 
 `LiveSession` is what the commands and the Textual app use:
 
-    session = CollectorProcess(config, state_factory)   # or InProcessSession(config, ...)
+    session = open_session(config)                      # CollectorProcess(config, states)
     info = session.start()
     rid = session.submit_chat(ChatRequest("Hi"))        # streams on the collector
     session.snapshot()                                  # the folded state, from any thread
@@ -44,14 +44,15 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, Protocol, assert_never
 
 from specmon.core.events import Event, Marker, RequestEnded, SessionInfo
 from specmon.core.stream_limits import DEFAULT_LIMITS, StreamLimits
 from specmon.core.views import SessionView
-from specmon.runtime.canary import start_canary_from_extra
+from specmon.runtime.baseline import state_factory
+from specmon.runtime.canary import start_canaries
 from specmon.runtime.collector_messages import (
     AddTarget,
     Call,
@@ -74,7 +75,7 @@ from specmon.runtime.collector_messages import (
     is_report,
     unknown,
 )
-from specmon.runtime.fleet_run import start_fleet_from_extra
+from specmon.runtime.fleet_run import FleetSpec, start_fleet
 from specmon.runtime.hub import STOP_TIMEOUT_S, Hub, Subscriber
 from specmon.runtime.monitor import Monitor, State, StateFactory, Target
 from specmon.runtime.prompt_loop import run_request
@@ -205,7 +206,16 @@ class SessionConfig:
     """`--redact` patterns: applied to answer text before it is written to a recording."""
     absolute_clock: bool = False
     """Timestamps on time.monotonic() instead of seconds since the start (for benchmarks)."""
-    extra: dict[str, Any] = field(default_factory=dict)
+    canary_s: float | None = None
+    """Probe each attached server with the canary at most this often (docs/canary.md; watch
+    --canary, chat's host mode); None: no canary."""
+    canary_relearn: bool = False
+    """The canaries learn their baselines again from this session's probes."""
+    fleet: FleetSpec | None = None
+    """The Prometheus whose vLLM targets are the session's servers (`specmon fleet`)."""
+    baseline_tok_s: float | None = None
+    """The vanilla decode tok/s the vanilla-speed flag compares against (`--baseline`); None:
+    the stored baseline for the session's model, GPU and vLLM version, if any."""
     quiet: bool = False
     """The collector process writes nothing to the terminal (a full-screen app owns it)."""
     known: SessionInfo | None = None
@@ -213,6 +223,15 @@ class SessionConfig:
     the command line): completes the session's info and the recording's header."""
     stream_limits: StreamLimits = DEFAULT_LIMITS
     """The limits every chat answer streams under (idle timeout, answer size, line cap)."""
+
+
+def open_session(config: SessionConfig) -> CollectorProcess:
+    """The one way a command opens a live session: the collector (hub, stream clients,
+    scrapers, recorder) in its own process, so that rendering cannot delay arrival timestamps
+    (docs/architecture.md); its events folded here into a SessionState whose vanilla baseline
+    is `config.baseline_tok_s`, else the stored one. Not started: `start()` it (the app's
+    connect worker does)."""
+    return CollectorProcess(config, state_factory(config.baseline_tok_s))
 
 
 class LiveSession(Protocol):
@@ -765,8 +784,10 @@ def collector_main(config: SessionConfig, conn: Connection, parent_pid: int) -> 
     hub.subscribe(outbox.put)
     try:
         info = monitor.start()
-        start_fleet_from_extra(monitor, config.extra)  # watch --prometheus
-        start_canary_from_extra(monitor, config.extra)  # watch --canary, chat's host mode
+        if config.fleet is not None:  # specmon fleet
+            start_fleet(monitor, config.fleet)
+        if config.canary_s is not None:  # watch --canary, chat's host mode
+            start_canaries(monitor, config.canary_s, relearn=config.canary_relearn)
     except Exception as exc:
         send(StartFailed(f"{type(exc).__name__}: {_one_line(exc)}"))
         monitor.stop()
