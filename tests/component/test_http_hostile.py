@@ -12,7 +12,7 @@ import pytest
 from tests.hostile_http import HostileServer, Page, RedirectLoop, Silent, Trickle
 
 from specmon.cli.main import main
-from specmon.cli.watch_cmd import dumps
+from specmon.cli.watch_output import dumps
 from specmon.core.events import ServerStatusChanged, SessionInfo
 from specmon.core.session_state import SessionState
 from specmon.core.watch_json import snapshot_of

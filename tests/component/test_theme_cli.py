@@ -11,7 +11,6 @@ import pytest
 from specmon.cli import chat_cmd, demo_cmd, watch_cmd
 from specmon.cli.main import build_parser
 from specmon.cli.session_setup import DEFAULT_THEME
-from specmon.runtime.monitor import Target
 from specmon.ui import themes
 
 COMMANDS = (
@@ -59,5 +58,7 @@ def test_each_command_hands_its_theme_to_the_app(recorder: _Recorder) -> None:
     assert recorder.kwargs["theme"] == "specmon-high-contrast"
     args = parser.parse_args([*COMMANDS[2], "--theme", "nord"])
     assert isinstance(args, argparse.Namespace)
-    assert watch_cmd._app([Target("http://127.0.0.1:9")], "none", args, None, 1.0) == 0
+    plan = watch_cmd.plan_from(args)
+    assert isinstance(plan, watch_cmd.WatchPlan)
+    assert watch_cmd._app(plan) == 0
     assert recorder.kwargs["theme"] == "nord"

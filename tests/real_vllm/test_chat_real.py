@@ -18,8 +18,8 @@ from tests.real_vllm.server import VllmServer
 from tests.support.ui_fakes import arrived_text, screen_text
 from tests.support.waiting import wait_for_app
 
-from specmon.runtime.baseline import state_factory
 from specmon.core.events import RequestEnded
+from specmon.runtime.baseline import state_factory
 from specmon.runtime.monitor import Monitor, Target
 from specmon.ui.app import SpecmonApp
 from specmon.ui.conversation import ChatSettings

@@ -133,7 +133,9 @@ def pick_resumed(args: argparse.Namespace) -> SavedConversation | int | None:
         if conversation_id is None:
             return _fail(f"--resume ID must be a conversation number, got {args.resume!r}", 2)
     else:
-        if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        from specmon.cli.app_runner import on_terminal
+
+        if not on_terminal():
             return _fail(
                 "--resume without an ID needs a terminal for the list: give --resume ID",
                 2,

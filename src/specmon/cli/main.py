@@ -15,15 +15,18 @@ import sys
 from collections.abc import Sequence
 
 from specmon import __version__
-from specmon.cli.args import OneLineErrorParser
+from specmon.cli.args import OneLineErrorParser, PlanError, fail
 from specmon.cli.user_config import ConfigError, applies_to, apply_user_config, load_user_config
 
 # Each subcommand lives in its own module under specmon.cli, exposing
-#   register(subparsers) -> None   and   run(args) -> int
+#   register(subparsers) -> None   and   run(plan) -> int
+# and, where it has one, plan_from(args) -> a frozen plan (PlanError: one line, exit 2); the
+# command is then run(plan_from(args)) and nothing after plan_from reads the Namespace.
 SUBCOMMANDS: tuple[str, ...] = (
     "chat",
     "demo",
     "watch",
+    "fleet",
     "serve",
     "replay",
     "bench",
@@ -84,8 +87,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ConfigError as exc:
             print(f"specmon {args.command}: {exc}", file=sys.stderr)
             return 2
+    plan_from = getattr(module, "plan_from", None)
     try:
-        code = int(module.run(args))
+        try:
+            plan = args if plan_from is None else plan_from(args)
+        except PlanError as exc:
+            return fail(args.command, str(exc))
+        code = int(module.run(plan))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         code = 130

@@ -123,7 +123,9 @@ def _host(args: argparse.Namespace, plan: HostPlan) -> int:
         if isinstance(launched, int):
             return launched
         server = launched
-        if _interactive():
+        from specmon.cli.app_runner import on_terminal
+
+        if on_terminal():
             host = AppHost(server, plan, ready_timeout(args))
             return _app(args, hub, server, host, early)
         ready = wait_in_text(server, args)
@@ -139,10 +141,6 @@ def _host(args: argparse.Namespace, plan: HostPlan) -> int:
         # recorder's closer fsyncs the file.
         stop_server(server, "serve")
         hub.stop()
-
-
-def _interactive() -> bool:
-    return sys.stdout.isatty() and sys.stdin.isatty()
 
 
 def _monitor(
