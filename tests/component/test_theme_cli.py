@@ -54,7 +54,7 @@ def test_each_command_hands_its_theme_to_the_app(recorder: _Recorder) -> None:
     assert chat_cmd.run(args) == 0
     assert recorder.kwargs["theme"] == "specmon-light"
     args = parser.parse_args(["demo", "--theme", "specmon-high-contrast"])
-    assert demo_cmd._app("http://127.0.0.1:9", args) == 0
+    assert demo_cmd._app("http://127.0.0.1:9", demo_cmd.plan_from(args)) == 0
     assert recorder.kwargs["theme"] == "specmon-high-contrast"
     args = parser.parse_args([*COMMANDS[2], "--theme", "nord"])
     assert isinstance(args, argparse.Namespace)
