@@ -107,7 +107,7 @@ def test_watch_and_chat_take_the_file_unless_a_flag_is_given(
         2.0,
         "nord",
     )
-    assert file_chat.attach == "http://chat-box:8000"
+    assert file_chat.attach == "http://chat-box:8000"  # a ChatPlan
     assert flag_chat.attach == "http://mine:2"
 
 

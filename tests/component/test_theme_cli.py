@@ -51,7 +51,7 @@ def recorder(monkeypatch: pytest.MonkeyPatch) -> _Recorder:
 def test_each_command_hands_its_theme_to_the_app(recorder: _Recorder) -> None:
     parser = build_parser()
     args = parser.parse_args([*COMMANDS[0], "--theme", "specmon-light"])
-    assert chat_cmd.run(args) == 0
+    assert chat_cmd.run(chat_cmd.plan_from(args)) == 0
     assert recorder.kwargs["theme"] == "specmon-light"
     args = parser.parse_args(["demo", "--theme", "specmon-high-contrast"])
     assert demo_cmd._app("http://127.0.0.1:9", demo_cmd.plan_from(args)) == 0

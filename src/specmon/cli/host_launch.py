@@ -16,7 +16,6 @@ worker thread, shows progress and the log, and on a failure shows the tail and t
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import signal
 import sys
@@ -27,7 +26,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from specmon.cli.args import fail
-from specmon.cli.host_args import HostPlan
+from specmon.cli.host_args import HostFlags, HostPlan
 
 if TYPE_CHECKING:
     from specmon.core.events import SessionInfo
@@ -92,7 +91,7 @@ def raise_stop_grace() -> None:
 
 
 def plan_or_exit(
-    args: argparse.Namespace, command: str, *, say: Callable[[str], None] = _stderr
+    args: HostFlags, command: str, *, say: Callable[[str], None] = _stderr
 ) -> HostPlan | int:
     """Resolve presets and flags and run the pre-launch checks. Returns the plan, or the exit
     code: 0 after --dry-run (the command and environment printed), 2 for bad input or a failed
@@ -131,14 +130,14 @@ def launch_or_exit(
     return server
 
 
-def ready_timeout(args: argparse.Namespace) -> float:
+def ready_timeout(args: HostFlags) -> float:
     from specmon.sources.host.process import DEFAULT_READY_TIMEOUT_S
 
     return float(args.ready_timeout or DEFAULT_READY_TIMEOUT_S)
 
 
 def wait_in_text(
-    server: HostedServer, args: argparse.Namespace, *, say: Callable[[str], None] = _stderr
+    server: HostedServer, args: HostFlags, *, say: Callable[[str], None] = _stderr
 ) -> StartupProgress | None:
     """Wait for /health 200, saying each new phase (`[startup] ...`); on a failed start say the
     report (last 50 lines, likely cause) and return None."""

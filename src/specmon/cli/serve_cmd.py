@@ -21,11 +21,12 @@ import argparse
 import collections
 import sys
 import threading
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from specmon.cli.args import add_command, fail, scrape_interval
 from specmon.cli.export_args import add_export_argument
-from specmon.cli.host_args import add_host_arguments
+from specmon.cli.host_args import HostFlags, add_host_arguments
 from specmon.cli.session_setup import add_baseline_argument, add_theme_argument
 
 if TYPE_CHECKING:
@@ -64,18 +65,43 @@ def register(subparsers: Any) -> None:
     add_baseline_argument(p)
 
 
-def run(args: argparse.Namespace) -> int:
+@dataclass(frozen=True, slots=True)
+class ServePlan:
+    """What `specmon serve` does, read from its command line (`plan_from`)."""
+
+    host: HostFlags
+    theme: str | None = None
+    export: tuple[str, int] | None = None
+    record: str | None = None
+    gpu: str = "local"
+    interval: float = 1.0
+    baseline: float | None = None
+
+
+def plan_from(args: argparse.Namespace) -> ServePlan:
+    return ServePlan(
+        HostFlags.of(args),
+        theme=args.theme,
+        export=args.export,
+        record=args.record,
+        gpu=args.gpu,
+        interval=args.interval,
+        baseline=args.baseline,
+    )
+
+
+def run(plan: ServePlan) -> int:
     from specmon.cli.host_launch import plan_or_exit, raise_stop_grace, stop_signals
 
-    plan = plan_or_exit(args, "serve")
-    if isinstance(plan, int):
-        return plan
+    host = plan_or_exit(plan.host, "serve")
+    if isinstance(host, int):
+        return host
     raise_stop_grace()
     with stop_signals():
-        return _host(args, plan)
+        return _host(plan, host)
 
 
-def _host(args: argparse.Namespace, plan: HostPlan) -> int:
+def _host(serve: ServePlan, plan: HostPlan) -> int:
     from specmon.cli.host_launch import (
         AppHost,
         Terminated,
@@ -110,10 +136,10 @@ def _host(args: argparse.Namespace, plan: HostPlan) -> int:
 
     server: HostedServer | None = None
     try:
-        if args.record:
+        if serve.record:
             # Subscribed before launch, so the recording has every line vLLM prints.
             try:
-                recorder = Recorder(args.record, plan.session_info(), secrets=plan.command.secrets)
+                recorder = Recorder(serve.record, plan.session_info(), secrets=plan.command.secrets)
             except RecordingError as exc:
                 return fail(NAME, str(exc))
             hub.subscribe(recorder)
@@ -126,14 +152,14 @@ def _host(args: argparse.Namespace, plan: HostPlan) -> int:
         from specmon.cli.app_runner import on_terminal
 
         if on_terminal():
-            host = AppHost(server, plan, ready_timeout(args))
-            return _app(args, hub, server, host, early)
-        ready = wait_in_text(server, args)
+            host = AppHost(server, plan, ready_timeout(serve.host))
+            return _app(serve, hub, server, host, early)
+        ready = wait_in_text(server, serve.host)
         if ready is None:
             return 1
         info = plan.session_info(ready)
         server.session_info = info
-        return _dashboard(args, hub, server, info, early)
+        return _dashboard(serve, hub, server, info, early)
     except (KeyboardInterrupt, Terminated) as stop:
         return stopped_status(stop)
     finally:
@@ -144,7 +170,7 @@ def _host(args: argparse.Namespace, plan: HostPlan) -> int:
 
 
 def _monitor(
-    args: argparse.Namespace,
+    serve: ServePlan,
     hub: Hub,
     server: HostedServer,
     info: SessionInfo,
@@ -154,7 +180,7 @@ def _monitor(
     from specmon.runtime.baseline import state_factory
     from specmon.runtime.monitor import Monitor, Target
 
-    make_state = state_factory(args.baseline)
+    make_state = state_factory(serve.baseline)
 
     def factory(merged: SessionInfo) -> Any:
         # What host mode knows (draft, method, K, command, preset) completes what the server
@@ -167,15 +193,15 @@ def _monitor(
     return Monitor(
         [Target(server.base_url)],
         factory,
-        gpu=gpu_sampler(args.gpu),
-        interval=args.interval,
+        gpu=gpu_sampler(serve.gpu),
+        interval=serve.interval,
         hub=hub,
         known=info,
     )
 
 
 def _app(
-    args: argparse.Namespace,
+    serve: ServePlan,
     hub: Hub,
     server: HostedServer,
     host: AppHost,
@@ -189,12 +215,12 @@ def _app(
     from specmon.ui.live_port import LivePort
 
     def make_session() -> Monitor:  # called once the server answered /health 200
-        return _monitor(args, hub, server, host.session_info(), early)
+        return _monitor(serve, hub, server, host.session_info(), early)
 
     port = LivePort(make_session, require_model=False)
-    app = SpecmonApp(port, mode="watch", host=host, theme=args.theme)
+    app = SpecmonApp(port, mode="watch", host=host, theme=serve.theme)
     exporter = None
-    export = args.export
+    export = serve.export
     if export is not None:
         from specmon.cli.export_args import start_exporter
         from specmon.runtime.exporter import ExporterError
@@ -224,7 +250,7 @@ def _app(
 
 
 def _dashboard(
-    args: argparse.Namespace,
+    serve: ServePlan,
     hub: Hub,
     server: HostedServer,
     info: SessionInfo,
@@ -232,7 +258,7 @@ def _dashboard(
 ) -> int:
     from specmon.cli.app_runner import show_console
 
-    monitor = _monitor(args, hub, server, info, early)
+    monitor = _monitor(serve, hub, server, info, early)
     monitor.start()
     done = threading.Event()
 
