@@ -17,7 +17,7 @@ from tests.support.waiting import wait_for
 from specmon.core.credentials import KeyScope, origin_of
 from specmon.core.session_state import SessionState
 from specmon.runtime.monitor import Target
-from specmon.runtime.session import CollectorProcess, InProcessSession, SessionConfig
+from specmon.runtime.session import CollectorProcess, SessionConfig
 from specmon.sources.stream_client import ChatRequest, StreamClient
 
 KEY = "sk-scope-test-0123456789"
@@ -45,7 +45,7 @@ def test_origins_are_scheme_host_and_port():
 
 
 @pytest.mark.parametrize(
-    ("kind", "from_env"), [(InProcessSession, False), (CollectorProcess, True)]
+    ("kind", "from_env"), [(CollectorProcess, False), (CollectorProcess, True)]
 )
 def test_a_server_added_while_watching_gets_no_key(monkeypatch, kind, from_env):
     """The issue's scenario: the owner watches A with a key; someone adds B (the `a` key in the
@@ -76,7 +76,7 @@ def test_a_server_added_while_watching_gets_no_key(monkeypatch, kind, from_env):
 def test_a_metrics_address_on_another_origin_gets_no_key_and_one_on_the_same_origin_does():
     with header_listener() as a, header_listener() as elsewhere:
         targets = (Target(a.url, metrics_url=elsewhere.url + "/metrics"),)
-        session = InProcessSession(SessionConfig(targets, api_key=KEY, interval=0.2), SessionState)
+        session = CollectorProcess(SessionConfig(targets, api_key=KEY, interval=0.2), SessionState)
         session.start()
         try:
             _wait(lambda: len(elsewhere.requests()) >= 2, "two scrapes")
@@ -84,7 +84,7 @@ def test_a_metrics_address_on_another_origin_gets_no_key_and_one_on_the_same_ori
             session.stop()
         assert elsewhere.authorizations() == []
         same = (Target(a.url, metrics_url=a.url + "/metrics"),)
-        session = InProcessSession(SessionConfig(same, api_key=KEY, interval=0.2), SessionState)
+        session = CollectorProcess(SessionConfig(same, api_key=KEY, interval=0.2), SessionState)
         session.start()
         try:
             _wait(lambda: sum(s.path == "/metrics" for s in a.requests()) >= 2, "two scrapes")
@@ -146,7 +146,7 @@ def test_a_bearer_token_file_that_cannot_be_read_is_one_line(tmp_path):
 def test_a_key_typed_for_an_added_server_goes_to_it_alone():
     with header_listener() as a, header_listener() as b:
         config = SessionConfig(targets=(Target(a.url),), api_key=KEY, interval=0.2)
-        session = InProcessSession(config, SessionState)
+        session = CollectorProcess(config, SessionState)
         session.start()
         try:
             session.add_target(Target(b.url, api_key="typed-for-b-0123456789"))

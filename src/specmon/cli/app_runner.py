@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # imported by the commands' run(), not when `specmon --help` 
     from specmon.cli.host_launch import AppHost
     from specmon.runtime.exporter import Exporter
     from specmon.runtime.monitor import Monitor
-    from specmon.runtime.session import SessionConfig
+    from specmon.runtime.session import LiveSession, SessionConfig
     from specmon.ui.app import SpecmonApp
     from specmon.ui.chat_history import ChatHistory
     from specmon.ui.conversation import ChatSettings
@@ -112,6 +112,7 @@ def run_app(
     *,
     export: tuple[str, int] | None = None,
     command: str = "",
+    before_close: Callable[[], object] | None = None,
 ) -> int:
     """Run `app` until it exits (`run_textual`: Ctrl-C in it raises KeyboardInterrupt), then
     stop its session (recording closed). On Ctrl-C or SIGTERM a connection still being made is
@@ -119,7 +120,9 @@ def run_app(
     stop must finish within the shutdown's bound.
 
     `export` (`--export`): specmon's /metrics served from the session's view while the app runs;
-    a port in use is a one-line error (exit 2) before the app starts."""
+    a port in use is a one-line error (exit 2) before the app starts. `before_close`: called
+    when the app has ended, before the session stops (host mode stops its server there, so
+    that the server's last lines still reach the session and its recording)."""
     from specmon.cli.args import fail
     from specmon.runtime import shutdown
 
@@ -138,6 +141,8 @@ def run_app(
     try:
         return run_textual(app)
     finally:
+        if before_close is not None:
+            before_close()
         port.close()
         if exporter is not None:
             exporter.stop()
@@ -173,13 +178,18 @@ def run_dashboard(
     host: AppHost | None = None,
     server_log: LogSource | None = None,
     chat_history: ChatHistory | None = None,
+    opened: Callable[[], LiveSession] | None = None,
+    before_close: Callable[[], object] | None = None,
 ) -> int:
     """The app on a live session until it is quit: the one assembly of a session
     (`runtime.session.open_session`), its port and the app for every command with a live
     screen. `config` is called in the app's connect worker (the runtime is imported there, so
     the first frame does not wait for it); in host mode once the server answered /health 200,
     its `known` then completed by the host. Returns the exit status: 1 when the hosted server
-    failed to start or died (the report printed once the app closed)."""
+    failed to start or died (the report printed once the app closed). `opened`: the session
+    the port connects through when the command opened it itself (`specmon serve`, whose
+    recording starts before vLLM does), instead of one opened on `config()`; `before_close`:
+    see `run_app`."""
     from specmon.runtime import shutdown
     from specmon.ui.app import SpecmonApp
     from specmon.ui.live_port import LivePort
@@ -189,6 +199,8 @@ def run_dashboard(
 
         from specmon.runtime.session import open_session
 
+        if opened is not None:
+            return opened()
         made = config()
         if host is not None:  # what host mode knows completes what the server says
             made = replace(made, known=host.session_info())
@@ -219,7 +231,9 @@ def run_dashboard(
     process_shutdown = shutdown.current()
     if host is not None and process_shutdown is not None:  # the startup wait abandoned too
         process_shutdown.add_stop_hook(host.abort)
-    code = run_app(app, port, export=dashboard.export, command=dashboard.command)
+    code = run_app(
+        app, port, export=dashboard.export, command=dashboard.command, before_close=before_close
+    )
     if code != 0:
         return code
     if app.host_failure is not None:

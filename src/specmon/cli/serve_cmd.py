@@ -31,10 +31,10 @@ from specmon.cli.session_setup import add_baseline_argument, add_theme_argument
 
 if TYPE_CHECKING:
     from specmon.cli.host_args import HostPlan
-    from specmon.cli.host_launch import AppHost
     from specmon.core.events import SessionInfo
     from specmon.runtime.hub import Hub
     from specmon.runtime.monitor import Monitor
+    from specmon.runtime.session import LiveSession
     from specmon.sources.host.process import HostedServer
 
 
@@ -97,16 +97,74 @@ def run(plan: ServePlan) -> int:
     if isinstance(host, int):
         return host
     raise_stop_grace()
+    from specmon.cli.app_runner import on_terminal
+
     with stop_signals():
-        return _host(plan, host)
+        return _hosted_app(plan, host) if on_terminal() else _host(plan, host)
 
 
-def _host(serve: ServePlan, plan: HostPlan) -> int:
+def _hosted_app(serve: ServePlan, plan: HostPlan) -> int:
+    """On a terminal: the Textual app, its startup view first, then the dashboard. The session
+    (its collector process) opens before vLLM starts, so that its recording has every line
+    vLLM prints; the server is added to it once it answers /health 200."""
+    from specmon.cli.app_runner import Dashboard, run_dashboard
     from specmon.cli.host_launch import (
         AppHost,
         Terminated,
         launch_or_exit,
         ready_timeout,
+        stop_server,
+        stopped_status,
+    )
+    from specmon.runtime.monitor import Target
+    from specmon.runtime.session import SessionConfig, open_session
+
+    config = SessionConfig(
+        (),
+        gpu=serve.gpu,
+        interval=serve.interval,
+        record=serve.record,
+        quiet=True,
+        known=plan.session_info(),
+        baseline_tok_s=serve.baseline,
+        secrets=plan.command.secrets,
+    )
+    session = open_session(config)
+    server: HostedServer | None = None
+    try:
+        try:
+            session.start()
+        except RuntimeError as exc:  # the recording cannot be written
+            return fail(NAME, str(exc).removeprefix("RecordingError: "))
+        source = plan.command.base_url
+        launched = launch_or_exit(plan, NAME, on_line=lambda line: session.post_log(source, line))
+        if isinstance(launched, int):
+            return launched
+        server = running = launched
+
+        def opened() -> LiveSession:  # called once the server answered /health 200
+            session.add_target(Target(running.base_url))
+            return session
+
+        return run_dashboard(
+            lambda: config,
+            Dashboard(NAME, "watch", theme=serve.theme, export=serve.export),
+            host=AppHost(running, plan, ready_timeout(serve.host)),
+            opened=opened,
+            # The server first: its last lines still reach the session and its recording.
+            before_close=running.stop,
+        )
+    except (KeyboardInterrupt, Terminated) as stop:
+        return stopped_status(stop)
+    finally:
+        stop_server(server, NAME)
+        session.stop()
+
+
+def _host(serve: ServePlan, plan: HostPlan) -> int:
+    from specmon.cli.host_launch import (
+        Terminated,
+        launch_or_exit,
         stop_server,
         stopped_status,
         wait_in_text,
@@ -149,11 +207,6 @@ def _host(serve: ServePlan, plan: HostPlan) -> int:
         if isinstance(launched, int):
             return launched
         server = launched
-        from specmon.cli.app_runner import on_terminal
-
-        if on_terminal():
-            host = AppHost(server, plan, ready_timeout(serve.host))
-            return _app(serve, hub, server, host, early)
         ready = wait_in_text(server, serve.host)
         if ready is None:
             return 1
@@ -198,55 +251,6 @@ def _monitor(
         hub=hub,
         known=info,
     )
-
-
-def _app(
-    serve: ServePlan,
-    hub: Hub,
-    server: HostedServer,
-    host: AppHost,
-    early: collections.deque[Any],
-) -> int:
-    """On a terminal: the Textual app, its startup view first, then the dashboard."""
-    from specmon.cli.app_runner import run_textual
-    from specmon.cli.host_launch import failure_report
-    from specmon.runtime import shutdown
-    from specmon.ui.app import SpecmonApp
-    from specmon.ui.live_port import LivePort
-
-    def make_session() -> Monitor:  # called once the server answered /health 200
-        return _monitor(serve, hub, server, host.session_info(), early)
-
-    port = LivePort(make_session, require_model=False)
-    app = SpecmonApp(port, mode="watch", host=host, theme=serve.theme)
-    exporter = None
-    export = serve.export
-    if export is not None:
-        from specmon.cli.export_args import start_exporter
-        from specmon.runtime.exporter import ExporterError
-
-        try:
-            exporter = start_exporter(export, port.view, "serve")
-        except ExporterError as exc:
-            server.stop()
-            return fail(NAME, str(exc))
-    process_shutdown = shutdown.current()
-    if process_shutdown is not None:  # as run_app does, and the startup wait abandoned too
-        process_shutdown.add_stop_hook(port.abort)
-        process_shutdown.add_stop_hook(host.abort)
-    try:
-        code = run_textual(app)  # Ctrl-C in it raises KeyboardInterrupt, as SIGINT does
-    finally:
-        # The server first: its last lines still reach the hub (and the recording) before the
-        # session stops the hub. The caller says what was left of its group.
-        server.stop()
-        port.close()
-        if exporter is not None:
-            exporter.stop()
-    if app.host_failure is not None:
-        print(failure_report(app.host_failure), file=sys.stderr)
-        return 1
-    return code
 
 
 def _dashboard(
