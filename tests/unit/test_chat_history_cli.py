@@ -16,7 +16,6 @@ import pytest
 import specmon
 from specmon.cli.chat_cmd import ChatPlan, resumed_plan
 from specmon.cli.chat_history_args import HistoryFlags
-from specmon.cli.host_args import HostFlags
 from specmon.cli.main import main
 from specmon.core.chat_record import (
     SavedConversation,
@@ -25,6 +24,7 @@ from specmon.core.chat_record import (
     SavedSettings,
     SavedTurn,
 )
+from specmon.runtime.host_plan import HostFlags
 from specmon.sources.conversation_store import ConversationStore
 
 

@@ -20,8 +20,8 @@ if TYPE_CHECKING:  # imported by the commands' run(), not when `specmon --help` 
 
     from textual.app import App
 
-    from specmon.cli.host_launch import AppHost
     from specmon.runtime.exporter import Exporter
+    from specmon.runtime.host_launch import AppHost
     from specmon.runtime.monitor import Monitor
     from specmon.runtime.session import LiveSession, SessionConfig
     from specmon.ui.app import SpecmonApp
@@ -237,7 +237,7 @@ def run_dashboard(
     if code != 0:
         return code
     if app.host_failure is not None:
-        from specmon.cli.host_launch import failure_report
+        from specmon.runtime.host_launch import failure_report
 
         print(failure_report(app.host_failure), file=sys.stderr)
         return 1

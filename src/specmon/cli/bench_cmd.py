@@ -352,7 +352,7 @@ def run(args: argparse.Namespace) -> int:
                 )
         if args.replay is not None:
             return _replay(args, baseline)
-        from specmon.cli.bench_host import host_requested
+        from specmon.cli.host_args import host_requested
 
         if not args.attach and host_requested(args):
             return _host(args, baseline)
@@ -382,10 +382,10 @@ def run(args: argparse.Namespace) -> int:
 def _host(args: argparse.Namespace, baseline: float | None) -> int:
     """Host mode: start the server, bench it, stop it (its whole process group)."""
     from specmon.bench.config import ConfigError
+    from specmon.bench.host import hosted, served_api_key
     from specmon.bench.servers import ServerUnavailable
-    from specmon.cli.bench_host import hosted, served_api_key
-    from specmon.cli.host_args import HostFlags, dry_run_text, plan_host, resolve_settings
     from specmon.core.errors import SpecmonError
+    from specmon.runtime.host_plan import HostFlags, dry_run_text, plan_host, resolve_settings
     from specmon.sources.host.checks import find_vllm
     from specmon.sources.host.spec import build_command
 

@@ -47,16 +47,17 @@ from specmon.cli.args import (
 )
 from specmon.cli.chat_history_args import HistoryFlags, add_history_arguments
 from specmon.cli.export_args import add_export_argument
-from specmon.cli.host_args import HostFlags, add_host_arguments
+from specmon.cli.host_args import add_host_arguments
 from specmon.cli.session_setup import add_redact_argument, add_theme_argument
 from specmon.cli.stream_args import add_stream_args, stream_limits_from
 from specmon.core.stream_limits import DEFAULT_LIMITS, StreamLimits
+from specmon.runtime.host_plan import HostFlags
 
 if TYPE_CHECKING:
     from specmon.cli.app_runner import Dashboard
-    from specmon.cli.host_args import HostPlan
     from specmon.core.chat_record import SavedConversation
     from specmon.core.redaction import Scrubber
+    from specmon.runtime.host_plan import HostPlan
     from specmon.runtime.session import SessionConfig
 
 NAME = "chat"
@@ -231,7 +232,8 @@ def _scrubbed(plan: ChatPlan) -> Scrubber:
 
 def _run_hosted(plan: ChatPlan) -> int:
     """Host mode: plan and check as serve does, start vLLM, then the app (startup view, chat)."""
-    from specmon.cli.host_launch import plan_or_exit, raise_stop_grace, stop_signals
+    from specmon.cli.host_launch import plan_or_exit
+    from specmon.runtime.host_launch import raise_stop_grace, stop_signals
 
     gpu = plan.gpu if plan.gpu is not None else "local"
     host = plan_or_exit(plan.host, "chat")
@@ -249,10 +251,10 @@ def _run_hosted(plan: ChatPlan) -> int:
 def _chat_hosted(plan: ChatPlan, host_plan: HostPlan, gpu: str) -> int:
     from specmon.cli.app_runner import on_terminal, run_dashboard
     from specmon.cli.chat_history_args import chat_history_for, close_history
-    from specmon.cli.host_launch import (
+    from specmon.cli.host_launch import launch_or_exit
+    from specmon.runtime.host_launch import (
         AppHost,
         Terminated,
-        launch_or_exit,
         ready_timeout,
         stop_server,
         stopped_status,

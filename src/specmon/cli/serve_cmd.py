@@ -26,12 +26,13 @@ from typing import TYPE_CHECKING, Any
 
 from specmon.cli.args import add_command, fail, scrape_interval
 from specmon.cli.export_args import add_export_argument
-from specmon.cli.host_args import HostFlags, add_host_arguments
+from specmon.cli.host_args import add_host_arguments
 from specmon.cli.session_setup import add_baseline_argument, add_theme_argument
+from specmon.runtime.host_plan import HostFlags
 
 if TYPE_CHECKING:
-    from specmon.cli.host_args import HostPlan
     from specmon.core.events import SessionInfo
+    from specmon.runtime.host_plan import HostPlan
     from specmon.runtime.hub import Hub
     from specmon.runtime.monitor import Monitor
     from specmon.runtime.session import LiveSession
@@ -91,7 +92,8 @@ def plan_from(args: argparse.Namespace) -> ServePlan:
 
 
 def run(plan: ServePlan) -> int:
-    from specmon.cli.host_launch import plan_or_exit, raise_stop_grace, stop_signals
+    from specmon.cli.host_launch import plan_or_exit
+    from specmon.runtime.host_launch import raise_stop_grace, stop_signals
 
     host = plan_or_exit(plan.host, "serve")
     if isinstance(host, int):
@@ -108,10 +110,10 @@ def _hosted_app(serve: ServePlan, plan: HostPlan) -> int:
     (its collector process) opens before vLLM starts, so that its recording has every line
     vLLM prints; the server is added to it once it answers /health 200."""
     from specmon.cli.app_runner import Dashboard, run_dashboard
-    from specmon.cli.host_launch import (
+    from specmon.cli.host_launch import launch_or_exit
+    from specmon.runtime.host_launch import (
         AppHost,
         Terminated,
-        launch_or_exit,
         ready_timeout,
         stop_server,
         stopped_status,
@@ -162,16 +164,11 @@ def _hosted_app(serve: ServePlan, plan: HostPlan) -> int:
 
 
 def _host(serve: ServePlan, plan: HostPlan) -> int:
-    from specmon.cli.host_launch import (
-        Terminated,
-        launch_or_exit,
-        stop_server,
-        stopped_status,
-        wait_in_text,
-    )
+    from specmon.cli.host_launch import launch_or_exit
     from specmon.core.errors import RecordingError
     from specmon.core.events import ServerLogLine
     from specmon.core.server_state import MAX_LOG_TAIL
+    from specmon.runtime.host_launch import Terminated, stop_server, stopped_status, wait_in_text
     from specmon.runtime.hub import Hub
     from specmon.runtime.recorder import Recorder
 

@@ -47,9 +47,10 @@ from typing import Any
 
 from specmon.cli.args import add_command, fail, server_url
 from specmon.cli.bench_cmd import add_server_arguments, add_workload_arguments
-from specmon.cli.host_args import HostFlags, add_host_arguments
+from specmon.cli.host_args import add_host_arguments
 from specmon.cli.stream_args import stream_limits_from
 from specmon.core.stream_limits import StreamLimits
+from specmon.runtime.host_plan import HostFlags
 
 NAME = "sweep"
 SUMMARY = "sweep num_speculative_tokens (host mode or attached servers) and recommend a setting"
@@ -192,7 +193,7 @@ def plan_sweep(args: argparse.Namespace) -> SweepPlan | int:
     from specmon.bench.servers import AttachProvider, StartingProvider, parse_points
     from specmon.bench.sweep import SweepSpec, SweepStore
     from specmon.cli.bench_cmd import check_baseline, check_gpu, scrape_interval, workload_config
-    from specmon.cli.bench_host import host_requested
+    from specmon.cli.host_args import host_requested
 
     baseline = check_baseline(args.baseline)
     if args.plot:
@@ -223,7 +224,7 @@ def plan_sweep(args: argparse.Namespace) -> SweepPlan | int:
             spec, flags = _resumed_host(args, spec, grid, store.folder / "sweep.json")
         if args.dry_run:
             return _dry_run(flags, spec)
-        from specmon.cli.bench_host import check_points, host_point, served_api_key
+        from specmon.bench.host import check_points, host_point, served_api_key
 
         identity = check_points(flags, spec.point_list())
         spec = replace(spec, host={**spec.host, **identity})  # what the command line starts
@@ -315,10 +316,10 @@ def _grid(args: argparse.Namespace) -> Any:
 def _host_spec(args: argparse.Namespace, flags: HostFlags, grid: Any) -> Any:
     """A new host-mode sweep's settings (ConfigError on a bad value)."""
     from specmon.bench.config import MAX_CONCURRENCY, MAX_REPEATS, parse_int, parse_int_list
+    from specmon.bench.host import check_points, saved_host_flags
     from specmon.bench.limits import MAX_N_SPEC
     from specmon.bench.sweep import SweepSpec
     from specmon.cli.bench_cmd import workload_config
-    from specmon.cli.bench_host import check_points, saved_host_flags
 
     points = parse_int_list("--n-spec", args.n_spec, 0, MAX_N_SPEC)
     concs = parse_int_list("--concurrency", args.concurrency, 1, MAX_CONCURRENCY)
@@ -338,15 +339,15 @@ def _resumed_host(
     recorded flags only confirm them: a sweep folder is shared, so it never chooses the program,
     environment or arguments that run (ConfigError, one line, saying what to give)."""
     from specmon.bench.config import ConfigError, parse_int_list
-    from specmon.bench.limits import MAX_N_SPEC
-    from specmon.cli.bench_host import (
+    from specmon.bench.host import (
         holds_secret,
-        host_requested,
         saved_host_flags,
         setup_differences,
         setup_words,
         shown_words,
     )
+    from specmon.bench.limits import MAX_N_SPEC
+    from specmon.cli.host_args import host_requested
 
     recorded = spec.host.get("flags")
     recorded = recorded if isinstance(recorded, dict) else {}
@@ -385,8 +386,8 @@ def _resumed_attached(
     again (ConfigError, one line, saying what): a shared folder never chooses where requests
     and the API key go, nor the draft model of the recommended command."""
     from specmon.bench.config import ConfigError
+    from specmon.bench.host import shown_words
     from specmon.bench.sweep import SweepSpec, run_key
-    from specmon.cli.bench_host import shown_words
 
     runs = store.load_runs()
     pending = {
@@ -423,9 +424,9 @@ def _resumed_attached(
 
 def _dry_run(flags: HostFlags, spec: Any) -> int:
     """Print each point's exact command line; start nothing."""
-    from specmon.cli.bench_host import point_flags
-    from specmon.cli.host_args import dry_run_text, plan_host
+    from specmon.bench.host import point_flags
     from specmon.core.errors import SpecmonError
+    from specmon.runtime.host_plan import dry_run_text, plan_host
 
     for point in spec.point_list():
         try:

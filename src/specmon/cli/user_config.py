@@ -187,7 +187,7 @@ def apply_user_config(args: argparse.Namespace, config: UserConfig) -> None:
         if attached and not args.once and args.canary is None and config.watch_canary:
             args.canary = config.watch_canary
     elif command == "chat":
-        from specmon.cli.host_args import HostFlags
+        from specmon.runtime.host_plan import HostFlags
 
         # Not for a saved conversation (it goes back to its own server) nor when a host-mode
         # flag asks specmon to start vLLM; --model alone picks the model on the file's server.
