@@ -110,9 +110,9 @@ def test_a_redirect_to_another_origin_carries_no_key():
         assert a.authorizations() == [f"Bearer {KEY}"]
 
 
-def _watch(*args: str) -> subprocess.CompletedProcess[str]:
+def _watch(*args: str, command: str = "watch") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "specmon", "watch", *args],
+        [sys.executable, "-m", "specmon", command, *args],
         capture_output=True,
         text=True,
         env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin", "OPENAI_API_KEY": KEY},
@@ -125,7 +125,7 @@ def test_prometheus_gets_the_bearer_token_of_its_file_and_never_the_api_key(tmp_
     file = tmp_path / "prom.token"
     file.write_text(token + "\n")
     with header_listener() as prom:
-        done = _watch("--prometheus", prom.url, "--bearer-token-file", str(file), "--once")
+        done = _watch(prom.url, "--bearer-token-file", str(file), "--once", command="fleet")
     assert prom.requests(), done.stderr
     assert set(prom.authorizations()) == {f"Bearer {token}"}
     assert len(prom.authorizations()) == len(prom.requests())

@@ -185,6 +185,15 @@ def test_watch_prometheus_that_is_not_a_url_is_a_usage_error(capsys, url):
     assert "Traceback" not in err
 
 
+@pytest.mark.parametrize("url", ["", "   ", "http://", "prometheus:9090"])
+def test_fleet_that_is_not_a_url_is_a_usage_error(capsys, url):
+    with pytest.raises(SystemExit) as exit_:
+        main(["fleet", url, "--once"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument URL: must be an http(s) URL" in err and "Traceback" not in err
+
+
 def test_a_page_with_duplicate_series_is_unreadable_not_resets_or_rates(hostile):
     """The reported case: an unchanging page with duplicated series read as 12,284 tok/s, AL 2.00,
     100% acceptance and 8 counter resets. Scraped twice unchanged, it must give no rate, no
