@@ -45,7 +45,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from specmon.cli.args import add_command, fail, server_url
+from specmon.cli.args import PlanError, add_command, fail, server_url
 from specmon.cli.bench_cmd import add_server_arguments, add_workload_arguments
 from specmon.cli.host_args import add_host_arguments
 from specmon.cli.stream_args import stream_limits_from
@@ -159,17 +159,33 @@ class SweepPlan:
     """A new sweep: the folder is created before the first point (a resumed one exists)."""
 
 
-def run(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class SweepDryRun:
+    """`--dry-run`: each point's command is printed, nothing starts."""
+
+    flags: HostFlags
+    spec: Any
+
+
+def plan_from(args: argparse.Namespace) -> SweepPlan | SweepDryRun:
+    """The sweep the command line asks for; PlanError (one line, exit 2) for a setting that
+    cannot be."""
     from specmon.bench.config import ConfigError
     from specmon.bench.plot import PlotUnavailable
     from specmon.bench.sweep import SweepError
 
     try:
-        plan = plan_sweep(args)
+        return plan_sweep(args)
     except (ConfigError, PlotUnavailable, SweepError) as exc:
-        return fail(NAME, str(exc))
-    if isinstance(plan, int):
-        return plan
+        raise PlanError(str(exc)) from None
+
+
+def run(plan: SweepPlan | SweepDryRun) -> int:
+    from specmon.bench.config import ConfigError
+    from specmon.bench.sweep import SweepError
+
+    if isinstance(plan, SweepDryRun):
+        return _dry_run(plan.flags, plan.spec)
     if plan.create:
         try:
             plan.store.create(plan.spec)
@@ -178,9 +194,8 @@ def run(args: argparse.Namespace) -> int:
     return _sweep(plan)
 
 
-def plan_sweep(args: argparse.Namespace) -> SweepPlan | int:
-    """The sweep the command line asks for (an int: the exit status of a --dry-run, which
-    prints each point's command and starts nothing). ConfigError, PlotUnavailable or
+def plan_sweep(args: argparse.Namespace) -> SweepPlan | SweepDryRun:
+    """The sweep the command line asks for (or its --dry-run). ConfigError, PlotUnavailable or
     SweepError (one line) for a setting that cannot be."""
     from specmon.bench.config import (
         MAX_CONCURRENCY,
@@ -223,7 +238,7 @@ def plan_sweep(args: argparse.Namespace) -> SweepPlan | int:
         else:
             spec, flags = _resumed_host(args, spec, grid, store.folder / "sweep.json")
         if args.dry_run:
-            return _dry_run(flags, spec)
+            return SweepDryRun(flags, spec)
         from specmon.bench.host import check_points, host_point, served_api_key
 
         identity = check_points(flags, spec.point_list())
