@@ -19,9 +19,9 @@ from specmon.cli.args import OneLineErrorParser, PlanError, fail
 from specmon.cli.user_config import ConfigError, applies_to, apply_user_config, load_user_config
 
 # Each subcommand lives in its own module under specmon.cli, exposing
-#   register(subparsers) -> None   and   run(plan) -> int
-# and, where it has one, plan_from(args) -> a frozen plan (PlanError: one line, exit 2); the
-# command is then run(plan_from(args)) and nothing after plan_from reads the Namespace.
+#   register(subparsers) -> None,  plan_from(args) -> a frozen plan  and  run(plan) -> int:
+# the command is run(plan_from(args)); nothing after plan_from reads the parsed arguments, and
+# a PlanError from it is one line on stderr, exit 2.
 SUBCOMMANDS: tuple[str, ...] = (
     "chat",
     "demo",
@@ -87,10 +87,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ConfigError as exc:
             print(f"specmon {args.command}: {exc}", file=sys.stderr)
             return 2
-    plan_from = getattr(module, "plan_from", None)
     try:
         try:
-            plan = args if plan_from is None else plan_from(args)
+            plan = module.plan_from(args)
         except PlanError as exc:
             return fail(args.command, str(exc))
         code = int(module.run(plan))
