@@ -49,8 +49,8 @@ from dataclasses import dataclass, field, replace
 from textual.app import App, ComposeResult
 from textual.widgets import Markdown
 
-from specmon.cli.session_setup import state_factory
 from specmon.core.events import Event, RequestEnded, StreamChunk
+from specmon.runtime.baseline import state_factory
 from specmon.runtime.monitor import Monitor, Target
 from specmon.runtime.prompt_loop import run_request
 from specmon.sources.stream_client import ChatRequest, new_request_id

@@ -221,7 +221,7 @@ class _Rig:
     def __init__(
         self, schedule: str | None, truth: Path, *, record: Path | None, drift: str | None = None
     ) -> None:
-        from specmon.cli.session_setup import state_factory
+        from specmon.runtime.baseline import state_factory
         from specmon.runtime.hub import Hub, SessionClock
         from specmon.runtime.monitor import Monitor, Target
         from specmon.sim.server import SimConfig, start_in_thread
@@ -261,7 +261,7 @@ def _requests(max_tokens: int = 256) -> list[ChatRequest]:
 def two_clients(record: Path, truth: Path) -> None:
     """The recorded client sends 30 answers; a second client (not recorded) sends 30 more to
     the same server at the same time."""
-    from specmon.cli.session_setup import state_factory
+    from specmon.runtime.baseline import state_factory
     from specmon.runtime.hub import Hub, SessionClock
     from specmon.runtime.monitor import Monitor, Target
 

@@ -849,7 +849,7 @@ def main(argv: list[str] | None = None) -> None:
                 by_len.setdefault(r.numel(), []).append(i)
             for plen, idx in by_len.items():
                 cont = generate(target, torch.stack([rows_[i] for i in idx]), max_tokens)
-                for i, row in zip(idx, cont):
+                for i, row in zip(idx, cont, strict=True):
                     item = {
                         "prompt_ids": row[:plen].tolist(),
                         "max_tokens": max_tokens,

@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from chat_render import GIVE_UP_S, SIZE, Result, header, machine, measure_chat, row
-from specmon.cli.session_setup import state_factory
+from specmon.runtime.baseline import state_factory
 from specmon.runtime.monitor import Monitor, Target
 from specmon.sources.gpu import NvmlSampler
 from specmon.ui.app import SpecmonApp

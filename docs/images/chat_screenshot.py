@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from specmon.cli.session_setup import state_factory
+from specmon.runtime.baseline import state_factory
 from specmon.runtime.monitor import Target
 from specmon.runtime.session import CollectorProcess, SessionConfig
 from specmon.sim.server import SimConfig, start_in_thread

@@ -130,25 +130,6 @@ def test_watch_s_canary_runs_on_the_hub_is_recorded_and_replays(tmp_path):
     assert replayed.snapshot()["canary"] == live["canary"]
 
 
-def test_a_session_config_asks_for_canaries_through_its_extra(monkeypatch, tmp_path):
-    """The collector's hook (runtime.session calls start_canary_from_extra): chat's host mode
-    and the dashboard ask through SessionConfig.extra["canary"]."""
-    from specmon.core.session_state import SessionState
-    from specmon.runtime.canary import EXTRA_KEY, start_canary_from_extra
-    from specmon.runtime.monitor import Monitor, Target
-
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
-    with (
-        start_in_thread(_config(None), log_sink=lambda _l: None) as sim,
-        Monitor([Target(sim.url)], SessionState, interval=0.1) as monitor,
-    ):
-        monitor.start()
-        assert start_canary_from_extra(monitor, {}) == []
-        assert start_canary_from_extra(monitor, {EXTRA_KEY: "x"}) == []
-        (probe,) = start_canary_from_extra(monitor, {EXTRA_KEY: 300.0})
-        assert probe.interval_s == 300.0 and probe.key.server == sim.url
-
-
 def test_a_refused_stored_baseline_is_said_not_silently_relearned(tmp_path):
     """A stored entry whose AL is not one for its K (1e308 here) is skipped by the loader: the
     first probe says so in one line, and the baseline learned again is stored sane."""

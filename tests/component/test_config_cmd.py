@@ -97,14 +97,17 @@ def test_watch_and_chat_take_the_file_unless_a_flag_is_given(
     assert main(["chat"]) == 0
     assert main(["chat", "--attach", "http://mine:2"]) == 0
     file_watch, flag_watch, file_chat, flag_chat = ran
-    assert (file_watch.attach, file_watch.interval) == (["http://gpu-box:8000"], 2.0)
+    assert ([t.base for t in file_watch.targets], file_watch.interval) == (
+        ["http://gpu-box:8000"],
+        2.0,
+    )
     assert file_watch.theme == "specmon-light"
-    assert (flag_watch.attach, flag_watch.interval, flag_watch.theme) == (
+    assert ([t.base for t in flag_watch.targets], flag_watch.interval, flag_watch.theme) == (
         ["http://mine:1"],
         2.0,
         "nord",
     )
-    assert file_chat.attach == "http://chat-box:8000"
+    assert file_chat.attach == "http://chat-box:8000"  # a ChatPlan
     assert flag_chat.attach == "http://mine:2"
 
 

@@ -10,14 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from tests.component.header_listener import header_listener
 from tests.support.waiting import wait_for
 
 from specmon.core.credentials import KeyScope, origin_of
 from specmon.core.session_state import SessionState
 from specmon.runtime.monitor import Target
-from specmon.runtime.session import CollectorProcess, InProcessSession, SessionConfig
+from specmon.runtime.session import CollectorProcess, SessionConfig
 from specmon.sources.stream_client import ChatRequest, StreamClient
 
 KEY = "sk-scope-test-0123456789"
@@ -44,13 +43,12 @@ def test_origins_are_scheme_host_and_port():
     assert KeyScope.of(None, ["http://a:8000"]).bearer_for("http://a:8000") == {}
 
 
-@pytest.mark.parametrize("kind", [InProcessSession, CollectorProcess])
-def test_a_server_added_while_watching_gets_no_key(kind):
+def test_a_server_added_while_watching_gets_no_key():
     """The issue's scenario: the owner watches A with a key; someone adds B (the `a` key in the
     app): B is identified and scraped, and never sees the key; A keeps getting it."""
     with header_listener() as a, header_listener() as b:
         config = SessionConfig(targets=(Target(a.url),), api_key=KEY, interval=0.2)
-        session = kind(config, SessionState)
+        session = CollectorProcess(config, SessionState)
         session.start()
         try:
             _wait(lambda: any(s.path == "/metrics" for s in a.requests()), "a scrape of A")
@@ -93,7 +91,7 @@ def test_the_environment_s_key_is_taken_once_at_the_command_line(monkeypatch):
 def test_a_metrics_address_on_another_origin_gets_no_key_and_one_on_the_same_origin_does():
     with header_listener() as a, header_listener() as elsewhere:
         targets = (Target(a.url, metrics_url=elsewhere.url + "/metrics"),)
-        session = InProcessSession(SessionConfig(targets, api_key=KEY, interval=0.2), SessionState)
+        session = CollectorProcess(SessionConfig(targets, api_key=KEY, interval=0.2), SessionState)
         session.start()
         try:
             _wait(lambda: len(elsewhere.requests()) >= 2, "two scrapes")
@@ -101,7 +99,7 @@ def test_a_metrics_address_on_another_origin_gets_no_key_and_one_on_the_same_ori
             session.stop()
         assert elsewhere.authorizations() == []
         same = (Target(a.url, metrics_url=a.url + "/metrics"),)
-        session = InProcessSession(SessionConfig(same, api_key=KEY, interval=0.2), SessionState)
+        session = CollectorProcess(SessionConfig(same, api_key=KEY, interval=0.2), SessionState)
         session.start()
         try:
             _wait(lambda: sum(s.path == "/metrics" for s in a.requests()) >= 2, "two scrapes")
@@ -127,9 +125,9 @@ def test_a_redirect_to_another_origin_carries_no_key():
         assert a.authorizations() == [f"Bearer {KEY}"]
 
 
-def _watch(*args: str) -> subprocess.CompletedProcess[str]:
+def _watch(*args: str, command: str = "watch") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "specmon", "watch", *args],
+        [sys.executable, "-m", "specmon", command, *args],
         capture_output=True,
         text=True,
         env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin", "OPENAI_API_KEY": KEY},
@@ -142,7 +140,7 @@ def test_prometheus_gets_the_bearer_token_of_its_file_and_never_the_api_key(tmp_
     file = tmp_path / "prom.token"
     file.write_text(token + "\n")
     with header_listener() as prom:
-        done = _watch("--prometheus", prom.url, "--bearer-token-file", str(file), "--once")
+        done = _watch(prom.url, "--bearer-token-file", str(file), "--once", command="fleet")
     assert prom.requests(), done.stderr
     assert set(prom.authorizations()) == {f"Bearer {token}"}
     assert len(prom.authorizations()) == len(prom.requests())
@@ -163,7 +161,7 @@ def test_a_bearer_token_file_that_cannot_be_read_is_one_line(tmp_path):
 def test_a_key_typed_for_an_added_server_goes_to_it_alone():
     with header_listener() as a, header_listener() as b:
         config = SessionConfig(targets=(Target(a.url),), api_key=KEY, interval=0.2)
-        session = InProcessSession(config, SessionState)
+        session = CollectorProcess(config, SessionState)
         session.start()
         try:
             session.add_target(Target(b.url, api_key="typed-for-b-0123456789"))

@@ -13,7 +13,7 @@ import pytest
 from tests.hostile_http import HostileServer, Page, RedirectLoop, Silent, Trickle
 
 from specmon.cli.main import main
-from specmon.cli.watch_cmd import dumps
+from specmon.cli.watch_output import dumps
 from specmon.core.events import ServerStatusChanged, SessionInfo
 from specmon.core.session_state import SessionState
 from specmon.core.watch_json import snapshot_of
@@ -184,6 +184,15 @@ def test_watch_prometheus_that_is_not_a_url_is_a_usage_error(capsys, url):
     err = capsys.readouterr().err
     assert "argument --prometheus: must be an http(s) URL" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("url", ["", "   ", "http://", "prometheus:9090"])
+def test_fleet_that_is_not_a_url_is_a_usage_error(capsys, url):
+    with pytest.raises(SystemExit) as exit_:
+        main(["fleet", url, "--once"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument URL: must be an http(s) URL" in err and "Traceback" not in err
 
 
 def test_a_page_with_duplicate_series_is_unreadable_not_resets_or_rates(hostile):

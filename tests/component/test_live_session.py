@@ -1,4 +1,4 @@
-"""runtime.session: the same LiveSession API with the collector in this process or in its own.
+"""runtime.session: the LiveSession API, its collector in a process of its own.
 
 Against the simulator: a chat submitted through the session is folded into its state, a marker
 reaches the recording, stop() closes the recording and leaves no process; the collector process
@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 from tests.loopback import SilentServer
+from tests.support.waiting import wait_for
 
 from specmon.core.events import Marker, RequestEnded, StreamChunk
 from specmon.core.session_state import SessionState
 from specmon.runtime.monitor import Target
-from specmon.runtime.session import CollectorProcess, InProcessSession, SessionConfig
+from specmon.runtime.session import CollectorProcess, SessionConfig
 from specmon.sim.server import SimConfig, start_in_thread
 from specmon.sources.recording_player import read_recording
 from specmon.sources.stream_client import ChatRequest
@@ -37,7 +38,7 @@ def _alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
-@pytest.mark.parametrize("kind", [InProcessSession, CollectorProcess])
+@pytest.mark.parametrize("kind", [CollectorProcess])
 def test_a_chat_through_the_session_is_folded_marked_and_recorded(sim, tmp_path, kind):
     path = tmp_path / "s.ndjson"
     config = SessionConfig(targets=(Target(sim.url),), interval=0.3, record=str(path))
@@ -207,7 +208,7 @@ def test_the_receiver_refuses_a_report_of_no_known_kind():
     ]
 
 
-@pytest.mark.parametrize("kind", [InProcessSession, CollectorProcess])
+@pytest.mark.parametrize("kind", [CollectorProcess])
 def test_the_servers_context_length_comes_with_its_identity(sim, kind):
     """The context length of the model is read from the same /v1/models answer that identified
     the server (the app asked /v1/models a second time for it after the start)."""
@@ -219,3 +220,33 @@ def test_the_servers_context_length_comes_with_its_identity(sim, kind):
         session.stop()
     assert seen.models and seen.context_length(seen.models[0]) == 8192
     assert seen.context_length("not-listed") is None
+
+
+def test_a_hosted_servers_log_lines_reach_the_state_and_the_recording_without_its_secrets(
+    tmp_path,
+):
+    """`specmon serve` on a terminal opens the session before vLLM starts and hands it every
+    line vLLM prints (`post_log`): folded as the server's log, recorded, and the values of the
+    server's command line (`SessionConfig.secrets`) are in neither the recording nor its header."""
+    from specmon.core.events import ServerLogLine
+    from specmon.runtime.session import open_session
+
+    secret = "tok-0123456789abcdef"
+    path = tmp_path / "serve.ndjson"
+    session = open_session(SessionConfig((), record=str(path), quiet=True, secrets=(secret,)))
+    seen: list[ServerLogLine] = []
+    session.subscribe(lambda e: seen.append(e) if isinstance(e, ServerLogLine) else None)
+    session.start()
+    try:
+        session.post_log("http://127.0.0.1:8000", "INFO Starting vLLM API server")
+        session.post_log("http://127.0.0.1:8000", f"args: --api-key {secret}")
+        wait_for(lambda: len(seen) == 2, "both lines folded", timeout=WAIT_S)
+    finally:
+        session.stop()
+    session.post_log("http://127.0.0.1:8000", "after the stop: dropped, no error")
+    assert seen[0].line == "INFO Starting vLLM API server"
+    assert {e.source for e in seen} == {"http://127.0.0.1:8000"}
+    text = path.read_text()
+    assert secret not in text
+    lines = [e.line for e in read_recording(path).events if isinstance(e, ServerLogLine)]
+    assert lines[0] == "INFO Starting vLLM API server" and lines[1].startswith("args: --api-key")

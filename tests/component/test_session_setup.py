@@ -12,9 +12,9 @@ from specmon.cli.main import main
 from specmon.cli.session_setup import (
     default_gpu_source,
     positive_float,
-    state_factory,
 )
 from specmon.core.events import SessionInfo
+from specmon.runtime.baseline import state_factory
 from specmon.sources.addresses import url_is_loopback
 from specmon.sources.baseline_store import Baseline, BaselineStore, default_path
 

@@ -4,13 +4,13 @@ same name as ui/themes.py's default), and handed to the app, which resolves it."
 from __future__ import annotations
 
 import argparse
+import types
 
 import pytest
 
 from specmon.cli import chat_cmd, demo_cmd, watch_cmd
 from specmon.cli.main import build_parser
 from specmon.cli.session_setup import DEFAULT_THEME
-from specmon.runtime.monitor import Target
 from specmon.ui import themes
 
 COMMANDS = (
@@ -37,7 +37,7 @@ class _Recorder:
 
     def app(self, *args: object, **kwargs: object) -> object:
         self.kwargs = kwargs
-        return object()
+        return types.SimpleNamespace(host_failure=None)
 
 
 @pytest.fixture
@@ -51,12 +51,14 @@ def recorder(monkeypatch: pytest.MonkeyPatch) -> _Recorder:
 def test_each_command_hands_its_theme_to_the_app(recorder: _Recorder) -> None:
     parser = build_parser()
     args = parser.parse_args([*COMMANDS[0], "--theme", "specmon-light"])
-    assert chat_cmd.run(args) == 0
+    assert chat_cmd.run(chat_cmd.plan_from(args)) == 0
     assert recorder.kwargs["theme"] == "specmon-light"
     args = parser.parse_args(["demo", "--theme", "specmon-high-contrast"])
-    assert demo_cmd._app("http://127.0.0.1:9", args) == 0
+    assert demo_cmd._app("http://127.0.0.1:9", demo_cmd.plan_from(args)) == 0
     assert recorder.kwargs["theme"] == "specmon-high-contrast"
     args = parser.parse_args([*COMMANDS[2], "--theme", "nord"])
     assert isinstance(args, argparse.Namespace)
-    assert watch_cmd._app([Target("http://127.0.0.1:9")], "none", args, None, 1.0) == 0
+    plan = watch_cmd.plan_from(args)
+    assert isinstance(plan, watch_cmd.WatchPlan)
+    assert watch_cmd._app(plan) == 0
     assert recorder.kwargs["theme"] == "nord"

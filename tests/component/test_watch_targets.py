@@ -14,7 +14,7 @@ from tests.support.waiting import wait_for
 from specmon.core.session_state import SessionState
 from specmon.core.views import SessionView
 from specmon.runtime.monitor import Target
-from specmon.runtime.session import CollectorProcess, InProcessSession, SessionConfig
+from specmon.runtime.session import CollectorProcess, SessionConfig
 from specmon.sim.server import SimConfig, start_in_thread
 from specmon.sources.recording_player import read_recording
 
@@ -37,7 +37,7 @@ def _wait_view(session, predicate: Callable[[SessionView], bool]) -> SessionView
     )
 
 
-@pytest.mark.parametrize("kind", [InProcessSession, CollectorProcess])
+@pytest.mark.parametrize("kind", [CollectorProcess])
 def test_add_and_remove_a_server_while_watching(tmp_path, kind) -> None:
     path = tmp_path / "w.ndjson"
     with (
@@ -72,7 +72,7 @@ def test_add_and_remove_a_server_while_watching(tmp_path, kind) -> None:
             assert session.view(fresh=True).server(two.url) is None
         finally:
             session.stop()
-        errors = session.monitor.hub.errors if kind is InProcessSession else session.errors
+        errors = session.errors
         assert not [e for e in errors if "watching" in e]  # refusals are answers, not errors
     recording = read_recording(path)
     removed = [
@@ -88,7 +88,7 @@ def test_add_and_remove_a_server_while_watching(tmp_path, kind) -> None:
 def test_a_refused_server_is_shown_down_from_the_start_and_when_added() -> None:
     dead = "http://127.0.0.1:9"  # the discard port: nothing listens, connection refused
     with start_in_thread(SimConfig(speed=50.0), log_sink=lambda _l: None) as one:
-        session = InProcessSession(
+        session = CollectorProcess(
             SessionConfig(targets=(Target(one.url), Target(dead)), interval=0.2), SessionState
         )
         session.start()
@@ -114,7 +114,7 @@ def test_a_server_that_never_answers_is_down_at_once_and_the_other_keeps_updatin
     silent = SilentServer()
     try:
         with start_in_thread(SimConfig(speed=50.0), log_sink=lambda _l: None) as one:
-            session = InProcessSession(
+            session = CollectorProcess(
                 SessionConfig(targets=(Target(one.url),), interval=0.2), SessionState
             )
             session.start()

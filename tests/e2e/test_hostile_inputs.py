@@ -488,6 +488,7 @@ def _live_traffic(url: str) -> None:
     "args",
     [
         ("watch", "--prometheus", ""),
+        ("fleet", ""),
         ("watch", "--attach", ""),
         ("bench", "--attach", ""),
         ("replay", ""),

@@ -251,19 +251,17 @@ def test_a_target_shows_its_history_and_its_hosts_gpus(
     assert gpu1.temperature_c == 58 and gpu1.power_w is None  # a missing series: "—"
 
 
-def test_watch_prometheus_once_json(start_prometheus: StartPrometheus) -> None:
+def test_fleet_once_json(start_prometheus: StartPrometheus) -> None:
     with sims(SimConfig(speed=50.0, n_spec=4, seed=8)) as (a,):
         prom = start_prometheus({"vllm": [host(a)]})
         prom.wait_for_scrapes("up == 1", 2)
         time.sleep(1.2)
         traffic(a, requests=1)
         prom.wait_for_counters(a.url)
-        done = run_specmon(
-            "watch", "--prometheus", prom.url, "--once", "--json", "--rate-window", "30"
-        )
+        done = run_specmon("fleet", prom.url, "--once", "--json", "--rate-window", "30")
         url = prom.url
         prom.stop()
-        down = run_specmon("watch", "--prometheus", url, "--once", "--json")
+        down = run_specmon("fleet", url, "--once", "--json")
     assert done.returncode == 0, done.stderr
     snap = json.loads(done.stdout)
     server = snap["servers"][a.url]
@@ -277,16 +275,16 @@ def test_watch_prometheus_once_json(start_prometheus: StartPrometheus) -> None:
 
 
 def test_the_apps_collector_process_reads_the_fleet(start_prometheus: StartPrometheus) -> None:
-    """On a terminal `watch --prometheus` runs the collector in its own process (the Textual
-    app's path): the fleet source goes there in SessionConfig.extra and its rows come back."""
-    from specmon.runtime.fleet_run import EXTRA_KEY, FleetSpec
+    """On a terminal `specmon fleet` runs the collector in its own process (the Textual
+    app's path): the fleet source goes there in SessionConfig.fleet and its rows come back."""
+    from specmon.runtime.fleet_run import FleetSpec
     from specmon.runtime.session import CollectorProcess, SessionConfig
 
     with sims(SimConfig(speed=50.0, n_spec=4, seed=9)) as (a,):
         prom = start_prometheus({"vllm": [host(a)]})
         prom.wait_for_scrapes("up == 1", 2)
         spec = FleetSpec(prom.url, '{job="vllm"}', interval=0.5, rate_window_s=30.0)
-        session = CollectorProcess(SessionConfig((), extra={EXTRA_KEY: spec}), SessionState)
+        session = CollectorProcess(SessionConfig((), fleet=spec), SessionState)
         session.start()
         try:
             view = wait_for(

@@ -13,9 +13,8 @@ from tests.support.host_mode import launch_fake
 from tests.support.ui_fakes import FakePort, screen_text
 from tests.support.waiting import wait_for, wait_for_app
 
-from specmon.core.startup_log import StartupPhase, StartupProgress
+from specmon.core.startup_log import StartupFailed, StartupPhase, StartupProgress
 from specmon.ui.app import SpecmonApp
-from specmon.ui.host import StartupFailed
 from specmon.ui.screens.chat import ChatScreen
 from specmon.ui.screens.log import LogScreen
 from specmon.ui.screens.startup import (
@@ -254,8 +253,10 @@ def test_lines_after_gives_only_new_lines_and_the_count(fake_vllm, tmp_path, mon
 def test_app_host_adapts_the_server_and_reports_a_failure(fake_vllm, tmp_path, monkeypatch):
     import argparse
 
-    from specmon.cli.host_args import add_host_arguments, plan_host
-    from specmon.cli.host_launch import AppHost, launch_or_exit
+    from specmon.cli.host_args import add_host_arguments
+    from specmon.cli.host_launch import launch_or_exit
+    from specmon.runtime.host_launch import AppHost
+    from specmon.runtime.host_plan import plan_host
 
     monkeypatch.setenv("FAKE_VLLM_MODE", "oom")
     parser = argparse.ArgumentParser()

@@ -76,8 +76,8 @@ def test_bad_input_is_one_line_and_exit_2(fake_vllm, capsys, argv, words):
 
 def test_attach_with_model_still_names_the_model_to_chat_with():
     # --model with --attach keeps its meaning (the model to chat with): no host-mode error.
-    from specmon.cli.host_args import HostFlags
     from specmon.cli.main import build_parser
+    from specmon.runtime.host_plan import HostFlags
 
     args = build_parser().parse_args(["chat", "--attach", "http://127.0.0.1:9", "--model", "x"])
     assert HostFlags.of(args).given() == []

@@ -13,8 +13,9 @@ import pytest
 from tests.support.host_mode import start_host
 from tests.support.waiting import wait_for
 
-from specmon.cli.host_args import add_host_arguments, plan_host
+from specmon.cli.host_args import add_host_arguments
 from specmon.core.startup_log import StartupPhase
+from specmon.runtime.host_plan import plan_host
 from specmon.sources.host.checks import check_arguments
 from specmon.sources.host.spec import HostSpecError
 from specmon.sources.vllm_args import RESULT_MARKER
@@ -98,7 +99,7 @@ def test_start_host_returns_a_ready_server_with_what_a_recording_needs(fake_vllm
 
 
 def test_flags_override_a_preset_method_and_k(fake_vllm):
-    from specmon.cli.host_args import resolve_settings
+    from specmon.runtime.host_plan import resolve_settings
 
     args = parse("--preset", "rtx5090-gemma4-26b-dflash", "--method", "ngram", "--n-spec", "3")
     settings, preset = resolve_settings(args)
@@ -114,7 +115,7 @@ def test_a_parser_with_its_own_model_flag_shares_it():
     parser.add_argument("--model", default=None)  # as `specmon chat` has
     add_host_arguments(parser, model=False)
     args = parser.parse_args(["--model", "m", "--draft", "d", "--", "--max-model-len", "64"])
-    from specmon.cli.host_args import resolve_settings
+    from specmon.runtime.host_plan import resolve_settings
 
     settings, _ = resolve_settings(args)
     assert (settings.model, settings.draft, settings.method) == ("m", "d", None)

@@ -18,9 +18,10 @@ from tests.real_vllm.server import VllmServer
 from tests.support.ui_fakes import arrived_text, screen_text
 from tests.support.waiting import wait_for_app
 
-from specmon.cli.session_setup import state_factory
 from specmon.core.events import RequestEnded
-from specmon.runtime.monitor import Monitor, Target
+from specmon.runtime.baseline import state_factory
+from specmon.runtime.monitor import Target
+from specmon.runtime.session import CollectorProcess, SessionConfig
 from specmon.ui.app import SpecmonApp
 from specmon.ui.conversation import ChatSettings
 from specmon.ui.formatting import visible
@@ -47,8 +48,8 @@ async def test_a_real_vllm_answer_is_literal_and_shows_vllms_own_acceptance(
     feeds = []
     lock = threading.Lock()
 
-    def make() -> Monitor:
-        return Monitor([Target(server.url)], state_factory(None), gpu=None)
+    def make() -> CollectorProcess:
+        return CollectorProcess(SessionConfig((Target(server.url),)), state_factory(None))
 
     port = LivePort(make)
     ask = port.ask

@@ -17,7 +17,7 @@ from tests.sim.simtest_helpers import chat_body, stream
 
 from specmon.core.session_state import SessionState
 from specmon.runtime.monitor import Target
-from specmon.runtime.session import InProcessSession, SessionConfig
+from specmon.runtime.session import CollectorProcess, SessionConfig
 from specmon.sim.server import SimConfig, SimConfigError, resolve, start_in_thread
 
 
@@ -57,7 +57,7 @@ def test_one_engine_is_the_default_and_bad_counts_are_refused(start_sim) -> None
 
 def test_the_read_model_shows_each_engine_and_they_sum_to_the_server() -> None:
     with start_in_thread(SimConfig(engines=2, speed=50.0, seed=4), log_sink=lambda _l: None) as sim:
-        session = InProcessSession(
+        session = CollectorProcess(
             SessionConfig(targets=(Target(sim.url),), interval=0.2), SessionState
         )
         session.start()

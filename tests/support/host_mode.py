@@ -12,8 +12,8 @@ from pathlib import Path
 
 from tests.support.waiting import wait_for
 
-from specmon.cli.host_args import HostFlags, launch_host, plan_host
 from specmon.core.startup_log import StartupProgress
+from specmon.runtime.host_plan import HostFlags, launch_host, plan_host
 from specmon.sources.host.checks import pick_free_port
 from specmon.sources.host.process import DEFAULT_READY_TIMEOUT_S, HostedServer, group_members
 from specmon.sources.host.spec import HostSettings, build_command

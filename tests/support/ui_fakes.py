@@ -13,11 +13,11 @@ from dataclasses import replace
 
 from tests.loopback import LoopbackServer
 
-from specmon.cli.session_setup import state_factory
 from specmon.core.events import RequestEnded, RequestStarted, SessionInfo, StreamChunk
 from specmon.core.session_state import SessionState
 from specmon.core.stream_limits import DEFAULT_IDLE_TIMEOUT_S
 from specmon.core.views import SessionView
+from specmon.runtime.baseline import state_factory
 from specmon.runtime.monitor import Target
 from specmon.runtime.session import CollectorProcess, SessionConfig
 from specmon.sim.server import SimConfig, start_in_thread

@@ -21,7 +21,12 @@ from tests.ui.chat_pilot import answers as _answers
 from tests.ui.chat_pilot import ask as _ask
 from tests.ui.chat_pilot import connected as _connected
 
-from specmon.cli.chat_history_args import chat_history_for, close_history, pick_resumed
+from specmon.cli.chat_history_args import (
+    chat_history_for,
+    chat_scrubber,
+    close_history,
+    pick_resumed,
+)
 from specmon.core.chat_record import SavedConversation, SavedServer, SavedTurn
 from specmon.sources import conversation_store
 from specmon.sources.conversation_store import ConversationStore, default_path
@@ -43,7 +48,10 @@ def data_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def install_history(app: SpecmonApp, args: argparse.Namespace):
     """What `specmon chat` gives the app (`chat_history=`), set on an app built by the test."""
-    history = chat_history_for(args)
+    scrubber = chat_scrubber(
+        args.api_key, (getattr(args, "attach", None),), getattr(args, "redact", ())
+    )
+    history = chat_history_for(args.no_save, args.resumed, scrubber)
     app.chat_history = history
     return history
 
@@ -376,17 +384,7 @@ async def test_a_long_conversation_resumes_with_its_last_turns_and_says_how_much
                 SavedServer("http://127.0.0.1:9000", "m"),
             )
         )
-    args = argparse.Namespace(
-        resume=str(cid),
-        attach="http://127.0.0.1:9",
-        model="m",
-        preset=None,
-        system=None,
-        temperature=None,
-        top_p=None,
-        max_tokens=None,
-    )
-    resumed = pick_resumed(args)
+    resumed = pick_resumed(str(cid))
     assert isinstance(resumed, SavedConversation)
     assert [t.prompt for t in resumed.turns] == ["question 5", "question 6", "question 7"]
     port = FakePort(answers=[["ninth answer"]])

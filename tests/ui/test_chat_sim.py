@@ -13,7 +13,7 @@ from tests.support.ui_fakes import arrived_text, screen_text, sim_port
 from tests.support.waiting import wait_for_app
 from textual.widgets import Static
 
-from specmon.cli.session_setup import state_factory
+from specmon.runtime.baseline import state_factory
 from specmon.runtime.monitor import Target
 from specmon.runtime.session import CollectorProcess, SessionConfig
 from specmon.sim.server import SimConfig

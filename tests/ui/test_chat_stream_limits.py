@@ -17,9 +17,9 @@ from tests.ui.chat_pilot import answers as _answers
 from tests.ui.chat_pilot import ask as _ask
 from tests.ui.chat_pilot import connected as _connected
 
-from specmon.cli.session_setup import state_factory
 from specmon.core.events import RequestEnded
 from specmon.core.stream_limits import StreamLimits
+from specmon.runtime.baseline import state_factory
 from specmon.runtime.monitor import Target
 from specmon.runtime.session import CollectorProcess, SessionConfig
 from specmon.ui.app import SpecmonApp

@@ -11,7 +11,7 @@ import pytest
 from tests.support.ui_fakes import screen_text
 from tests.support.waiting import wait_for_app
 
-from specmon.cli.session_setup import state_factory
+from specmon.runtime.baseline import state_factory
 from specmon.runtime.monitor import Target
 from specmon.runtime.session import CollectorProcess, SessionConfig
 from specmon.sim.server import SimConfig, start_in_thread

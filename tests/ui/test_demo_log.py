@@ -8,7 +8,7 @@ from tests.support.waiting import wait_for_app
 from textual.widgets import Label
 
 from specmon.cli.demo_cmd import DEMO_PROMPTS
-from specmon.cli.session_setup import state_factory
+from specmon.runtime.baseline import state_factory
 from specmon.runtime.monitor import Target
 from specmon.runtime.session import CollectorProcess, SessionConfig
 from specmon.sim.server import SimConfig, start_in_thread

@@ -10,7 +10,7 @@ from tests.support.waiting import wait_for_app
 from textual.widgets import Static
 
 from specmon.cli.demo_cmd import DEMO_PROMPTS
-from specmon.cli.session_setup import state_factory
+from specmon.runtime.baseline import state_factory
 from specmon.runtime.monitor import Target
 from specmon.runtime.session import CollectorProcess, SessionConfig
 from specmon.sim.gpu_page import SIM_GPU_PATH

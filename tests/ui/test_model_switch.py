@@ -4,7 +4,6 @@ the next question is asked of it, and the conversation is saved with it."""
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ from tests.ui.chat_pilot import ask as _ask
 from tests.ui.chat_pilot import connected as _connected
 from textual.widgets import OptionList
 
-from specmon.cli.chat_history_args import chat_history_for, close_history
+from specmon.cli.chat_history_args import chat_history_for, chat_scrubber, close_history
 from specmon.core.events import SessionInfo
 from specmon.runtime.collector_messages import ServerSeen
 from specmon.sources.conversation_store import ConversationStore
@@ -50,7 +49,7 @@ async def test_ctrl_k_switches_the_model_for_the_next_question_and_it_is_saved(
 ) -> None:
     port = _port((SIM_SERVER.model, OTHER, HOSTILE))
     app = SpecmonApp(port)
-    history = chat_history_for(argparse.Namespace(api_key=None, no_save=False, resumed=None))
+    history = chat_history_for(False, None, chat_scrubber(None, (), ()))
     app.chat_history = history
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)

@@ -76,7 +76,7 @@ def test_recording_starts_and_stops_while_the_session_runs_with_a_marker(tmp_pat
 def test_the_dashboard_port_keeps_a_server_that_is_down_and_shows_it_down() -> None:
     import socket
 
-    from specmon.cli.session_setup import state_factory
+    from specmon.runtime.baseline import state_factory
     from specmon.runtime.monitor import Target
     from specmon.runtime.session import CollectorProcess, SessionConfig
     from specmon.ui.live_port import LivePort

@@ -3,18 +3,19 @@ outputs, exit codes and one-line errors (no server needed)."""
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import specmon
-from specmon.cli.chat_history_args import pick_resumed
+from specmon.cli.chat_cmd import ChatPlan, resumed_plan
+from specmon.cli.chat_history_args import HistoryFlags
 from specmon.cli.main import main
 from specmon.core.chat_record import (
     SavedConversation,
@@ -23,6 +24,7 @@ from specmon.core.chat_record import (
     SavedSettings,
     SavedTurn,
 )
+from specmon.runtime.host_plan import HostFlags
 from specmon.sources.conversation_store import ConversationStore
 
 
@@ -128,25 +130,16 @@ def test_export_chat_scrubs_the_environment_tokens_and_the_redact_patterns(
     assert "order [REDACTED] shipped" in md
 
 
-def args(**given: object) -> argparse.Namespace:
-    values: dict[str, object] = {
-        "resume": None,
-        "attach": None,
-        "model": None,
-        "preset": None,
-        "system": None,
-        "temperature": None,
-        "top_p": None,
-        "max_tokens": None,
-    }
-    values.update(given)
-    return argparse.Namespace(**values)
+def args(*, resume: str, preset: str | None = None, **given: Any) -> ChatPlan:
+    """A chat's plan with `--resume` (and `--preset`) and the other flags `given`."""
+    return ChatPlan(host=HostFlags(preset=preset), history=HistoryFlags(resume=resume), **given)
 
 
 def test_resume_id_reconnects_to_the_saved_server_with_its_settings(store_path: Path) -> None:
     cid = save_one(store_path)
-    a = args(resume=str(cid))
-    resumed = pick_resumed(a)
+    a = resumed_plan(args(resume=str(cid)))
+    assert isinstance(a, ChatPlan)
+    resumed = a.resumed
     assert isinstance(resumed, SavedConversation) and resumed.id == cid
     assert (a.attach, a.model) == ("http://127.0.0.1:9000", "qwen")
     assert (a.system, a.temperature, a.top_p, a.max_tokens) == ("be brief", 0.2, None, 32)
@@ -154,8 +147,10 @@ def test_resume_id_reconnects_to_the_saved_server_with_its_settings(store_path: 
 
 def test_flags_given_win_over_the_saved_conversation(store_path: Path) -> None:
     cid = save_one(store_path)
-    a = args(resume=str(cid), attach="http://other:1", system="new system", temperature=0.9)
-    assert isinstance(pick_resumed(a), SavedConversation)
+    a = resumed_plan(
+        args(resume=str(cid), attach="http://other:1", system="new system", temperature=0.9)
+    )
+    assert isinstance(a, ChatPlan) and isinstance(a.resumed, SavedConversation)
     assert (a.attach, a.model, a.system, a.temperature) == (
         "http://other:1",
         None,
@@ -198,9 +193,9 @@ def test_resume_without_id_picks_from_the_list(
     monkeypatch.setattr(conversations.ConversationsApp, "run", lambda self: cid)
     monkeypatch.setattr("sys.stdin", _Tty())
     monkeypatch.setattr("sys.stdout", _Tty())
-    a = args(resume="")
-    resumed = pick_resumed(a)
-    assert isinstance(resumed, SavedConversation) and resumed.id == cid
+    a = resumed_plan(args(resume=""))
+    assert isinstance(a, ChatPlan)
+    assert isinstance(a.resumed, SavedConversation) and a.resumed.id == cid
     assert a.attach == "http://127.0.0.1:9000"
 
 
@@ -213,19 +208,17 @@ def test_a_saved_server_address_that_is_not_a_url_is_one_line_not_a_connect(
         cid = store.save(
             SavedConversation((SavedTurn("q", "a"),), SavedServer("ftp://h:x", "qwen"))
         )
-    a = args(resume=str(cid))
-    assert pick_resumed(a) == 2
-    assert a.attach is None
+    assert resumed_plan(args(resume=str(cid))) == 2
     err = capsys.readouterr().err
     assert f"conversation {cid} has a bad server address" in err and err.count("\n") == 1
 
 
 _RESUME_IN_CHILD = """
-import argparse, json, sys
-from specmon.cli.chat_history_args import pick_resumed
-a = argparse.Namespace(resume=sys.argv[1], attach=None, model=None, preset=None, system=None,
-                       temperature=None, top_p=None, max_tokens=None)
-r = pick_resumed(a)
+import json, sys
+from specmon.cli.chat_cmd import ChatPlan, resumed_plan
+from specmon.cli.chat_history_args import HistoryFlags
+a = resumed_plan(ChatPlan(history=HistoryFlags(resume=sys.argv[1])))
+r = a.resumed
 print(json.dumps({"prompts": [t.prompt for t in r.turns], "attach": a.attach}))
 """
 

@@ -9,8 +9,9 @@ from dataclasses import fields
 import pytest
 
 from specmon.cli import args as cli_args
-from specmon.cli.host_args import HOST_FIELDS, HOST_ONLY, HostFlags, add_host_arguments
+from specmon.cli.host_args import add_host_arguments
 from specmon.cli.main import build_parser, main
+from specmon.runtime.host_plan import HOST_FIELDS, HOST_ONLY, HostFlags
 
 
 @pytest.mark.parametrize(

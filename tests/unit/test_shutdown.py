@@ -279,7 +279,7 @@ def test_a_forced_exit_says_why_after_the_terminal_is_put_back() -> None:
 
 _HOSTED_HUP_CHILD = (
     "import asyncio, os, signal\n"
-    "from specmon.cli.host_launch import stop_signals\n"
+    "from specmon.runtime.host_launch import stop_signals\n"
     "from specmon.runtime import shutdown\n"
     "process = shutdown.install(grace_s=60)\n"
     "async def hang_up():\n"

@@ -76,6 +76,15 @@ def test_a_flag_beats_the_file(tmp_path: Path) -> None:
     assert _parsed(["chat", "--attach", "http://mine:2"], config).attach == "http://mine:2"
 
 
+def test_fleet_takes_the_theme_and_baseline_as_watch_prometheus_does(tmp_path: Path) -> None:
+    config = _config(tmp_path, FULL)
+    for argv in (["fleet", "http://prom:9090"], ["watch", "--prometheus", "http://prom:9090"]):
+        args = _parsed(argv, config)
+        assert (args.theme, args.baseline) == ("specmon-light", config.baseline_tok_s), argv
+        assert args.interval != config.watch_interval  # for servers; a Prometheus: 5 s
+    assert _parsed(["fleet", "http://p:1", "--baseline", "9"], config).baseline == 9.0
+
+
 def test_file_settings_that_do_not_fit_the_command_line_are_left_out(tmp_path: Path) -> None:
     config = _config(tmp_path, FULL)
     fleet = _parsed(["watch", "--prometheus", "http://prom:9090"], config)

@@ -1,13 +1,22 @@
 """Running a command's screen: the Textual app (the same start and stop for chat, demo, watch,
-replay and serve), or without it the plain lines (watch, demo, serve)."""
+replay and serve), or without it the plain lines (watch, demo, serve).
+
+    on_terminal()                      the one answer to "is there a terminal?"
+                                       (runtime/terminal.py, re-exported here)
+    run_dashboard(config, dashboard)   a live session (runtime.session.open_session) in the app:
+                                       chat, demo, watch, fleet and chat's host mode
+"""
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 # The terminal check's home is runtime/terminal.py; the commands still import it from here.
 from specmon.runtime.terminal import WEB_DRIVER as WEB_DRIVER
+from specmon.runtime.terminal import on_terminal as on_terminal
 from specmon.runtime.terminal import served_to_browser as served_to_browser
 from specmon.runtime.terminal import wants_app as wants_app
 
@@ -18,8 +27,13 @@ if TYPE_CHECKING:  # imported by the commands' run(), not when `specmon --help` 
     from textual.app import App
 
     from specmon.runtime.exporter import Exporter
+    from specmon.runtime.host_launch import AppHost
     from specmon.runtime.monitor import Monitor
+    from specmon.runtime.session import LiveSession, SessionConfig
     from specmon.ui.app import SpecmonApp
+    from specmon.ui.chat_history import ChatHistory
+    from specmon.ui.conversation import ChatSettings
+    from specmon.ui.host import LogSource
     from specmon.ui.port import SessionPort
 
 
@@ -84,6 +98,7 @@ def run_app(
     *,
     export: tuple[str, int] | None = None,
     command: str = "",
+    before_close: Callable[[], object] | None = None,
 ) -> int:
     """Run `app` until it exits (`run_textual`: Ctrl-C in it raises KeyboardInterrupt), then
     stop its session (recording closed). On Ctrl-C or SIGTERM a connection still being made is
@@ -91,7 +106,9 @@ def run_app(
     stop must finish within the shutdown's bound.
 
     `export` (`--export`): specmon's /metrics served from the session's view while the app runs;
-    a port in use is a one-line error (exit 2) before the app starts."""
+    a port in use is a one-line error (exit 2) before the app starts. `before_close`: called
+    when the app has ended, before the session stops (host mode stops its server there, so
+    that the server's last lines still reach the session and its recording)."""
     from specmon.cli.args import fail
     from specmon.runtime import shutdown
 
@@ -110,9 +127,107 @@ def run_app(
     try:
         return run_textual(app)
     finally:
+        if before_close is not None:
+            before_close()
         port.close()
         if exporter is not None:
             exporter.stop()
+
+
+@dataclass(frozen=True, slots=True)
+class Dashboard:
+    """How a command shows its live session in the app (`run_dashboard`)."""
+
+    command: str
+    """The command's name, in its messages (`specmon chat: ...`)."""
+    mode: Literal["chat", "demo", "watch"]
+    """The app's first screen: the chat (chat, demo) or the dashboard (watch, fleet, serve)."""
+    theme: str | None = None
+    export: tuple[str, int] | None = None
+    """`--export`: specmon's /metrics served from the session's view while the app runs."""
+    model: str | None = None
+    """The model to chat with (None: the first the server lists)."""
+    settings: ChatSettings | None = None
+    system: str | None = None
+    auto_prompts: tuple[str, ...] = ()
+    """The demo's prompts, sent one after another."""
+    max_answers: int | None = None
+    """Quit once this many answers have finished (demo --requests)."""
+    idle_timeout_s: float | None = None
+    """The stream idle timeout the collector applies (shown while an answer waits)."""
+
+
+def run_dashboard(
+    config: Callable[[], SessionConfig],
+    dashboard: Dashboard,
+    *,
+    host: AppHost | None = None,
+    server_log: LogSource | None = None,
+    chat_history: ChatHistory | None = None,
+    opened: Callable[[], LiveSession] | None = None,
+    before_close: Callable[[], object] | None = None,
+) -> int:
+    """The app on a live session until it is quit: the one assembly of a session
+    (`runtime.session.open_session`), its port and the app for every command with a live
+    screen. `config` is called in the app's connect worker (the runtime is imported there, so
+    the first frame does not wait for it); in host mode once the server answered /health 200,
+    its `known` then completed by the host. Returns the exit status: 1 when the hosted server
+    failed to start or died (the report printed once the app closed). `opened`: the session
+    the port connects through when the command opened it itself (`specmon serve`, whose
+    recording starts before vLLM does), instead of one opened on `config()`; `before_close`:
+    see `run_app`."""
+    from specmon.runtime import shutdown
+    from specmon.ui.app import SpecmonApp
+    from specmon.ui.live_port import LivePort
+
+    def make_session() -> Any:
+        from dataclasses import replace
+
+        from specmon.runtime.session import open_session
+
+        if opened is not None:
+            return opened()
+        made = config()
+        if host is not None:  # what host mode knows completes what the server says
+            made = replace(made, known=host.session_info())
+        return open_session(made)
+
+    watching = dashboard.mode == "watch"
+    if dashboard.idle_timeout_s is None:
+        port = LivePort(make_session, model=dashboard.model, require_model=not watching)
+    else:
+        port = LivePort(
+            make_session,
+            model=dashboard.model,
+            require_model=not watching,
+            idle_timeout_s=dashboard.idle_timeout_s,
+        )
+    app = SpecmonApp(
+        port,
+        settings=dashboard.settings,
+        system=dashboard.system,
+        mode=dashboard.mode,
+        auto_prompts=dashboard.auto_prompts,
+        max_answers=dashboard.max_answers,
+        theme=dashboard.theme,
+        host=host,
+        server_log=server_log,
+        chat_history=chat_history,
+    )
+    process_shutdown = shutdown.current()
+    if host is not None and process_shutdown is not None:  # the startup wait abandoned too
+        process_shutdown.add_stop_hook(host.abort)
+    code = run_app(
+        app, port, export=dashboard.export, command=dashboard.command, before_close=before_close
+    )
+    if code != 0:
+        return code
+    if app.host_failure is not None:
+        from specmon.runtime.host_launch import failure_report
+
+        print(failure_report(app.host_failure), file=sys.stderr)
+        return 1
+    return 0
 
 
 def show_console(monitor: Monitor, *, done: threading.Event, banner: str | None = None) -> None:

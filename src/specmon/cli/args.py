@@ -48,6 +48,11 @@ def add_command(subparsers: Any, name: str, summary: str, doc: str | None, **kwa
     )
 
 
+class PlanError(ValueError):
+    """Arguments that parse but do not go together (a command's `plan_from`): `main` says
+    `specmon COMMAND: MESSAGE` (one line) and exits 2."""
+
+
 def fail(command: str, message: str, code: int = 2) -> int:
     """Say `specmon COMMAND: MESSAGE` on stderr (one line) and return the exit status (2: bad
     arguments or a failed check before anything started)."""

@@ -38,9 +38,10 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from specmon.cli.args import (
+    PlanError,
     add_api_key_argument,
     add_command,
     add_gpu_argument,
@@ -50,6 +51,9 @@ from specmon.cli.args import (
 )
 from specmon.cli.host_args import add_host_arguments
 from specmon.core.stream_limits import StreamLimits
+
+if TYPE_CHECKING:
+    from specmon.runtime.host_plan import HostFlags
 
 NAME = "bench"
 SUMMARY = "benchmark a running server: tok/s, latency, acceptance, vanilla-speed requests"
@@ -336,82 +340,151 @@ def _bench_run(
     )
 
 
-def run(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class BenchAttached:
+    """Bench a running server."""
+
+    bench: BenchRun
+    endpoint: Any
+    """The bench.servers.Endpoint (its URL and /metrics)."""
+
+
+@dataclass(frozen=True)
+class BenchHosted:
+    """Host mode: start the server the flags describe, bench it, stop it."""
+
+    bench: BenchRun
+    flags: HostFlags
+
+
+@dataclass(frozen=True)
+class BenchDryRun:
+    """Host mode's --dry-run: print the command and the environment, start nothing."""
+
+    flags: HostFlags
+
+
+@dataclass(frozen=True)
+class BenchReplay:
+    """--replay FILE: the report of a recorded bench."""
+
+    path: str
+    baseline: float | None
+    outputs: Outputs
+
+
+BenchPlan = BenchAttached | BenchHosted | BenchDryRun | BenchReplay
+
+
+def plan_from(args: argparse.Namespace) -> BenchPlan:
+    """The bench the command line asks for; PlanError (one line, exit 2) for a setting that
+    cannot be."""
     from specmon.bench.config import ConfigError
 
     try:
-        baseline = check_baseline(args.baseline)
-        check_output_paths(args.json, args.csv, args.markdown, args.record)
-        if getattr(args, "context_sweep", None) is not None:
-            from specmon.bench.context_sweep import parse_lengths
-
-            parse_lengths(args.context_sweep)
-            if args.replay is not None or args.record or args.csv or args.markdown:
-                raise ConfigError(
-                    "--context-sweep runs several benches: it takes --json, not --replay, "
-                    "--record, --csv or --markdown"
-                )
-        if args.replay is not None:
-            return _replay(args, baseline)
-        from specmon.cli.bench_host import host_requested
-
-        if not args.attach and host_requested(args):
-            return _host(args, baseline)
-        if not args.attach:
-            raise ConfigError(
-                "--attach URL is required (the server to benchmark), or host mode: --model M "
-                "(or --preset NAME) to start one"
-            )
-        if args.vllm_args:
-            raise ConfigError(
-                "extra `vllm serve` arguments after `--` need host mode, not --attach"
-            )
-        config = workload_config(args)
-        from specmon.bench.servers import endpoint_for
-
-        try:
-            endpoint = endpoint_for(args.attach, args.metrics_url)
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
-        gpu = check_gpu(args.gpu, [args.attach])
-        bench = _bench_run(args, config, gpu, baseline, api_key_of(args))
+        return _plan(args)
     except ConfigError as exc:
-        return fail(NAME, str(exc))
-    return _live(bench, endpoint)
+        raise PlanError(str(exc)) from None
 
 
-def _host(args: argparse.Namespace, baseline: float | None) -> int:
-    """Host mode: start the server, bench it, stop it (its whole process group)."""
+def _plan(args: argparse.Namespace) -> BenchPlan:
     from specmon.bench.config import ConfigError
-    from specmon.bench.servers import ServerUnavailable
-    from specmon.cli.bench_host import hosted, served_api_key
-    from specmon.cli.host_args import HostFlags, dry_run_text, plan_host, resolve_settings
+
+    baseline = check_baseline(args.baseline)
+    check_output_paths(args.json, args.csv, args.markdown, args.record)
+    if getattr(args, "context_sweep", None) is not None:
+        from specmon.bench.context_sweep import parse_lengths
+
+        parse_lengths(args.context_sweep)
+        if args.replay is not None or args.record or args.csv or args.markdown:
+            raise ConfigError(
+                "--context-sweep runs several benches: it takes --json, not --replay, "
+                "--record, --csv or --markdown"
+            )
+    if args.replay is not None:
+        return BenchReplay(args.replay, baseline, Outputs.of(args))
+    from specmon.cli.host_args import host_requested
+
+    if not args.attach and host_requested(args):
+        return _host_plan(args, baseline)
+    if not args.attach:
+        raise ConfigError(
+            "--attach URL is required (the server to benchmark), or host mode: --model M "
+            "(or --preset NAME) to start one"
+        )
+    if args.vllm_args:
+        raise ConfigError("extra `vllm serve` arguments after `--` need host mode, not --attach")
+    config = workload_config(args)
+    from specmon.bench.servers import endpoint_for
+
+    try:
+        endpoint = endpoint_for(args.attach, args.metrics_url)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    gpu = check_gpu(args.gpu, [args.attach])
+    return BenchAttached(_bench_run(args, config, gpu, baseline, api_key_of(args)), endpoint)
+
+
+def _host_plan(args: argparse.Namespace, baseline: float | None) -> BenchHosted | BenchDryRun:
+    """Host mode: the flags checked (a plan, the command built, vLLM found) before anything
+    starts."""
+    from specmon.bench.config import ConfigError
+    from specmon.bench.host import served_api_key
     from specmon.core.errors import SpecmonError
+    from specmon.runtime.host_plan import HostFlags, resolve_settings
     from specmon.sources.host.checks import find_vllm
     from specmon.sources.host.spec import build_command
 
     flags = HostFlags.of(args)
+    config = workload_config(args, hosted=True)
+    gpu = check_gpu(args.gpu, [f"http://{flags.host or '127.0.0.1'}:1"])
+    # Without --api-key: the server's own key, given after `--`.
+    # Without --api-key: the server's own key, given after `--`.
+    api_key = api_key_of(args, served_api_key(flags))
+    bench = _bench_run(args, config, gpu, baseline, api_key)
+    if flags.n_spec == 0:
+        raise ConfigError(
+            "--n-spec 0 in host mode: leave out --n-spec, --draft and --method for vanilla"
+        )
+    if flags.dry_run:
+        return BenchDryRun(flags)
     try:
-        config = workload_config(args, hosted=True)
-        gpu = check_gpu(args.gpu, [f"http://{flags.host or '127.0.0.1'}:1"])
-        # Without --api-key: the server's own key, given after `--`.
-        api_key = api_key_of(args, served_api_key(flags))
-        bench = _bench_run(args, config, gpu, baseline, api_key)
-        if flags.n_spec == 0:
-            raise ConfigError(
-                "--n-spec 0 in host mode: leave out --n-spec, --draft and --method for vanilla"
-            )
-        try:
-            if flags.dry_run:
-                print(dry_run_text(plan_host(flags, launching=False)))
-                return 0
-            settings, _ = resolve_settings(flags)
-            build_command(settings, "vllm")
-            find_vllm(flags.vllm)
-        except SpecmonError as exc:
-            raise ConfigError(str(exc)) from None
-    except ConfigError as exc:
+        settings, _ = resolve_settings(flags)
+        build_command(settings, "vllm")
+        find_vllm(flags.vllm)
+    except SpecmonError as exc:
+        raise ConfigError(str(exc)) from None
+    return BenchHosted(bench, flags)
+
+
+def run(plan: BenchPlan) -> int:
+    match plan:
+        case BenchAttached(bench=bench, endpoint=endpoint):
+            return _live(bench, endpoint)
+        case BenchHosted(bench=bench, flags=flags):
+            return _hosted(bench, flags)
+        case BenchDryRun(flags=flags):
+            return _dry_run(flags)
+        case BenchReplay():
+            return _replay(plan)
+
+
+def _dry_run(flags: HostFlags) -> int:
+    from specmon.core.errors import SpecmonError
+    from specmon.runtime.host_plan import dry_run_text, plan_host
+
+    try:
+        print(dry_run_text(plan_host(flags, launching=False)))
+    except SpecmonError as exc:
         return fail(NAME, str(exc))
+    return 0
+
+
+def _hosted(bench: BenchRun, flags: HostFlags) -> int:
+    """Host mode: start the server, bench it, stop it (its whole process group)."""
+    from specmon.bench.host import hosted
+    from specmon.bench.servers import ServerUnavailable
+
     try:
         with hosted(flags, "vllm") as endpoint:
             return _live(bench, endpoint)
@@ -517,7 +590,7 @@ def _context_sweep(bench: BenchRun, endpoint: Any) -> int:
     return 0 if all(p.completed for p in sweep.points) else 1
 
 
-def _replay(args: argparse.Namespace, baseline: float | None) -> int:
+def _replay(plan: BenchReplay) -> int:
     from specmon.bench.analysis import analyze
     from specmon.bench.config import BenchConfig
     from specmon.bench.result import ServerInfo
@@ -525,25 +598,25 @@ def _replay(args: argparse.Namespace, baseline: float | None) -> int:
     from specmon.core.errors import RecordingError
     from specmon.sources.recording_player import read_recording
 
+    path = plan.path
     try:
-        recording = read_recording(args.replay)
+        recording = read_recording(path)
     except (RecordingError, OSError) as exc:
-        return fail(NAME, f"cannot replay {args.replay}: {exc}", 1)
+        return fail(NAME, f"cannot replay {path}: {exc}", 1)
     except (RecursionError, MemoryError, ValueError) as exc:
         # The reader's own checks did not catch it (JSON nested thousands deep, a huge line).
         why = "JSON nested too deeply" if isinstance(exc, RecursionError) else type(exc).__name__
-        return fail(NAME, f"cannot replay {args.replay}: unreadable ({why})", 1)
+        return fail(NAME, f"cannot replay {path}: unreadable ({why})", 1)
     info = recording.info
     bench = info.extra.get("bench") if isinstance(info.extra, dict) else None
     if not isinstance(bench, dict):
         print(
-            f"specmon bench: {args.replay} is not a bench recording (no bench settings in its "
-            "header)",
+            f"specmon bench: {path} is not a bench recording (no bench settings in its header)",
             file=sys.stderr,
         )
         return 1
     for p in recording.problems:
-        print(f"specmon bench: {args.replay}: {p}", file=sys.stderr)
+        print(f"specmon bench: {path}: {p}", file=sys.stderr)
     config = BenchConfig.from_dict(bench)
     server = ServerInfo(
         url=info.server or DASH,
@@ -557,11 +630,11 @@ def _replay(args: argparse.Namespace, baseline: float | None) -> int:
         recording.events,
         server=server,
         config=config,
-        baseline_tok_s=baseline,
-        label=args.label,
+        baseline_tok_s=plan.baseline,
+        label=plan.outputs.label,
         created_at=recording.started_at,
     )
-    return _report(Outputs.of(args), result)
+    return _report(plan.outputs, result)
 
 
 def _report(outputs: Outputs, result: Any) -> int:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 NAME = "card"
@@ -40,7 +41,26 @@ def register(subparsers: Any) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+@dataclass(frozen=True, slots=True)
+class CardPlan:
+    result: str
+    include_hosts: bool = False
+    include_paths: bool = False
+    json: bool = False
+    output: str | None = None
+
+
+def plan_from(args: argparse.Namespace) -> CardPlan:
+    return CardPlan(
+        args.result,
+        include_hosts=args.include_hosts,
+        include_paths=args.include_paths,
+        json=args.json,
+        output=args.output,
+    )
+
+
+def run(plan: CardPlan) -> int:
     from specmon.bench.card import (
         CardError,
         Redaction,
@@ -49,21 +69,21 @@ def run(args: argparse.Namespace) -> int:
         load_card,
     )
 
-    redaction = Redaction(include_hosts=args.include_hosts, include_paths=args.include_paths)
+    redaction = Redaction(include_hosts=plan.include_hosts, include_paths=plan.include_paths)
     try:
-        card = load_card(args.result, redaction)
+        card = load_card(plan.result, redaction)
     except CardError as exc:
         print(f"specmon card: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
-    text = card_json_text(card) if args.json else card_markdown(card)
-    if args.output is None:
+    text = card_json_text(card) if plan.json else card_markdown(card)
+    if plan.output is None:
         sys.stdout.write(text)
         return 0
     from pathlib import Path
 
     try:
-        Path(args.output).write_text(text, encoding="utf-8")
+        Path(plan.output).write_text(text, encoding="utf-8")
     except OSError as exc:
-        print(f"specmon card: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"specmon card: cannot write {plan.output}: {exc.strerror or exc}", file=sys.stderr)
         return 1
     return 0

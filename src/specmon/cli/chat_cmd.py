@@ -31,10 +31,11 @@ $XDG_CONFIG_HOME/specmon/config.toml (or the file $SPECMON_CONFIG names); a flag
 from __future__ import annotations
 
 import argparse
-import sys
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from specmon.cli.args import (
+    PlanError,
     add_api_key_argument,
     add_command,
     add_gpu_argument,
@@ -45,15 +46,20 @@ from specmon.cli.args import (
     temperature,
     top_p,
 )
-from specmon.cli.chat_history_args import add_history_arguments
+from specmon.cli.chat_history_args import HistoryFlags, add_history_arguments
 from specmon.cli.export_args import add_export_argument
-from specmon.cli.host_args import HostFlags, add_host_arguments
+from specmon.cli.host_args import add_host_arguments
 from specmon.cli.session_setup import add_redact_argument, add_theme_argument
 from specmon.cli.stream_args import add_stream_args, stream_limits_from
+from specmon.core.stream_limits import DEFAULT_LIMITS, StreamLimits
+from specmon.runtime.host_plan import HostFlags
 
 if TYPE_CHECKING:
-    from specmon.cli.host_args import HostPlan
-    from specmon.runtime.session import LiveSession
+    from specmon.cli.app_runner import Dashboard
+    from specmon.core.chat_record import SavedConversation
+    from specmon.core.redaction import Scrubber
+    from specmon.runtime.host_plan import HostPlan
+    from specmon.runtime.session import SessionConfig
 
 NAME = "chat"
 SUMMARY = "chat with a vLLM server and see its speculative decoding live"
@@ -97,136 +103,201 @@ def register(subparsers: Any) -> None:
     add_history_arguments(p)
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.export_chat is not None:
+@dataclass(frozen=True, slots=True)
+class ChatPlan:
+    """What `specmon chat` does, read from its command line (`plan_from`); `--resume` gives a
+    new plan with what the saved conversation fills in (chat_history_args.resume)."""
+
+    attach: str | None = None
+    metrics_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    model: str | None = None
+    record: str | None = None
+    redact: tuple[str, ...] = ()
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    system: str | None = None
+    gpu: str | None = None
+    theme: str | None = None
+    export: tuple[str, int] | None = None
+    limits: StreamLimits = DEFAULT_LIMITS
+    host: HostFlags = field(default_factory=HostFlags)
+    history: HistoryFlags = field(default_factory=HistoryFlags)
+    resumed: SavedConversation | None = None
+    """The conversation `--resume` reopened (None: a new one)."""
+
+
+def plan_from(args: argparse.Namespace) -> ChatPlan:
+    """The chat the arguments ask for; PlanError (one line, exit 2) for flags that do not go
+    together (checked again once `--resume` has filled in the server)."""
+    plan = ChatPlan(
+        attach=args.attach,
+        metrics_url=args.metrics_url,
+        api_key=api_key_of(args),
+        model=args.model,
+        record=args.record,
+        redact=tuple(args.redact),
+        temperature=args.temperature,
+        top_p=args.top_p,
+        max_tokens=args.max_tokens,
+        system=args.system,
+        gpu=args.gpu,
+        theme=args.theme,
+        export=args.export,
+        limits=stream_limits_from(args),
+        host=HostFlags.of(args),
+        history=HistoryFlags.of(args),
+    )
+    if plan.history.resume is None and plan.history.export_chat is None:
+        problem = _problem(plan)
+        if problem is not None:
+            raise PlanError(problem)
+    return plan
+
+
+def _problem(plan: ChatPlan) -> str | None:
+    """Why the plan cannot chat (None: it can)."""
+    if plan.attach is None:
+        if not (plan.model or plan.host.preset):
+            return (
+                "give --attach URL (a running server) or --model MODEL (specmon starts vLLM; "
+                "`specmon chat --help`)"
+            )
+        if plan.metrics_url:
+            return "--metrics-url is for --attach; a hosted server's /metrics is known"
+        return None
+    given = plan.host.given()
+    if given:
+        return (
+            f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for host mode (specmon "
+            "starts vLLM) and cannot be used with --attach"
+        )
+    return None
+
+
+def run(plan: ChatPlan) -> int:
+    if plan.history.export_chat is not None:
         from specmon.cli.chat_history_args import export_chat
 
-        return export_chat(args)
-    if args.resume is not None:
-        from specmon.cli.chat_history_args import pick_resumed
-
-        args.resumed = pick_resumed(args)
-        if isinstance(args.resumed, int):
-            return args.resumed
-        if args.resumed is None and args.attach is None and not (args.model or args.preset):
+        return export_chat(plan.history.export_chat, _scrubbed(plan))
+    if plan.history.resume is not None:
+        resumed = resumed_plan(plan)
+        if isinstance(resumed, int):
+            return resumed
+        if resumed.resumed is None and plan.attach is None and not (plan.model or plan.host.preset):
             return 0  # Esc in the list, and no server given: nothing to chat with
-    if args.attach is None:
-        if not (args.model or args.preset):
-            return fail(
-                NAME,
-                "give --attach URL (a running server) or --model MODEL (specmon starts vLLM; "
-                "`specmon chat --help`)",
-            )
-        return _run_hosted(args)
-    given = HostFlags.of(args).given()
-    if given:
-        return fail(
-            NAME,
-            f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for host mode (specmon "
-            "starts vLLM) and cannot be used with --attach",
-        )
-    return _run_attached(args)
+        plan = resumed
+        problem = _problem(plan)
+        if problem is not None:
+            return fail(NAME, problem)
+    if plan.attach is None:
+        return _run_hosted(plan)
+    return _run_attached(plan)
 
 
-def _run_hosted(args: argparse.Namespace) -> int:
+def resumed_plan(plan: ChatPlan) -> ChatPlan | int:
+    """The plan with the conversation `--resume` names or the user picks (the same plan when
+    none is picked): its server when none is given, and the settings the user did not give;
+    or the exit code after a one-line error."""
+    from dataclasses import replace
+
+    from specmon.cli.chat_history_args import pick_resumed, saved_server
+
+    loaded = pick_resumed(plan.history.resume or "")
+    if loaded is None or isinstance(loaded, int):
+        return plan if loaded is None else loaded
+    changes: dict[str, Any] = {}
+    if plan.attach is None and not (plan.model or plan.host.preset):
+        server = saved_server(loaded)
+        if isinstance(server, int):
+            return server
+        changes["attach"], changes["model"] = server
+    saved = loaded.settings
+    for name, value in (
+        ("system", saved.system),
+        ("temperature", saved.temperature),
+        ("top_p", saved.top_p),
+        ("max_tokens", saved.max_tokens),
+    ):
+        if getattr(plan, name) is None:
+            changes[name] = value
+    return replace(plan, resumed=loaded, **changes)
+
+
+def _scrubbed(plan: ChatPlan) -> Scrubber:
+    from specmon.cli.chat_history_args import chat_scrubber
+
+    return chat_scrubber(plan.api_key, (plan.attach, plan.metrics_url), plan.redact)
+
+
+def _run_hosted(plan: ChatPlan) -> int:
     """Host mode: plan and check as serve does, start vLLM, then the app (startup view, chat)."""
-    from specmon.cli.host_launch import plan_or_exit, raise_stop_grace, stop_signals
+    from specmon.cli.host_launch import plan_or_exit
+    from specmon.runtime.host_launch import raise_stop_grace, stop_signals
 
-    if args.metrics_url:
-        return fail(NAME, "--metrics-url is for --attach; a hosted server's /metrics is known")
-    gpu = args.gpu if args.gpu is not None else "local"
-    plan = plan_or_exit(args, "chat")
-    if isinstance(plan, int):
-        return plan
+    gpu = plan.gpu if plan.gpu is not None else "local"
+    host = plan_or_exit(plan.host, "chat")
+    if isinstance(host, int):
+        return host
     raise_stop_grace()
     # The bounded shutdown handles SIGTERM and SIGHUP (KeyboardInterrupt, exit 143 / 129); where
     # it is not installed, SIGHUP (the terminal closed) must stop the server too.
     import signal
 
     with stop_signals((signal.SIGHUP,)):
-        return _chat_hosted(args, plan, gpu)
+        return _chat_hosted(plan, host, gpu)
 
 
-def _chat_hosted(args: argparse.Namespace, plan: HostPlan, gpu: str) -> int:
-    from specmon.cli.app_runner import run_app
+def _chat_hosted(plan: ChatPlan, host_plan: HostPlan, gpu: str) -> int:
+    from specmon.cli.app_runner import on_terminal, run_dashboard
     from specmon.cli.chat_history_args import chat_history_for, close_history
-    from specmon.cli.host_launch import (
+    from specmon.cli.host_launch import launch_or_exit
+    from specmon.runtime.host_launch import (
         AppHost,
         Terminated,
-        failure_report,
-        launch_or_exit,
         ready_timeout,
         stop_server,
         stopped_status,
         wait_in_text,
     )
-    from specmon.runtime import shutdown
-    from specmon.ui.app import SpecmonApp
-    from specmon.ui.conversation import ChatSettings
-    from specmon.ui.live_port import LivePort
 
     server = None
     history = None
     try:
-        launched = launch_or_exit(plan, "chat")
+        launched = launch_or_exit(host_plan, "chat")
         if isinstance(launched, int):
             return launched
         server = launched
-        host = AppHost(server, plan, ready_timeout(args))
-        if not (sys.stdout.isatty() and sys.stdin.isatty()):
+        host = AppHost(server, host_plan, ready_timeout(plan.host))
+        if not on_terminal():
             # No terminal to show the startup view on: progress lines, and a failed start
             # reported at once.
-            ready = wait_in_text(server, args)
+            ready = wait_in_text(server, plan.host)
             if ready is None:
                 return 1
             host.mark_ready(ready)
             host.exit_on_failure = True  # a death while serving ends the app at once
         base_url = server.base_url
 
-        def make_session() -> LiveSession:  # called once the server answered /health 200
-            from specmon.cli.session_setup import state_factory
+        def config() -> SessionConfig:  # called once the server answered /health 200
             from specmon.core.canary import DEFAULT_INTERVAL_S
             from specmon.runtime.monitor import pair_targets
-            from specmon.runtime.session import CollectorProcess, SessionConfig
+            from specmon.runtime.session import SessionConfig
 
-            config = SessionConfig(
+            return SessionConfig(
                 tuple(pair_targets([base_url], [])),
-                api_key=api_key_of(args),
+                api_key=plan.api_key,
                 gpu=gpu,
-                record=args.record,
-                redact=tuple(args.redact),
+                record=plan.record,
+                redact=plan.redact,
                 quiet=True,
-                known=host.session_info(),
-                stream_limits=stream_limits_from(args),
-                # host mode probes its server with the canary (docs/canary.md)
-                extra={"canary": DEFAULT_INTERVAL_S},
+                stream_limits=plan.limits,
+                canary_s=DEFAULT_INTERVAL_S,  # host mode probes its server (docs/canary.md)
             )
-            return CollectorProcess(config, state_factory(None))
 
-        port = LivePort(
-            make_session,
-            idle_timeout_s=stream_limits_from(args).idle_timeout_s,
-        )
-        settings = ChatSettings(args.temperature, args.top_p, args.max_tokens)
-        history = chat_history_for(args)
-        app = SpecmonApp(
-            port,
-            settings=settings,
-            system=args.system,
-            host=host,
-            theme=args.theme,
-            chat_history=history,
-        )
-        process_shutdown = shutdown.current()
-        if process_shutdown is not None:
-            process_shutdown.add_stop_hook(host.abort)
-        code = run_app(app, port, export=args.export, command="chat")
-        if code != 0:
-            return code
-        if app.host_failure is not None:
-            print(failure_report(app.host_failure), file=sys.stderr)
-            return 1
-        return 0
+        history = chat_history_for(plan.history.no_save, plan.resumed, _scrubbed(plan))
+        return run_dashboard(config, _dashboard(plan), host=host, chat_history=history)
     except (KeyboardInterrupt, Terminated) as stop:
         return stopped_status(stop)
     finally:
@@ -234,48 +305,50 @@ def _chat_hosted(args: argparse.Namespace, plan: HostPlan, gpu: str) -> int:
         stop_server(server, "chat")
 
 
-def _run_attached(args: argparse.Namespace) -> int:
+def _dashboard(plan: ChatPlan, model: str | None = None) -> Dashboard:
+    from specmon.cli.app_runner import Dashboard
+    from specmon.ui.conversation import ChatSettings
+
+    return Dashboard(
+        NAME,
+        "chat",
+        theme=plan.theme,
+        export=plan.export,
+        model=model,
+        settings=ChatSettings(plan.temperature, plan.top_p, plan.max_tokens),
+        system=plan.system,
+        idle_timeout_s=plan.limits.idle_timeout_s,
+    )
+
+
+def _run_attached(plan: ChatPlan) -> int:
     # Only Textual is imported before the first paint; the runtime and the stream client load in
-    # the app's connect worker (make_session below), so the screen shows at once.
-    from specmon.cli.app_runner import run_app
+    # the app's connect worker (`config` below), so the screen shows at once.
+    from specmon.cli.app_runner import run_dashboard
     from specmon.cli.chat_history_args import chat_history_for, close_history
     from specmon.cli.session_setup import default_gpu_source
-    from specmon.ui.app import SpecmonApp
-    from specmon.ui.conversation import ChatSettings
-    from specmon.ui.live_port import LivePort
 
-    gpu = args.gpu if args.gpu is not None else default_gpu_source([args.attach])
+    attach = plan.attach
+    assert attach is not None
+    gpu = plan.gpu if plan.gpu is not None else default_gpu_source([attach])
 
-    def make_session() -> LiveSession:
-        # The collector (hub, stream client, scrapers, recorder) runs in its own process, so
-        # the app's rendering cannot delay arrival timestamps (docs/architecture.md).
-        from specmon.cli.session_setup import state_factory
+    def config() -> SessionConfig:
         from specmon.runtime.monitor import pair_targets
-        from specmon.runtime.session import CollectorProcess, SessionConfig
+        from specmon.runtime.session import SessionConfig
 
-        targets = pair_targets([args.attach], [args.metrics_url] if args.metrics_url else [])
-        config = SessionConfig(
+        targets = pair_targets([attach], [plan.metrics_url] if plan.metrics_url else [])
+        return SessionConfig(
             tuple(targets),
-            api_key=api_key_of(args),
+            api_key=plan.api_key,
             gpu=gpu,
-            record=args.record,
-            redact=tuple(args.redact),
+            record=plan.record,
+            redact=plan.redact,
             quiet=True,
-            stream_limits=stream_limits_from(args),
+            stream_limits=plan.limits,
         )
-        return CollectorProcess(config, state_factory(None))
 
-    port = LivePort(
-        make_session,
-        model=args.model,
-        idle_timeout_s=stream_limits_from(args).idle_timeout_s,
-    )
-    settings = ChatSettings(args.temperature, args.top_p, args.max_tokens)
-    history = chat_history_for(args)
-    app = SpecmonApp(
-        port, settings=settings, system=args.system, theme=args.theme, chat_history=history
-    )
+    history = chat_history_for(plan.history.no_save, plan.resumed, _scrubbed(plan))
     try:
-        return run_app(app, port, export=args.export, command="chat")
+        return run_dashboard(config, _dashboard(plan, plan.model), chat_history=history)
     finally:
         close_history(history)

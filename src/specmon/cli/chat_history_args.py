@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from specmon.cli.args import fail, server_url
@@ -54,24 +56,43 @@ def _fail(message: str, code: int = 1) -> int:
     return fail("chat", message, code)
 
 
-def _secrets(args: argparse.Namespace) -> tuple[str, ...]:
+@dataclass(frozen=True, slots=True)
+class HistoryFlags:
+    """The saved-conversation flags as given (the one declaration of what they hold)."""
+
+    no_save: bool = False
+    resume: str | None = None
+    """`--resume [ID]`: the ID as typed, "" for the list, None when not given."""
+    export_chat: tuple[str, str] | None = None
+    """`--export-chat ID FILE`."""
+
+    @classmethod
+    def of(cls, args: argparse.Namespace) -> HistoryFlags:
+        export = args.export_chat
+        return cls(
+            no_save=bool(args.no_save),
+            resume=args.resume,
+            export_chat=(str(export[0]), str(export[1])) if export is not None else None,
+        )
+
+
+def _secrets(api_key: str | None) -> tuple[str, ...]:
     """Every key value this process knows (the flag, and both environment variables)."""
     from specmon.core.credentials import API_KEY_ENV_VARS
 
-    values = [args.api_key or ""] + [os.environ.get(name, "") for name in API_KEY_ENV_VARS]
+    values = [api_key or ""] + [os.environ.get(name, "") for name in API_KEY_ENV_VARS]
     return tuple(v for v in values if v)
 
 
-def chat_scrubber(args: argparse.Namespace) -> Scrubber:
+def chat_scrubber(
+    api_key: str | None, urls: Sequence[str | None], redact: Sequence[str]
+) -> Scrubber:
     """What every saved or exported text goes through: the API keys, the environment's token
     values (HF_TOKEN, any *_TOKEN, *_KEY, *_SECRET, *_PASSWORD), the passwords of the URLs
     given, and the --redact patterns (core.redaction.Scrubber)."""
     from specmon.core.redaction import Scrubber
 
-    urls = [getattr(args, "attach", None), getattr(args, "metrics_url", None)]
-    return Scrubber.of(
-        _secrets(args), urls=urls, environ=os.environ, redact=getattr(args, "redact", None) or ()
-    )
+    return Scrubber.of(_secrets(api_key), urls=list(urls), environ=os.environ, redact=redact)
 
 
 def _conversation_id(text: str) -> int | None:
@@ -98,19 +119,19 @@ def _load(conversation_id: int, *, last_part: bool = False) -> SavedConversation
         return str(exc)
 
 
-def export_chat(args: argparse.Namespace) -> int:
+def export_chat(export: tuple[str, str], scrubber: Scrubber) -> int:
     """`--export-chat ID FILE`: 0 written, 1 not found or not written, 2 a bad ID."""
     from specmon.core.chat_record import scrub
     from specmon.core.conversation_export import to_markdown
 
-    text_id, target = args.export_chat
+    text_id, target = export
     conversation_id = _conversation_id(text_id)
     if conversation_id is None:
         return _fail(f"--export-chat ID must be a conversation number, got {text_id!r}", 2)
     loaded = _load(conversation_id)
     if isinstance(loaded, str):
         return _fail(loaded)
-    markdown = to_markdown(scrub(loaded, chat_scrubber(args)))
+    markdown = to_markdown(scrub(loaded, scrubber))
     if target == "-":
         sys.stdout.write(markdown)
         return 0
@@ -123,17 +144,17 @@ def export_chat(args: argparse.Namespace) -> int:
     return 0
 
 
-def pick_resumed(args: argparse.Namespace) -> SavedConversation | int | None:
-    """The conversation `--resume` names or the user picks (None: none picked), or an exit code.
-    Fills the server and settings flags the user did not give from the conversation."""
-    if args.resume is None:
-        return None
-    if args.resume:
-        conversation_id = _conversation_id(args.resume)
+def pick_resumed(resume: str) -> SavedConversation | int | None:
+    """The conversation `--resume` names (`resume`: its ID as typed) or the user picks from the
+    list (`resume` ""); None: none picked; or the exit code after a one-line error."""
+    if resume:
+        conversation_id = _conversation_id(resume)
         if conversation_id is None:
-            return _fail(f"--resume ID must be a conversation number, got {args.resume!r}", 2)
+            return _fail(f"--resume ID must be a conversation number, got {resume!r}", 2)
     else:
-        if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        from specmon.cli.app_runner import on_terminal
+
+        if not on_terminal():
             return _fail(
                 "--resume without an ID needs a terminal for the list: give --resume ID",
                 2,
@@ -152,39 +173,32 @@ def pick_resumed(args: argparse.Namespace) -> SavedConversation | int | None:
     loaded = _load(conversation_id, last_part=True)
     if isinstance(loaded, str):
         return _fail(loaded)
-    if args.attach is None and not (args.model or getattr(args, "preset", None)):
-        if loaded.server.url is None:
-            return _fail(
-                f"conversation {conversation_id} has no server saved; give --attach URL", 2
-            )
-        try:  # the saved address is checked as --attach URL would be
-            args.attach = server_url(loaded.server.url)
-        except argparse.ArgumentTypeError as exc:
-            return _fail(f"conversation {conversation_id} has a bad server address: {exc}", 2)
-        args.model = loaded.server.model
-    s = loaded.settings
-    for dest, value in (
-        ("system", s.system),
-        ("temperature", s.temperature),
-        ("top_p", s.top_p),
-        ("max_tokens", s.max_tokens),
-    ):
-        if getattr(args, dest, None) is None:
-            setattr(args, dest, value)
     return loaded
 
 
-def chat_history_for(args: argparse.Namespace) -> ChatHistory:
+def saved_server(loaded: SavedConversation) -> tuple[str, str | None] | int:
+    """The server a resumed conversation used (URL, model), checked as --attach URL would be;
+    the exit code after a one-line error when it has none or a bad one."""
+    conversation_id = loaded.id
+    if loaded.server.url is None:
+        return _fail(f"conversation {conversation_id} has no server saved; give --attach URL", 2)
+    try:
+        return server_url(loaded.server.url), loaded.server.model
+    except argparse.ArgumentTypeError as exc:
+        return _fail(f"conversation {conversation_id} has a bad server address: {exc}", 2)
+
+
+def chat_history_for(
+    no_save: bool, resumed: SavedConversation | None, scrubber: Scrubber
+) -> ChatHistory:
     """The chat screen's saving (none with --no-save) and resumed conversation; nothing is
     opened until the first answer is saved."""
     from specmon.runtime.chat_saver import ChatSaver
     from specmon.sources.conversation_store import ConversationStore
     from specmon.ui.chat_history import ChatHistory
 
-    resumed: SavedConversation | None = getattr(args, "resumed", None)
-    scrubber = chat_scrubber(args)
     saver = None
-    if not args.no_save:
+    if not no_save:
         saver = ChatSaver(ConversationStore, resumed=resumed, scrubber=scrubber)
     return ChatHistory(saver, resumed=resumed, scrubber=scrubber)
 

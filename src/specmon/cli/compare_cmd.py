@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from typing import Any
 
-from specmon.cli.args import add_command, fail
+from specmon.cli.args import PlanError, add_command, fail
 
 NAME = "compare"
 SUMMARY = "show bench runs side by side with ratios and noise verdicts"
@@ -38,23 +39,31 @@ def register(subparsers: Any) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+@dataclass(frozen=True, slots=True)
+class ComparePlan:
+    files: tuple[str, ...]
+    force: bool = False
+    markdown: str | None = None
+
+
+def plan_from(args: argparse.Namespace) -> ComparePlan:
+    if len(args.files) < 2:
+        raise PlanError("give at least two result files (A.json B.json ...)")
+    return ComparePlan(tuple(args.files), force=args.force, markdown=args.markdown)
+
+
+def run(plan: ComparePlan) -> int:
     from specmon.bench.result import ResultError, load_result
 
-    if len(args.files) < 2:
-        print(
-            "specmon compare: give at least two result files (A.json B.json ...)", file=sys.stderr
-        )
-        return 2
     try:
-        results = [load_result(f) for f in args.files]
+        results = [load_result(f) for f in plan.files]
     except ResultError as exc:
         return fail(NAME, str(exc))
     from specmon.bench.compare import run_name, workload_differences
 
-    names = [run_name(r, i, p) for i, (r, p) in enumerate(zip(results, args.files, strict=True))]
+    names = [run_name(r, i, p) for i, (r, p) in enumerate(zip(results, plan.files, strict=True))]
     differences = workload_differences(results, names)
-    if differences and not args.force:
+    if differences and not plan.force:
         for line in differences:
             print(f"specmon compare: {line}", file=sys.stderr)
         print(
@@ -63,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    table, markdown = render(results, args.files)
+    table, markdown = render(results, list(plan.files))
     if differences:
         warning = "WARNING: different workloads, ratios compare them too: " + "; ".join(differences)
         table.caption = warning
@@ -71,13 +80,13 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     Console(highlight=False, width=None if sys.stdout.isatty() else 160).print(table)
-    if args.markdown:
+    if plan.markdown:
         from pathlib import Path
 
         try:
-            Path(args.markdown).write_text(markdown, encoding="utf-8")
+            Path(plan.markdown).write_text(markdown, encoding="utf-8")
         except OSError as exc:
-            return fail(NAME, f"cannot write {args.markdown}: {exc.strerror}", 1)
+            return fail(NAME, f"cannot write {plan.markdown}: {exc.strerror}", 1)
     return 0
 
 

@@ -13,6 +13,7 @@ Generate it again after upgrading specmon (new commands or options).
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from typing import Any
 
 from specmon.cli.args import add_command
@@ -27,8 +28,17 @@ def register(subparsers: Any) -> None:
     p.add_argument("shell", choices=SHELLS, help="the shell to complete in")
 
 
-def run(args: argparse.Namespace) -> int:
-    print(completion_script(args.shell), end="")
+@dataclass(frozen=True, slots=True)
+class CompletionPlan:
+    shell: str
+
+
+def plan_from(args: argparse.Namespace) -> CompletionPlan:
+    return CompletionPlan(args.shell)
+
+
+def run(plan: CompletionPlan) -> int:
+    print(completion_script(plan.shell), end="")
     return 0
 
 

@@ -27,6 +27,7 @@ Exit status: 0; 2 when the file is bad (one line naming the file and the key, or
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from typing import Any
 
 from specmon.cli.args import add_command, fail
@@ -39,7 +40,16 @@ def register(subparsers: Any) -> None:
     add_command(subparsers, NAME, SUMMARY, __doc__)
 
 
-def run(args: argparse.Namespace) -> int:
+@dataclass(frozen=True, slots=True)
+class ConfigPlan:
+    """`specmon config` takes no options."""
+
+
+def plan_from(_args: argparse.Namespace) -> ConfigPlan:
+    return ConfigPlan()
+
+
+def run(_plan: ConfigPlan) -> int:
     from specmon.cli.user_config import ConfigError, effective_settings, load_user_config
     from specmon.sources.host.presets import PresetError, load_user_presets
 

@@ -18,17 +18,18 @@ from __future__ import annotations
 import argparse
 import json
 import threading
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from specmon.cli.args import add_command, fail, pace, positive_int
+from specmon.cli.args import PlanError, add_command, fail, pace, positive_int
 from specmon.cli.export_args import add_export_argument
 from specmon.cli.session_setup import (
     add_baseline_argument,
     add_redact_argument,
     add_theme_argument,
-    state_factory,
 )
 from specmon.cli.stream_args import add_stream_args, stream_limits_from
+from specmon.core.stream_limits import DEFAULT_LIMITS, StreamLimits
 from specmon.sim.drift import DRIFT_SYNTAX
 
 if TYPE_CHECKING:  # imported in run(): `specmon --help` must not import openai/httpx/rich
@@ -91,16 +92,26 @@ def register(subparsers: Any) -> None:
     add_stream_args(p)
 
 
-def run(args: argparse.Namespace) -> int:
-    from specmon.cli.export_args import start_exporter
-    from specmon.core.errors import RecordingError
-    from specmon.runtime.exporter import Exporter, ExporterError
-    from specmon.runtime.hub import Hub, SessionClock
-    from specmon.runtime.monitor import Monitor, Target
-    from specmon.sim.gpu_page import SIM_GPU_PATH
-    from specmon.sim.server import SimConfig, SimConfigError, start_in_thread
-    from specmon.sources.gpu import make_sampler
-    from specmon.sources.log_lines import KEPT_LOG_LINES, KeptLog, LogLineSource
+@dataclass(frozen=True, slots=True)
+class DemoPlan:
+    """What `specmon demo` does, read from its command line (`plan_from`)."""
+
+    sim: SimConfig
+    max_tokens: int = 256
+    requests: int | None = None
+    json: bool = False
+    record: str | None = None
+    redact: tuple[str, ...] = ()
+    baseline: float | None = None
+    theme: str | None = None
+    export: tuple[str, int] | None = None
+    limits: StreamLimits = DEFAULT_LIMITS
+
+
+def plan_from(args: argparse.Namespace) -> DemoPlan:
+    """The demo the arguments ask for; PlanError (one line, exit 2) for a simulator setting
+    that cannot be used."""
+    from specmon.sim.server import SimConfig, SimConfigError, resolve
 
     kwargs: dict[str, Any] = {"speed": args.speed, "schedule": args.schedule, "port": 0}
     if args.drift:
@@ -113,6 +124,37 @@ def run(args: argparse.Namespace) -> int:
         kwargs["n_spec"] = args.n_spec
     if args.n_spec != 0:  # every answer carries the server's own acceptance, as vLLM's flag does
         kwargs["per_request_spec_decode_metrics"] = "detailed"
+    try:
+        sim = SimConfig(**kwargs)
+        resolve(sim)
+    except (SimConfigError, ValueError) as exc:
+        raise PlanError(str(exc)) from None
+    return DemoPlan(
+        sim,
+        max_tokens=args.max_tokens,
+        requests=args.requests,
+        json=args.json,
+        record=args.record,
+        redact=tuple(args.redact),
+        baseline=args.baseline,
+        theme=args.theme,
+        export=args.export,
+        limits=stream_limits_from(args),
+    )
+
+
+def run(plan: DemoPlan) -> int:
+    from specmon.cli.export_args import start_exporter
+    from specmon.core.errors import RecordingError
+    from specmon.runtime.baseline import state_factory
+    from specmon.runtime.exporter import Exporter, ExporterError
+    from specmon.runtime.hub import Hub, SessionClock
+    from specmon.runtime.monitor import Monitor, Target
+    from specmon.sim.gpu_page import SIM_GPU_PATH
+    from specmon.sim.server import SimConfigError, start_in_thread
+    from specmon.sources.gpu import make_sampler
+    from specmon.sources.log_lines import KEPT_LOG_LINES, KeptLog, LogLineSource
+
     # The simulator's log lines are a source like any other: queued from the sim's thread,
     # emitted by the hub (the newest 100 from before the hub started are kept).
     # Stamped on the session's clock (seconds since it started), as every recorded event is.
@@ -126,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
         kept.push(line)
 
     try:
-        sim = start_in_thread(SimConfig(**kwargs), log_sink=sink)
+        sim = start_in_thread(plan.sim, log_sink=sink)
     except (SimConfigError, ValueError) as exc:
         return fail(NAME, str(exc))
     logs.source = sim.url
@@ -135,10 +177,10 @@ def run(args: argparse.Namespace) -> int:
     gpu = f"{sim.url}{SIM_GPU_PATH}" if sim.app.engine.drift.heat_s is not None else "none"
     from specmon.cli.app_runner import wants_app  # a terminal, or a browser (specmon web)
 
-    if wants_app() and not args.json:
+    if wants_app() and not plan.json:
         try:
-            known = simulated_identity(SimConfig(**kwargs))
-            return _app(sim.url, args, known, gpu=gpu, server_log=kept)
+            known = simulated_identity(plan.sim)
+            return _app(sim.url, plan, known, gpu=gpu, server_log=kept)
         finally:
             sim.stop()
     monitor: Monitor | None = None
@@ -146,15 +188,15 @@ def run(args: argparse.Namespace) -> int:
     try:
         monitor = Monitor(
             [Target(sim.url)],
-            state_factory(args.baseline),
+            state_factory(plan.baseline),
             interval=1.0,
-            record=args.record,
-            redact=tuple(args.redact),
+            record=plan.record,
+            redact=plan.redact,
             hub=Hub(clock=clock),
-            stream_limits=stream_limits_from(args),
+            stream_limits=plan.limits,
             gpu=make_sampler(gpu),
         )
-        export = args.export
+        export = plan.export
         if export is not None:
             try:
                 exporter = start_exporter(export, monitor.view, "demo")
@@ -165,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
         except RecordingError as exc:
             return fail(NAME, str(exc))
         monitor.run_source(logs.run)
-        return _drive(monitor, args)
+        return _drive(monitor, plan)
     finally:
         if monitor is not None:
             monitor.stop()
@@ -195,7 +237,7 @@ def simulated_identity(config: SimConfig) -> SessionInfo:
 
 def _app(
     url: str,
-    args: argparse.Namespace,
+    plan: DemoPlan,
     known: SessionInfo | None = None,
     *,
     gpu: str = "none",
@@ -205,52 +247,48 @@ def _app(
     another (the user's own prompts go next), SIMULATED on screen at all times; l / ctrl+l
     shows the simulator's log (`server_log`). The collector runs in its own process; the
     simulator stays on its thread here."""
-    from specmon.cli.app_runner import run_app
+    from specmon.cli.app_runner import Dashboard, run_dashboard
     from specmon.runtime.monitor import Target
-    from specmon.runtime.session import CollectorProcess, SessionConfig
-    from specmon.ui.app import SpecmonApp
+    from specmon.runtime.session import SessionConfig
     from specmon.ui.conversation import ChatSettings
-    from specmon.ui.live_port import LivePort
 
-    limits = stream_limits_from(args)
     config = SessionConfig(
         (Target(url),),
-        record=args.record,
-        redact=tuple(args.redact),
+        record=plan.record,
+        redact=plan.redact,
         quiet=True,
-        stream_limits=limits,
+        stream_limits=plan.limits,
         known=known,
         gpu=gpu,
+        baseline_tok_s=plan.baseline,
     )
-
-    def make_session() -> CollectorProcess:
-        return CollectorProcess(config, state_factory(args.baseline))
-
-    port = LivePort(make_session, idle_timeout_s=limits.idle_timeout_s)
-    app = SpecmonApp(
-        port,
-        settings=ChatSettings(max_tokens=args.max_tokens),
-        mode="demo",
+    dashboard = Dashboard(
+        NAME,
+        "demo",
+        theme=plan.theme,
+        export=plan.export,
+        settings=ChatSettings(max_tokens=plan.max_tokens),
         auto_prompts=DEMO_PROMPTS,
-        max_answers=args.requests,
-        theme=args.theme,
-        server_log=server_log,
+        max_answers=plan.requests,
+        idle_timeout_s=plan.limits.idle_timeout_s,
     )
-    return run_app(app, port, export=args.export, command="demo")
+    return run_dashboard(lambda: config, dashboard, server_log=server_log)
 
 
-def _drive(monitor: Monitor, args: argparse.Namespace) -> int:
+def _drive(monitor: Monitor, plan: DemoPlan) -> int:
     from specmon.cli.app_runner import show_console
     from specmon.sources.stream_client import ChatRequest
 
     url = monitor.targets[0].base
-    requests = [ChatRequest(prompt=p, max_tokens=args.max_tokens) for p in DEMO_PROMPTS]
+    requests = [ChatRequest(prompt=p, max_tokens=plan.max_tokens) for p in DEMO_PROMPTS]
     done = threading.Event()
-    loop = monitor.prompt_loop(requests, count=args.requests, name_requests=args.truth is not None)
+    loop = monitor.prompt_loop(
+        requests, count=plan.requests, name_requests=plan.sim.truth is not None
+    )
     loop.add_done_callback(lambda _f: done.set())
     interrupted = False
     try:
-        if not args.json:
+        if not plan.json:
             show_console(monitor, done=done, banner=f"[SIMULATED] specmon demo against {url}")
         else:
             while not done.wait(0.25):  # timed: the main thread stays responsive to signals
@@ -260,6 +298,6 @@ def _drive(monitor: Monitor, args: argparse.Namespace) -> int:
     loop.cancel()
     if not interrupted and loop.done() and not loop.cancelled() and loop.exception() is not None:
         return fail(NAME, f"the prompt loop failed: {loop.exception()}", 1)
-    if args.json:
+    if plan.json:
         print(json.dumps(monitor.snapshot()))
     return 130 if interrupted else 0

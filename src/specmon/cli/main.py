@@ -15,15 +15,18 @@ import sys
 from collections.abc import Sequence
 
 from specmon import __version__
-from specmon.cli.args import OneLineErrorParser
+from specmon.cli.args import OneLineErrorParser, PlanError, fail
 from specmon.cli.user_config import ConfigError, applies_to, apply_user_config, load_user_config
 
 # Each subcommand lives in its own module under specmon.cli, exposing
-#   register(subparsers) -> None   and   run(args) -> int
+#   register(subparsers) -> None,  plan_from(args) -> a frozen plan  and  run(plan) -> int:
+# the command is run(plan_from(args)); nothing after plan_from reads the parsed arguments, and
+# a PlanError from it is one line on stderr, exit 2.
 SUBCOMMANDS: tuple[str, ...] = (
     "chat",
     "demo",
     "watch",
+    "fleet",
     "serve",
     "replay",
     "bench",
@@ -85,7 +88,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"specmon {args.command}: {exc}", file=sys.stderr)
             return 2
     try:
-        code = int(module.run(args))
+        try:
+            plan = module.plan_from(args)
+        except PlanError as exc:
+            return fail(args.command, str(exc))
+        code = int(module.run(plan))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         code = 130

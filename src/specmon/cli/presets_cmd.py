@@ -9,6 +9,7 @@ add your own in $XDG_CONFIG_HOME/specmon/config.toml (or the file $SPECMON_CONFI
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from typing import Any
 
 from specmon.cli.args import add_command, fail
@@ -27,7 +28,16 @@ def register(subparsers: Any) -> None:
     p.add_argument("name", nargs="?", help="show one preset")
 
 
-def run(args: argparse.Namespace) -> int:
+@dataclass(frozen=True, slots=True)
+class PresetsPlan:
+    name: str | None = None
+
+
+def plan_from(args: argparse.Namespace) -> PresetsPlan:
+    return PresetsPlan(args.name)
+
+
+def run(plan: PresetsPlan) -> int:
     from specmon.sources.host.presets import (
         PresetError,
         all_presets,
@@ -38,13 +48,13 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         presets = all_presets()
-        if args.name:
-            presets = {args.name: find_preset(args.name, presets)}
+        if plan.name:
+            presets = {plan.name: find_preset(plan.name, presets)}
     except PresetError as exc:
         return fail(NAME, str(exc))
     print(preset_listing(presets))
     if any(p.seed for p in presets.values()):
         print(f"\n{SEED_NOTE}")
-    if not args.name:
+    if not plan.name:
         print(f"\nyour presets: {config_path()} ([presets.NAME] tables; see docs/host.md)")
     return 0

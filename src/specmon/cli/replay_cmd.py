@@ -22,6 +22,7 @@ import argparse
 import sys
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -143,24 +144,39 @@ def _open(path: str, speed: float | None) -> tuple[RecordingPlayer, str | None]:
     return RecordingPlayer(path, speed=speed), _started_at(reader.header)
 
 
-def run(args: argparse.Namespace) -> int:
-    from specmon.cli.session_setup import state_factory
-    from specmon.core.errors import RecordingError
+@dataclass(frozen=True, slots=True)
+class ReplayPlan:
+    path: str
+    json: bool = False
+    speed: float = 1.0
+    baseline: float | None = None
+    theme: str | None = None
 
-    path: str = args.file
+
+def plan_from(args: argparse.Namespace) -> ReplayPlan:
+    return ReplayPlan(
+        args.file, json=args.json, speed=args.speed, baseline=args.baseline, theme=args.theme
+    )
+
+
+def run(plan: ReplayPlan) -> int:
+    from specmon.core.errors import RecordingError
+    from specmon.runtime.baseline import state_factory
+
+    path = plan.path
     try:
-        player, started_at = _open(path, None if args.json else args.speed)
+        player, started_at = _open(path, None if plan.json else plan.speed)
     except RecordingError as exc:
         return fail(NAME, str(exc))
-    state = state_factory(args.baseline)(player.info)
+    state = state_factory(plan.baseline)(player.info)
     from specmon.cli.app_runner import wants_app  # a terminal, or a browser (specmon web)
 
-    if not args.json and wants_app():
+    if not plan.json and wants_app():
         player.close()
         label = recorded_label(player.info, started_at)
-        return _app(path, state.baseline_tok_s, args.speed, label, args.theme)
+        return _app(path, state.baseline_tok_s, plan.speed, label, plan.theme)
     try:
-        if args.json:
+        if plan.json:
             status = _json(player, state)
         else:
             status = _live(player, state, recorded_label(player.info, started_at), path)

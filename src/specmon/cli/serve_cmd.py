@@ -21,19 +21,21 @@ import argparse
 import collections
 import sys
 import threading
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from specmon.cli.args import add_command, api_key_of, fail, scrape_interval
 from specmon.cli.export_args import add_export_argument
 from specmon.cli.host_args import add_host_arguments
 from specmon.cli.session_setup import add_baseline_argument, add_theme_argument
+from specmon.runtime.host_plan import HostFlags
 
 if TYPE_CHECKING:
-    from specmon.cli.host_args import HostPlan
-    from specmon.cli.host_launch import AppHost
     from specmon.core.events import SessionInfo
+    from specmon.runtime.host_plan import HostPlan
     from specmon.runtime.hub import Hub
     from specmon.runtime.monitor import Monitor
+    from specmon.runtime.session import LiveSession
     from specmon.sources.host.process import HostedServer
 
 
@@ -64,30 +66,113 @@ def register(subparsers: Any) -> None:
     add_baseline_argument(p)
 
 
-def run(args: argparse.Namespace) -> int:
-    from specmon.cli.host_launch import plan_or_exit, raise_stop_grace, stop_signals
+@dataclass(frozen=True, slots=True)
+class ServePlan:
+    """What `specmon serve` does, read from its command line (`plan_from`)."""
 
-    plan = plan_or_exit(args, "serve")
-    if isinstance(plan, int):
-        return plan
+    host: HostFlags
+    theme: str | None = None
+    export: tuple[str, int] | None = None
+    record: str | None = None
+    gpu: str = "local"
+    interval: float = 1.0
+    baseline: float | None = None
+    api_key: str | None = field(default=None, repr=False)
+    """The environment's key (a hosted server started with --api-key)."""
+
+
+def plan_from(args: argparse.Namespace) -> ServePlan:
+    return ServePlan(
+        HostFlags.of(args),
+        theme=args.theme,
+        export=args.export,
+        record=args.record,
+        gpu=args.gpu,
+        interval=args.interval,
+        baseline=args.baseline,
+        api_key=api_key_of(args),
+    )
+
+
+def run(plan: ServePlan) -> int:
+    from specmon.cli.host_launch import plan_or_exit
+    from specmon.runtime.host_launch import raise_stop_grace, stop_signals
+
+    host = plan_or_exit(plan.host, "serve")
+    if isinstance(host, int):
+        return host
     raise_stop_grace()
+    from specmon.cli.app_runner import on_terminal
+
     with stop_signals():
-        return _host(args, plan)
+        return _hosted_app(plan, host) if on_terminal() else _host(plan, host)
 
 
-def _host(args: argparse.Namespace, plan: HostPlan) -> int:
-    from specmon.cli.host_launch import (
+def _hosted_app(serve: ServePlan, plan: HostPlan) -> int:
+    """On a terminal: the Textual app, its startup view first, then the dashboard. The session
+    (its collector process) opens before vLLM starts, so that its recording has every line
+    vLLM prints; the server is added to it once it answers /health 200."""
+    from specmon.cli.app_runner import Dashboard, run_dashboard
+    from specmon.cli.host_launch import launch_or_exit
+    from specmon.runtime.host_launch import (
         AppHost,
         Terminated,
-        launch_or_exit,
         ready_timeout,
         stop_server,
         stopped_status,
-        wait_in_text,
     )
+    from specmon.runtime.monitor import Target
+    from specmon.runtime.session import SessionConfig, open_session
+
+    config = SessionConfig(
+        (),
+        gpu=serve.gpu,
+        interval=serve.interval,
+        record=serve.record,
+        quiet=True,
+        known=plan.session_info(),
+        baseline_tok_s=serve.baseline,
+        secrets=plan.command.secrets,
+        api_key=serve.api_key,
+    )
+    session = open_session(config)
+    server: HostedServer | None = None
+    try:
+        try:
+            session.start()
+        except RuntimeError as exc:  # the recording cannot be written
+            return fail(NAME, str(exc).removeprefix("RecordingError: "))
+        source = plan.command.base_url
+        launched = launch_or_exit(plan, NAME, on_line=lambda line: session.post_log(source, line))
+        if isinstance(launched, int):
+            return launched
+        server = running = launched
+
+        def opened() -> LiveSession:  # called once the server answered /health 200
+            session.add_target(Target(running.base_url))
+            return session
+
+        return run_dashboard(
+            lambda: config,
+            Dashboard(NAME, "watch", theme=serve.theme, export=serve.export),
+            host=AppHost(running, plan, ready_timeout(serve.host)),
+            opened=opened,
+            # The server first: its last lines still reach the session and its recording.
+            before_close=running.stop,
+        )
+    except (KeyboardInterrupt, Terminated) as stop:
+        return stopped_status(stop)
+    finally:
+        stop_server(server, NAME)
+        session.stop()
+
+
+def _host(serve: ServePlan, plan: HostPlan) -> int:
+    from specmon.cli.host_launch import launch_or_exit
     from specmon.core.errors import RecordingError
     from specmon.core.events import ServerLogLine
     from specmon.core.server_state import MAX_LOG_TAIL
+    from specmon.runtime.host_launch import Terminated, stop_server, stopped_status, wait_in_text
     from specmon.runtime.hub import Hub
     from specmon.runtime.recorder import Recorder
 
@@ -110,10 +195,10 @@ def _host(args: argparse.Namespace, plan: HostPlan) -> int:
 
     server: HostedServer | None = None
     try:
-        if args.record:
+        if serve.record:
             # Subscribed before launch, so the recording has every line vLLM prints.
             try:
-                recorder = Recorder(args.record, plan.session_info(), secrets=plan.command.secrets)
+                recorder = Recorder(serve.record, plan.session_info(), secrets=plan.command.secrets)
             except RecordingError as exc:
                 return fail(NAME, str(exc))
             hub.subscribe(recorder)
@@ -123,15 +208,12 @@ def _host(args: argparse.Namespace, plan: HostPlan) -> int:
         if isinstance(launched, int):
             return launched
         server = launched
-        if _interactive():
-            host = AppHost(server, plan, ready_timeout(args))
-            return _app(args, hub, server, host, early)
-        ready = wait_in_text(server, args)
+        ready = wait_in_text(server, serve.host)
         if ready is None:
             return 1
         info = plan.session_info(ready)
         server.session_info = info
-        return _dashboard(args, hub, server, info, early)
+        return _dashboard(serve, hub, server, info, early)
     except (KeyboardInterrupt, Terminated) as stop:
         return stopped_status(stop)
     finally:
@@ -141,21 +223,18 @@ def _host(args: argparse.Namespace, plan: HostPlan) -> int:
         hub.stop()
 
 
-def _interactive() -> bool:
-    return sys.stdout.isatty() and sys.stdin.isatty()
-
-
 def _monitor(
-    args: argparse.Namespace,
+    serve: ServePlan,
     hub: Hub,
     server: HostedServer,
     info: SessionInfo,
     early: collections.deque[Any],
 ) -> Monitor:
-    from specmon.cli.session_setup import gpu_sampler, state_factory
+    from specmon.cli.session_setup import gpu_sampler
+    from specmon.runtime.baseline import state_factory
     from specmon.runtime.monitor import Monitor, Target
 
-    make_state = state_factory(args.baseline)
+    make_state = state_factory(serve.baseline)
 
     def factory(merged: SessionInfo) -> Any:
         # What host mode knows (draft, method, K, command, preset) completes what the server
@@ -168,65 +247,16 @@ def _monitor(
     return Monitor(
         [Target(server.base_url)],
         factory,
-        api_key=api_key_of(args),  # the environment's: a hosted server started with --api-key
-        gpu=gpu_sampler(args.gpu),
-        interval=args.interval,
+        api_key=serve.api_key,
+        gpu=gpu_sampler(serve.gpu),
+        interval=serve.interval,
         hub=hub,
         known=info,
     )
 
 
-def _app(
-    args: argparse.Namespace,
-    hub: Hub,
-    server: HostedServer,
-    host: AppHost,
-    early: collections.deque[Any],
-) -> int:
-    """On a terminal: the Textual app, its startup view first, then the dashboard."""
-    from specmon.cli.app_runner import run_textual
-    from specmon.cli.host_launch import failure_report
-    from specmon.runtime import shutdown
-    from specmon.ui.app import SpecmonApp
-    from specmon.ui.live_port import LivePort
-
-    def make_session() -> Monitor:  # called once the server answered /health 200
-        return _monitor(args, hub, server, host.session_info(), early)
-
-    port = LivePort(make_session, require_model=False)
-    app = SpecmonApp(port, mode="watch", host=host, theme=args.theme)
-    exporter = None
-    export = args.export
-    if export is not None:
-        from specmon.cli.export_args import start_exporter
-        from specmon.runtime.exporter import ExporterError
-
-        try:
-            exporter = start_exporter(export, port.view, "serve")
-        except ExporterError as exc:
-            server.stop()
-            return fail(NAME, str(exc))
-    process_shutdown = shutdown.current()
-    if process_shutdown is not None:  # as run_app does, and the startup wait abandoned too
-        process_shutdown.add_stop_hook(port.abort)
-        process_shutdown.add_stop_hook(host.abort)
-    try:
-        code = run_textual(app)  # Ctrl-C in it raises KeyboardInterrupt, as SIGINT does
-    finally:
-        # The server first: its last lines still reach the hub (and the recording) before the
-        # session stops the hub. The caller says what was left of its group.
-        server.stop()
-        port.close()
-        if exporter is not None:
-            exporter.stop()
-    if app.host_failure is not None:
-        print(failure_report(app.host_failure), file=sys.stderr)
-        return 1
-    return code
-
-
 def _dashboard(
-    args: argparse.Namespace,
+    serve: ServePlan,
     hub: Hub,
     server: HostedServer,
     info: SessionInfo,
@@ -234,7 +264,7 @@ def _dashboard(
 ) -> int:
     from specmon.cli.app_runner import show_console
 
-    monitor = _monitor(args, hub, server, info, early)
+    monitor = _monitor(serve, hub, server, info, early)
     monitor.start()
     done = threading.Event()
 

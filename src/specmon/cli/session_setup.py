@@ -4,17 +4,13 @@ compares against, where GPU numbers come from by default, and the colour theme."
 from __future__ import annotations
 
 import argparse
-import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from specmon.cli.args import positive_float
 from specmon.sources.addresses import url_is_loopback
 
 if TYPE_CHECKING:  # imported when a session starts, not when `specmon --help` registers
-    from specmon.core.events import SessionInfo
-    from specmon.core.session_state import SessionState
-    from specmon.sources.baseline_store import BaselineStore
     from specmon.sources.gpu.loop import GpuSampler
 
 
@@ -53,34 +49,6 @@ def add_theme_argument(parser: argparse.ArgumentParser) -> None:
         "theme of $XDG_CONFIG_HOME/specmon/themes, one of Textual's, or a .toml theme file; "
         "NO_COLOR=1 makes the app monochrome; [app] theme of the config file sets your default",
     )
-
-
-def state_factory(
-    baseline: float | None,
-    *,
-    store: BaselineStore | None = None,
-    warn: Callable[[str], None] = lambda message: print(message, file=sys.stderr),
-) -> Callable[[SessionInfo], SessionState]:
-    """A SessionState factory using `baseline`, else the stored baseline for the session's model,
-    GPU and vLLM version. A simulated server never gets a stored (real) baseline. An unreadable
-    store is reported through `warn` and the session runs without a baseline."""
-
-    from specmon.core.session_state import SessionState
-    from specmon.sources.baseline_store import BaselineKey, BaselineStore, BaselineStoreError
-
-    def make(info: SessionInfo) -> SessionState:
-        tok_s = baseline
-        if tok_s is None and not info.simulated and info.model:
-            key = BaselineKey(info.model, info.gpu or "", info.vllm_version or "")
-            try:
-                found = (store or BaselineStore()).get(key)
-            except BaselineStoreError as exc:
-                warn(f"specmon: no stored vanilla baseline used: {exc}")
-                found = None
-            tok_s = found.tok_s if found is not None else None
-        return SessionState(info, baseline_tok_s=tok_s)
-
-    return make
 
 
 def default_gpu_source(urls: Sequence[str]) -> str:

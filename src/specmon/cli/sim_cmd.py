@@ -12,9 +12,10 @@ import contextlib
 import os
 import signal
 import sys
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from specmon.cli.args import fail
+from specmon.cli.args import PlanError, fail
 from specmon.sim.profiles import DEFAULT_PROFILE, PROFILES
 from specmon.sim.spec_metrics import LEVELS
 
@@ -109,9 +110,16 @@ def _log_interval(args: argparse.Namespace) -> float:
         return 10.0
 
 
-def run(args: argparse.Namespace) -> int:
-    import asyncio
+@dataclass(frozen=True, slots=True)
+class SimPlan:
+    config: SimConfig
+    n_spec: int
+    """The resolved num_speculative_tokens (the profile's when not given)."""
 
+
+def plan_from(args: argparse.Namespace) -> SimPlan:
+    """The simulator the arguments describe; PlanError (one line, exit 2) for a setting that
+    cannot be."""
     from specmon.sim.server import SimConfig, SimConfigError, resolve
 
     config = SimConfig(
@@ -132,14 +140,23 @@ def run(args: argparse.Namespace) -> int:
     try:
         resolved = resolve(config)
     except SimConfigError as err:
-        return fail(NAME, str(err))
+        raise PlanError(str(err)) from None
+    return SimPlan(config, resolved.n_spec)
+
+
+def run(plan: SimPlan) -> int:
+    import asyncio
+
+    from specmon.sim.server import SimConfigError
+
+    config = plan.config
     try:
-        return asyncio.run(_serve(config, resolved.n_spec))
+        return asyncio.run(_serve(config, plan.n_spec))
     except SimConfigError as err:
         return fail(NAME, str(err))
     except OSError as err:
         print(
-            f"specmon sim: cannot listen on {args.host}:{args.port}: {err.strerror}",
+            f"specmon sim: cannot listen on {config.host}:{config.port}: {err.strerror}",
             file=sys.stderr,
         )
         return 1

@@ -45,12 +45,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from specmon.cli.args import add_command, fail, server_url
+from specmon.cli.args import PlanError, add_command, fail, server_url
 from specmon.cli.bench_cmd import add_server_arguments, add_workload_arguments
-from specmon.cli.host_args import HostFlags, add_host_arguments
+from specmon.cli.host_args import add_host_arguments
 from specmon.cli.stream_args import stream_limits_from
 from specmon.core.credentials import resolve_api_key
 from specmon.core.stream_limits import StreamLimits
+from specmon.runtime.host_plan import HostFlags
 
 NAME = "sweep"
 SUMMARY = "sweep num_speculative_tokens (host mode or attached servers) and recommend a setting"
@@ -159,17 +160,33 @@ class SweepPlan:
     """A new sweep: the folder is created before the first point (a resumed one exists)."""
 
 
-def run(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class SweepDryRun:
+    """`--dry-run`: each point's command is printed, nothing starts."""
+
+    flags: HostFlags
+    spec: Any
+
+
+def plan_from(args: argparse.Namespace) -> SweepPlan | SweepDryRun:
+    """The sweep the command line asks for; PlanError (one line, exit 2) for a setting that
+    cannot be."""
     from specmon.bench.config import ConfigError
     from specmon.bench.plot import PlotUnavailable
     from specmon.bench.sweep import SweepError
 
     try:
-        plan = plan_sweep(args)
+        return plan_sweep(args)
     except (ConfigError, PlotUnavailable, SweepError) as exc:
-        return fail(NAME, str(exc))
-    if isinstance(plan, int):
-        return plan
+        raise PlanError(str(exc)) from None
+
+
+def run(plan: SweepPlan | SweepDryRun) -> int:
+    from specmon.bench.config import ConfigError
+    from specmon.bench.sweep import SweepError
+
+    if isinstance(plan, SweepDryRun):
+        return _dry_run(plan.flags, plan.spec)
     if plan.create:
         try:
             plan.store.create(plan.spec)
@@ -178,9 +195,8 @@ def run(args: argparse.Namespace) -> int:
     return _sweep(plan)
 
 
-def plan_sweep(args: argparse.Namespace) -> SweepPlan | int:
-    """The sweep the command line asks for (an int: the exit status of a --dry-run, which
-    prints each point's command and starts nothing). ConfigError, PlotUnavailable or
+def plan_sweep(args: argparse.Namespace) -> SweepPlan | SweepDryRun:
+    """The sweep the command line asks for (or its --dry-run). ConfigError, PlotUnavailable or
     SweepError (one line) for a setting that cannot be."""
     from specmon.bench.config import (
         MAX_CONCURRENCY,
@@ -193,7 +209,7 @@ def plan_sweep(args: argparse.Namespace) -> SweepPlan | int:
     from specmon.bench.servers import AttachProvider, StartingProvider, parse_points
     from specmon.bench.sweep import SweepSpec, SweepStore
     from specmon.cli.bench_cmd import check_baseline, check_gpu, scrape_interval, workload_config
-    from specmon.cli.bench_host import host_requested
+    from specmon.cli.host_args import host_requested
 
     baseline = check_baseline(args.baseline)
     if args.plot:
@@ -223,8 +239,8 @@ def plan_sweep(args: argparse.Namespace) -> SweepPlan | int:
         else:
             spec, flags = _resumed_host(args, spec, grid, store.folder / "sweep.json")
         if args.dry_run:
-            return _dry_run(flags, spec)
-        from specmon.cli.bench_host import check_points, host_point, served_api_key
+            return SweepDryRun(flags, spec)
+        from specmon.bench.host import check_points, host_point, served_api_key
 
         identity = check_points(flags, spec.point_list())
         spec = replace(spec, host={**spec.host, **identity})  # what the command line starts
@@ -316,10 +332,10 @@ def _grid(args: argparse.Namespace) -> Any:
 def _host_spec(args: argparse.Namespace, flags: HostFlags, grid: Any) -> Any:
     """A new host-mode sweep's settings (ConfigError on a bad value)."""
     from specmon.bench.config import MAX_CONCURRENCY, MAX_REPEATS, parse_int, parse_int_list
+    from specmon.bench.host import check_points, saved_host_flags
     from specmon.bench.limits import MAX_N_SPEC
     from specmon.bench.sweep import SweepSpec
     from specmon.cli.bench_cmd import workload_config
-    from specmon.cli.bench_host import check_points, saved_host_flags
 
     points = parse_int_list("--n-spec", args.n_spec, 0, MAX_N_SPEC)
     concs = parse_int_list("--concurrency", args.concurrency, 1, MAX_CONCURRENCY)
@@ -339,15 +355,15 @@ def _resumed_host(
     recorded flags only confirm them: a sweep folder is shared, so it never chooses the program,
     environment or arguments that run (ConfigError, one line, saying what to give)."""
     from specmon.bench.config import ConfigError, parse_int_list
-    from specmon.bench.limits import MAX_N_SPEC
-    from specmon.cli.bench_host import (
+    from specmon.bench.host import (
         holds_secret,
-        host_requested,
         saved_host_flags,
         setup_differences,
         setup_words,
         shown_words,
     )
+    from specmon.bench.limits import MAX_N_SPEC
+    from specmon.cli.host_args import host_requested
 
     recorded = spec.host.get("flags")
     recorded = recorded if isinstance(recorded, dict) else {}
@@ -386,8 +402,8 @@ def _resumed_attached(
     again (ConfigError, one line, saying what): a shared folder never chooses where requests
     and the API key go, nor the draft model of the recommended command."""
     from specmon.bench.config import ConfigError
+    from specmon.bench.host import shown_words
     from specmon.bench.sweep import SweepSpec, run_key
-    from specmon.cli.bench_host import shown_words
 
     runs = store.load_runs()
     pending = {
@@ -424,9 +440,9 @@ def _resumed_attached(
 
 def _dry_run(flags: HostFlags, spec: Any) -> int:
     """Print each point's exact command line; start nothing."""
-    from specmon.cli.bench_host import point_flags
-    from specmon.cli.host_args import dry_run_text, plan_host
+    from specmon.bench.host import point_flags
     from specmon.core.errors import SpecmonError
+    from specmon.runtime.host_plan import dry_run_text, plan_host
 
     for point in spec.point_list():
         try:

@@ -161,7 +161,7 @@ def _url(where: str, value: Any) -> str:
         raise ConfigError(f"{where}: {exc}") from None
 
 
-THEME_COMMANDS = ("chat", "demo", "replay", "serve", "watch")
+THEME_COMMANDS = ("chat", "demo", "replay", "serve", "watch", "fleet")
 """The commands that open the app and so read [app] theme."""
 
 
@@ -186,8 +186,11 @@ def apply_user_config(args: argparse.Namespace, config: UserConfig) -> None:
         # The file's canary is for a running watch of servers; --once and --prometheus have none.
         if attached and not args.once and args.canary is None and config.watch_canary:
             args.canary = config.watch_canary
+    elif command == "fleet":  # `watch --prometheus` under its own name: the same defaults
+        if args.baseline is None and config.baseline_tok_s is not None:
+            args.baseline = config.baseline_tok_s
     elif command == "chat":
-        from specmon.cli.host_args import HostFlags
+        from specmon.runtime.host_plan import HostFlags
 
         # Not for a saved conversation (it goes back to its own server) nor when a host-mode
         # flag asks specmon to start vLLM; --model alone picks the model on the file's server.

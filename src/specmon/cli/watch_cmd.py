@@ -9,10 +9,10 @@ a marker, F4 lists the answers, q quits); otherwise plain lines. Servers that ar
 as down with their last error; the others keep updating. For https servers whose certificate
 comes from a private CA, point SSL_CERT_FILE (or SSL_CERT_DIR) at the CA.
 
-`--prometheus URL [--match SELECTOR]` reads every vLLM target that a Prometheus scrapes, through
-its HTTP API, instead of attaching to servers (docs/fleet.md). `--export [HOST:]PORT` serves
-specmon's own /metrics (per-request AL, vanilla-speed flags by reason, the degradation cycle) on
-127.0.0.1 unless a host is given.
+`--prometheus URL` is the old spelling of `specmon fleet URL` (every vLLM target that a
+Prometheus scrapes, docs/fleet.md): it says so in one line on stderr, then runs it.
+`--export [HOST:]PORT` serves specmon's own /metrics (per-request AL, vanilla-speed flags by
+reason, the degradation cycle) on 127.0.0.1 unless a host is given.
 
 Exit status: 0 after `--once`, when the app is quit (q, ctrl+q), or when the reader of `--json`
 lines goes away (a closed pipe, as with `| head`); 130 when interrupted (Ctrl-C: SIGINT, or the
@@ -32,15 +32,12 @@ $XDG_CONFIG_HOME/specmon/config.toml (or the file $SPECMON_CONFIG names); a flag
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
-import threading
-from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from specmon.cli.args import (
+    PlanError,
     add_api_key_argument,
     add_command,
     add_gpu_argument,
@@ -48,35 +45,27 @@ from specmon.cli.args import (
     fail,
     http_url,
     scrape_interval,
-    seconds_within,
     server_url,
 )
-from specmon.cli.export_args import add_export_argument, start_exporter
+from specmon.cli.export_args import add_export_argument
+from specmon.cli.fleet_cmd import add_fleet_options
 from specmon.cli.session_setup import (
     add_baseline_argument,
     add_redact_argument,
     add_theme_argument,
     default_gpu_source,
     gpu_sampler,
-    state_factory,
 )
 from specmon.core.canary import DEFAULT_INTERVAL_S
-from specmon.core.watch_json import snapshot_of
 
 if TYPE_CHECKING:  # imported in run(): `specmon --help` must not import openai/httpx
-    from specmon.core.views import SessionView
-    from specmon.runtime.fleet_run import FleetSpec
-    from specmon.runtime.monitor import Monitor, Target
-    from specmon.sources.prometheus_fleet import PrometheusFleet
+    from specmon.cli.fleet_cmd import FleetPlan
+    from specmon.runtime.monitor import Target
 
-FLEET_INTERVAL_S = 5.0
-"""Default seconds between reads of a Prometheus (its own scrape interval is usually 15 s)."""
 DEFAULT_CANARY_S = DEFAULT_INTERVAL_S
 """`--canary` without a value."""
 MIN_CANARY_S = 10.0
 MAX_CANARY_S = 86_400.0
-MAX_RATE_WINDOW_S = 24 * 3600.0
-"""Longest --rate-window accepted: a day."""
 
 NAME = "watch"
 NO_SERVERS = (
@@ -102,30 +91,10 @@ def register(subparsers: Any) -> None:
         "--prometheus",
         metavar="URL",
         type=http_url,
-        help="read every vLLM target that this Prometheus scrapes, through its HTTP API "
-        "(docs/fleet.md), e.g. http://prometheus:9090",
+        help="the old spelling of `specmon fleet URL`: every vLLM target that this Prometheus "
+        "scrapes (docs/fleet.md)",
     )
-    p.add_argument(
-        "--match",
-        metavar="SELECTOR",
-        default=None,
-        help="with --prometheus: only targets whose labels match, e.g. '{job=\"vllm\"}'",
-    )
-    p.add_argument(
-        "--bearer-token-file",
-        metavar="FILE",
-        default=None,
-        help="with --prometheus: send the token in FILE as `Authorization: Bearer` to that "
-        "Prometheus only (the token is never on the command line nor in a recording)",
-    )
-    p.add_argument(
-        "--rate-window",
-        type=seconds_within(0, MAX_RATE_WINDOW_S),
-        default=60.0,
-        metavar="SECONDS",
-        help="with --prometheus: the PromQL rate() window (at least 4 scrape intervals of the "
-        "Prometheus; default 60)",
-    )
+    add_fleet_options(p, given="with --prometheus: ")
     p.add_argument(
         "--metrics-url",
         action="append",
@@ -170,6 +139,25 @@ def register(subparsers: Any) -> None:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class WatchPlan:
+    """What `specmon watch --attach ...` does, read from its command line (`plan_from`)."""
+
+    targets: tuple[Target, ...]
+    api_key: str | None = field(default=None, repr=False)
+    gpu: str = "none"
+    baseline: float | None = None
+    interval: float = 1.0
+    theme: str | None = None
+    record: str | None = None
+    redact: tuple[str, ...] = ()
+    once: bool = False
+    json: bool = False
+    export: tuple[str, int] | None = None
+    canary_s: float | None = None
+    canary_relearn: bool = False
+
+
 def _canary_problem(args: argparse.Namespace) -> str | None:
     """Why --canary cannot be used with these arguments (None: it can)."""
     if not MIN_CANARY_S <= args.canary <= MAX_CANARY_S:  # NaN fails too
@@ -184,273 +172,112 @@ def _canary_problem(args: argparse.Namespace) -> str | None:
     return None
 
 
-def run(args: argparse.Namespace) -> int:
-    from specmon.runtime.monitor import Monitor, pair_targets
+def plan_from(args: argparse.Namespace) -> WatchPlan | FleetPlan:
+    """The watch the arguments ask for (a FleetPlan for `--prometheus`, `specmon fleet`'s old
+    spelling); PlanError (one line, exit 2) for arguments that do not go together."""
+    from specmon.runtime.monitor import pair_targets
 
     if args.attach is None and args.prometheus is None:
-        return fail(NAME, NO_SERVERS)
-    interval = args.interval
-    if interval is None:
-        interval = FLEET_INTERVAL_S if args.prometheus is not None else 1.0
+        raise PlanError(NO_SERVERS)
     if args.match is not None and args.prometheus is None:
-        return fail(NAME, "--match goes with --prometheus")
+        raise PlanError("--match goes with --prometheus")
     if args.bearer_token_file is not None and not args.prometheus:
-        return fail(NAME, "--bearer-token-file goes with --prometheus")
-    export = args.export
+        raise PlanError("--bearer-token-file goes with --prometheus")
     if args.canary is not None:
         problem = _canary_problem(args)
         if problem is not None:
-            return fail(NAME, problem)
-    elif getattr(args, "canary_relearn", False):
-        return fail(NAME, "--canary-relearn goes with --canary")
+            raise PlanError(problem)
+    elif args.canary_relearn:
+        raise PlanError("--canary-relearn goes with --canary")
     if args.prometheus is not None:
-        return _fleet(args, export, interval)
-    gpu = args.gpu if args.gpu is not None else default_gpu_source(args.attach)
+        if args.metrics_url:
+            raise PlanError("--metrics-url goes with --attach")
+        if args.gpu is not None:
+            raise PlanError(
+                "--gpu goes with --attach (with --prometheus, GPUs come from the dcgm-exporter "
+                "series in the Prometheus)"
+            )
+        from specmon.cli.fleet_cmd import fleet_plan
+
+        return fleet_plan(args, args.prometheus, command=NAME)
     try:
         targets = pair_targets(args.attach, args.metrics_url)
     except ValueError as exc:
-        return fail(NAME, str(exc))
-    from specmon.cli.app_runner import wants_app  # a terminal, or a browser (specmon web)
+        raise PlanError(str(exc)) from None
+    return WatchPlan(
+        tuple(targets),
+        api_key=api_key_of(args),
+        gpu=args.gpu if args.gpu is not None else default_gpu_source(args.attach),
+        baseline=args.baseline,
+        interval=args.interval if args.interval is not None else 1.0,
+        theme=args.theme,
+        record=args.record,
+        redact=tuple(args.redact),
+        once=args.once,
+        json=args.json,
+        export=args.export,
+        canary_s=args.canary,
+        canary_relearn=args.canary is not None and bool(args.canary_relearn),
+    )
 
-    if not args.json and not args.once and wants_app():
-        canary: dict[str, object] | None = None  # runtime.canary's keys
-        if args.canary is not None:
-            canary = {"canary": args.canary, "canary_relearn": bool(args.canary_relearn)}
-        return _app(targets, gpu, args, export, interval, extra=canary)
+
+ALIAS_NOTE = "specmon watch: --prometheus URL is `specmon fleet URL` now (the same options)"
+"""What `watch --prometheus` says before it runs the fleet (one line on stderr)."""
+
+
+def run(plan: WatchPlan | FleetPlan) -> int:
+    from specmon.cli.app_runner import wants_app  # a terminal, or a browser (specmon web)
+    from specmon.cli.watch_output import run_monitor
+    from specmon.runtime.baseline import state_factory
+    from specmon.runtime.monitor import Monitor
+
+    if not isinstance(plan, WatchPlan):
+        from specmon.cli import fleet_cmd
+
+        print(ALIAS_NOTE, file=sys.stderr, flush=True)
+        return fleet_cmd.run(plan)
+    if not plan.json and not plan.once and wants_app():
+        return _app(plan)
     try:
         monitor = Monitor(
-            targets,
-            state_factory(args.baseline),
-            api_key=api_key_of(args),
-            gpu=gpu_sampler(gpu),
-            interval=interval,
-            record=args.record,
-            redact=tuple(args.redact),
+            plan.targets,
+            state_factory(plan.baseline),
+            api_key=plan.api_key,
+            gpu=gpu_sampler(plan.gpu),
+            interval=plan.interval,
+            record=plan.record,
+            redact=plan.redact,
         )
     except ValueError as exc:
         return fail(NAME, str(exc))
-    return _run_monitor(monitor, args, export, fleet_spec=None)
-
-
-def _run_monitor(
-    monitor: Monitor,
-    args: argparse.Namespace,
-    export: tuple[str, int] | None,
-    fleet_spec: FleetSpec | None,
-) -> int:
-    from specmon.core.errors import RecordingError
-    from specmon.runtime.exporter import Exporter, ExporterError
-
-    exporter: Exporter | None = None
-    try:
-        if export is not None:
-            try:
-                exporter = start_exporter(export, monitor.view, "watch")
-            except ExporterError as exc:
-                return fail(NAME, str(exc))
-        try:
-            monitor.start(run_loops=not args.once)
-        except RecordingError as exc:
-            return fail(NAME, str(exc))
-        if getattr(args, "canary", None) is not None and not args.once:
-            from specmon.runtime.canary import start_canaries
-
-            start_canaries(monitor, args.canary, relearn=bool(getattr(args, "canary_relearn", 0)))
-        if fleet_spec is not None:
-            from specmon.runtime.fleet_run import start_fleet
-
-            fleet = start_fleet(monitor, fleet_spec, run_loops=not args.once)
-            if args.once:
-                return _fleet_once(monitor, fleet, as_json=args.json)
-        if args.once:
-            return _once(monitor, as_json=args.json)
-        if args.json:
-            return _json_lines(monitor)
-        return _live(monitor)
-    except KeyboardInterrupt:
-        return 130
-    finally:
-        monitor.stop()
-        if exporter is not None:
-            exporter.stop()
-
-
-def _fleet(args: argparse.Namespace, export: tuple[str, int] | None, interval: float) -> int:
-    """`--prometheus URL`: the session's servers are the vLLM targets that Prometheus scrapes."""
-    from specmon.core.promql import MatchError, parse_match
-    from specmon.runtime.fleet_run import EXTRA_KEY, FleetSpec
-    from specmon.runtime.monitor import Monitor
-
-    url = args.prometheus  # stripped and checked by its argument type
-    try:
-        parse_match(args.match)
-    except MatchError as exc:
-        return fail(NAME, str(exc))
-    if args.metrics_url:
-        return fail(NAME, "--metrics-url goes with --attach")
-    if args.gpu is not None:
-        return fail(
-            NAME,
-            "--gpu goes with --attach (with --prometheus, GPUs come from the dcgm-exporter "
-            "series in the Prometheus)",
-        )
-    if args.bearer_token_file is not None:
-        from specmon.runtime.fleet_run import BearerTokenFileError, read_bearer_token_file
-
-        try:
-            read_bearer_token_file(args.bearer_token_file)  # checked now: one line, exit 2
-        except BearerTokenFileError as exc:
-            return fail(NAME, str(exc))
-    spec = FleetSpec(
-        url,
-        args.match,
-        interval,
-        args.rate_window,
-        bearer_token_file=args.bearer_token_file,
+    return run_monitor(
+        monitor,
+        NAME,
+        plan.export,
+        once=plan.once,
+        as_json=plan.json,
+        canary_s=plan.canary_s,
+        canary_relearn=plan.canary_relearn,
     )
-    from specmon.cli.app_runner import wants_app  # a terminal, or a browser (specmon web)
-
-    if not args.json and not args.once and wants_app():
-        return _app([], "none", args, export, interval, extra={EXTRA_KEY: spec})
-    monitor = Monitor(
-        [],
-        state_factory(args.baseline),
-        interval=interval,
-        record=args.record,
-        redact=tuple(args.redact),
-    )
-    return _run_monitor(monitor, args, export, fleet_spec=spec)
 
 
-def _print_snapshot(view: SessionView, *, as_json: bool, title: str) -> None:
-    """One snapshot: a line of JSON (`--json`), else the app's servers table printed once, at
-    the terminal's width (COLUMNS when set)."""
-    if as_json:
-        print(dumps(snapshot_of(view)))
-        return
-    from rich.console import Console
-
-    from specmon.ui.live_console import once_text
-
-    console = Console(highlight=False)
-    console.print(once_text(view, title=title, width=console.width))
-
-
-def in_given_order(view: SessionView, bases: Sequence[str]) -> SessionView:
-    """The view with its servers in the order the command line gave them (the view holds them
-    in the order they were first heard from); any other server after them, as it was."""
-    rank = {base: n for n, base in enumerate(bases)}
-    ordered = sorted(view.servers, key=lambda s: rank.get(s.source, len(rank)))
-    return replace(view, servers=tuple(ordered))
-
-
-def _fleet_once(monitor: Monitor, fleet: PrometheusFleet, *, as_json: bool) -> int:
-    """One read of the Prometheus (its rates need no second read), then one snapshot. Exit 1
-    when the Prometheus did not answer (the snapshot says why in its markers)."""
-    event = monitor.hub.submit(fleet.read_once(monitor.hub.emit)).result(120)
-    view = monitor.view(fresh=True)
-    _print_snapshot(view, as_json=as_json, title=f"specmon watch — Prometheus {fleet.source}")
-    if event.error is not None:
-        return fail(NAME, str(event.error), 1)
-    return 0
-
-
-def _app(
-    targets: list[Target],
-    gpu: str,
-    args: argparse.Namespace,
-    export: tuple[str, int] | None,
-    interval: float,
-    extra: dict[str, Any] | None = None,
-) -> int:
+def _app(plan: WatchPlan) -> int:
     """On a terminal: the app's dashboard screen (the chat's side panel, full-width), with the
     collector in its own process."""
-    from specmon.cli.app_runner import run_app
-    from specmon.runtime.session import CollectorProcess, SessionConfig
-    from specmon.ui.app import SpecmonApp
-    from specmon.ui.live_port import LivePort
+    from specmon.cli.app_runner import Dashboard, run_dashboard
+    from specmon.runtime.session import SessionConfig
 
     config = SessionConfig(
-        tuple(targets),
-        api_key=api_key_of(args),
-        gpu=gpu,
-        interval=interval,
-        record=args.record,
-        redact=tuple(args.redact),
+        plan.targets,
+        api_key=plan.api_key,
+        gpu=plan.gpu,
+        interval=plan.interval,
+        record=plan.record,
+        redact=plan.redact,
         quiet=True,
-        extra=dict(extra or {}),
+        canary_s=plan.canary_s,
+        canary_relearn=plan.canary_relearn,
+        baseline_tok_s=plan.baseline,
     )
-
-    def make_session() -> CollectorProcess:
-        return CollectorProcess(config, state_factory(args.baseline))
-
-    port = LivePort(make_session, require_model=False)
-    app = SpecmonApp(port, mode="watch", theme=args.theme)
-    return run_app(app, port, export=export, command="watch")
-
-
-def _once(monitor: Monitor, *, as_json: bool) -> int:
-    """Two scrapes one interval apart (so windowed rates exist), then one snapshot. Every given
-    server is in it, with its state and why; exit 1 when none of them could be read."""
-    from specmon.core.events import ServerStatusChanged
-    from specmon.ui.formatting import clean
-
-    for round_ in range(2):
-        if round_:
-            threading.Event().wait(monitor.interval)
-        try:
-            monitor.scrape_all_once()
-        except TimeoutError:  # each read has its own deadline; this is only a last resort
-            break
-    for target, scraper in zip(monitor.targets, monitor.scrapers, strict=False):
-        if scraper.status is None:  # nothing heard at all: still listed, and why
-            monitor.hub.emit(  # under the hub's lock, so the view below has it
-                ServerStatusChanged(
-                    t=monitor.hub.clock(),
-                    source=target.base,
-                    status="down",
-                    detail=f"no answer from {target.metrics} within {scraper.deadline_s:g} s",
-                )
-            )
-    view = in_given_order(monitor.view(fresh=True), [t.base for t in monitor.targets])
-    title = "specmon watch — " + ", ".join(t.base for t in monitor.targets)
-    _print_snapshot(view, as_json=as_json, title=title)
-    given = {t.base for t in monitor.targets}
-    servers = [s for s in view.servers if s.source in given]
-    if given and not any(s.status == "up" for s in servers):
-        why = "; ".join(f"{s.source}: {s.status} ({s.status_detail})" for s in servers)
-        return fail(NAME, f"no server could be read: {clean(why)}", 1)
-    return 0
-
-
-def dumps(snapshot: dict[str, Any]) -> str:
-    """One snapshot as one line of strict JSON: a number that is not finite (none should reach
-    here: the views hold None for them) is written null, never NaN or Infinity."""
-    try:
-        return json.dumps(snapshot, allow_nan=False)
-    except ValueError:
-        from specmon.core.numbers import finite_json
-
-        return json.dumps(finite_json(snapshot), allow_nan=False)
-
-
-def _json_lines(monitor: Monitor) -> int:
-    """One snapshot line per interval until interrupted (130) or the reader goes away (0)."""
-    stop = threading.Event()
-    try:
-        while not stop.wait(monitor.interval):
-            print(dumps(snapshot_of(monitor.view())), flush=True)
-    except BrokenPipeError:
-        # The reader closed the pipe: stop quietly. Point stdout at devnull so the interpreter's
-        # final flush does not fail again (Python docs, "Note on SIGPIPE").
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    return 0
-
-
-def _live(monitor: Monitor) -> int:
-    from specmon.cli.app_runner import show_console
-
-    show_console(monitor, done=threading.Event())
-    return 0
+    dashboard = Dashboard(NAME, "watch", theme=plan.theme, export=plan.export)
+    return run_dashboard(lambda: config, dashboard)

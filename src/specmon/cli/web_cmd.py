@@ -40,7 +40,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from specmon.cli.args import OneLineErrorParser, add_command, fail, port, positive_int
+from specmon.cli.args import OneLineErrorParser, PlanError, add_command, fail, port, positive_int
 from specmon.web.plan import (
     APPS,
     DEFAULT_APP,
@@ -187,8 +187,19 @@ def plan_from_args(args: argparse.Namespace) -> WebPlan:
     )
 
 
-def run(args: argparse.Namespace) -> int:
-    """Plan, check the served command's arguments with its own parser, serve (web/server.py)."""
+def plan_from(args: argparse.Namespace) -> WebPlan:
+    """What to serve, where (`plan_from_args`); PlanError (one line, exit 2) for a command line
+    that cannot be served."""
+    from specmon.web.auth import WebAuthError
+
+    try:
+        return plan_from_args(args)
+    except (WebArgsError, WebAuthError) as exc:
+        raise PlanError(str(exc)) from None
+
+
+def run(plan: WebPlan) -> int:
+    """Check the served command's arguments with its own parser, then serve (web/server.py)."""
     from specmon.cli.main import build_parser
     from specmon.web.auth import WebAuthError
     from specmon.web.net import BindError
@@ -211,7 +222,6 @@ def run(args: argparse.Namespace) -> int:
         return ns
 
     try:
-        plan = plan_from_args(args)
         check_served_args(plan, parse)
         return start(plan)
     except (WebArgsError, WebAuthError, BindError) as exc:

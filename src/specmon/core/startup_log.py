@@ -263,3 +263,18 @@ def recognise_failure(lines: Iterable[str]) -> FailureCause | None:
         if kind in found:
             return found[kind]
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class StartupFailed:
+    """Why the hosted server is not (or no longer) serving: the reason, the last log lines and
+    the recognised cause (None when not recognised). All log text is untrusted."""
+
+    reason: str
+    tail: tuple[str, ...]
+    log_path: str
+    cause: str | None = None
+    hint: str | None = None
+    seen_in: str | None = None
+    after_ready: bool = False
+    """True when the server stopped while serving (not during the start)."""

@@ -302,18 +302,3 @@ def start_canaries(
         monitor.run_source(probe.run)
         probes.append(probe)
     return probes
-
-
-EXTRA_KEY = "canary"
-"""The key of `SessionConfig.extra` that asks the collector for canaries: the interval in
-seconds (runtime.session starts them with `start_canary_from_extra`)."""
-RELEARN_KEY = "canary_relearn"
-"""The key of `SessionConfig.extra` that asks the canaries to learn their baselines again."""
-
-
-def start_canary_from_extra(monitor: Monitor, extra: dict[str, object]) -> list[CanaryProbe]:
-    """Start the canaries a session config asks for ([] when it asks for none)."""
-    interval = extra.get(EXTRA_KEY)
-    if isinstance(interval, int | float) and not isinstance(interval, bool) and interval >= 0:
-        return start_canaries(monitor, float(interval), relearn=extra.get(RELEARN_KEY) is True)
-    return []

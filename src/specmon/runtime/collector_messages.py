@@ -144,7 +144,25 @@ class RemoveTarget:
     url: str
 
 
-Command = Stop | Chat | Cancel | Mark | StartRecording | StopRecording | AddTarget | RemoveTarget
+@dataclass(frozen=True, slots=True)
+class LogLine:
+    """A line of the log of a server this process started (host mode), for the session."""
+
+    source: str
+    line: str
+
+
+Command = (
+    Stop
+    | Chat
+    | Cancel
+    | Mark
+    | LogLine
+    | StartRecording
+    | StopRecording
+    | AddTarget
+    | RemoveTarget
+)
 """Every message the app sends."""
 
 COMMAND_TYPES: tuple[type, ...] = get_args(Command)

@@ -1,7 +1,7 @@
 """Running the fleet source (sources.prometheus_fleet) on a monitor's hub.
 
 `FleetSpec` is what the command line says of the Prometheus (picklable: it travels to a
-collector process in `SessionConfig.extra["prometheus"]`); `start_fleet` creates the source on
+collector process in `SessionConfig.fleet`); `start_fleet` creates the source on
 the monitor's clock, registers its closer and, unless `run_loops` is off, runs it.
 """
 
@@ -13,7 +13,6 @@ from pathlib import Path
 from specmon.runtime.monitor import Monitor
 from specmon.sources.prometheus_fleet import DEFAULT_RATE_WINDOW_S, PrometheusFleet
 
-EXTRA_KEY = "prometheus"
 MAX_TOKEN_FILE_BYTES = 64 * 1024
 """A --bearer-token-file longer than this is refused (it is not a token)."""
 
@@ -77,9 +76,3 @@ def start_fleet(monitor: Monitor, spec: FleetSpec, *, run_loops: bool = True) ->
     if run_loops:
         monitor.run_source(fleet.run)
     return fleet
-
-
-def start_fleet_from_extra(monitor: Monitor, extra: dict[str, object]) -> PrometheusFleet | None:
-    """Start the fleet source a session config asks for (None when it asks for none)."""
-    spec = extra.get(EXTRA_KEY)
-    return start_fleet(monitor, spec) if isinstance(spec, FleetSpec) else None

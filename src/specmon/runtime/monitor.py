@@ -181,6 +181,7 @@ class Monitor:
         hub: Hub | None = None,
         known: SessionInfo | None = None,
         stream_limits: StreamLimits = DEFAULT_LIMITS,
+        secrets: Sequence[str] = (),
     ) -> None:
         if interval <= 0:
             raise ValueError(f"--interval must be positive, got {interval}")
@@ -200,6 +201,8 @@ class Monitor:
         raises RedactPatternError, a ValueError, before anything starts)."""
         compile_redactions(self.redact)
         self._known = known
+        self._secrets = tuple(s for s in secrets if s)
+        """Values the recording never holds beyond the API key (host mode: the server's)."""
         self.hub = hub or Hub()
         self.state: State | None = None
         self.recorder: Recorder | None = None
@@ -263,7 +266,7 @@ class Monitor:
 
             self._futures.append(hub.every(VIEW_PUBLISH_INTERVAL_S, publish_view))
         if self._record is not None:
-            secrets = (self._api_key,) if self._api_key else ()
+            secrets = ((self._api_key,) if self._api_key else ()) + self._secrets
             self.recorder = Recorder(
                 self._record, self.info, secrets=secrets, redact=self.redact, urls=self.urls
             )

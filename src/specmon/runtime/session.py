@@ -1,8 +1,8 @@
-"""A live monitoring session behind one small API, with the collector in this process or in its own.
+"""A live monitoring session behind one small API, its collector in a process of its own.
 
 `LiveSession` is what the commands and the Textual app use:
 
-    session = CollectorProcess(config, state_factory)   # or InProcessSession(config, ...)
+    session = open_session(config)                      # a CollectorProcess
     info = session.start()
     rid = session.submit_chat(ChatRequest("Hi"))        # streams on the collector
     session.snapshot()                                  # the folded state, from any thread
@@ -13,19 +13,19 @@
     session.remove_target("http://other:8000")          # and stop watching it
 
 The collector is the hub with its sources (stream clients, /metrics scrapers, GPU sampler) and
-the recorder. Either way events are folded into the session state by the same `apply`, in
-arrival order, and each keeps the timestamp the collector gave it on arrival:
+the recorder. Its events are folded into the session state by the same `apply` as everywhere,
+in arrival order, and each keeps the timestamp the collector gave it on arrival.
 
-- `InProcessSession`: the hub thread of this process (the Monitor). Rendering in this process
-  delays its arrival timestamps through the GIL (docs/benchmarks.md, "Arrival skew").
-- `CollectorProcess`: the hub runs in a child process (multiprocessing, spawn) that has nothing
-  else to do; it sends events in batches (every 20 ms, pickled) over a pipe, and this process
-  folds them on a receiver thread. Commands go the other way. Both directions are typed, frozen
-  messages (runtime/collector_messages.py), each side dispatching its set exhaustively. The
-  child dies with its parent (PR_SET_PDEATHSIG on Linux, and the pipe's end-of-file
-  everywhere), ignores Ctrl-C (its parent stops it: a terminal's SIGINT reaches the whole
-  process group), and stops within the same bound as the hub; `stop()` ends it by force past
-  that.
+`CollectorProcess`: the hub runs in a child process (multiprocessing, spawn) that has nothing
+else to do, so that rendering here cannot delay its arrival timestamps through the GIL
+(docs/benchmarks.md, "Arrival skew"); it sends events in batches (every 20 ms, pickled) over a
+pipe, and this process folds them on a receiver thread. Commands go the other way. Both
+directions are typed, frozen messages (runtime/collector_messages.py), each side dispatching its
+set exhaustively. The child dies with its parent (PR_SET_PDEATHSIG on Linux, and the pipe's
+end-of-file everywhere), ignores Ctrl-C (its parent stops it: a terminal's SIGINT reaches the
+whole process group), and stops within the same bound as the hub; `stop()` ends it by force past
+that. Commands without a live screen (`watch --json`, the plain console of demo and serve) run a
+`runtime.monitor.Monitor` on a hub thread of their own process instead.
 
 Replay is not a session: a recording player is a source of the same events, folded the same way.
 """
@@ -48,10 +48,11 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any, Protocol, assert_never
 
-from specmon.core.events import Event, Marker, RequestEnded, SessionInfo
+from specmon.core.events import Event, Marker, RequestEnded, ServerLogLine, SessionInfo
 from specmon.core.stream_limits import DEFAULT_LIMITS, StreamLimits
 from specmon.core.views import SessionView
-from specmon.runtime.canary import start_canary_from_extra
+from specmon.runtime.baseline import state_factory
+from specmon.runtime.canary import start_canaries
 from specmon.runtime.collector_messages import (
     AddTarget,
     Call,
@@ -60,6 +61,7 @@ from specmon.runtime.collector_messages import (
     Command,
     EventBatch,
     Hello,
+    LogLine,
     Mark,
     RemoveTarget,
     Reply,
@@ -74,7 +76,7 @@ from specmon.runtime.collector_messages import (
     is_report,
     unknown,
 )
-from specmon.runtime.fleet_run import start_fleet_from_extra
+from specmon.runtime.fleet_run import FleetSpec, start_fleet
 from specmon.runtime.hub import STOP_TIMEOUT_S, Hub, Subscriber
 from specmon.runtime.monitor import Monitor, State, StateFactory, Target
 from specmon.runtime.prompt_loop import run_request
@@ -205,7 +207,16 @@ class SessionConfig:
     """`--redact` patterns: applied to answer text before it is written to a recording."""
     absolute_clock: bool = False
     """Timestamps on time.monotonic() instead of seconds since the start (for benchmarks)."""
-    extra: dict[str, Any] = field(default_factory=dict)
+    canary_s: float | None = None
+    """Probe each attached server with the canary at most this often (docs/canary.md; watch
+    --canary, chat's host mode); None: no canary."""
+    canary_relearn: bool = False
+    """The canaries learn their baselines again from this session's probes."""
+    fleet: FleetSpec | None = None
+    """The Prometheus whose vLLM targets are the session's servers (`specmon fleet`)."""
+    baseline_tok_s: float | None = None
+    """The vanilla decode tok/s the vanilla-speed flag compares against (`--baseline`); None:
+    the stored baseline for the session's model, GPU and vLLM version, if any."""
     quiet: bool = False
     """The collector process writes nothing to the terminal (a full-screen app owns it)."""
     known: SessionInfo | None = None
@@ -213,6 +224,18 @@ class SessionConfig:
     the command line): completes the session's info and the recording's header."""
     stream_limits: StreamLimits = DEFAULT_LIMITS
     """The limits every chat answer streams under (idle timeout, answer size, line cap)."""
+    secrets: tuple[str, ...] = field(default=(), repr=False)
+    """Values no recording holds besides the API key (host mode: those of the server's command
+    line and environment)."""
+
+
+def open_session(config: SessionConfig) -> CollectorProcess:
+    """The one way a command opens a live session: the collector (hub, stream clients,
+    scrapers, recorder) in its own process, so that rendering cannot delay arrival timestamps
+    (docs/architecture.md); its events folded here into a SessionState whose vanilla baseline
+    is `config.baseline_tok_s`, else the stored one. Not started: `start()` it (the app's
+    connect worker does)."""
+    return CollectorProcess(config, state_factory(config.baseline_tok_s))
 
 
 class LiveSession(Protocol):
@@ -264,128 +287,6 @@ class LiveSession(Protocol):
     def stop(self) -> None: ...
 
 
-# --------------------------------------------------------------------------- in this process
-
-
-class InProcessSession:
-    """The collector on a hub thread of this process (`Monitor`)."""
-
-    def __init__(self, config: SessionConfig, state_factory: StateFactory) -> None:
-        hub = Hub(clock=time.monotonic) if config.absolute_clock else None
-        self.monitor = Monitor(
-            config.targets,
-            state_factory,
-            api_key=config.api_key,
-            gpu=make_sampler(config.gpu),
-            interval=config.interval,
-            record=config.record,
-            redact=config.redact,
-            hub=hub,
-            known=config.known,
-            stream_limits=config.stream_limits,
-        )
-        self._running: dict[str, Any] = {}
-        self._secrets = (config.api_key,) if config.api_key else ()
-        self._switch: RecordingSwitch | None = None
-        self._stopped = False
-
-    @classmethod
-    def of(cls, monitor: Monitor) -> InProcessSession:
-        """A session around a Monitor made elsewhere (not started yet)."""
-        self = cls.__new__(cls)
-        self.monitor = monitor
-        self._running = {}
-        self._secrets = ()
-        self._switch = None
-        self._stopped = False
-        return self
-
-    def start(self) -> SessionInfo:
-        info = self.monitor.start()
-        self._switch = _install_switch(self.monitor, self._secrets)
-        return info
-
-    def view(self, *, fresh: bool = False) -> SessionView | None:
-        if self.monitor.state is None:
-            return None
-        return self.monitor.view(fresh=fresh)
-
-    @property
-    def servers(self) -> tuple[ServerSeen, ...]:
-        return _seen(self.monitor)
-
-    @property
-    def alive(self) -> bool:
-        return self.monitor.info is not None and not self._stopped
-
-    def now(self) -> float:
-        return self.monitor.hub.clock()
-
-    @property
-    def recording(self) -> str | None:
-        return self._switch.path if self._switch is not None else None
-
-    def start_recording(self, path: str) -> str:
-        switch = self._switch
-        if switch is None:
-            raise RuntimeError("the session is not started")
-        result: str = self.monitor.hub.submit(_call(lambda: switch.start(path))).result(
-            CALL_TIMEOUT_S
-        )
-        return result
-
-    def stop_recording(self) -> str | None:
-        switch = self._switch
-        if switch is None:
-            return None
-        result: str | None = self.monitor.hub.submit(_call(switch.stop)).result(CALL_TIMEOUT_S)
-        return result
-
-    def add_target(self, target: Target) -> ServerSeen:
-        return _seen_one(self.monitor.add_target(target))
-
-    def remove_target(self, url: str) -> str:
-        return self.monitor.remove_target(url)
-
-    def snapshot(self) -> dict[str, Any]:
-        return self.monitor.snapshot()
-
-    def subscribe(self, subscriber: Subscriber) -> None:
-        self.monitor.hub.subscribe(subscriber)
-
-    def read(self, reader: Callable[[], Any]) -> Any:
-        return self.monitor.hub.read(reader)
-
-    def submit_chat(
-        self, request: ChatRequest, *, server: int = 0, request_id: str | None = None
-    ) -> str:
-        rid = request_id or new_request_id()
-        m = self.monitor
-        future = m.hub.submit(
-            run_request(
-                m.clients[server], request, m.hub.emit, scraper=m.scrapers[server], request_id=rid
-            )
-        )
-        self._running[rid] = future
-        future.add_done_callback(lambda _f: self._running.pop(rid, None))
-        return rid
-
-    def cancel(self, request_id: str) -> None:
-        future = self._running.get(request_id)
-        if future is not None:
-            future.cancel()
-
-    def mark(self, label: str) -> None:
-        hub = self.monitor.hub
-        hub.post(Marker(t=hub.clock(), label=label))
-
-    def stop(self) -> None:
-        self._stopped = True
-        self.monitor.stop()
-        if self._switch is not None:
-            self._switch.close()
-
-
 # --------------------------------------------------------------------------- in its own process
 
 
@@ -411,6 +312,7 @@ class CollectorProcess:
         """time.monotonic() minus the collector's session clock (both system-wide monotonic)."""
         self._calls: dict[int, concurrent.futures.Future[Any]] = {}
         self._call_ids = 0
+        self._send_lock = threading.Lock()
         self._recording: str | None = config.record
 
     def launch(self) -> None:
@@ -535,7 +437,8 @@ class CollectorProcess:
     def _send(self, message: Command) -> None:
         if self._conn is None or self._stopped.is_set():
             raise RuntimeError("the session is not running")
-        self._conn.send(message)
+        with self._send_lock:  # the UI thread, the connect worker, a server's log reader
+            self._conn.send(message)
 
     def snapshot(self) -> dict[str, Any]:
         with self._lock:
@@ -624,6 +527,12 @@ class CollectorProcess:
 
     def mark(self, label: str) -> None:
         self._send(Mark(label))
+
+    def post_log(self, source: str, line: str) -> None:
+        """A line of the log of the server `source` that this process started (host mode): in
+        the session (the log pane) and its recording. Dropped once the session has stopped."""
+        with contextlib.suppress(RuntimeError, OSError, ValueError):
+            self._send(LogLine(source, line))
 
     def stop(self, timeout: float = STOP_TIMEOUT_S + 0.5) -> None:
         """Ask the collector to stop (it closes the recording), wait `timeout` at most, then end
@@ -760,19 +669,22 @@ def collector_main(config: SessionConfig, conn: Connection, parent_pid: int) -> 
         hub=hub,
         known=config.known,
         stream_limits=config.stream_limits,
+        secrets=config.secrets,
     )
     sending = threading.Thread(target=sender, name="specmon-collector-sender", daemon=True)
     sending.start()
     hub.subscribe(outbox.put)
     try:
         info = monitor.start()
-        start_fleet_from_extra(monitor, config.extra)  # watch --prometheus
-        start_canary_from_extra(monitor, config.extra)  # watch --canary, chat's host mode
+        if config.fleet is not None:  # specmon fleet
+            start_fleet(monitor, config.fleet)
+        if config.canary_s is not None:  # watch --canary, chat's host mode
+            start_canaries(monitor, config.canary_s, relearn=config.canary_relearn)
     except Exception as exc:
         send(StartFailed(f"{type(exc).__name__}: {_one_line(exc)}"))
         monitor.stop()
         return
-    secrets = (config.api_key,) if config.api_key else ()
+    secrets = tuple(k for k in (config.api_key, *config.secrets) if k)
     switch = _install_switch(monitor, secrets)
     send(Hello(info, _seen(monitor), time.monotonic() - hub.clock()))
     threading.Thread(
@@ -832,6 +744,8 @@ def collector_main(config: SessionConfig, conn: Connection, parent_pid: int) -> 
                     found.cancel()
             case Mark(label=label):
                 hub.post(Marker(t=hub.clock(), label=label))
+            case LogLine(source=source, line=line):
+                hub.post(ServerLogLine(t=hub.clock(), source=source, line=line))
             case StartRecording(token=token, path=path):
                 answer(token, functools.partial(switch.start, path))
             case StopRecording(token=token):

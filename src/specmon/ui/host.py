@@ -1,13 +1,15 @@
 """Host mode's view of the vLLM server specmon started: what the startup view and the app read
-(`HostWatch`, adapted by the cli) and why the server is not serving (`StartupFailed`)."""
+(`HostWatch`, adapted by runtime/host_launch.py) and why the server is not serving
+(`StartupFailed`, core/startup_log.py)."""
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from typing import Protocol
 
-from specmon.core.startup_log import StartupProgress
+from specmon.core.startup_log import StartupFailed, StartupProgress
+
+__all__ = ["HostWatch", "LogSource", "StartupFailed"]
 
 
 class LogSource(Protocol):
@@ -19,21 +21,6 @@ class LogSource(Protocol):
     def lines_after(self, seen: int) -> tuple[int, list[str]]:
         """(count of lines so far, the lines after the first `seen` of them)."""
         ...
-
-
-@dataclass(frozen=True, slots=True)
-class StartupFailed:
-    """Why the hosted server is not (or no longer) serving: the reason, the last log lines and
-    the recognised cause (None when not recognised). All log text is untrusted."""
-
-    reason: str
-    tail: tuple[str, ...]
-    log_path: str
-    cause: str | None = None
-    hint: str | None = None
-    seen_in: str | None = None
-    after_ready: bool = False
-    """True when the server stopped while serving (not during the start)."""
 
 
 class HostWatch(LogSource, Protocol):

@@ -1,13 +1,13 @@
 """`LivePort`: the `port.SessionPort` of `specmon chat`, `demo` and `watch` (connect to a
 server, stream answers, read numbers, record, watch more servers).
 
-It drives a `runtime.session.LiveSession`: the commands give it a `CollectorProcess` (the hub,
-its sources and the recorder in their own process, so rendering cannot skew arrival timestamps),
-tests may give it an in-process one. The port never calls into the UI: the session's receiver
-thread fills per-answer buffers (`answer_feed.AnswerFeed`: text, arrival times, chunks) and
-publishes the typed view; the UI drains and reads them at its own frame rate. Every number of an
-answer is read from that view (its finished row, else its in-flight row): one fold of the events,
-the session state's. Nothing here imports textual.
+It drives a `runtime.session.LiveSession`: the commands give it a `CollectorProcess`
+(`runtime.session.open_session`: the hub, its sources and the recorder in their own process, so
+rendering cannot skew arrival timestamps). The port never calls into the UI: the session's receiver
+thread fills per-answer buffers (`answer_feed.AnswerFeed`) and publishes the typed view; the UI
+drains and reads them at its own frame rate. Every number of an answer is read from that view
+(its finished row, else its in-flight row): one fold of the events, the session state's. Nothing
+here imports textual.
 
 The runtime, the stream client and httpx are imported on first use, in the connect
 worker thread, so the app paints its first frame without waiting for them. `specmon replay`
@@ -32,12 +32,10 @@ from specmon.ui.port import Ask, Connection, ServerSummary, server_address
 
 if TYPE_CHECKING:
     from specmon.runtime.collector_messages import ServerSeen
-    from specmon.runtime.monitor import Monitor
     from specmon.runtime.session import LiveSession
 
-SessionFactory = Callable[[], "LiveSession | Monitor"]
-"""Makes the (not yet started) session the port connects through; a bare Monitor is run as an
-in-process session."""
+SessionFactory = Callable[[], "LiveSession"]
+"""Makes the session the port connects through (not yet started, or started by the command)."""
 
 
 _answer_ids = itertools.count(1)
@@ -103,11 +101,7 @@ class LivePort:
         if self._aborted:
             return Connection(None, "the app is closing")
         try:
-            from specmon.runtime.monitor import Monitor
-            from specmon.runtime.session import InProcessSession
-
-            made = self._make_session()
-            session: LiveSession = InProcessSession.of(made) if isinstance(made, Monitor) else made
+            session = self._make_session()
             with self._lock:
                 if self._aborted:
                     return Connection(None, "the app is closing")

@@ -1,6 +1,6 @@
 """Host mode for `specmon bench` and `specmon sweep`: start `vllm serve` per point.
 
-Built on the host-mode start sequence of `specmon serve`/`chat` (cli/host_args.py: plan_host,
+Built on the host-mode start sequence of `specmon serve`/`chat` (runtime/host_plan.py: plan_host,
 launch_host, HostedServer.wait_ready, stop). Per sweep point the host-mode flags are copied and
 adjusted: n_spec=K sets `num_speculative_tokens`; n_spec=0 drops speculation altogether (vanilla
 `vllm serve` of the same model, preset arguments kept); serve-grid values are appended to the
@@ -14,7 +14,6 @@ included). A server that exits or is not ready in time raises ServerUnavailable 
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -23,7 +22,7 @@ from typing import Any
 
 from specmon.bench.config import ConfigError
 from specmon.bench.servers import Endpoint, Point, ServerUnavailable
-from specmon.cli.host_args import HostFlags
+from specmon.runtime.host_plan import HostFlags
 
 Writer = Callable[[str], None]
 
@@ -32,11 +31,6 @@ SECRET_MARK = "<secret: give it again>"
 
 def _stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
-
-
-def host_requested(args: argparse.Namespace) -> bool:
-    """Host mode: a target model or a preset, and no attached server."""
-    return bool(getattr(args, "model", None) or getattr(args, "preset", None))
 
 
 def served_api_key(flags: HostFlags) -> str | None:
@@ -48,7 +42,7 @@ def served_api_key(flags: HostFlags) -> str | None:
 
 def point_flags(flags: HostFlags, point: Point) -> HostFlags:
     """The host-mode flags of one sweep point (ConfigError for a setting that cannot be)."""
-    from specmon.cli.host_args import resolve_settings
+    from specmon.runtime.host_plan import resolve_settings
     from specmon.sources.host.spec import HostSpecError, merge_args
 
     if point.n_spec != 0:
@@ -80,9 +74,9 @@ def check_points(flags: HostFlags, points: Sequence[Point]) -> dict[str, Any]:
     """Before anything starts: the vllm executable is there and every point's command can be
     built (method, K range, option conflicts). Returns what the recommendation's command line
     needs: {"model", "draft", "method"}. Raises ConfigError (one line)."""
-    from specmon.cli.host_args import resolve_settings
     from specmon.core.errors import SpecmonError
     from specmon.core.redaction import REDACTED
+    from specmon.runtime.host_plan import resolve_settings
     from specmon.sources.host.checks import find_vllm
     from specmon.sources.host.spec import build_command, resolve_method, speculative_config
     from specmon.sources.vllm_args import secret_values
@@ -147,9 +141,9 @@ def hosted(
     stop its whole process group on exit. ServerUnavailable (the cause) when it does not start."""
     import shlex
 
-    from specmon.cli.host_args import launch_host, plan_host
-    from specmon.cli.host_launch import raise_stop_grace
     from specmon.core.errors import SpecmonError
+    from specmon.runtime.host_launch import raise_stop_grace
+    from specmon.runtime.host_plan import launch_host, plan_host
     from specmon.sources.host.process import DEFAULT_READY_TIMEOUT_S, HostStartError
     from specmon.sources.host.spec import masked_argv
     from specmon.sources.metrics_scraper import metrics_url_for
@@ -196,7 +190,7 @@ def saved_host_flags(flags: HostFlags) -> dict[str, Any]:
     """The host-mode flags for the sweep folder, secret values replaced by SECRET_MARK."""
     from pathlib import Path
 
-    from specmon.cli.host_args import HOST_FIELDS
+    from specmon.runtime.host_plan import HOST_FIELDS
     from specmon.sources.host.spec import mask_env
     from specmon.sources.vllm_args import secret_values
 
@@ -247,7 +241,7 @@ def _setup_value(name: str, value: Any) -> Any:
 def setup_words(saved: dict[str, Any], grid: Sequence[tuple[str, Sequence[str]]] = ()) -> list[str]:
     """The setup flags of saved host-mode flags (`saved_host_flags`' form) as command-line
     words: what a resumed sweep must be given again."""
-    from specmon.cli.host_args import flag_of
+    from specmon.runtime.host_plan import flag_of
 
     words: list[str] = []
     for name in SETUP_FIELDS:
@@ -287,7 +281,7 @@ def setup_differences(
 ) -> list[str]:
     """'--vllm (folder: X; given: Y)' for each setup flag (and the serve grid) that differs
     between the recorded and the given host-mode flags (both in `saved_host_flags`' form)."""
-    from specmon.cli.host_args import flag_of
+    from specmon.runtime.host_plan import flag_of
 
     out: list[str] = []
 
