@@ -82,10 +82,10 @@ async def test_a_transition_answer_has_its_badge_and_f3_says_why():
         assert "ok" in _status(app, 0)
         # a click on an earlier answer's numbers says why ITS badge says what it says
         notices = len(app.screen.query(".notice"))
-        # (the first answer's numbers were settled from its own stream, before any verdict)
+        # (its numbers, verdict included, are the published view's: its badge says ok)
         app.screen.post_message(StatusLine.Clicked(_answers(app)[0]))
         await wait_for_app(pilot, lambda: len(app.screen.query(".notice")) == notices + 1)
-        assert "why: not judged" in str(app.screen.query(".notice").last().content)
+        assert "why: not flagged" in str(app.screen.query(".notice").last().content)
         await pilot.click(_answers(app)[5].query_one(".answer-status"))
         await wait_for_app(pilot, lambda: len(app.screen.query(".notice")) == notices + 2)
         assert "why: TRANSITION" in str(app.screen.query(".notice").last().content)
