@@ -52,6 +52,9 @@ class Scenario:
     demo: tuple[str, ...] = ()
     """`specmon demo` arguments (besides --json --record --truth --speed); empty: `custom`."""
     custom: str | None = None
+    baseline_tok_s: float | None = None
+    """The vanilla decode tok/s the replay is given (`specmon replay --baseline`), where the
+    recording was made with one (a real server's `bench --baseline`); None: none."""
 
 
 def demo(*args: str) -> tuple[str, ...]:
@@ -187,6 +190,24 @@ SCENARIOS: tuple[Scenario, ...] = (
         "temperature 0 (drafts accepted) and 2 at temperature 1 (drafts refused: vanilla speed), "
         "3 times; truth by construction",
         custom="real_temperature",
+    ),
+    Scenario(
+        "real-gpu-dflash-k7-classes",
+        "held-out",
+        "REAL vLLM 0.26.0 on a GPU (2 x H200), a trained 27M target and its 7M DFlash drafter, "
+        "K=7: three `specmon bench --record` runs on one server joined in time order: held-out "
+        "code at temperature 1 (low class, AL 1.79), memorised code the target recites (high, "
+        "AL 3.36), prose (real loops); truth from vLLM's token ids and the vanilla baseline",
+        custom="real_gpu_classes",
+        baseline_tok_s=133.6,
+    ),
+    Scenario(
+        "real-gpu-dflash-tp2-memorised",
+        "held-out",
+        "REAL vLLM 0.26.0, the same target and drafter with --tensor-parallel-size 2 over two "
+        "H200s: memorised code (high class, AL 3.40; the same token ids as on one GPU)",
+        custom="real_gpu_tp2",
+        baseline_tok_s=133.6,
     ),
     Scenario(
         "chat-overflow",
@@ -463,6 +484,165 @@ def real_temperature(record: Path, truth: Path) -> None:
     truth.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
 
 
+# ------------------------------------------------------------ real GPU runs (recorded)
+
+RUN2 = ROOT / "benchmarks" / "results" / "dflash_trained-2026-11-28-run2"
+"""The trained DFlash pair's second GPU run (docs/gpu.md, "The trained DFlash drafter on a
+GPU"): its recordings and vLLM's token ids are joined here with their truth, no GPU needed."""
+GPU_VANILLA_TOK_S = 133.6
+"""The vanilla server's decode tok/s in that run (`bench` on the target alone, held-out code)."""
+TEXT_LOOPS = {
+    ("low-temp1", "r1"): False,
+    ("low-temp1", "r2"): False,
+    ("low-temp1", "r3"): True,  # one dict line repeated: `'HAVE_H': 6,` ten times at the end
+    ("low-temp1", "r4"): False,
+}
+"""Sampled answers (temperature 1: bench keeps no token ids, and its seed is not the client's)
+labelled by reading their text."""
+
+
+def ids_loop(ids: list[int], tail: int = 96, max_period: int = 64) -> bool:
+    """vLLM's token ids end in a loop: some period <= `max_period` repeats at >= 90% of the last
+    `tail` positions (a stray token inside the loop does not end it; the client's stricter
+    `loop_tail`, benchmarks/dflash_trained/client.py, is asked too)."""
+    end = ids[-tail:]
+    for p in range(1, max_period + 1):
+        pairs = len(end) - p
+        if pairs > 0 and sum(end[i] == end[i - p] for i in range(p, len(end))) >= 0.9 * pairs:
+            return True
+    return False
+
+
+def join_recordings(parts: list[tuple[Path, str]], record: Path) -> list[str]:
+    """Join recordings of one server, made one after another in one device call, into one:
+    the first header; each later part's events shifted by its start after the first's (and past
+    the previous part's last event); request ids prefixed with the part's tag. Returns the
+    joined request ids in the order they were sent."""
+    import gzip
+    from datetime import datetime
+
+    header: dict[str, object] | None = None
+    start0 = 0.0
+    last = 0.0
+    out: list[str] = []
+    order: list[str] = []
+    for path, tag in parts:
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            lines = f.read().splitlines()
+        head = json.loads(lines[0])
+        start = datetime.fromisoformat(str(head["started_at"])).timestamp()
+        if header is None:
+            header, start0 = head, start
+            offset = 0.0
+        else:
+            offset = max(start - start0, last + 0.5)
+        for line in lines[1:]:
+            t, kind, payload = json.loads(line)
+            if isinstance(payload, dict) and "id" in payload:
+                payload = {**payload, "id": f"{tag}-{payload['id']}"}
+                if kind == "rs":
+                    order.append(str(payload["id"]))
+            last = t + offset
+            out.append(json.dumps([last, kind, payload], separators=(",", ":")))
+    assert header is not None
+    header = {**header, "extra": {"joined": [f"{tag}: {path.name}" for path, tag in parts]}}
+    with gzip.open(record, "wt", encoding="utf-8") as f:
+        f.write(json.dumps(header, separators=(",", ":")) + "\n")
+        f.write("".join(line + "\n" for line in out))
+    return order
+
+
+def gpu_truth(
+    record: Path,
+    truth: Path,
+    parts: list[tuple[str, str, str, str]],
+    session: dict[str, object],
+) -> None:
+    """Join (bench JSON stem under RUN2, tag, client JSON under RUN2 or "" for sampled
+    answers, the client's set) parts and write their truth: per answer "loop" where vLLM's
+    token ids (greedy: the same ids on every server of the run, client.py saves them) or, for
+    sampled answers, the text end in a loop; else "degraded" where its decode speed is at most
+    1.1 x the vanilla baseline (sim.truth's vanilla speed), else "fast"."""
+    order = join_recordings(
+        [(RUN2 / f"{stem}.ndjson.gz", tag) for stem, tag, _c, _s in parts], record
+    )
+    lines: list[dict[str, object]] = [{"kind": "session", **session}]
+    n = 0
+    for stem, tag, client, name in parts:
+        bench = json.loads((RUN2 / f"{stem.replace('/rec_', '/bench_')}.json").read_text("utf-8"))
+        greedy: list[dict[str, object]] = []
+        if client:
+            greedy = json.loads((RUN2 / client).read_text("utf-8"))["sets"][name]["requests"]
+        for i, req in enumerate(bench["requests"]):
+            rid = f"{tag}-{req['request_id']}"
+            if greedy:
+                ids = greedy[i]["token_ids"]
+                assert isinstance(ids, list)
+                loop = greedy[i]["loop"] is not None or ids_loop(ids)
+            else:
+                loop = TEXT_LOOPS[(tag, req["request_id"])]
+            speed = float(req["decode_tok_s"])
+            slow = speed <= 1.1 * GPU_VANILLA_TOK_S
+            state = "loop" if loop else "degraded" if slow else "fast"
+            n += 1
+            assert rid == order[n - 1], (rid, order)
+            lines.append(
+                {
+                    "kind": "request",
+                    "request_id": rid,
+                    "n": n,
+                    "client_request_id": rid,
+                    "state": state,
+                    "phase": "d" if slow else "f",
+                    "set": name,
+                    "temperature": bench["config"]["temperature"],
+                    "decode_tok_s": round(speed, 1),
+                    "loop_from": "token ids" if greedy else "text",
+                }
+            )
+    truth.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+
+
+def gpu_session(what: str) -> dict[str, object]:
+    return {
+        "real": what,
+        "n_spec": 7,
+        "schedule": None,
+        "cycle_period": None,
+        "context_drift": None,
+        "context_cliff_tokens": None,
+        "thermal_heat_s": None,
+        "uptime_half_life_s": None,
+        "loop_every": None,
+        "garble_every": None,
+        "vanilla_decode_tok_s": GPU_VANILLA_TOK_S,
+    }
+
+
+def real_gpu_classes(record: Path, truth: Path) -> None:
+    """The 1024-context DFlash drafter (K=7) on one H200: low, high and prose answers."""
+    gpu_truth(
+        record,
+        truth,
+        [
+            ("serve2/rec_a-low-temp1", "low-temp1", "", "temp1"),
+            ("serve2/rec_a-high-mem", "high-mem", "serve2/client_a.json", "mem_code"),
+            ("serve2/rec_a-prose", "prose", "serve2/client_a.json", "prose"),
+        ],
+        gpu_session("vLLM 0.26.0 GPU, trained 27M target + DFlash drafter dflash1024, K=7"),
+    )
+
+
+def real_gpu_tp2(record: Path, truth: Path) -> None:
+    """The same drafter served with --tensor-parallel-size 2: memorised code."""
+    gpu_truth(
+        record,
+        truth,
+        [("tp/rec_t-high-mem", "tp-high-mem", "tp/client_t.json", "mem_code")],
+        gpu_session("vLLM 0.26.0, 2 x H200 tensor parallel, dflash1024, K=7"),
+    )
+
+
 CUSTOM: dict[str, Callable[[Path, Path], None]] = {
     "real_temperature": real_temperature,
     "two_clients": two_clients,
@@ -470,6 +650,8 @@ CUSTOM: dict[str, Callable[[Path, Path], None]] = {
     "mid_answer": mid_answer,
     "overflow": overflow,
     "context_cycle": context_cycle,
+    "real_gpu_classes": real_gpu_classes,
+    "real_gpu_tp2": real_gpu_tp2,
 }
 
 
@@ -498,6 +680,7 @@ def manifest() -> dict[str, object]:
                     if s.custom is None
                     else f"make_verdict_corpus.py {s.custom}()"
                 ),
+                **({} if s.baseline_tok_s is None else {"replay_baseline_tok_s": s.baseline_tok_s}),
             }
             for s in SCENARIOS
         ],

@@ -223,10 +223,13 @@ def thermal_truth(answers: Sequence[dict[str, Any]], latest: int = 5) -> str | N
 # ---------------------------------------------------------------- one scenario
 
 
-def fold(recording: Path) -> tuple[Any, int, list[tuple[Any, Any]]]:
-    """Fold a recording as the replay does; returns the final view, the answers whose first
-    verdict (as the timeline draws it) flagged them, and (probe event, canary view after it) for
-    every probe."""
+def fold(
+    recording: Path, baseline_tok_s: float | None = None
+) -> tuple[Any, int, list[tuple[Any, Any]]]:
+    """Fold a recording as the replay does (with `specmon replay --baseline` where the manifest
+    gives one: a real server's recording made with `bench --baseline`); returns the final view,
+    the answers whose first verdict (as the timeline draws it) flagged them, and (probe event,
+    canary view after it) for every probe."""
     from specmon.core.events import CanaryProbed
     from specmon.core.session_state import SessionState
     from specmon.sources.recording_player import RecordingReader
@@ -234,7 +237,7 @@ def fold(recording: Path) -> tuple[Any, int, list[tuple[Any, Any]]]:
     problems: list[Any] = []
     reader = RecordingReader(str(recording), problems)
     try:
-        state = SessionState(reader.info, baseline_tok_s=None)
+        state = SessionState(reader.info, baseline_tok_s=baseline_tok_s)
         first: dict[str, str] = {}  # each request's first verdict, as the timeline shows it
         seen = 0
         probes: list[tuple[Any, Any]] = []
@@ -262,11 +265,17 @@ def shown_badge(row: Any) -> str:
     return str(request_verdict(row).kind)
 
 
-def score_scenario(name: str, split: str, recording: Path, truth_path: Path) -> ScenarioScore:
+def score_scenario(
+    name: str,
+    split: str,
+    recording: Path,
+    truth_path: Path,
+    baseline_tok_s: float | None = None,
+) -> ScenarioScore:
     from specmon.core.diagnosis.context_cliff import bin_index
 
     session, truths, _restarts = read_truth(truth_path)
-    view, at_end, probes = fold(recording)
+    view, at_end, probes = fold(recording, baseline_tok_s)
     rows = sorted(
         (r for r in view.rows if r.outcome != "running"),
         key=lambda r: r.t_send if r.t_send is not None else r.t_end or 0.0,
@@ -392,6 +401,7 @@ def score_corpus(corpus: Path = CORPUS) -> list[ScenarioScore]:
                 entry["split"],
                 corpus / entry["recording"],
                 corpus / entry["truth"],
+                entry.get("replay_baseline_tok_s"),
             )
         )
     return scores

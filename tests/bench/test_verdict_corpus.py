@@ -55,7 +55,8 @@ def test_the_corpus_holds_the_required_mixes_split_in_two() -> None:
 
 def test_every_recorded_answer_has_its_truth(scores: list[verdicts.ScenarioScore]) -> None:
     for s in scores:
-        assert s.answers >= 10, s.name
+        # a real GPU run's scenario holds what its bench runs served (docs/gpu.md)
+        assert s.answers >= (4 if s.name.startswith("real-gpu-") else 10), s.name
         assert s.unmatched == 0, s.name
     by_name = {s.name: s for s in scores}
     assert "canary" in by_name["canary-degraded-start"].sessions
