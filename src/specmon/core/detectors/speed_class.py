@@ -103,6 +103,10 @@ NEIGHBOURS_AFTER = 3
 enough for a slid fast level to show after it, few enough that a recording's last transition
 (4 answers before its end in the seeds' cycle) is judged and counted on every screen."""
 
+WAITING = "between_levels_waiting"
+"""The reason of a between-levels answer shown ok while the answers after it are not at a level
+yet (step 6)."""
+
 HEALTHY_AL_SHARE = 0.7
 """An answer whose AL is at least this share of the fast level's AL has healthy acceptance (the
 ground truth's line for an engine "at least 30% below its healthy AL" is the same 0.7): it is
@@ -195,6 +199,72 @@ def among_neighbours(view: SpeedClassView, speeds: Sequence[float], at: int) -> 
     )
     return SpeedClassView(
         "ok", (("fast_among_neighbours", sentence),), view.fast_level_tok_s, view.slow_level_tok_s
+    )
+
+
+def level_of(speed: float, levels: SpeedLevels) -> str | None:
+    """The level a speed (at the reference clock) sits at: cycle.FAST, cycle.DEGRADED (the slow
+    level) or None (between them)."""
+    if speed >= levels.fast_at:
+        return cycle.FAST
+    if speed <= levels.slow_at:
+        return cycle.DEGRADED
+    return None
+
+
+def waiting(view: SpeedClassView) -> SpeedClassView:
+    """Step 6: a transition while no answer after it is at a level yet: shown ok, with the
+    reason "between_levels_waiting" (its own sentence kept), until the answers after it say
+    whether the level changed there; any other view unchanged."""
+    if view.kind != "transition":
+        return view
+    sentence = "; ".join(text for _, text in view.reasons)
+    sentence += "; a transition only if the answers after it are at the other level"
+    return SpeedClassView(
+        "ok", ((WAITING, sentence),), view.fast_level_tok_s, view.slow_level_tok_s
+    )
+
+
+def at_change_of_level(
+    view: SpeedClassView, speeds: Sequence[float], at: int, levels: SpeedLevels
+) -> SpeedClassView | None:
+    """Step 6: a transition (`view`, `speeds[at]` its own speed among the known speeds at the
+    reference clock, `levels` those that called it between) stays one only at a change of
+    level: the nearest answer before it at a level (within the last DEFAULT_WINDOW) and the
+    nearest after it at a level are at different levels. Ok, with the reason
+    "no_change_of_level", when they are at the same level, when none before it is, or when none
+    of the NEIGHBOURS_AFTER answers after it is; None while that is not known yet (it waits).
+    Any other view is returned unchanged."""
+    if view.kind != "transition" or not 0 <= at < len(speeds):
+        return view
+    before = next(
+        (
+            lv
+            for s in reversed(speeds[max(0, at - DEFAULT_WINDOW) : at])
+            if (lv := level_of(s, levels)) is not None
+        ),
+        None,
+    )
+    after = next((lv for s in speeds[at + 1 :] if (lv := level_of(s, levels)) is not None), None)
+    if after is None and len(speeds) - 1 - at < NEIGHBOURS_AFTER:
+        return None
+    if before is not None and after is not None and before != after:
+        return view
+    if after is None:
+        why = f"none of the {NEIGHBOURS_AFTER} answers after it reached a level"
+    elif before is None:
+        why = "no answer before it was at a level"
+    else:
+        name = "fast" if after == cycle.FAST else "slow"
+        why = f"the answers before and after it are at the {name} level"
+    fast, slow = view.fast_level_tok_s, view.slow_level_tok_s
+    told = f" (fast ≈{fast:.0f}, slow ≈{slow:.0f} tok/s)" if fast and slow else ""
+    sentence = (
+        f"no change of level: between the recent levels{told}, but {why}: the answer's own"
+        " text made it slower or faster, not a change of the engine's state"
+    )
+    return SpeedClassView(
+        "ok", (("no_change_of_level", sentence),), view.fast_level_tok_s, view.slow_level_tok_s
     )
 
 
