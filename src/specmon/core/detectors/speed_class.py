@@ -37,7 +37,8 @@ Rule (pure; inputs in, classes out):
      but its AL is at least HEALTHY_AL_SHARE of the fast level's: speculation did not fail on
      it (a real server streams in bursts, or the server was loaded), so it is not "at vanilla
      speed because speculative decoding failed";
-   - transition when it is between the levels ("between_levels");
+   - transition when it is between the levels ("between_levels"; shown only once the answers
+     after it show a change of level, step 6);
    - ok otherwise (fast, or no levels in the window).
 4. When (session_state): a request is classed at its end when levels exist then and existed
    at the previous request's end (levels that show once and vanish are noise); else it waits
@@ -52,16 +53,30 @@ Rule (pure; inputs in, classes out):
    transition (716 tok/s) fell within the slow level's reach (slow answers at 480 and 380).
    Without GPU samples, or while the fit is not usable (fewer than 5 answers, clocks within 3%),
    the scale is 1.
-6. Neighbours (session_state): a transition (step 3) is shown at once but settled only when the
-   NEIGHBOURS_AFTER = 3 answers after it are known (until then it is unsettled and shown as a
-   transition): it is then classed among its neighbours, the cycle detector's classification of
-   the last 11 known speeds (`cycle.local_class`: 7 before it, its own and the 3 after; fewer
-   before near the session's start), and becomes ok with the reason "fast_among_neighbours"
-   when it is fast there; else it stays a transition. The session's levels span its last 40
-   answers: when acceptance falls as the context grows (the fast level of the corpus's
-   context-cycle slid from 1,640 to 800 tok/s over a slow level of 480), the fast answers of the
-   slide sit between those levels and were badged TRANSITION, 3 of them not within one answer
-   of a change of state; among their neighbours they are fast. Three answers after it, not the
+6. Change of level and neighbours (session_state): an answer between the levels (step 3) is
+   a transition only at a change of level, the engine's state changing: the nearest answer
+   before it at a level (fast or slow, against the levels that called it between; answers
+   between the levels passed over) and the nearest after it at a level are at different
+   levels. Until an answer after it is at a level it is shown ok with the reason
+   "between_levels_waiting" (unsettled); it is then a transition, or ok with the reason
+   "no_change_of_level" (settled) when both are at the same level, when none before it is, or
+   when none of the NEIGHBOURS_AFTER = 3 answers after it is. On a real engine with a learned
+   drafter an answer's speed follows its own acceptance, which varies with its text: a
+   memorised answer at AL 2.33 and 211 tok/s, after answers at AL 3.4-5.0 and 270-406 tok/s
+   over a slow level of 109, sat between the levels and was badged TRANSITION, though the
+   engine did not change (docs/diagnosis.md, real-gpu-dflash-k7-classes). Its own numbers
+   cannot tell it from a transition: the simulator's transition is an answer whose acceptance
+   is scaled down throughout, so its AL, too, lies between the levels' in proportion to its
+   speed; what tells them apart is what comes before and after it.
+   A transition is settled when the NEIGHBOURS_AFTER answers after it are known: it is then
+   classed among its neighbours, the cycle detector's classification of the last 11 known
+   speeds (`cycle.local_class`: 7 before it, its own and the 3 after; fewer before near the
+   session's start), and becomes ok with the reason "fast_among_neighbours" when it is fast
+   there; else it stays a transition. The session's levels span its last 40 answers: when
+   acceptance falls as the context grows (the fast level of the corpus's context-cycle slid
+   from 1,640 to 800 tok/s over a slow level of 480), the fast answers of the slide sit
+   between those levels and were badged TRANSITION, 3 of them not within one answer of a
+   change of state; among their neighbours they are fast. Three answers after it, not the
    cycle detector's five either side: with five, a recording's last transition (4 answers
    before its end in the seeds' cycle) stayed unsettled and the exporter counted one fewer.
 """
