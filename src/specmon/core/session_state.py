@@ -223,9 +223,9 @@ class SessionState:
         speed levels."""
         self._between: list[tuple[str, int, SpeedLevels, SpeedClassView]] = []
         """(request id, _known_speeds when it ended, the levels that classed it, its transition
-        view) of rows classed
-        transition, waiting for an answer after them at a level and for NEIGHBOURS_AFTER later
-        speeds to be judged among their neighbours (speed_class, step 6)."""
+        view) of rows classed transition, waiting for an answer after them at a level and for
+        NEIGHBOURS_AFTER later speeds to be judged among their neighbours (speed_class, step
+        6)."""
         self._ref_clock: float | None = None
         """The SM clock (MHz, first GPU) while the first answer with GPU samples ran: the speeds
         of the levels and the cycle are taken at it (speed_class, step 5)."""
