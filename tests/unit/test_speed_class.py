@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 from tests.unit.session_feed import SRC, request_events
 
-from specmon.core.detectors.speed_class import SpeedLevels, speed_class, speed_levels
+from specmon.core.detectors.speed_class import (
+    SpeedLevels,
+    at_change_of_level,
+    level_of,
+    speed_class,
+    speed_levels,
+    waiting,
+)
 from specmon.core.events import SessionInfo
 from specmon.core.session_state import SessionState
 from specmon.core.views import SpeedClassView, VanillaView
@@ -212,3 +219,85 @@ def test_a_cycle_on_a_drifting_fast_level_badges_no_fast_answer_a_transition() -
     assert kinds[5] == "transition"
     assert all(kinds[i] == "vanilla-speed" for i in range(40) if i % 10 in (6, 7, 8))
     assert rows[9].settled  # judged once its 5 later answers were known
+
+
+def _session_kinds(speeds: list[float], als: list[int]) -> list[tuple[str | None, str | None]]:
+    """Each answer's (kind, first reason) at the end of a session of answers at these decode
+    speeds, each accepting als[i] - 1 drafts a step (AL als[i])."""
+    state = SessionState(SessionInfo(server=SRC, model="tiny", n_spec=4))
+    t = 0.0
+    for i, (speed, n) in enumerate(zip(speeds, als, strict=True)):
+        for e in request_events(f"r{i}", t, tokens_per_step=n, steps=50, step_s=n / speed):
+            state.apply(e)
+        t += 10.0
+    return [
+        (
+            r.speed_class.kind if r.speed_class else None,
+            r.speed_class.reasons[0][0] if r.speed_class and r.speed_class.reasons else None,
+        )
+        for r in state.view().rows
+    ]
+
+
+def test_a_slower_answer_among_fast_ones_is_no_transition() -> None:
+    # A real engine with a learned drafter: the speed of an answer follows its own acceptance,
+    # which varies with its text. After a degraded phase (3 answers at 60 tok/s), the fast
+    # answers of one engine state and, among them, one whose text is less predictable (AL 2,
+    # 120 tok/s). Its speed is between the levels, but the answers before and after it are at
+    # the fast level: the engine's state did not change there. Before, it was badged TRANSITION
+    # (and kept as one among its neighbours, the slow answers among them).
+    speeds = [221.0, 214.0, 218.0, 59.0, 62.0, 62.0, 212.0, 219.0, 224.0, 120.0, 216.0, 222.0]
+    als = [4, 4, 4, 1, 1, 1, 4, 4, 4, 2, 4, 4]
+    kinds = _session_kinds(speeds, als)
+    assert kinds[9] == ("ok", "no_change_of_level")
+    assert [k for k, _ in kinds] == ["ok"] * 3 + ["vanilla-speed"] * 3 + ["ok"] * 6
+
+
+def test_a_transition_at_a_change_of_level_stays_one() -> None:
+    # The seeds' cycle: the answer between the fast answers and the slow ones is a transition.
+    kinds = _session_kinds(SEED + SEED, [4, 4, 4, 4, 4, 2, 1, 1, 1, 4] * 2)
+    assert [i for i, (k, _) in enumerate(kinds) if k == "transition"] == [5, 15]
+
+
+def test_a_between_answer_is_shown_ok_until_an_answer_after_it_is_at_a_level() -> None:
+    # The last answer is between the levels, and nothing after it is known yet: it is not
+    # known to be at a change of level, so it is not badged TRANSITION (before: it was, at once).
+    speeds = [221.0, 214.0, 218.0, 59.0, 62.0, 62.0, 212.0, 219.0, 224.0, 120.0]
+    kinds = _session_kinds(speeds, [4, 4, 4, 1, 1, 1, 4, 4, 4, 2])
+    assert kinds[9] == ("ok", "between_levels_waiting")
+    # the next answer is at the slow level: now it is a transition (fast before, slow after)
+    kinds = _session_kinds([*speeds, 61.0], [4, 4, 4, 1, 1, 1, 4, 4, 4, 2, 1])
+    assert kinds[9] == ("transition", "between_levels")
+
+
+LEVELS = SpeedLevels(219.0, 62.0, fast_spread=4.0, slow_spread=1.0)
+BETWEEN = SpeedClassView("transition", (("between_levels", "between"),), 219.0, 62.0)
+
+
+@pytest.mark.parametrize(
+    ("after", "kind"),
+    [
+        ([61.0], "transition"),  # fast before, slow after: a change of level
+        ([110.0, 61.0], "transition"),  # answers between the levels are passed over
+        ([220.0], "ok"),  # fast before and after: the answer's own text
+        ([110.0, 115.0, 120.0], "ok"),  # no answer after it at a level within 3
+        ([], None),  # not known yet
+        ([110.0, 115.0], None),
+    ],
+)
+def test_a_transition_needs_a_change_of_level_around_it(
+    after: list[float], kind: str | None
+) -> None:
+    speeds = [62.0, 220.0, 218.0, 120.0, *after]
+    judged = at_change_of_level(BETWEEN, speeds, 3, LEVELS)
+    assert (judged.kind if judged else None) == kind
+    if kind == "ok" and judged is not None:
+        assert [code for code, _ in judged.reasons] == ["no_change_of_level"]
+
+
+def test_a_between_answer_with_no_level_before_it_is_no_transition() -> None:
+    judged = at_change_of_level(BETWEEN, [120.0, 61.0], 0, LEVELS)
+    assert judged is not None and judged.kind == "ok"
+    assert waiting(BETWEEN).kind == "ok"
+    assert level_of(219.0, LEVELS) == "fast" and level_of(62.0, LEVELS) == "degraded"
+    assert level_of(140.0, LEVELS) is None

@@ -35,9 +35,12 @@ from specmon.core.detectors.cycle import detect_cycle
 from specmon.core.detectors.speed_class import (
     DEFAULT_WINDOW,
     NEIGHBOURS_AFTER,
+    SpeedLevels,
     among_neighbours,
+    at_change_of_level,
     speed_class,
     speed_levels,
+    waiting,
 )
 from specmon.core.diagnosis.quality import QualityVerdict
 from specmon.core.diagnosis.state import Diagnosis, FinishedAnswer
@@ -79,6 +82,7 @@ from specmon.core.views import (
     RequestRow,
     ServerView,
     SessionView,
+    SpeedClassView,
     SummaryView,
 )
 from specmon.core.watch_json import SCHEMA, SCHEMA_VERSION, snapshot_of
@@ -217,8 +221,9 @@ class SessionState:
         self._unsettled: deque[tuple[str, int, float]] = deque()
         """(request id, _known_speeds when it ended, its clock scale) of ok rows waiting for
         speed levels."""
-        self._between: list[tuple[str, int]] = []
-        """(request id, _known_speeds when it ended) of rows classed transition, waiting for
+        self._between: list[tuple[str, int, SpeedLevels, SpeedClassView]] = []
+        """(request id, _known_speeds when it ended, the levels that classed it, its transition
+        view) of rows classed transition, waiting for an answer after them at a level and for
         NEIGHBOURS_AFTER later speeds to be judged among their neighbours (speed_class, step
         6)."""
         self._ref_clock: float | None = None
@@ -531,6 +536,7 @@ class SessionState:
         else once they do (core.detectors.speed_class, step 4)."""
         measured = row.outcome == "ok" and row.decode_tok_s is not None
         levels = None
+        transition: SpeedClassView | None = None
         if measured and row.decode_tok_s is not None:
             self._speeds.append(row.decode_tok_s * scale if row.quality is None else None)
             self._als.append(_row_al(row) if row.quality is None else None)
@@ -544,6 +550,8 @@ class SessionState:
                 row.decode_tok_s, row.vanilla, levels, clock_scale=scale, al=_row_al(row)
             )
             between = kind is not None and kind.kind == "transition" and row.quality is None
+            if between and kind is not None:
+                transition, kind = kind, waiting(kind)  # one once the answers after it say so
             row = replace(row, speed_class=kind, settled=not waits and not between)
         self._rows.append(row)
         self._given(row, None)
@@ -553,35 +561,42 @@ class SessionState:
             self._known_speeds += 1
             if levels is None:
                 self._unsettled.append((row.request_id, self._known_speeds, scale))
-            elif not row.settled:
-                self._between.append((row.request_id, self._known_speeds))
+            elif not row.settled and transition is not None:
+                self._between.append((row.request_id, self._known_speeds, levels, transition))
         if levels is not None:
-            waiting = [(rid, n, k) for rid, n, k in self._unsettled]
+            pending = [(rid, n, k) for rid, n, k in self._unsettled]
             self._unsettled.clear()
-            for rid, n, k in waiting:
+            for rid, n, k in pending:
                 self._settle(rid, levels, k, n)
         while self._unsettled and self._known_speeds - self._unsettled[0][1] >= DEFAULT_WINDOW:
             self._settle(self._unsettled.popleft()[0], None)  # left the window: one level
         self._judge_between()
 
     def _judge_between(self) -> None:
-        """Settle the transitions whose NEIGHBOURS_AFTER later speeds are known: each judged among
-        its neighbours (speed_class, step 6)."""
-        ready = [b for b in self._between if self._known_speeds - b[1] >= NEIGHBOURS_AFTER]
-        if not ready:
+        """Judge the rows classed transition again as answers after them are known: a
+        transition only at a change of level (shown ok until an answer after it is at a level),
+        and, once NEIGHBOURS_AFTER later speeds are known, among its neighbours, then settled
+        (speed_class, step 6)."""
+        if not self._between:
             return
-        self._between = [b for b in self._between if b not in ready]
         known = [x for x in self._speeds if x is not None]
-        for request_id, n in ready:
-            at = len(known) - 1 - (self._known_speeds - n)
-            self._rejudge(request_id, lambda row, at=at: self._neighbours(row, known, at))
-
-    @staticmethod
-    def _neighbours(row: RequestRow, known: list[float], at: int) -> RequestRow:
-        view = row.speed_class
-        if view is None:
-            return replace(row, settled=True)
-        return replace(row, speed_class=among_neighbours(view, known, at), settled=True)
+        keep = []
+        for request_id, n, levels, view in self._between:
+            later = self._known_speeds - n
+            at = len(known) - 1 - later
+            judged = at_change_of_level(view, known, at, levels)
+            if judged is None:  # no answer after it at a level yet
+                keep.append((request_id, n, levels, view))
+                continue
+            if later >= NEIGHBOURS_AFTER or judged.kind != "transition":
+                final = among_neighbours(judged, known, at)
+                self._rejudge(
+                    request_id, lambda r, v=final: replace(r, speed_class=v, settled=True)
+                )
+                continue
+            self._rejudge(request_id, lambda r, v=judged: replace(r, speed_class=v))
+            keep.append((request_id, n, levels, view))
+        self._between = keep
 
     def _rejudge(self, request_id: str, judge: Any) -> None:
         """Replace the kept row `request_id` with judge(row), counting its verdict again."""
@@ -604,8 +619,9 @@ class SessionState:
                 row.decode_tok_s, row.vanilla, levels, clock_scale=scale, al=_row_al(row)
             )
             between = levels is not None and kind is not None and kind.kind == "transition"
-            if between:
-                self._between.append((request_id, n))
+            if between and levels is not None and kind is not None:
+                self._between.append((request_id, n, levels, kind))
+                kind = waiting(kind)
             return replace(row, speed_class=kind, settled=not between)
 
         self._rejudge(request_id, judge)

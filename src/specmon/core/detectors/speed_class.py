@@ -37,7 +37,8 @@ Rule (pure; inputs in, classes out):
      but its AL is at least HEALTHY_AL_SHARE of the fast level's: speculation did not fail on
      it (a real server streams in bursts, or the server was loaded), so it is not "at vanilla
      speed because speculative decoding failed";
-   - transition when it is between the levels ("between_levels");
+   - transition when it is between the levels ("between_levels"; shown only once the answers
+     after it show a change of level, step 6);
    - ok otherwise (fast, or no levels in the window).
 4. When (session_state): a request is classed at its end when levels exist then and existed
    at the previous request's end (levels that show once and vanish are noise); else it waits
@@ -52,16 +53,30 @@ Rule (pure; inputs in, classes out):
    transition (716 tok/s) fell within the slow level's reach (slow answers at 480 and 380).
    Without GPU samples, or while the fit is not usable (fewer than 5 answers, clocks within 3%),
    the scale is 1.
-6. Neighbours (session_state): a transition (step 3) is shown at once but settled only when the
-   NEIGHBOURS_AFTER = 3 answers after it are known (until then it is unsettled and shown as a
-   transition): it is then classed among its neighbours, the cycle detector's classification of
-   the last 11 known speeds (`cycle.local_class`: 7 before it, its own and the 3 after; fewer
-   before near the session's start), and becomes ok with the reason "fast_among_neighbours"
-   when it is fast there; else it stays a transition. The session's levels span its last 40
-   answers: when acceptance falls as the context grows (the fast level of the corpus's
-   context-cycle slid from 1,640 to 800 tok/s over a slow level of 480), the fast answers of the
-   slide sit between those levels and were badged TRANSITION, 3 of them not within one answer
-   of a change of state; among their neighbours they are fast. Three answers after it, not the
+6. Change of level and neighbours (session_state): an answer between the levels (step 3) is
+   a transition only at a change of level, the engine's state changing: the nearest answer
+   before it at a level (fast or slow, against the levels that called it between; answers
+   between the levels passed over) and the nearest after it at a level are at different
+   levels. Until an answer after it is at a level it is shown ok with the reason
+   "between_levels_waiting" (unsettled); it is then a transition, or ok with the reason
+   "no_change_of_level" (settled) when both are at the same level, when none before it is, or
+   when none of the NEIGHBOURS_AFTER = 3 answers after it is. On a real engine with a learned
+   drafter an answer's speed follows its own acceptance, which varies with its text: a
+   memorised answer at AL 2.33 and 211 tok/s, after answers at AL 3.4-5.0 and 270-406 tok/s
+   over a slow level of 109, sat between the levels and was badged TRANSITION, though the
+   engine did not change (docs/diagnosis.md, real-gpu-dflash-k7-classes). Its own numbers
+   cannot tell it from a transition: the simulator's transition is an answer whose acceptance
+   is scaled down throughout, so its AL, too, lies between the levels' in proportion to its
+   speed; what tells them apart is what comes before and after it.
+   A transition is settled when the NEIGHBOURS_AFTER answers after it are known: it is then
+   classed among its neighbours, the cycle detector's classification of the last 11 known
+   speeds (`cycle.local_class`: 7 before it, its own and the 3 after; fewer before near the
+   session's start), and becomes ok with the reason "fast_among_neighbours" when it is fast
+   there; else it stays a transition. The session's levels span its last 40 answers: when
+   acceptance falls as the context grows (the fast level of the corpus's context-cycle slid
+   from 1,640 to 800 tok/s over a slow level of 480), the fast answers of the slide sit
+   between those levels and were badged TRANSITION, 3 of them not within one answer of a
+   change of state; among their neighbours they are fast. Three answers after it, not the
    cycle detector's five either side: with five, a recording's last transition (4 answers
    before its end in the seeds' cycle) stayed unsettled and the exporter counted one fewer.
 """
@@ -102,6 +117,10 @@ NEIGHBOURS_AFTER = 3
 """Answers after a transition that are known before it is judged among its neighbours (step 6):
 enough for a slid fast level to show after it, few enough that a recording's last transition
 (4 answers before its end in the seeds' cycle) is judged and counted on every screen."""
+
+WAITING = "between_levels_waiting"
+"""The reason of a between-levels answer shown ok while the answers after it are not at a level
+yet (step 6)."""
 
 HEALTHY_AL_SHARE = 0.7
 """An answer whose AL is at least this share of the fast level's AL has healthy acceptance (the
@@ -195,6 +214,72 @@ def among_neighbours(view: SpeedClassView, speeds: Sequence[float], at: int) -> 
     )
     return SpeedClassView(
         "ok", (("fast_among_neighbours", sentence),), view.fast_level_tok_s, view.slow_level_tok_s
+    )
+
+
+def level_of(speed: float, levels: SpeedLevels) -> str | None:
+    """The level a speed (at the reference clock) sits at: cycle.FAST, cycle.DEGRADED (the slow
+    level) or None (between them)."""
+    if speed >= levels.fast_at:
+        return cycle.FAST
+    if speed <= levels.slow_at:
+        return cycle.DEGRADED
+    return None
+
+
+def waiting(view: SpeedClassView) -> SpeedClassView:
+    """Step 6: a transition while no answer after it is at a level yet: shown ok, with the
+    reason "between_levels_waiting" (its own sentence kept), until the answers after it say
+    whether the level changed there; any other view unchanged."""
+    if view.kind != "transition":
+        return view
+    sentence = "; ".join(text for _, text in view.reasons)
+    sentence += "; a transition only if the answers after it are at the other level"
+    return SpeedClassView(
+        "ok", ((WAITING, sentence),), view.fast_level_tok_s, view.slow_level_tok_s
+    )
+
+
+def at_change_of_level(
+    view: SpeedClassView, speeds: Sequence[float], at: int, levels: SpeedLevels
+) -> SpeedClassView | None:
+    """Step 6: a transition (`view`, `speeds[at]` its own speed among the known speeds at the
+    reference clock, `levels` those that called it between) stays one only at a change of
+    level: the nearest answer before it at a level (within the last DEFAULT_WINDOW) and the
+    nearest after it at a level are at different levels. Ok, with the reason
+    "no_change_of_level", when they are at the same level, when none before it is, or when none
+    of the NEIGHBOURS_AFTER answers after it is; None while that is not known yet (it waits).
+    Any other view is returned unchanged."""
+    if view.kind != "transition" or not 0 <= at < len(speeds):
+        return view
+    before = next(
+        (
+            lv
+            for s in reversed(speeds[max(0, at - DEFAULT_WINDOW) : at])
+            if (lv := level_of(s, levels)) is not None
+        ),
+        None,
+    )
+    after = next((lv for s in speeds[at + 1 :] if (lv := level_of(s, levels)) is not None), None)
+    if after is None and len(speeds) - 1 - at < NEIGHBOURS_AFTER:
+        return None
+    if before is not None and after is not None and before != after:
+        return view
+    if after is None:
+        why = f"none of the {NEIGHBOURS_AFTER} answers after it reached a level"
+    elif before is None:
+        why = "no answer before it was at a level"
+    else:
+        name = "fast" if after == cycle.FAST else "slow"
+        why = f"the answers before and after it are at the {name} level"
+    fast, slow = view.fast_level_tok_s, view.slow_level_tok_s
+    told = f" (fast ≈{fast:.0f}, slow ≈{slow:.0f} tok/s)" if fast and slow else ""
+    sentence = (
+        f"no change of level: between the recent levels{told}, but {why}: the answer's own"
+        " text made it slower or faster, not a change of the engine's state"
+    )
+    return SpeedClassView(
+        "ok", (("no_change_of_level", sentence),), view.fast_level_tok_s, view.slow_level_tok_s
     )
 
 
