@@ -23,6 +23,7 @@ from textual.widgets import DataTable, Input, Static
 from specmon.core.chat_record import ConversationSummary
 from specmon.ui.formatting import visible
 from specmon.ui.widgets.keys_footer import KeysFooter
+from specmon.ui.widgets.ordered_input import OrderedInput
 
 Search = Callable[[str], list[ConversationSummary]]
 """Returns the conversations matching a text (blank: all, newest first); may raise an error
@@ -59,7 +60,7 @@ class ConversationsScreen(Screen[int | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="conversations-box"):
             yield Static("Saved conversations (type to search, Enter reopens, Esc leaves)")
-            yield Input(placeholder="search", id="conversations-search")
+            yield OrderedInput(placeholder="search", id="conversations-search")
             table: DataTable[Text] = DataTable(id="conversations-table", cursor_type="row")
             yield table
             yield Static("loading…", id="conversations-note", markup=False)
