@@ -170,3 +170,21 @@ async def test_a_conversations_search_typed_right_after_ctrl_u_is_the_one_search
         keys_at_once(app, *"beta", "ctrl+u", *"alpha")
         await wait_for_app(pilot, lambda: _field(screen, "#conversations-search").value == "alpha")
         await wait_for_app(pilot, lambda: [c.title for c in screen.shown] == ["alpha question"])
+
+
+async def test_enter_typed_right_after_a_search_reopens_what_that_search_finds(
+    tmp_path: Path,
+) -> None:
+    """The search runs in a worker: Enter typed with the search text waits for its result
+    instead of reopening the highlighted row of the list shown before."""
+    path = tmp_path / "c.sqlite"
+    _store_with(path, "alpha question", "beta question")
+    screen = ConversationsScreen(_searcher(path))
+    app = ScreenHost(screen)
+    async with app.run_test(size=(120, 30)) as pilot:
+        table = screen.query_one("#conversations-table", DataTable)
+        await wait_for_app(pilot, lambda: table.row_count == 2, "both conversations listed")
+        alpha = [c.id for c in screen.shown if c.title == "alpha question"]
+        keys_at_once(app, *"alpha", "enter")
+        await wait_for_app(pilot, lambda: app.results, "the list dismissed")
+        assert app.results == alpha

@@ -55,6 +55,9 @@ class ConversationsScreen(Screen[int | None]):
         self.search = search
         self.shown: list[ConversationSummary] = []
         self._asked = 0
+        self._shown_asked = 0
+        """The search whose result the list shows (`_asked`: the newest one asked)."""
+        self._choose_when_shown = False
         self._text: str | None = None
 
     def compose(self) -> ComposeResult:
@@ -92,6 +95,8 @@ class ConversationsScreen(Screen[int | None]):
     def _show(self, found: list[ConversationSummary] | str, text: str, asked: int) -> None:
         if asked != self._asked:  # an older search finished after a newer one started
             return
+        self._shown_asked = asked
+        chosen_now, self._choose_when_shown = self._choose_when_shown, False
         note = self.query_one("#conversations-note", Static)
         table = self.query_one("#conversations-table", DataTable)
         table.clear()
@@ -117,6 +122,8 @@ class ConversationsScreen(Screen[int | None]):
             note.update(Text(visible(f"no saved conversation contains {text.strip()!r}")))
         else:
             note.update(Text("no saved conversations yet"))
+        if chosen_now:  # Enter was typed before this search's result came
+            self.choose()
 
     def action_cursor(self, step: int) -> None:
         table = self.query_one("#conversations-table", DataTable)
@@ -125,6 +132,9 @@ class ConversationsScreen(Screen[int | None]):
 
     @on(Input.Submitted, "#conversations-search")
     def _submitted(self) -> None:
+        if self._shown_asked != self._asked:  # Enter typed with the search text: the row is
+            self._choose_when_shown = True  # chosen from that search's result, not the old list
+            return
         self.choose()
 
     @on(DataTable.RowSelected, "#conversations-table")

@@ -19,10 +19,11 @@ class OrderedInput(Input):
     key) went into the field before it. Textual's own bug:
     https://github.com/Textualize/textual/issues/6605.
 
-    Here a bound key runs its binding when it reaches the field: the one the app would run, the
-    first non-priority binding of the focus chain as `Screen.active_bindings` resolves it
-    (priority bindings were tried before the key was sent here). A key that reaches the field
-    after focus has moved on goes to the field focused now."""
+    Here a bound key runs its binding when it reaches the field, as the app would run it: the
+    non-priority bindings of the focus chain from the field up, the first whose action does not
+    skip (the field's own ↓ scrolls nothing and skips, so the screen's ↓ runs); priority bindings
+    were tried before the key was sent here. A key that reaches the field after focus has moved
+    on goes to the field focused now."""
 
     async def _on_key(self, event: events.Key) -> None:
         try:
@@ -39,8 +40,6 @@ class OrderedInput(Input):
             return
         if event.is_printable:
             return  # Input's own handler, next in the class chain, inserts it
-        active = screen.active_bindings.get(event.key)
-        if active is None or active.binding.priority or not active.enabled:
-            return  # it bubbles up to the app as before
-        event.stop()
-        await self.app.run_action(active.binding.action, active.node)
+        if await self.app._check_bindings(event.key):
+            event.stop()
+        # else no binding took it: it bubbles up to the app as before
