@@ -104,6 +104,18 @@ async def test_a_prompt_refused_while_an_answer_streams_stays_with_what_was_type
         assert _prompt(app).history == ["one"]
 
 
+async def test_text_typed_right_after_f1_goes_to_the_help_search_not_the_prompt():
+    app = SpecmonApp(FakePort())
+    async with app.run_test(size=SIZE) as pilot:
+        await _chat_ready(pilot)
+        chat = app.screen
+        keys_at_once(app, *"ab", "f1", *"thermal")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, HelpScreen), "the help open")
+        search = _field(app.screen, "#help-search")
+        await wait_for_app(pilot, lambda: search.value == "thermal", "'thermal' in the search")
+        assert chat.query_one("#prompt", PromptInput).value == "ab"
+
+
 # ------------------------------------------------------------------ the searches
 
 

@@ -23,23 +23,29 @@ class OrderedInput(Input):
     non-priority bindings of the focus chain from the field up, the first whose action does not
     skip (the field's own ↓ scrolls nothing and skips, so the screen's ↓ runs); priority bindings
     were tried before the key was sent here. A key that reaches the field after focus has moved
-    on goes to the field focused now."""
+    on goes to the widget focused now, on the screen shown now: a bound key that opens a screen
+    (F1, the help) holds the keys after it until that screen is up, so they reach its field."""
 
     async def _on_key(self, event: events.Key) -> None:
         try:
             screen = self.screen
+            shown = self.app.screen
         except NoScreen:  # being removed: the key goes where an Input's would
             return
-        focused = screen.focused
-        if focused is not None and focused is not self:
+        focused = shown.focused
+        if focused is not self and (focused is not None or shown is not screen):
             event.stop()
             event.prevent_default()
-            # Sent on as the app sends a key (marked forwarded: if nothing there handles it,
-            # it bubbles up to the app's bindings and is not sent to the focused widget again).
-            focused._forward_event(events.Key(event.key, event.character))
+            # Sent on as the app sends a key, to the widget focused now or else the screen shown
+            # now (marked forwarded: if nothing there handles it, it bubbles up to the app's
+            # bindings and is not sent to the focused widget again).
+            (focused or shown)._forward_event(events.Key(event.key, event.character))
             return
         if event.is_printable:
             return  # Input's own handler, next in the class chain, inserts it
         if await self.app._check_bindings(event.key):
             event.stop()
+            opened = self.app.screen
+            if opened is not screen:  # the key opened a screen (F1: the help): the keys typed
+                await opened._mounted_event.wait()  # after it go to its field, once it is up
         # else no binding took it: it bubbles up to the app as before
