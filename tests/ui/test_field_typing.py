@@ -11,6 +11,7 @@ tests.support.keys.keys_at_once posts them all at once.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -188,15 +189,29 @@ async def test_enter_typed_right_after_a_search_reopens_what_that_search_finds(
     tmp_path: Path,
 ) -> None:
     """The search runs in a worker: Enter typed with the search text waits for its result
-    instead of reopening the highlighted row of the list shown before."""
+    instead of reopening the highlighted row of the list shown before (here the search for
+    "alpha" is held until the keys are handled)."""
     path = tmp_path / "c.sqlite"
     _store_with(path, "alpha question", "beta question")
-    screen = ConversationsScreen(_searcher(path))
+    store_search = _searcher(path)
+    asked: list[str] = []
+    release = threading.Event()
+
+    def held_search(text: str) -> Any:
+        asked.append(text)
+        if text:
+            release.wait(timeout=30)
+        return store_search(text)
+
+    screen = ConversationsScreen(held_search)
     app = ScreenHost(screen)
     async with app.run_test(size=(120, 30)) as pilot:
         table = screen.query_one("#conversations-table", DataTable)
         await wait_for_app(pilot, lambda: table.row_count == 2, "both conversations listed")
         alpha = [c.id for c in screen.shown if c.title == "alpha question"]
         keys_at_once(app, *"alpha", "enter")
+        await wait_for_app(pilot, lambda: "alpha" in asked, "the search for 'alpha' asked")
+        await pilot.pause()  # Enter handled while that search is still running
+        release.set()
         await wait_for_app(pilot, lambda: app.results, "the list dismissed")
         assert app.results == alpha
