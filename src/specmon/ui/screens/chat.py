@@ -312,24 +312,27 @@ class ChatScreen(RecordingScreen):
 
     @on(Input.Submitted, "#prompt")
     def _submitted(self, event: Input.Submitted) -> None:
+        # The prompt field emptied itself on Enter (what was typed after Enter stays there for
+        # the next prompt); a line that is not sent goes back into it.
+        prompt_input = self.query_one("#prompt", PromptInput)
         prompt = event.value.strip()
         if not prompt:
+            prompt_input.give_back(event.value)
             return
         if not self.port.connected:
+            prompt_input.give_back(event.value)
             self.app.notify("not connected to a server (ctrl+r retries)", markup=False)
             return
-        prompt_input = self.query_one("#prompt", PromptInput)
         if self.feed is not None:
             if not self.auto_prompts:
+                prompt_input.give_back(event.value)
                 self.app.notify("an answer is still streaming (Esc cancels it)", markup=False)
                 return
             self.queued.append(prompt)  # the demo: the user's prompt goes next
             prompt_input.remember(prompt)
-            prompt_input.value = ""
             self._notice(f"queued, goes next: {prompt}")
             return
         prompt_input.remember(prompt)
-        prompt_input.value = ""
         self.send(prompt)
 
     def send(self, prompt: str, *, extra_drop: int = 0, view: TurnView | None = None) -> None:

@@ -23,6 +23,7 @@ from textual.widgets import DataTable, Input, Static
 from specmon.core.chat_record import ConversationSummary
 from specmon.ui.formatting import visible
 from specmon.ui.widgets.keys_footer import KeysFooter
+from specmon.ui.widgets.ordered_input import OrderedInput
 
 Search = Callable[[str], list[ConversationSummary]]
 """Returns the conversations matching a text (blank: all, newest first); may raise an error
@@ -54,12 +55,15 @@ class ConversationsScreen(Screen[int | None]):
         self.search = search
         self.shown: list[ConversationSummary] = []
         self._asked = 0
+        self._shown_asked = 0
+        """The search whose result the list shows (`_asked`: the newest one asked)."""
+        self._choose_when_shown = False
         self._text: str | None = None
 
     def compose(self) -> ComposeResult:
         with Vertical(id="conversations-box"):
             yield Static("Saved conversations (type to search, Enter reopens, Esc leaves)")
-            yield Input(placeholder="search", id="conversations-search")
+            yield OrderedInput(placeholder="search", id="conversations-search")
             table: DataTable[Text] = DataTable(id="conversations-table", cursor_type="row")
             yield table
             yield Static("loading…", id="conversations-note", markup=False)
@@ -91,6 +95,8 @@ class ConversationsScreen(Screen[int | None]):
     def _show(self, found: list[ConversationSummary] | str, text: str, asked: int) -> None:
         if asked != self._asked:  # an older search finished after a newer one started
             return
+        self._shown_asked = asked
+        chosen_now, self._choose_when_shown = self._choose_when_shown, False
         note = self.query_one("#conversations-note", Static)
         table = self.query_one("#conversations-table", DataTable)
         table.clear()
@@ -116,6 +122,8 @@ class ConversationsScreen(Screen[int | None]):
             note.update(Text(visible(f"no saved conversation contains {text.strip()!r}")))
         else:
             note.update(Text("no saved conversations yet"))
+        if chosen_now:  # Enter was typed before this search's result came
+            self.choose()
 
     def action_cursor(self, step: int) -> None:
         table = self.query_one("#conversations-table", DataTable)
@@ -124,6 +132,9 @@ class ConversationsScreen(Screen[int | None]):
 
     @on(Input.Submitted, "#conversations-search")
     def _submitted(self) -> None:
+        if self._shown_asked != self._asked:  # Enter typed with the search text: the row is
+            self._choose_when_shown = True  # chosen from that search's result, not the old list
+            return
         self.choose()
 
     @on(DataTable.RowSelected, "#conversations-table")

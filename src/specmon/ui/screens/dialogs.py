@@ -7,11 +7,10 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.text import Text
-from textual import events, on
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.dom import NoScreen
 from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
@@ -30,44 +29,7 @@ from specmon.ui.formatting import (
 from specmon.ui.port import SessionPort, server_address
 from specmon.ui.widgets.diagnosis_panel import SAVED_COLUMN, saved_by_request, saved_cell
 from specmon.ui.widgets.keys_footer import KeysFooter
-
-
-class OrderedInput(Input):
-    """An Input in which keys that arrive together act in the order they were typed.
-
-    Textual's Input inserts a typed character as soon as the key reaches it, but runs a bound key
-    (ctrl+u, backspace, the arrows, Enter, the screen's Tab) only after the key has bubbled up to
-    the app, and the app sends each key to the field focused when the key arrived. So when keys
-    queue up (fast typing, a burst from the terminal, a busy machine), the text typed right after
-    ctrl+u went in first and was cleared with the old text, and what was typed after Tab (an API
-    key) went into the field before it. Textual's own bug:
-    https://github.com/Textualize/textual/issues/6605.
-
-    Here a bound key runs its binding when it reaches the field: the one the app would run, the
-    first non-priority binding of the focus chain as `Screen.active_bindings` resolves it
-    (priority bindings were tried before the key was sent here). A key that reaches the field
-    after focus has moved on goes to the field focused now."""
-
-    async def _on_key(self, event: events.Key) -> None:
-        try:
-            screen = self.screen
-        except NoScreen:  # being removed: the key goes where an Input's would
-            return
-        focused = screen.focused
-        if focused is not None and focused is not self:
-            event.stop()
-            event.prevent_default()
-            # Sent on as the app sends a key (marked forwarded: if nothing there handles it,
-            # it bubbles up to the app's bindings and is not sent to the focused widget again).
-            focused._forward_event(events.Key(event.key, event.character))
-            return
-        if event.is_printable:
-            return  # Input's own handler, next in the class chain, inserts it
-        active = screen.active_bindings.get(event.key)
-        if active is None or active.binding.priority or not active.enabled:
-            return  # it bubbles up to the app as before
-        event.stop()
-        await self.app.run_action(active.binding.action, active.node)
+from specmon.ui.widgets.ordered_input import OrderedInput
 
 
 def blank(value: float | int | None) -> str:

@@ -22,6 +22,7 @@ from specmon.core.definitions import DEFINITIONS, Definition, definition
 from specmon.ui.palette import ActionCommand
 from specmon.ui.widgets.keys_footer import KeysFooter
 from specmon.ui.widgets.lines import TextLines
+from specmon.ui.widgets.ordered_input import OrderedInput
 
 SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
@@ -218,7 +219,7 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="help-box", classes="dialog-box"):
             yield Label("Help: what every number means (type to search, Esc closes)")
-            yield Input(placeholder="search, e.g. acceptance", id="help-search")
+            yield OrderedInput(placeholder="search, e.g. acceptance", id="help-search")
             yield Static("", id="help-count", markup=False)
             with VerticalScroll(id="help-scroll"):
                 yield TextLines(id="help-body")

@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import Input, Static
+from textual.widgets import Static
 
 from specmon.core.redaction import redact_url
 from specmon.core.server_timing import TtftSplit
@@ -20,6 +20,7 @@ from specmon.ui.formatting import DASH, fmt, fmt_frac_pct, visible
 from specmon.ui.port import ServerSummary
 from specmon.ui.widgets.answer import AnswerView
 from specmon.ui.widgets.diagnosis_panel import ttft_text
+from specmon.ui.widgets.ordered_input import OrderedInput
 
 
 def literal(text: str) -> Text:
@@ -74,7 +75,7 @@ class HeaderBar(Horizontal):
         badge.display = server.simulated or self.always_simulated
 
 
-class PromptInput(Input):
+class PromptInput(OrderedInput):
     """The prompt line, with history: up/down walk through the prompts sent before."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -94,6 +95,18 @@ class PromptInput(Input):
             self.history.append(prompt)
         self._index = len(self.history)
         self._draft = ""
+
+    async def action_submit(self) -> None:
+        """Enter: the line goes out (Input.Submitted) and the field is emptied at once, so what
+        is typed after Enter, even in the same burst of keys, starts the next line. The screen
+        gives the line back (`give_back`) when it does not send it."""
+        await super().action_submit()
+        self.value = ""
+
+    def give_back(self, line: str) -> None:
+        """Put back a submitted line that was not sent, before anything typed since."""
+        self.value = line + self.value
+        self.cursor_position = len(self.value)
 
     def action_history(self, step: int) -> None:
         if not self.history:
