@@ -44,7 +44,7 @@ class _Recorder:
 def recorder(monkeypatch: pytest.MonkeyPatch) -> _Recorder:
     rec = _Recorder()
     monkeypatch.setattr("specmon.ui.app.SpecmonApp", rec.app)
-    monkeypatch.setattr("specmon.cli.app_runner.run_app", lambda app, port, **_kw: 0)
+    monkeypatch.setattr("specmon.ui.app_runner.run_app", lambda app, port, **_kw: 0)
     return rec
 
 

@@ -55,11 +55,11 @@ from specmon.core.stream_limits import DEFAULT_LIMITS, StreamLimits
 from specmon.runtime.host_plan import HostFlags
 
 if TYPE_CHECKING:
-    from specmon.cli.app_runner import Dashboard
     from specmon.core.chat_record import SavedConversation
     from specmon.core.redaction import Scrubber
     from specmon.runtime.host_plan import HostPlan
     from specmon.runtime.session import SessionConfig
+    from specmon.ui.app_runner import Dashboard
 
 NAME = "chat"
 SUMMARY = "chat with a vLLM server and see its speculative decoding live"
@@ -250,7 +250,6 @@ def _run_hosted(plan: ChatPlan) -> int:
 
 
 def _chat_hosted(plan: ChatPlan, host_plan: HostPlan, gpu: str) -> int:
-    from specmon.cli.app_runner import on_terminal, run_dashboard
     from specmon.cli.chat_history_args import chat_history_for, close_history
     from specmon.cli.host_launch import launch_or_exit
     from specmon.runtime.host_launch import (
@@ -261,6 +260,8 @@ def _chat_hosted(plan: ChatPlan, host_plan: HostPlan, gpu: str) -> int:
         stopped_status,
         wait_in_text,
     )
+    from specmon.runtime.terminal import on_terminal
+    from specmon.ui.app_runner import run_dashboard
 
     server = None
     history = None
@@ -306,7 +307,7 @@ def _chat_hosted(plan: ChatPlan, host_plan: HostPlan, gpu: str) -> int:
 
 
 def _dashboard(plan: ChatPlan, model: str | None = None) -> Dashboard:
-    from specmon.cli.app_runner import Dashboard
+    from specmon.ui.app_runner import Dashboard
     from specmon.ui.conversation import ChatSettings
 
     return Dashboard(
@@ -324,9 +325,9 @@ def _dashboard(plan: ChatPlan, model: str | None = None) -> Dashboard:
 def _run_attached(plan: ChatPlan) -> int:
     # Only Textual is imported before the first paint; the runtime and the stream client load in
     # the app's connect worker (`config` below), so the screen shows at once.
-    from specmon.cli.app_runner import run_dashboard
     from specmon.cli.chat_history_args import chat_history_for, close_history
     from specmon.cli.session_setup import default_gpu_source
+    from specmon.ui.app_runner import run_dashboard
 
     attach = plan.attach
     assert attach is not None

@@ -152,7 +152,7 @@ def pick_resumed(resume: str) -> SavedConversation | int | None:
         if conversation_id is None:
             return _fail(f"--resume ID must be a conversation number, got {resume!r}", 2)
     else:
-        from specmon.cli.app_runner import on_terminal
+        from specmon.runtime.terminal import on_terminal
 
         if not on_terminal():
             return _fail(

@@ -144,10 +144,9 @@ def plan_from(args: argparse.Namespace) -> DemoPlan:
 
 
 def run(plan: DemoPlan) -> int:
-    from specmon.cli.export_args import start_exporter
     from specmon.core.errors import RecordingError
     from specmon.runtime.baseline import state_factory
-    from specmon.runtime.exporter import Exporter, ExporterError
+    from specmon.runtime.exporter import Exporter, ExporterError, start_exporter
     from specmon.runtime.hub import Hub, SessionClock
     from specmon.runtime.monitor import Monitor, Target
     from specmon.sim.gpu_page import SIM_GPU_PATH
@@ -175,7 +174,7 @@ def run(plan: DemoPlan) -> int:
     # Under a thermal drift the simulator's GPU (labelled simulated) is read as a dcgm-exporter
     # page, so the panel shows it heat and throttle and the thermal attribution names it.
     gpu = f"{sim.url}{SIM_GPU_PATH}" if sim.app.engine.drift.heat_s is not None else "none"
-    from specmon.cli.app_runner import wants_app  # a terminal, or a browser (specmon web)
+    from specmon.runtime.terminal import wants_app  # a terminal, or a browser (specmon web)
 
     if wants_app() and not plan.json:
         try:
@@ -247,9 +246,9 @@ def _app(
     another (the user's own prompts go next), SIMULATED on screen at all times; l / ctrl+l
     shows the simulator's log (`server_log`). The collector runs in its own process; the
     simulator stays on its thread here."""
-    from specmon.cli.app_runner import Dashboard, run_dashboard
     from specmon.runtime.monitor import Target
     from specmon.runtime.session import SessionConfig
+    from specmon.ui.app_runner import Dashboard, run_dashboard
     from specmon.ui.conversation import ChatSettings
 
     config = SessionConfig(
@@ -276,8 +275,8 @@ def _app(
 
 
 def _drive(monitor: Monitor, plan: DemoPlan) -> int:
-    from specmon.cli.app_runner import show_console
     from specmon.sources.stream_client import ChatRequest
+    from specmon.ui.app_runner import show_console
 
     url = monitor.targets[0].base
     requests = [ChatRequest(prompt=p, max_tokens=plan.max_tokens) for p in DEMO_PROMPTS]

@@ -172,10 +172,10 @@ def plan_from(args: argparse.Namespace) -> FleetPlan:
 def run(plan: FleetPlan) -> int:
     """The session's servers are the vLLM targets the Prometheus scrapes: the app on a
     terminal, else one snapshot, JSON lines or plain lines."""
-    from specmon.cli.app_runner import wants_app  # a terminal, or a browser (specmon web)
-    from specmon.cli.watch_output import run_monitor
     from specmon.runtime.baseline import state_factory
     from specmon.runtime.monitor import Monitor
+    from specmon.runtime.terminal import wants_app  # a terminal, or a browser (specmon web)
+    from specmon.ui.watch_output import run_monitor
 
     spec = plan.spec()
     if not plan.json and not plan.once and wants_app():
@@ -194,8 +194,8 @@ def run(plan: FleetPlan) -> int:
 
 def _app(plan: FleetPlan, spec: FleetSpec) -> int:
     """On a terminal: the app's dashboard screen, the fleet source in the collector process."""
-    from specmon.cli.app_runner import Dashboard, run_dashboard
     from specmon.runtime.session import SessionConfig
+    from specmon.ui.app_runner import Dashboard, run_dashboard
 
     config = SessionConfig(
         (),

@@ -169,7 +169,7 @@ def run(plan: ReplayPlan) -> int:
     except RecordingError as exc:
         return fail(NAME, str(exc))
     state = state_factory(plan.baseline)(player.info)
-    from specmon.cli.app_runner import wants_app  # a terminal, or a browser (specmon web)
+    from specmon.runtime.terminal import wants_app  # a terminal, or a browser (specmon web)
 
     if not plan.json and wants_app():
         player.close()
@@ -262,9 +262,9 @@ def _app(
     """On a terminal: the Textual replay screen (ui/screens/replay.py). The whole recording
     is folded once here, before the app starts (streamed: memory does not grow with its size);
     a torn or skipped line is named on the screen and, after the app, on stderr."""
-    from specmon.cli.app_runner import run_textual
     from specmon.core.errors import RecordingError
     from specmon.ui.app import SpecmonApp
+    from specmon.ui.app_runner import run_textual
 
     try:
         port = replay_port(path, baseline_tok_s=baseline_tok_s, speed=speed, label=label)

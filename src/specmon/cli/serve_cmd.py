@@ -102,7 +102,7 @@ def run(plan: ServePlan) -> int:
     if isinstance(host, int):
         return host
     raise_stop_grace()
-    from specmon.cli.app_runner import on_terminal
+    from specmon.runtime.terminal import on_terminal
 
     with stop_signals():
         return _hosted_app(plan, host) if on_terminal() else _host(plan, host)
@@ -112,7 +112,6 @@ def _hosted_app(serve: ServePlan, plan: HostPlan) -> int:
     """On a terminal: the Textual app, its startup view first, then the dashboard. The session
     (its collector process) opens before vLLM starts, so that its recording has every line
     vLLM prints; the server is added to it once it answers /health 200."""
-    from specmon.cli.app_runner import Dashboard, run_dashboard
     from specmon.cli.host_launch import launch_or_exit
     from specmon.runtime.host_launch import (
         AppHost,
@@ -123,6 +122,7 @@ def _hosted_app(serve: ServePlan, plan: HostPlan) -> int:
     )
     from specmon.runtime.monitor import Target
     from specmon.runtime.session import SessionConfig, open_session
+    from specmon.ui.app_runner import Dashboard, run_dashboard
 
     config = SessionConfig(
         (),
@@ -262,7 +262,7 @@ def _dashboard(
     info: SessionInfo,
     early: collections.deque[Any],
 ) -> int:
-    from specmon.cli.app_runner import show_console
+    from specmon.ui.app_runner import show_console
 
     monitor = _monitor(serve, hub, server, info, early)
     monitor.start()

@@ -226,10 +226,10 @@ ALIAS_NOTE = "specmon watch: --prometheus URL is `specmon fleet URL` now (the sa
 
 
 def run(plan: WatchPlan | FleetPlan) -> int:
-    from specmon.cli.app_runner import wants_app  # a terminal, or a browser (specmon web)
-    from specmon.cli.watch_output import run_monitor
     from specmon.runtime.baseline import state_factory
     from specmon.runtime.monitor import Monitor
+    from specmon.runtime.terminal import wants_app  # a terminal, or a browser (specmon web)
+    from specmon.ui.watch_output import run_monitor
 
     if not isinstance(plan, WatchPlan):
         from specmon.cli import fleet_cmd
@@ -264,8 +264,8 @@ def run(plan: WatchPlan | FleetPlan) -> int:
 def _app(plan: WatchPlan) -> int:
     """On a terminal: the app's dashboard screen (the chat's side panel, full-width), with the
     collector in its own process."""
-    from specmon.cli.app_runner import Dashboard, run_dashboard
     from specmon.runtime.session import SessionConfig
+    from specmon.ui.app_runner import Dashboard, run_dashboard
 
     config = SessionConfig(
         plan.targets,

@@ -12,9 +12,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from specmon.cli.args import fail
-from specmon.cli.export_args import start_exporter
 from specmon.core.watch_json import snapshot_of
+from specmon.runtime.one_line import fail
 
 if TYPE_CHECKING:  # imported in run(): `specmon --help` must not import openai/httpx
     from specmon.core.views import SessionView
@@ -37,7 +36,7 @@ def run_monitor(
     """Run a started watch or fleet without the app: one snapshot (`once`), JSON lines, or the
     Rich console, with /metrics served on `export`."""
     from specmon.core.errors import RecordingError
-    from specmon.runtime.exporter import Exporter, ExporterError
+    from specmon.runtime.exporter import Exporter, ExporterError, start_exporter
 
     exporter: Exporter | None = None
     try:
@@ -167,7 +166,7 @@ def _json_lines(monitor: Monitor) -> int:
 
 
 def _live(monitor: Monitor) -> int:
-    from specmon.cli.app_runner import show_console
+    from specmon.ui.app_runner import show_console
 
     show_console(monitor, done=threading.Event())
     return 0
