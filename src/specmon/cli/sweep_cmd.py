@@ -198,6 +198,7 @@ def run(plan: SweepPlan | SweepDryRun) -> int:
 def plan_sweep(args: argparse.Namespace) -> SweepPlan | SweepDryRun:
     """The sweep the command line asks for (or its --dry-run). ConfigError, PlotUnavailable or
     SweepError (one line) for a setting that cannot be."""
+    from specmon.bench.command import check_baseline
     from specmon.bench.config import (
         MAX_CONCURRENCY,
         MAX_REPEATS,
@@ -208,7 +209,7 @@ def plan_sweep(args: argparse.Namespace) -> SweepPlan | SweepDryRun:
     from specmon.bench.plot import check_plot_target
     from specmon.bench.servers import AttachProvider, StartingProvider, parse_points
     from specmon.bench.sweep import SweepSpec, SweepStore
-    from specmon.cli.bench_cmd import check_baseline, check_gpu, scrape_interval, workload_config
+    from specmon.cli.bench_cmd import check_gpu, scrape_interval, workload_config
     from specmon.cli.host_args import host_requested
 
     baseline = check_baseline(args.baseline)
