@@ -178,7 +178,7 @@ def _problem(plan: ChatPlan) -> str | None:
 
 def run(plan: ChatPlan) -> int:
     if plan.history.export_chat is not None:
-        from specmon.cli.chat_history_args import export_chat
+        from specmon.ui.saved_chats import export_chat
 
         return export_chat(plan.history.export_chat, _scrubbed(plan))
     if plan.history.resume is not None:
@@ -202,7 +202,8 @@ def resumed_plan(plan: ChatPlan) -> ChatPlan | int:
     or the exit code after a one-line error."""
     from dataclasses import replace
 
-    from specmon.cli.chat_history_args import pick_resumed, saved_server
+    from specmon.cli.chat_history_args import saved_server
+    from specmon.ui.saved_chats import pick_resumed
 
     loaded = pick_resumed(plan.history.resume or "")
     if loaded is None or isinstance(loaded, int):
@@ -226,7 +227,7 @@ def resumed_plan(plan: ChatPlan) -> ChatPlan | int:
 
 
 def _scrubbed(plan: ChatPlan) -> Scrubber:
-    from specmon.cli.chat_history_args import chat_scrubber
+    from specmon.ui.saved_chats import chat_scrubber
 
     return chat_scrubber(plan.api_key, (plan.attach, plan.metrics_url), plan.redact)
 
@@ -250,7 +251,6 @@ def _run_hosted(plan: ChatPlan) -> int:
 
 
 def _chat_hosted(plan: ChatPlan, host_plan: HostPlan, gpu: str) -> int:
-    from specmon.cli.chat_history_args import chat_history_for, close_history
     from specmon.cli.host_launch import launch_or_exit
     from specmon.runtime.host_launch import (
         AppHost,
@@ -262,6 +262,7 @@ def _chat_hosted(plan: ChatPlan, host_plan: HostPlan, gpu: str) -> int:
     )
     from specmon.runtime.terminal import on_terminal
     from specmon.ui.app_runner import run_dashboard
+    from specmon.ui.saved_chats import chat_history_for, close_history
 
     server = None
     history = None
@@ -325,9 +326,9 @@ def _dashboard(plan: ChatPlan, model: str | None = None) -> Dashboard:
 def _run_attached(plan: ChatPlan) -> int:
     # Only Textual is imported before the first paint; the runtime and the stream client load in
     # the app's connect worker (`config` below), so the screen shows at once.
-    from specmon.cli.chat_history_args import chat_history_for, close_history
     from specmon.cli.session_setup import default_gpu_source
     from specmon.ui.app_runner import run_dashboard
+    from specmon.ui.saved_chats import chat_history_for, close_history
 
     attach = plan.attach
     assert attach is not None
