@@ -234,8 +234,7 @@ def _scrubbed(plan: ChatPlan) -> Scrubber:
 
 def _run_hosted(plan: ChatPlan) -> int:
     """Host mode: plan and check as serve does, start vLLM, then the app (startup view, chat)."""
-    from specmon.cli.host_launch import plan_or_exit
-    from specmon.runtime.host_launch import raise_stop_grace, stop_signals
+    from specmon.runtime.host_launch import plan_or_exit, raise_stop_grace, stop_signals
 
     gpu = plan.gpu if plan.gpu is not None else "local"
     host = plan_or_exit(plan.host, "chat")
@@ -251,10 +250,10 @@ def _run_hosted(plan: ChatPlan) -> int:
 
 
 def _chat_hosted(plan: ChatPlan, host_plan: HostPlan, gpu: str) -> int:
-    from specmon.cli.host_launch import launch_or_exit
     from specmon.runtime.host_launch import (
         AppHost,
         Terminated,
+        launch_or_exit,
         ready_timeout,
         stop_server,
         stopped_status,

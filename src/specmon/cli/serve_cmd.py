@@ -95,8 +95,7 @@ def plan_from(args: argparse.Namespace) -> ServePlan:
 
 
 def run(plan: ServePlan) -> int:
-    from specmon.cli.host_launch import plan_or_exit
-    from specmon.runtime.host_launch import raise_stop_grace, stop_signals
+    from specmon.runtime.host_launch import plan_or_exit, raise_stop_grace, stop_signals
 
     host = plan_or_exit(plan.host, "serve")
     if isinstance(host, int):
@@ -112,10 +111,10 @@ def _hosted_app(serve: ServePlan, plan: HostPlan) -> int:
     """On a terminal: the Textual app, its startup view first, then the dashboard. The session
     (its collector process) opens before vLLM starts, so that its recording has every line
     vLLM prints; the server is added to it once it answers /health 200."""
-    from specmon.cli.host_launch import launch_or_exit
     from specmon.runtime.host_launch import (
         AppHost,
         Terminated,
+        launch_or_exit,
         ready_timeout,
         stop_server,
         stopped_status,
@@ -168,11 +167,16 @@ def _hosted_app(serve: ServePlan, plan: HostPlan) -> int:
 
 
 def _host(serve: ServePlan, plan: HostPlan) -> int:
-    from specmon.cli.host_launch import launch_or_exit
     from specmon.core.errors import RecordingError
     from specmon.core.events import ServerLogLine
     from specmon.core.server_state import MAX_LOG_TAIL
-    from specmon.runtime.host_launch import Terminated, stop_server, stopped_status, wait_in_text
+    from specmon.runtime.host_launch import (
+        Terminated,
+        launch_or_exit,
+        stop_server,
+        stopped_status,
+        wait_in_text,
+    )
     from specmon.runtime.hub import Hub
     from specmon.runtime.recorder import Recorder
 
