@@ -11,7 +11,7 @@ import pytest
 from specmon.cli import chat_cmd, demo_cmd, watch_cmd
 from specmon.cli.main import build_parser
 from specmon.cli.session_setup import DEFAULT_THEME
-from specmon.ui import themes
+from specmon.ui import themes, watch_output
 
 COMMANDS = (
     ["chat", "--attach", "http://127.0.0.1:8000"],
@@ -60,5 +60,5 @@ def test_each_command_hands_its_theme_to_the_app(recorder: _Recorder) -> None:
     assert isinstance(args, argparse.Namespace)
     plan = watch_cmd.plan_from(args)
     assert isinstance(plan, watch_cmd.WatchPlan)
-    assert watch_cmd._app(plan) == 0
+    assert watch_output._watch_app(plan) == 0
     assert recorder.kwargs["theme"] == "nord"

@@ -33,8 +33,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from specmon.cli.args import (
     PlanError,
@@ -42,7 +41,6 @@ from specmon.cli.args import (
     add_command,
     add_gpu_argument,
     api_key_of,
-    fail,
     http_url,
     scrape_interval,
     server_url,
@@ -54,13 +52,9 @@ from specmon.cli.session_setup import (
     add_redact_argument,
     add_theme_argument,
     default_gpu_source,
-    gpu_sampler,
 )
 from specmon.core.canary import DEFAULT_INTERVAL_S
-
-if TYPE_CHECKING:  # imported in run(): `specmon --help` must not import openai/httpx
-    from specmon.cli.fleet_cmd import FleetPlan
-    from specmon.runtime.monitor import Target
+from specmon.ui.watch_output import FleetPlan, WatchPlan
 
 DEFAULT_CANARY_S = DEFAULT_INTERVAL_S
 """`--canary` without a value."""
@@ -139,25 +133,6 @@ def register(subparsers: Any) -> None:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class WatchPlan:
-    """What `specmon watch --attach ...` does, read from its command line (`plan_from`)."""
-
-    targets: tuple[Target, ...]
-    api_key: str | None = field(default=None, repr=False)
-    gpu: str = "none"
-    baseline: float | None = None
-    interval: float = 1.0
-    theme: str | None = None
-    record: str | None = None
-    redact: tuple[str, ...] = ()
-    once: bool = False
-    json: bool = False
-    export: tuple[str, int] | None = None
-    canary_s: float | None = None
-    canary_relearn: bool = False
-
-
 def _canary_problem(args: argparse.Namespace) -> str | None:
     """Why --canary cannot be used with these arguments (None: it can)."""
     if not MIN_CANARY_S <= args.canary <= MAX_CANARY_S:  # NaN fails too
@@ -226,58 +201,11 @@ ALIAS_NOTE = "specmon watch: --prometheus URL is `specmon fleet URL` now (the sa
 
 
 def run(plan: WatchPlan | FleetPlan) -> int:
-    from specmon.runtime.baseline import state_factory
-    from specmon.runtime.monitor import Monitor
-    from specmon.runtime.terminal import wants_app  # a terminal, or a browser (specmon web)
-    from specmon.ui.watch_output import run_monitor
-
     if not isinstance(plan, WatchPlan):
         from specmon.cli import fleet_cmd
 
         print(ALIAS_NOTE, file=sys.stderr, flush=True)
         return fleet_cmd.run(plan)
-    if not plan.json and not plan.once and wants_app():
-        return _app(plan)
-    try:
-        monitor = Monitor(
-            plan.targets,
-            state_factory(plan.baseline),
-            api_key=plan.api_key,
-            gpu=gpu_sampler(plan.gpu),
-            interval=plan.interval,
-            record=plan.record,
-            redact=plan.redact,
-        )
-    except ValueError as exc:
-        return fail(NAME, str(exc))
-    return run_monitor(
-        monitor,
-        NAME,
-        plan.export,
-        once=plan.once,
-        as_json=plan.json,
-        canary_s=plan.canary_s,
-        canary_relearn=plan.canary_relearn,
-    )
+    from specmon.ui.watch_output import run_watch
 
-
-def _app(plan: WatchPlan) -> int:
-    """On a terminal: the app's dashboard screen (the chat's side panel, full-width), with the
-    collector in its own process."""
-    from specmon.runtime.session import SessionConfig
-    from specmon.ui.app_runner import Dashboard, run_dashboard
-
-    config = SessionConfig(
-        plan.targets,
-        api_key=plan.api_key,
-        gpu=plan.gpu,
-        interval=plan.interval,
-        record=plan.record,
-        redact=plan.redact,
-        quiet=True,
-        canary_s=plan.canary_s,
-        canary_relearn=plan.canary_relearn,
-        baseline_tok_s=plan.baseline,
-    )
-    dashboard = Dashboard(NAME, "watch", theme=plan.theme, export=plan.export)
-    return run_dashboard(lambda: config, dashboard)
+    return run_watch(plan)
