@@ -11,7 +11,7 @@ import pytest
 from specmon.cli import chat_cmd, demo_cmd, watch_cmd
 from specmon.cli.main import build_parser
 from specmon.cli.session_setup import DEFAULT_THEME
-from specmon.ui import themes, watch_output
+from specmon.ui import demo_run, themes, watch_output
 
 COMMANDS = (
     ["chat", "--attach", "http://127.0.0.1:8000"],
@@ -54,7 +54,7 @@ def test_each_command_hands_its_theme_to_the_app(recorder: _Recorder) -> None:
     assert chat_cmd.run(chat_cmd.plan_from(args)) == 0
     assert recorder.kwargs["theme"] == "specmon-light"
     args = parser.parse_args(["demo", "--theme", "specmon-high-contrast"])
-    assert demo_cmd._app("http://127.0.0.1:9", demo_cmd.plan_from(args)) == 0
+    assert demo_run._app("http://127.0.0.1:9", demo_cmd.plan_from(args).show) == 0
     assert recorder.kwargs["theme"] == "specmon-high-contrast"
     args = parser.parse_args([*COMMANDS[2], "--theme", "nord"])
     assert isinstance(args, argparse.Namespace)
