@@ -14,6 +14,7 @@ import math
 from collections.abc import Callable
 from typing import Any, NoReturn
 
+from specmon.core.scrape_interval import MAX_INTERVAL_S, MIN_INTERVAL_S
 from specmon.runtime.one_line import fail as fail  # the one wording; cli's name for it
 
 ArgType = Callable[[str], Any]
@@ -100,13 +101,6 @@ def seconds_within(lo: float, hi: float) -> ArgType:
 
     return seconds
 
-
-MIN_INTERVAL_S = 0.1
-"""Shortest scrape --interval accepted: faster scraping only loads the server (vLLM's own log
-cadence is seconds)."""
-MAX_INTERVAL_S = 3600.0
-"""Longest scrape --interval accepted (an hour): an unbounded one (inf, 1e308) overflowed the
-wait."""
 
 scrape_interval = seconds_within(MIN_INTERVAL_S, MAX_INTERVAL_S)
 """`--interval` of watch and serve: seconds between scrapes."""

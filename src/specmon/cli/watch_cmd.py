@@ -53,13 +53,10 @@ from specmon.cli.session_setup import (
     add_theme_argument,
     default_gpu_source,
 )
-from specmon.core.canary import DEFAULT_INTERVAL_S
+from specmon.core.canary import DEFAULT_INTERVAL_S as DEFAULT_CANARY_S  # --canary alone
+from specmon.core.canary import MAX_INTERVAL_S as MAX_CANARY_S
+from specmon.core.canary import MIN_INTERVAL_S as MIN_CANARY_S
 from specmon.ui.watch_output import FleetPlan, WatchPlan
-
-DEFAULT_CANARY_S = DEFAULT_INTERVAL_S
-"""`--canary` without a value."""
-MIN_CANARY_S = 10.0
-MAX_CANARY_S = 86_400.0
 
 NAME = "watch"
 NO_SERVERS = (
