@@ -58,6 +58,7 @@ from specmon.cli.args import (
     server_url,
 )
 from specmon.cli.host_args import add_host_arguments
+from specmon.cli.session_setup import gpu_choice
 
 NAME = "bench"
 SUMMARY = "benchmark a running server: tok/s, latency, acceptance, vanilla-speed requests"
@@ -264,13 +265,6 @@ def scrape_interval(args: argparse.Namespace) -> float:
     return parse_float("--scrape-interval", args.scrape_interval, 0.1, 3600.0)
 
 
-def check_gpu(value: str | None, urls: list[str]) -> str:
-    """`--gpu` as given (checked by its argument type), else from where the servers are."""
-    from specmon.cli.session_setup import default_gpu_source
-
-    return value if value is not None else default_gpu_source(urls)
-
-
 def _bench_run(
     args: argparse.Namespace,
     config: Any,
@@ -343,7 +337,7 @@ def _plan(args: argparse.Namespace) -> BenchPlan:
         endpoint = endpoint_for(args.attach, args.metrics_url)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    gpu = check_gpu(args.gpu, [args.attach])
+    gpu = gpu_choice(args.gpu, [args.attach])
     return BenchAttached(_bench_run(args, config, gpu, baseline, api_key_of(args)), endpoint)
 
 
@@ -359,7 +353,7 @@ def _host_plan(args: argparse.Namespace, baseline: float | None) -> BenchHosted 
 
     flags = HostFlags.of(args)
     config = workload_config(args, hosted=True)
-    gpu = check_gpu(args.gpu, [f"http://{flags.host or '127.0.0.1'}:1"])
+    gpu = gpu_choice(args.gpu, [f"http://{flags.host or '127.0.0.1'}:1"])
     # Without --api-key: the server's own key, given after `--`.
     # Without --api-key: the server's own key, given after `--`.
     api_key = api_key_of(args, served_api_key(flags))

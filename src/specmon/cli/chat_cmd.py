@@ -325,13 +325,13 @@ def _dashboard(plan: ChatPlan, model: str | None = None) -> Dashboard:
 def _run_attached(plan: ChatPlan) -> int:
     # Only Textual is imported before the first paint; the runtime and the stream client load in
     # the app's connect worker (`config` below), so the screen shows at once.
-    from specmon.cli.session_setup import default_gpu_source
+    from specmon.cli.session_setup import gpu_choice
     from specmon.ui.app_runner import run_dashboard
     from specmon.ui.saved_chats import chat_history_for, close_history
 
     attach = plan.attach
     assert attach is not None
-    gpu = plan.gpu if plan.gpu is not None else default_gpu_source([attach])
+    gpu = gpu_choice(plan.gpu, [attach])
 
     def config() -> SessionConfig:
         from specmon.runtime.monitor import pair_targets

@@ -169,8 +169,9 @@ def plan_sweep(args: argparse.Namespace) -> SweepPlan | SweepDryRun:
     from specmon.bench.plot import check_plot_target
     from specmon.bench.servers import AttachProvider, StartingProvider, parse_points
     from specmon.bench.sweep import SweepSpec, SweepStore
-    from specmon.cli.bench_cmd import check_gpu, scrape_interval, workload_config
+    from specmon.cli.bench_cmd import scrape_interval, workload_config
     from specmon.cli.host_args import host_requested
+    from specmon.cli.session_setup import gpu_choice
 
     baseline = check_baseline(args.baseline)
     if args.plot:
@@ -245,7 +246,7 @@ def plan_sweep(args: argparse.Namespace) -> SweepPlan | SweepDryRun:
         spec=spec,
         store=store,
         provider=provider,
-        gpu=check_gpu(args.gpu, gpu_urls),
+        gpu=gpu_choice(args.gpu, gpu_urls),
         baseline=baseline,
         scrape_interval=scrape_interval(args),
         api_key=resolve_api_key(api_key),  # the key resolved once, here

@@ -51,7 +51,7 @@ from specmon.cli.session_setup import (
     add_baseline_argument,
     add_redact_argument,
     add_theme_argument,
-    default_gpu_source,
+    gpu_choice,
 )
 from specmon.core.canary import DEFAULT_INTERVAL_S as DEFAULT_CANARY_S  # --canary alone
 from specmon.core.canary import MAX_INTERVAL_S as MAX_CANARY_S
@@ -179,7 +179,7 @@ def plan_from(args: argparse.Namespace) -> WatchPlan | FleetPlan:
     return WatchPlan(
         tuple(targets),
         api_key=api_key_of(args),
-        gpu=args.gpu if args.gpu is not None else default_gpu_source(args.attach),
+        gpu=gpu_choice(args.gpu, args.attach),
         baseline=args.baseline,
         interval=args.interval if args.interval is not None else 1.0,
         theme=args.theme,
