@@ -6,10 +6,10 @@ ui/saved_chats.py's.
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from specmon.cli.args import fail, server_url
+from specmon.ui.saved_chats import HistoryFlags as HistoryFlags
 from specmon.ui.saved_chats import chat_history_for as chat_history_for  # benchmarks/ use these
 from specmon.ui.saved_chats import pick_resumed as pick_resumed
 
@@ -43,24 +43,14 @@ def add_history_arguments(p: Any) -> None:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class HistoryFlags:
-    """The saved-conversation flags as given (the one declaration of what they hold)."""
-
-    no_save: bool = False
-    resume: str | None = None
-    """`--resume [ID]`: the ID as typed, "" for the list, None when not given."""
-    export_chat: tuple[str, str] | None = None
-    """`--export-chat ID FILE`."""
-
-    @classmethod
-    def of(cls, args: argparse.Namespace) -> HistoryFlags:
-        export = args.export_chat
-        return cls(
-            no_save=bool(args.no_save),
-            resume=args.resume,
-            export_chat=(str(export[0]), str(export[1])) if export is not None else None,
-        )
+def history_flags(args: argparse.Namespace) -> HistoryFlags:
+    """The saved-conversation flags as given."""
+    export = args.export_chat
+    return HistoryFlags(
+        no_save=bool(args.no_save),
+        resume=args.resume,
+        export_chat=(str(export[0]), str(export[1])) if export is not None else None,
+    )
 
 
 def saved_server(loaded: SavedConversation) -> tuple[str, str | None] | int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from specmon.runtime.one_line import fail
@@ -24,6 +25,17 @@ if TYPE_CHECKING:
     from specmon.core.chat_record import SavedConversation
     from specmon.core.redaction import Scrubber
     from specmon.ui.chat_history import ChatHistory
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryFlags:
+    """The saved-conversation flags as given (the one declaration of what they hold)."""
+
+    no_save: bool = False
+    resume: str | None = None
+    """`--resume [ID]`: the ID as typed, "" for the list, None when not given."""
+    export_chat: tuple[str, str] | None = None
+    """`--export-chat ID FILE`."""
 
 
 def _fail(message: str, code: int = 1) -> int:
