@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from specmon.cli.chat_history_args import close_history
 from specmon.core.chat_record import (
     SavedConversation,
     SavedNumbers,
@@ -30,6 +29,7 @@ from specmon.sources.conversation_store import (
     ConversationStoreError,
 )
 from specmon.ui.chat_history import ChatHistory
+from specmon.ui.saved_chats import close_history
 
 NUMBERS = SavedNumbers(
     tokens=13,

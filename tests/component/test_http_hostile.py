@@ -13,7 +13,6 @@ import pytest
 from tests.hostile_http import HostileServer, Page, RedirectLoop, Silent, Trickle
 
 from specmon.cli.main import main
-from specmon.cli.watch_output import dumps
 from specmon.core.events import ServerStatusChanged, SessionInfo
 from specmon.core.session_state import SessionState
 from specmon.core.watch_json import snapshot_of
@@ -21,6 +20,7 @@ from specmon.sources.gpu.dcgm import DcgmSampler
 from specmon.sources.metrics_scraper import MetricsScraper
 from specmon.sources.prometheus_fleet import PrometheusFleet
 from specmon.sources.server_identity import identify
+from specmon.ui.watch_output import dumps
 
 ENDLESS = b"# " + b"x" * 100_000 + b"\n"
 """A body that takes hours at one byte per half second."""

@@ -160,7 +160,7 @@ class _TerminalOut(io.StringIO):
 def test_a_terminal_on_stdout_alone_gets_the_plain_lines(monkeypatch) -> None:
     """stdout a terminal, stdin not (`specmon demo < /dev/null`): no app, and no redrawn Rich
     view either (it was removed: docs/app.md, "Without a terminal"); the plain lines."""
-    from specmon.cli.app_runner import show_console
+    from specmon.ui.app_runner import show_console
 
     state = SessionState(SessionInfo(server="http://127.0.0.1:8000"))
     state.apply(ServerStatusChanged(t=0.0, source="http://127.0.0.1:8000", status="up"))

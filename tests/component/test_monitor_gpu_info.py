@@ -10,11 +10,10 @@ import pytest
 from tests.support.fake_nvml import FakeGpu, FakeNvml
 
 from specmon.cli.main import main
-from specmon.cli.session_setup import gpu_sampler
 from specmon.core.events import GpuReading, GpuSampled
 from specmon.core.session_state import SessionState
 from specmon.runtime.monitor import Monitor, Target, gpu_name
-from specmon.sources.gpu import NvmlSampler
+from specmon.sources.gpu import NvmlSampler, make_sampler
 from specmon.sources.recording_player import read_recording
 
 
@@ -38,7 +37,9 @@ def _settle(monitor: Monitor) -> None:
 def test_first_reading_names_the_gpu_in_info_snapshot_and_recording(sim, fake_gpus, tmp_path):
     nvml = fake_gpus("NVIDIA H200")
     path = tmp_path / "s.ndjson"
-    with Monitor([Target(sim.url)], SessionState, gpu=gpu_sampler("local"), record=path) as monitor:
+    with Monitor(
+        [Target(sim.url)], SessionState, gpu=make_sampler("local"), record=path
+    ) as monitor:
         info = monitor.start(run_loops=False)
         _settle(monitor)
         snap = monitor.snapshot()
@@ -78,7 +79,7 @@ def test_watch_once_json_shows_the_gpu_name(sim, fake_gpus, capsys):
 
 def test_without_a_driver_the_gpu_is_unknown_and_the_session_still_starts(sim, fake_gpus):
     fake_gpus(library_missing=True)
-    with Monitor([Target(sim.url)], SessionState, gpu=gpu_sampler("local")) as monitor:
+    with Monitor([Target(sim.url)], SessionState, gpu=make_sampler("local")) as monitor:
         info = monitor.start(run_loops=False)
         _settle(monitor)
         snap = monitor.snapshot()

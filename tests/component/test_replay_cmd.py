@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from specmon.cli.main import main
-from specmon.cli.replay_cmd import recorded_label
 from specmon.core.events import SessionInfo
 from specmon.core.session_state import SessionState
 from specmon.core.watch_json import snapshot_of
 from specmon.sources.recording_player import read_recording
+from specmon.ui.replay_app import recorded_label
 
 RECORDINGS = Path(__file__).resolve().parents[2] / "recordings"
 HEALTHY = RECORDINGS / "healthy.ndjson.gz"

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from tests.support.recordings import cycling_recording
 
-from specmon.cli.replay_cmd import replay_port
 from specmon.core import session_state
 from specmon.core.clock import FakeClock
 from specmon.core.events import Marker, ServerLogLine, SessionInfo
@@ -27,6 +26,7 @@ from specmon.runtime.replay_session import (
 )
 from specmon.runtime.replay_session import flagged as flagged_row
 from specmon.sources.recording_player import Recording, RecordingReader, read_recording
+from specmon.ui.replay_app import replay_port
 
 RECORDINGS = Path(__file__).resolve().parents[2] / "recordings"
 

@@ -11,7 +11,7 @@ import pytest
 from specmon.cli import chat_cmd, demo_cmd, watch_cmd
 from specmon.cli.main import build_parser
 from specmon.cli.session_setup import DEFAULT_THEME
-from specmon.ui import themes
+from specmon.ui import demo_run, themes, watch_output
 
 COMMANDS = (
     ["chat", "--attach", "http://127.0.0.1:8000"],
@@ -44,7 +44,7 @@ class _Recorder:
 def recorder(monkeypatch: pytest.MonkeyPatch) -> _Recorder:
     rec = _Recorder()
     monkeypatch.setattr("specmon.ui.app.SpecmonApp", rec.app)
-    monkeypatch.setattr("specmon.cli.app_runner.run_app", lambda app, port, **_kw: 0)
+    monkeypatch.setattr("specmon.ui.app_runner.run_app", lambda app, port, **_kw: 0)
     return rec
 
 
@@ -54,11 +54,11 @@ def test_each_command_hands_its_theme_to_the_app(recorder: _Recorder) -> None:
     assert chat_cmd.run(chat_cmd.plan_from(args)) == 0
     assert recorder.kwargs["theme"] == "specmon-light"
     args = parser.parse_args(["demo", "--theme", "specmon-high-contrast"])
-    assert demo_cmd._app("http://127.0.0.1:9", demo_cmd.plan_from(args)) == 0
+    assert demo_run._app("http://127.0.0.1:9", demo_cmd.plan_from(args).show) == 0
     assert recorder.kwargs["theme"] == "specmon-high-contrast"
     args = parser.parse_args([*COMMANDS[2], "--theme", "nord"])
     assert isinstance(args, argparse.Namespace)
     plan = watch_cmd.plan_from(args)
     assert isinstance(plan, watch_cmd.WatchPlan)
-    assert watch_cmd._app(plan) == 0
+    assert watch_output._watch_app(plan) == 0
     assert recorder.kwargs["theme"] == "nord"

@@ -254,8 +254,7 @@ def test_app_host_adapts_the_server_and_reports_a_failure(fake_vllm, tmp_path, m
     import argparse
 
     from specmon.cli.host_args import add_host_arguments
-    from specmon.cli.host_launch import launch_or_exit
-    from specmon.runtime.host_launch import AppHost
+    from specmon.runtime.host_launch import AppHost, launch_or_exit
     from specmon.runtime.host_plan import plan_host
 
     monkeypatch.setenv("FAKE_VLLM_MODE", "oom")

@@ -13,12 +13,12 @@ from tests.support.waiting import wait_for_app
 from tests.ui.watch_views import watch_view
 from textual.widgets import Input
 
-from specmon.cli.replay_cmd import recorded_label, replay_port
 from specmon.core.clock import FakeClock
 from specmon.core.views import SessionView
 from specmon.sources.recording_player import read_recording
 from specmon.ui.app import SpecmonApp
 from specmon.ui.conversation import ChatSettings
+from specmon.ui.replay_app import recorded_label, replay_port
 from specmon.ui.replay_port import ReplayPort
 from specmon.ui.screens.replay import ReplayScreen
 from specmon.ui.widgets.timeline import Timeline

@@ -21,18 +21,18 @@ from tests.ui.chat_pilot import answers as _answers
 from tests.ui.chat_pilot import ask as _ask
 from tests.ui.chat_pilot import connected as _connected
 
-from specmon.cli.chat_history_args import (
-    chat_history_for,
-    chat_scrubber,
-    close_history,
-    pick_resumed,
-)
 from specmon.core.chat_record import SavedConversation, SavedServer, SavedTurn
 from specmon.sources import conversation_store
 from specmon.sources.conversation_store import ConversationStore, default_path
 from specmon.ui.app import SpecmonApp
 from specmon.ui.conversation import ChatSettings
 from specmon.ui.port import Connection
+from specmon.ui.saved_chats import (
+    chat_history_for,
+    chat_scrubber,
+    close_history,
+    pick_resumed,
+)
 
 KEY = "sk-test-4c1d8e9f0a2b7731"
 

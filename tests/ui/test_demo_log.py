@@ -7,7 +7,6 @@ import pytest
 from tests.support.waiting import wait_for_app
 from textual.widgets import Label
 
-from specmon.cli.demo_cmd import DEMO_PROMPTS
 from specmon.runtime.baseline import state_factory
 from specmon.runtime.monitor import Target
 from specmon.runtime.session import CollectorProcess, SessionConfig
@@ -15,6 +14,7 @@ from specmon.sim.server import SimConfig, start_in_thread
 from specmon.sources.log_lines import KeptLog
 from specmon.ui.app import SpecmonApp
 from specmon.ui.conversation import ChatSettings
+from specmon.ui.demo_run import DEMO_PROMPTS
 from specmon.ui.live_port import LivePort
 from specmon.ui.screens.log import LogScreen
 from specmon.ui.widgets.log_pane import LogPane

@@ -9,7 +9,6 @@ from tests.support.ui_fakes import screen_text
 from tests.support.waiting import wait_for_app
 from textual.widgets import Static
 
-from specmon.cli.demo_cmd import DEMO_PROMPTS
 from specmon.runtime.baseline import state_factory
 from specmon.runtime.monitor import Target
 from specmon.runtime.session import CollectorProcess, SessionConfig
@@ -17,6 +16,7 @@ from specmon.sim.gpu_page import SIM_GPU_PATH
 from specmon.sim.server import SimConfig, start_in_thread
 from specmon.ui.app import SpecmonApp
 from specmon.ui.conversation import ChatSettings
+from specmon.ui.demo_run import DEMO_PROMPTS
 from specmon.ui.live_port import LivePort
 from specmon.ui.widgets.diagnosis_panel import DiagnosisSection
 

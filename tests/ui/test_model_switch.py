@@ -15,13 +15,13 @@ from tests.ui.chat_pilot import ask as _ask
 from tests.ui.chat_pilot import connected as _connected
 from textual.widgets import OptionList
 
-from specmon.cli.chat_history_args import chat_history_for, chat_scrubber, close_history
 from specmon.core.events import SessionInfo
 from specmon.runtime.collector_messages import ServerSeen
 from specmon.sources.conversation_store import ConversationStore
 from specmon.ui.app import SpecmonApp
 from specmon.ui.live_port import LivePort
 from specmon.ui.port import Ask
+from specmon.ui.saved_chats import chat_history_for, chat_scrubber, close_history
 from specmon.ui.screens.dialogs import ModelScreen
 
 OTHER = "other/model-7b"

@@ -79,7 +79,7 @@ def test_export_on_a_name_that_starts_with_127_is_said_to_be_reachable(
 ) -> None:
     """`--export 127.example.com:9464` listens on a public address: the banner must not say
     "loopback only" (it did: the exporter had its own rule, a "127." prefix)."""
-    from specmon.cli.export_args import start_exporter
+    from specmon.runtime.exporter import start_exporter
 
     names["127.example.com"] = ["93.184.215.14"]
     monkeypatch.setattr("specmon.runtime.exporter.Exporter", _NotServing)

@@ -7,9 +7,9 @@ import socket
 
 import pytest
 
-from specmon.cli import app_runner
 from specmon.cli.main import build_parser, main
 from specmon.cli.web_cmd import plan_from_args
+from specmon.runtime import terminal as app_runner
 from specmon.sources.addresses import is_loopback
 from specmon.web.net import BindError, bind, public_url_for
 from specmon.web.plan import (

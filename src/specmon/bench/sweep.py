@@ -16,7 +16,7 @@ untrusted when read back: every number is range-checked (bench.limits; a bad val
 naming the file and the field), no file is written through a symbolic link (a symlinked target or
 runs/ folder is refused; the temporary files have random names: data_files.write_atomic), and
 the folder never chooses what runs or where requests go: that is the command line's
-(cli/sweep_cmd.py compares, see docs/bench.md).
+(bench/sweep_run.py compares, see docs/bench.md).
 
 Servers come from a `ServerProvider` (servers.py): attached URLs, or host mode (a server
 started per point). A serve grid (max_num_batched_tokens=4096,8192, ...) is crossed with the

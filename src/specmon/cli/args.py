@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 from collections.abc import Callable
 from typing import Any, NoReturn
+
+from specmon.core.scrape_interval import MAX_INTERVAL_S, MIN_INTERVAL_S
+from specmon.runtime.one_line import fail as fail  # the one wording; cli's name for it
 
 ArgType = Callable[[str], Any]
 
@@ -51,13 +53,6 @@ def add_command(subparsers: Any, name: str, summary: str, doc: str | None, **kwa
 class PlanError(ValueError):
     """Arguments that parse but do not go together (a command's `plan_from`): `main` says
     `specmon COMMAND: MESSAGE` (one line) and exits 2."""
-
-
-def fail(command: str, message: str, code: int = 2) -> int:
-    """Say `specmon COMMAND: MESSAGE` on stderr (one line) and return the exit status (2: bad
-    arguments or a failed check before anything started)."""
-    print(f"specmon {command}: {message}", file=sys.stderr)
-    return code
 
 
 def _number(text: str, kind: type[float] | type[int] = float) -> Any:
@@ -106,13 +101,6 @@ def seconds_within(lo: float, hi: float) -> ArgType:
 
     return seconds
 
-
-MIN_INTERVAL_S = 0.1
-"""Shortest scrape --interval accepted: faster scraping only loads the server (vLLM's own log
-cadence is seconds)."""
-MAX_INTERVAL_S = 3600.0
-"""Longest scrape --interval accepted (an hour): an unbounded one (inf, 1e308) overflowed the
-wait."""
 
 scrape_interval = seconds_within(MIN_INTERVAL_S, MAX_INTERVAL_S)
 """`--interval` of watch and serve: seconds between scrapes."""

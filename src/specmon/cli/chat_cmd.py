@@ -31,8 +31,7 @@ $XDG_CONFIG_HOME/specmon/config.toml (or the file $SPECMON_CONFIG names); a flag
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from specmon.cli.args import (
     PlanError,
@@ -46,20 +45,13 @@ from specmon.cli.args import (
     temperature,
     top_p,
 )
-from specmon.cli.chat_history_args import HistoryFlags, add_history_arguments
+from specmon.cli.chat_history_args import add_history_arguments, history_flags
 from specmon.cli.export_args import add_export_argument
 from specmon.cli.host_args import add_host_arguments
-from specmon.cli.session_setup import add_redact_argument, add_theme_argument
+from specmon.cli.session_setup import add_redact_argument, add_theme_argument, gpu_choice
 from specmon.cli.stream_args import add_stream_args, stream_limits_from
-from specmon.core.stream_limits import DEFAULT_LIMITS, StreamLimits
 from specmon.runtime.host_plan import HostFlags
-
-if TYPE_CHECKING:
-    from specmon.cli.app_runner import Dashboard
-    from specmon.core.chat_record import SavedConversation
-    from specmon.core.redaction import Scrubber
-    from specmon.runtime.host_plan import HostPlan
-    from specmon.runtime.session import SessionConfig
+from specmon.ui.chat_run import ChatPlan
 
 NAME = "chat"
 SUMMARY = "chat with a vLLM server and see its speculative decoding live"
@@ -103,31 +95,6 @@ def register(subparsers: Any) -> None:
     add_history_arguments(p)
 
 
-@dataclass(frozen=True, slots=True)
-class ChatPlan:
-    """What `specmon chat` does, read from its command line (`plan_from`); `--resume` gives a
-    new plan with what the saved conversation fills in (chat_history_args.resume)."""
-
-    attach: str | None = None
-    metrics_url: str | None = None
-    api_key: str | None = field(default=None, repr=False)
-    model: str | None = None
-    record: str | None = None
-    redact: tuple[str, ...] = ()
-    temperature: float | None = None
-    top_p: float | None = None
-    max_tokens: int | None = None
-    system: str | None = None
-    gpu: str | None = None
-    theme: str | None = None
-    export: tuple[str, int] | None = None
-    limits: StreamLimits = DEFAULT_LIMITS
-    host: HostFlags = field(default_factory=HostFlags)
-    history: HistoryFlags = field(default_factory=HistoryFlags)
-    resumed: SavedConversation | None = None
-    """The conversation `--resume` reopened (None: a new one)."""
-
-
 def plan_from(args: argparse.Namespace) -> ChatPlan:
     """The chat the arguments ask for; PlanError (one line, exit 2) for flags that do not go
     together (checked again once `--resume` has filled in the server)."""
@@ -147,7 +114,7 @@ def plan_from(args: argparse.Namespace) -> ChatPlan:
         export=args.export,
         limits=stream_limits_from(args),
         host=HostFlags.of(args),
-        history=HistoryFlags.of(args),
+        history=history_flags(args),
     )
     if plan.history.resume is None and plan.history.export_chat is None:
         problem = _problem(plan)
@@ -178,9 +145,10 @@ def _problem(plan: ChatPlan) -> str | None:
 
 def run(plan: ChatPlan) -> int:
     if plan.history.export_chat is not None:
-        from specmon.cli.chat_history_args import export_chat
+        from specmon.ui.chat_run import scrubbed
+        from specmon.ui.saved_chats import export_chat
 
-        return export_chat(plan.history.export_chat, _scrubbed(plan))
+        return export_chat(plan.history.export_chat, scrubbed(plan))
     if plan.history.resume is not None:
         resumed = resumed_plan(plan)
         if isinstance(resumed, int):
@@ -191,9 +159,11 @@ def run(plan: ChatPlan) -> int:
         problem = _problem(plan)
         if problem is not None:
             return fail(NAME, problem)
+    from specmon.ui.chat_run import run_chat
+
     if plan.attach is None:
-        return _run_hosted(plan)
-    return _run_attached(plan)
+        return run_chat(plan, plan.gpu if plan.gpu is not None else "local")
+    return run_chat(plan, gpu_choice(plan.gpu, [plan.attach]))
 
 
 def resumed_plan(plan: ChatPlan) -> ChatPlan | int:
@@ -202,7 +172,8 @@ def resumed_plan(plan: ChatPlan) -> ChatPlan | int:
     or the exit code after a one-line error."""
     from dataclasses import replace
 
-    from specmon.cli.chat_history_args import pick_resumed, saved_server
+    from specmon.cli.chat_history_args import saved_server
+    from specmon.ui.saved_chats import pick_resumed
 
     loaded = pick_resumed(plan.history.resume or "")
     if loaded is None or isinstance(loaded, int):
@@ -223,132 +194,3 @@ def resumed_plan(plan: ChatPlan) -> ChatPlan | int:
         if getattr(plan, name) is None:
             changes[name] = value
     return replace(plan, resumed=loaded, **changes)
-
-
-def _scrubbed(plan: ChatPlan) -> Scrubber:
-    from specmon.cli.chat_history_args import chat_scrubber
-
-    return chat_scrubber(plan.api_key, (plan.attach, plan.metrics_url), plan.redact)
-
-
-def _run_hosted(plan: ChatPlan) -> int:
-    """Host mode: plan and check as serve does, start vLLM, then the app (startup view, chat)."""
-    from specmon.cli.host_launch import plan_or_exit
-    from specmon.runtime.host_launch import raise_stop_grace, stop_signals
-
-    gpu = plan.gpu if plan.gpu is not None else "local"
-    host = plan_or_exit(plan.host, "chat")
-    if isinstance(host, int):
-        return host
-    raise_stop_grace()
-    # The bounded shutdown handles SIGTERM and SIGHUP (KeyboardInterrupt, exit 143 / 129); where
-    # it is not installed, SIGHUP (the terminal closed) must stop the server too.
-    import signal
-
-    with stop_signals((signal.SIGHUP,)):
-        return _chat_hosted(plan, host, gpu)
-
-
-def _chat_hosted(plan: ChatPlan, host_plan: HostPlan, gpu: str) -> int:
-    from specmon.cli.app_runner import on_terminal, run_dashboard
-    from specmon.cli.chat_history_args import chat_history_for, close_history
-    from specmon.cli.host_launch import launch_or_exit
-    from specmon.runtime.host_launch import (
-        AppHost,
-        Terminated,
-        ready_timeout,
-        stop_server,
-        stopped_status,
-        wait_in_text,
-    )
-
-    server = None
-    history = None
-    try:
-        launched = launch_or_exit(host_plan, "chat")
-        if isinstance(launched, int):
-            return launched
-        server = launched
-        host = AppHost(server, host_plan, ready_timeout(plan.host))
-        if not on_terminal():
-            # No terminal to show the startup view on: progress lines, and a failed start
-            # reported at once.
-            ready = wait_in_text(server, plan.host)
-            if ready is None:
-                return 1
-            host.mark_ready(ready)
-            host.exit_on_failure = True  # a death while serving ends the app at once
-        base_url = server.base_url
-
-        def config() -> SessionConfig:  # called once the server answered /health 200
-            from specmon.core.canary import DEFAULT_INTERVAL_S
-            from specmon.runtime.monitor import pair_targets
-            from specmon.runtime.session import SessionConfig
-
-            return SessionConfig(
-                tuple(pair_targets([base_url], [])),
-                api_key=plan.api_key,
-                gpu=gpu,
-                record=plan.record,
-                redact=plan.redact,
-                quiet=True,
-                stream_limits=plan.limits,
-                canary_s=DEFAULT_INTERVAL_S,  # host mode probes its server (docs/canary.md)
-            )
-
-        history = chat_history_for(plan.history.no_save, plan.resumed, _scrubbed(plan))
-        return run_dashboard(config, _dashboard(plan), host=host, chat_history=history)
-    except (KeyboardInterrupt, Terminated) as stop:
-        return stopped_status(stop)
-    finally:
-        close_history(history)
-        stop_server(server, "chat")
-
-
-def _dashboard(plan: ChatPlan, model: str | None = None) -> Dashboard:
-    from specmon.cli.app_runner import Dashboard
-    from specmon.ui.conversation import ChatSettings
-
-    return Dashboard(
-        NAME,
-        "chat",
-        theme=plan.theme,
-        export=plan.export,
-        model=model,
-        settings=ChatSettings(plan.temperature, plan.top_p, plan.max_tokens),
-        system=plan.system,
-        idle_timeout_s=plan.limits.idle_timeout_s,
-    )
-
-
-def _run_attached(plan: ChatPlan) -> int:
-    # Only Textual is imported before the first paint; the runtime and the stream client load in
-    # the app's connect worker (`config` below), so the screen shows at once.
-    from specmon.cli.app_runner import run_dashboard
-    from specmon.cli.chat_history_args import chat_history_for, close_history
-    from specmon.cli.session_setup import default_gpu_source
-
-    attach = plan.attach
-    assert attach is not None
-    gpu = plan.gpu if plan.gpu is not None else default_gpu_source([attach])
-
-    def config() -> SessionConfig:
-        from specmon.runtime.monitor import pair_targets
-        from specmon.runtime.session import SessionConfig
-
-        targets = pair_targets([attach], [plan.metrics_url] if plan.metrics_url else [])
-        return SessionConfig(
-            tuple(targets),
-            api_key=plan.api_key,
-            gpu=gpu,
-            record=plan.record,
-            redact=plan.redact,
-            quiet=True,
-            stream_limits=plan.limits,
-        )
-
-    history = chat_history_for(plan.history.no_save, plan.resumed, _scrubbed(plan))
-    try:
-        return run_dashboard(config, _dashboard(plan, plan.model), chat_history=history)
-    finally:
-        close_history(history)

@@ -16,9 +16,7 @@ recording is closed (within 2 s; a second signal exits at once); 2 for bad argum
 from __future__ import annotations
 
 import argparse
-import json
-import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from specmon.cli.args import PlanError, add_command, fail, pace, positive_int
@@ -29,28 +27,15 @@ from specmon.cli.session_setup import (
     add_theme_argument,
 )
 from specmon.cli.stream_args import add_stream_args, stream_limits_from
-from specmon.core.stream_limits import DEFAULT_LIMITS, StreamLimits
 from specmon.sim.drift import DRIFT_SYNTAX
+from specmon.ui.demo_run import DEMO_PROMPTS as DEMO_PROMPTS  # tests and benchmarks/ use it
+from specmon.ui.demo_run import DemoShow
 
 if TYPE_CHECKING:  # imported in run(): `specmon --help` must not import openai/httpx/rich
     from specmon.core.events import SessionInfo
-    from specmon.runtime.monitor import Monitor
     from specmon.sim.server import SimConfig
-    from specmon.ui.host import LogSource
 
 DEMO_SCHEDULE = "cycle:5f,1t,3d,1r"
-
-DEMO_PROMPTS: tuple[str, ...] = (
-    "Explain speculative decoding to a new colleague in three short paragraphs.",
-    "Write a Python function that merges two sorted lists, with a docstring and a test.",
-    "List five things that make a GPU throttle its clocks, one line each.",
-    "Summarise what acceptance length means for a draft model, with a small example.",
-    "Write a haiku about a server that answers faster than it thinks.",
-    "Compare ngram drafting and a small draft model: when does each one win?",
-    "Give a step-by-step plan to benchmark num_speculative_tokens on one GPU.",
-    "Describe a Space Invaders game loop in pseudo-code.",
-)
-
 
 NAME = "demo"
 SUMMARY = "run the built-in simulated server and watch it (no GPU needed; labelled SIMULATED)"
@@ -97,15 +82,7 @@ class DemoPlan:
     """What `specmon demo` does, read from its command line (`plan_from`)."""
 
     sim: SimConfig
-    max_tokens: int = 256
-    requests: int | None = None
-    json: bool = False
-    record: str | None = None
-    redact: tuple[str, ...] = ()
-    baseline: float | None = None
-    theme: str | None = None
-    export: tuple[str, int] | None = None
-    limits: StreamLimits = DEFAULT_LIMITS
+    show: DemoShow = field(default_factory=DemoShow)
 
 
 def plan_from(args: argparse.Namespace) -> DemoPlan:
@@ -129,8 +106,7 @@ def plan_from(args: argparse.Namespace) -> DemoPlan:
         resolve(sim)
     except (SimConfigError, ValueError) as exc:
         raise PlanError(str(exc)) from None
-    return DemoPlan(
-        sim,
+    show = DemoShow(
         max_tokens=args.max_tokens,
         requests=args.requests,
         json=args.json,
@@ -140,20 +116,17 @@ def plan_from(args: argparse.Namespace) -> DemoPlan:
         theme=args.theme,
         export=args.export,
         limits=stream_limits_from(args),
+        name_requests=sim.truth is not None,
     )
+    return DemoPlan(sim, show)
 
 
 def run(plan: DemoPlan) -> int:
-    from specmon.cli.export_args import start_exporter
-    from specmon.core.errors import RecordingError
-    from specmon.runtime.baseline import state_factory
-    from specmon.runtime.exporter import Exporter, ExporterError
-    from specmon.runtime.hub import Hub, SessionClock
-    from specmon.runtime.monitor import Monitor, Target
+    from specmon.runtime.hub import SessionClock
     from specmon.sim.gpu_page import SIM_GPU_PATH
     from specmon.sim.server import SimConfigError, start_in_thread
-    from specmon.sources.gpu import make_sampler
     from specmon.sources.log_lines import KEPT_LOG_LINES, KeptLog, LogLineSource
+    from specmon.ui.demo_run import run_demo
 
     # The simulator's log lines are a source like any other: queued from the sim's thread,
     # emitted by the hub (the newest 100 from before the hub started are kept).
@@ -175,44 +148,10 @@ def run(plan: DemoPlan) -> int:
     # Under a thermal drift the simulator's GPU (labelled simulated) is read as a dcgm-exporter
     # page, so the panel shows it heat and throttle and the thermal attribution names it.
     gpu = f"{sim.url}{SIM_GPU_PATH}" if sim.app.engine.drift.heat_s is not None else "none"
-    from specmon.cli.app_runner import wants_app  # a terminal, or a browser (specmon web)
-
-    if wants_app() and not plan.json:
-        try:
-            known = simulated_identity(plan.sim)
-            return _app(sim.url, plan, known, gpu=gpu, server_log=kept)
-        finally:
-            sim.stop()
-    monitor: Monitor | None = None
-    exporter: Exporter | None = None
     try:
-        monitor = Monitor(
-            [Target(sim.url)],
-            state_factory(plan.baseline),
-            interval=1.0,
-            record=plan.record,
-            redact=plan.redact,
-            hub=Hub(clock=clock),
-            stream_limits=plan.limits,
-            gpu=make_sampler(gpu),
-        )
-        export = plan.export
-        if export is not None:
-            try:
-                exporter = start_exporter(export, monitor.view, "demo")
-            except ExporterError as exc:
-                return fail(NAME, str(exc))
-        try:
-            monitor.start()
-        except RecordingError as exc:
-            return fail(NAME, str(exc))
-        monitor.run_source(logs.run)
-        return _drive(monitor, plan)
+        known = simulated_identity(plan.sim)
+        return run_demo(sim.url, plan.show, known, gpu=gpu, logs=logs, kept=kept, clock=clock)
     finally:
-        if monitor is not None:
-            monitor.stop()
-        if exporter is not None:
-            exporter.stop()
         sim.stop()
 
 
@@ -233,71 +172,3 @@ def simulated_identity(config: SimConfig) -> SessionInfo:
         n_spec=resolved.n_spec,
         simulated=True,
     )
-
-
-def _app(
-    url: str,
-    plan: DemoPlan,
-    known: SessionInfo | None = None,
-    *,
-    gpu: str = "none",
-    server_log: LogSource | None = None,
-) -> int:
-    """On a terminal: the chat app against the simulator, sending the demo prompts one after
-    another (the user's own prompts go next), SIMULATED on screen at all times; l / ctrl+l
-    shows the simulator's log (`server_log`). The collector runs in its own process; the
-    simulator stays on its thread here."""
-    from specmon.cli.app_runner import Dashboard, run_dashboard
-    from specmon.runtime.monitor import Target
-    from specmon.runtime.session import SessionConfig
-    from specmon.ui.conversation import ChatSettings
-
-    config = SessionConfig(
-        (Target(url),),
-        record=plan.record,
-        redact=plan.redact,
-        quiet=True,
-        stream_limits=plan.limits,
-        known=known,
-        gpu=gpu,
-        baseline_tok_s=plan.baseline,
-    )
-    dashboard = Dashboard(
-        NAME,
-        "demo",
-        theme=plan.theme,
-        export=plan.export,
-        settings=ChatSettings(max_tokens=plan.max_tokens),
-        auto_prompts=DEMO_PROMPTS,
-        max_answers=plan.requests,
-        idle_timeout_s=plan.limits.idle_timeout_s,
-    )
-    return run_dashboard(lambda: config, dashboard, server_log=server_log)
-
-
-def _drive(monitor: Monitor, plan: DemoPlan) -> int:
-    from specmon.cli.app_runner import show_console
-    from specmon.sources.stream_client import ChatRequest
-
-    url = monitor.targets[0].base
-    requests = [ChatRequest(prompt=p, max_tokens=plan.max_tokens) for p in DEMO_PROMPTS]
-    done = threading.Event()
-    loop = monitor.prompt_loop(
-        requests, count=plan.requests, name_requests=plan.sim.truth is not None
-    )
-    loop.add_done_callback(lambda _f: done.set())
-    interrupted = False
-    try:
-        if not plan.json:
-            show_console(monitor, done=done, banner=f"[SIMULATED] specmon demo against {url}")
-        else:
-            while not done.wait(0.25):  # timed: the main thread stays responsive to signals
-                pass
-    except KeyboardInterrupt:
-        interrupted = True
-    loop.cancel()
-    if not interrupted and loop.done() and not loop.cancelled() and loop.exception() is not None:
-        return fail(NAME, f"the prompt loop failed: {loop.exception()}", 1)
-    if plan.json:
-        print(json.dumps(monitor.snapshot()))
-    return 130 if interrupted else 0

@@ -1,16 +1,10 @@
 """`--export [HOST:]PORT`: specmon's own /metrics page (runtime/exporter.py), the same flag and
-the same start for every command that has a live session (watch, demo, chat, serve)."""
+the same start for every command that has a live session (watch, demo, chat, serve:
+`runtime.exporter.start_exporter`)."""
 
 from __future__ import annotations
 
 import argparse
-import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # imported when a session starts, not when `specmon --help` registers
-    from specmon.core.views import SessionView
-    from specmon.runtime.exporter import Exporter
 
 
 def add_export_argument(parser: argparse.ArgumentParser) -> None:
@@ -36,23 +30,3 @@ def export_address(text: str) -> tuple[str, int]:
         return parse_listen(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def start_exporter(
-    listen: tuple[str, int], read_view: Callable[[], SessionView | None], command: str
-) -> Exporter:
-    """Serve /metrics on `listen`, fed from `read_view`, and say where on stderr (and when it is
-    not loopback). Raises ExporterError (a port in use: one line) before anything is served."""
-    from specmon.runtime.exporter import Exporter
-    from specmon.sources.addresses import is_loopback
-
-    exporter = Exporter()
-    exporter.serve(*listen)
-    exporter.follow(read_view)
-    host, port = listen
-    where = "loopback only" if is_loopback(host) else "NOT loopback: reachable from the network"
-    print(
-        f"specmon {command}: serving /metrics on http://{host}:{port}/metrics ({where})",
-        file=sys.stderr,
-    )
-    return exporter

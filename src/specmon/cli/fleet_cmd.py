@@ -23,8 +23,7 @@ Defaults you set once: [baseline] tok_s and [app] theme in $XDG_CONFIG_HOME/spec
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from specmon.cli.args import (
     PlanError,
@@ -39,14 +38,10 @@ from specmon.cli.session_setup import (
     add_redact_argument,
     add_theme_argument,
 )
-
-if TYPE_CHECKING:  # imported in run(): `specmon --help` must not import httpx
-    from specmon.runtime.fleet_run import FleetSpec
+from specmon.ui.watch_output import FLEET_INTERVAL_S, FleetPlan
 
 NAME = "fleet"
 SUMMARY = "every vLLM target a Prometheus scrapes: tok/s, acceptance, GPU (docs/fleet.md)"
-FLEET_INTERVAL_S = 5.0
-"""Default seconds between reads of a Prometheus (its own scrape interval is usually 15 s)."""
 MAX_RATE_WINDOW_S = 24 * 3600.0
 """Longest --rate-window accepted: a day."""
 
@@ -101,37 +96,6 @@ def register(subparsers: Any) -> None:
     add_export_argument(p)
 
 
-@dataclass(frozen=True, slots=True)
-class FleetPlan:
-    """What `specmon fleet` (or `watch --prometheus`) does, read from its command line."""
-
-    command: str
-    """The command as typed ("fleet", or "watch" for `watch --prometheus`): its messages."""
-    url: str
-    match: str | None = None
-    bearer_token_file: str | None = None
-    rate_window_s: float = 60.0
-    interval: float = FLEET_INTERVAL_S
-    baseline: float | None = None
-    theme: str | None = None
-    record: str | None = None
-    redact: tuple[str, ...] = ()
-    once: bool = False
-    json: bool = False
-    export: tuple[str, int] | None = None
-
-    def spec(self) -> FleetSpec:
-        from specmon.runtime.fleet_run import FleetSpec
-
-        return FleetSpec(
-            self.url,
-            self.match,
-            self.interval,
-            self.rate_window_s,
-            bearer_token_file=self.bearer_token_file,
-        )
-
-
 def fleet_plan(args: argparse.Namespace, url: str, *, command: str) -> FleetPlan:
     """The fleet the arguments ask for; PlanError (one line) for a bad selector or a token file
     that cannot be used (checked now, before anything starts)."""
@@ -170,41 +134,6 @@ def plan_from(args: argparse.Namespace) -> FleetPlan:
 
 
 def run(plan: FleetPlan) -> int:
-    """The session's servers are the vLLM targets the Prometheus scrapes: the app on a
-    terminal, else one snapshot, JSON lines or plain lines."""
-    from specmon.cli.app_runner import wants_app  # a terminal, or a browser (specmon web)
-    from specmon.cli.watch_output import run_monitor
-    from specmon.runtime.baseline import state_factory
-    from specmon.runtime.monitor import Monitor
+    from specmon.ui.watch_output import run_fleet
 
-    spec = plan.spec()
-    if not plan.json and not plan.once and wants_app():
-        return _app(plan, spec)
-    monitor = Monitor(
-        [],
-        state_factory(plan.baseline),
-        interval=plan.interval,
-        record=plan.record,
-        redact=plan.redact,
-    )
-    return run_monitor(
-        monitor, plan.command, plan.export, once=plan.once, as_json=plan.json, fleet_spec=spec
-    )
-
-
-def _app(plan: FleetPlan, spec: FleetSpec) -> int:
-    """On a terminal: the app's dashboard screen, the fleet source in the collector process."""
-    from specmon.cli.app_runner import Dashboard, run_dashboard
-    from specmon.runtime.session import SessionConfig
-
-    config = SessionConfig(
-        (),
-        interval=plan.interval,
-        record=plan.record,
-        redact=plan.redact,
-        quiet=True,
-        fleet=spec,
-        baseline_tok_s=plan.baseline,
-    )
-    dashboard = Dashboard(plan.command, "watch", theme=plan.theme, export=plan.export)
-    return run_dashboard(lambda: config, dashboard)
+    return run_fleet(plan)

@@ -5,13 +5,9 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from specmon.cli.args import positive_float
 from specmon.sources.addresses import url_is_loopback
-
-if TYPE_CHECKING:  # imported when a session starts, not when `specmon --help` registers
-    from specmon.sources.gpu.loop import GpuSampler
 
 
 def add_baseline_argument(parser: argparse.ArgumentParser) -> None:
@@ -57,12 +53,10 @@ def default_gpu_source(urls: Sequence[str]) -> str:
     return "local" if urls and all(url_is_loopback(u) for u in urls) else "none"
 
 
-def gpu_sampler(choice: str) -> GpuSampler | None:
-    """The GPU sampler for `--gpu local|none|DCGM_URL`: NVML for "local", a dcgm-exporter reader
-    for a URL, None for "none" (ValueError for anything else)."""
-    from specmon.sources.gpu import make_sampler
-
-    return make_sampler(choice)
+def gpu_choice(given: str | None, urls: Sequence[str]) -> str:
+    """`--gpu` as given (checked by its argument type), else from where the servers are
+    (`default_gpu_source`)."""
+    return given if given is not None else default_gpu_source(urls)
 
 
 def redact_pattern(text: str) -> str:

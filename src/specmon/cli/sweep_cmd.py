@@ -40,17 +40,21 @@ Exit status: 0 done; 1 no point could be measured; 2 bad arguments; 130 interrup
 from __future__ import annotations
 
 import argparse
-import sys
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
-from specmon.cli.args import PlanError, add_command, fail, server_url
+from specmon.bench.sweep_run import (
+    SweepDryRun,
+    SweepPlan,
+    described_servers,
+    resumed_attached,
+    resumed_host,
+)
+from specmon.cli.args import PlanError, add_command, server_url
 from specmon.cli.bench_cmd import add_server_arguments, add_workload_arguments
 from specmon.cli.host_args import add_host_arguments
 from specmon.cli.stream_args import stream_limits_from
 from specmon.core.credentials import resolve_api_key
-from specmon.core.stream_limits import StreamLimits
 from specmon.runtime.host_plan import HostFlags
 
 NAME = "sweep"
@@ -138,36 +142,6 @@ def register(subparsers: Any) -> None:
             action.metavar = "N[,N...]"
 
 
-@dataclass(frozen=True)
-class SweepPlan:
-    """Everything a sweep runs from, read from the command line (and the --resume folder) once:
-    the command runs from this, never from the parsed arguments."""
-
-    spec: Any
-    """The bench.sweep.SweepSpec: points, concurrencies, repeats, workload, URLs, host flags."""
-    store: Any
-    """The bench.sweep.SweepStore of the sweep folder."""
-    provider: Any
-    """Where each point's server comes from (attached URLs, or started per point)."""
-    gpu: str
-    baseline: float | None
-    scrape_interval: float
-    api_key: str | None = field(repr=False)
-    stream_limits: StreamLimits
-    plot: str | None
-    emit_vllm_dynamic: str | None
-    create: bool
-    """A new sweep: the folder is created before the first point (a resumed one exists)."""
-
-
-@dataclass(frozen=True)
-class SweepDryRun:
-    """`--dry-run`: each point's command is printed, nothing starts."""
-
-    flags: HostFlags
-    spec: Any
-
-
 def plan_from(args: argparse.Namespace) -> SweepPlan | SweepDryRun:
     """The sweep the command line asks for; PlanError (one line, exit 2) for a setting that
     cannot be."""
@@ -181,23 +155,10 @@ def plan_from(args: argparse.Namespace) -> SweepPlan | SweepDryRun:
         raise PlanError(str(exc)) from None
 
 
-def run(plan: SweepPlan | SweepDryRun) -> int:
-    from specmon.bench.config import ConfigError
-    from specmon.bench.sweep import SweepError
-
-    if isinstance(plan, SweepDryRun):
-        return _dry_run(plan.flags, plan.spec)
-    if plan.create:
-        try:
-            plan.store.create(plan.spec)
-        except (ConfigError, SweepError) as exc:
-            return fail(NAME, str(exc))
-    return _sweep(plan)
-
-
 def plan_sweep(args: argparse.Namespace) -> SweepPlan | SweepDryRun:
     """The sweep the command line asks for (or its --dry-run). ConfigError, PlotUnavailable or
     SweepError (one line) for a setting that cannot be."""
+    from specmon.bench.command import check_baseline
     from specmon.bench.config import (
         MAX_CONCURRENCY,
         MAX_REPEATS,
@@ -208,8 +169,9 @@ def plan_sweep(args: argparse.Namespace) -> SweepPlan | SweepDryRun:
     from specmon.bench.plot import check_plot_target
     from specmon.bench.servers import AttachProvider, StartingProvider, parse_points
     from specmon.bench.sweep import SweepSpec, SweepStore
-    from specmon.cli.bench_cmd import check_baseline, check_gpu, scrape_interval, workload_config
+    from specmon.cli.bench_cmd import scrape_interval, workload_config
     from specmon.cli.host_args import host_requested
+    from specmon.cli.session_setup import gpu_choice
 
     baseline = check_baseline(args.baseline)
     if args.plot:
@@ -237,7 +199,9 @@ def plan_sweep(args: argparse.Namespace) -> SweepPlan | SweepDryRun:
             spec = _host_spec(args, flags, grid)
             store = SweepStore(args.out or _default_folder())
         else:
-            spec, flags = _resumed_host(args, spec, grid, store.folder / "sweep.json")
+            given_flags = _given_host_flags(args) if host_requested(args) else None
+            where = store.folder / "sweep.json"
+            spec, flags = resumed_host(given_flags, args.n_spec, spec, grid, where)
         if args.dry_run:
             return SweepDryRun(flags, spec)
         from specmon.bench.host import check_points, host_point, served_api_key
@@ -264,9 +228,9 @@ def plan_sweep(args: argparse.Namespace) -> SweepPlan | SweepDryRun:
             if args.point or args.n_spec or args.attach or args.resume is None
             else {}
         )
-        described = _described(args)
+        described = described_servers(args.method, args.draft)
         if args.resume is not None:
-            spec = _resumed_attached(spec, store, given, described)
+            spec = resumed_attached(spec, store, given, described)
         else:
             concs = parse_int_list("--concurrency", args.concurrency, 1, MAX_CONCURRENCY)
             config = workload_config(args, concurrency=concs[0])
@@ -282,7 +246,7 @@ def plan_sweep(args: argparse.Namespace) -> SweepPlan | SweepDryRun:
         spec=spec,
         store=store,
         provider=provider,
-        gpu=check_gpu(args.gpu, gpu_urls),
+        gpu=gpu_choice(args.gpu, gpu_urls),
         baseline=baseline,
         scrape_interval=scrape_interval(args),
         api_key=resolve_api_key(api_key),  # the key resolved once, here
@@ -298,26 +262,6 @@ def _given_host_flags(args: argparse.Namespace) -> HostFlags:
     port per point, since a stopped server's port may linger)."""
     flags = replace(HostFlags.of(args), n_spec=None)
     return flags if flags.port is not None else replace(flags, port=0)
-
-
-def _described(args: argparse.Namespace) -> dict[str, Any] | None:
-    """Attached servers: what `--method`/`--draft` say they run (checked as host mode checks
-    them), for the recommended command; None when neither is given."""
-    if args.method is None and args.draft is None:
-        return None
-    from specmon.bench.config import ConfigError
-    from specmon.sources.host.spec import DRAFT_METHODS, HostSpecError, resolve_method
-
-    try:
-        method = resolve_method(args.draft, args.method)
-    except HostSpecError as exc:
-        raise ConfigError(str(exc)) from None
-    if args.draft is not None and method not in DRAFT_METHODS:
-        raise ConfigError(
-            f"--draft does not fit --method {method} (it drafts without a separate model); "
-            f"methods that take --draft: {', '.join(DRAFT_METHODS)}"
-        )
-    return {"method": method, "draft": args.draft}
 
 
 def _grid(args: argparse.Namespace) -> Any:
@@ -348,173 +292,13 @@ def _host_spec(args: argparse.Namespace, flags: HostFlags, grid: Any) -> Any:
     )
 
 
-def _resumed_host(
-    args: argparse.Namespace, spec: Any, grid: Any, where: Path
-) -> tuple[Any, HostFlags]:
-    """The saved host-mode sweep with the host-mode flags of the command line. The folder's
-    recorded flags only confirm them: a sweep folder is shared, so it never chooses the program,
-    environment or arguments that run (ConfigError, one line, saying what to give)."""
-    from specmon.bench.config import ConfigError, parse_int_list
-    from specmon.bench.host import (
-        holds_secret,
-        saved_host_flags,
-        setup_differences,
-        setup_words,
-        shown_words,
-    )
-    from specmon.bench.limits import MAX_N_SPEC
-    from specmon.cli.host_args import host_requested
-
-    recorded = spec.host.get("flags")
-    recorded = recorded if isinstance(recorded, dict) else {}
-    if not host_requested(args):
-        if holds_secret(recorded):
-            raise ConfigError(
-                "this sweep's host-mode flags held a secret, which is never saved: give the "
-                "host-mode flags (--model ... -- ...) again with --resume"
-            )
-        raise ConfigError(
-            f"{where} records how this sweep starts vLLM, and a sweep folder is not trusted "
-            "to choose what runs: check them and give them again with --resume: "
-            + shown_words(setup_words(recorded, spec.grid))
-        )
-    flags = _given_host_flags(args)
-    saved = saved_host_flags(flags)
-    differ = setup_differences(recorded, saved, spec.grid, grid)
-    if differ:
-        raise ConfigError(
-            f"{where} was measured with other host-mode flags than the command line gives: "
-            + "; ".join(differ)
-            + ". Give the folder's to resume it (check them: a sweep folder is not trusted to "
-            "choose what runs), or start a new sweep with --out"
-        )
-    if args.n_spec is not None:
-        more = parse_int_list("--n-spec", args.n_spec, 0, MAX_N_SPEC)
-        spec = replace(spec, points=spec.points + tuple(n for n in more if n not in spec.points))
-    return replace(spec, host={"flags": saved}), flags
-
-
-def _resumed_attached(
-    spec: Any, store: Any, given: dict[int, str], described: dict[str, Any] | None
-) -> Any:
-    """The saved sweep of attached servers, with the servers of the command line. A URL the
-    folder lists for a point still to measure, or a --method/--draft it describes, must be given
-    again (ConfigError, one line, saying what): a shared folder never chooses where requests
-    and the API key go, nor the draft model of the recommended command."""
-    from specmon.bench.config import ConfigError
-    from specmon.bench.host import shown_words
-    from specmon.bench.sweep import SweepSpec, run_key
-
-    runs = store.load_runs()
-    pending = {
-        point.n_spec
-        for point in spec.point_list()
-        for c in spec.concurrencies
-        for r in range(1, spec.repeats + 1)
-        if run_key(point.n_spec, c, r, point.serve) not in runs
-    }
-    words: list[str] = []
-    for n, url in sorted(spec.urls.items()):
-        if n in pending and n not in given:
-            words += ["--point", f"{n}={url}"]
-    told = spec.described or {}
-    if described is None and (told.get("method") or told.get("draft")):
-        for flag, key in (("--method", "method"), ("--draft", "draft")):
-            if told.get(key):
-                words += [flag, str(told[key])]
-    if words:
-        raise ConfigError(
-            f"{store.folder / 'sweep.json'} names servers (or the draft) that the command line "
-            "does not give, and a sweep folder is not trusted to choose where requests and the "
-            "API key go: check them and give them again with --resume: " + shown_words(words)
-        )
-    return SweepSpec(
-        spec.points + tuple(n for n in given if n not in spec.points),
-        spec.concurrencies,
-        spec.repeats,
-        spec.config,
-        {**spec.urls, **given},
-        described=described,
-    )
-
-
-def _dry_run(flags: HostFlags, spec: Any) -> int:
-    """Print each point's exact command line; start nothing."""
-    from specmon.bench.host import point_flags
-    from specmon.core.errors import SpecmonError
-    from specmon.runtime.host_plan import dry_run_text, plan_host
-
-    for point in spec.point_list():
-        try:
-            plan = plan_host(point_flags(flags, point), launching=False)
-        except SpecmonError as exc:
-            return fail(NAME, f"{point.label}: {exc}")
-        print(f"# {point.label}")
-        print(dry_run_text(plan))
-    return 0
-
-
 def _default_folder() -> str:
     import datetime as dt
 
     return "specmon-sweep-" + dt.datetime.now().strftime("%Y%m%d-%H%M%S")
 
 
-def _sweep(plan: SweepPlan) -> int:
-    from rich.console import Console
+def run(plan: SweepPlan | SweepDryRun) -> int:
+    from specmon.bench.sweep_run import run_sweep_plan
 
-    from specmon import __version__
-    from specmon.bench.interruptible import run_interruptible, stop_requested
-    from specmon.bench.plot import PlotUnavailable, write_plot
-    from specmon.bench.render import print_sweep, progress_for
-    from specmon.bench.runner import run_bench
-    from specmon.bench.sweep import SweepError, run_sweep
-
-    store = plan.store
-    print(f"specmon sweep: saving to {store.folder}", file=sys.stderr)
-
-    def one(endpoint: Any, config: Any, label: str) -> Any:
-        display = progress_for(sys.stderr, label=label)
-        with display:
-            return run_interruptible(
-                run_bench(
-                    endpoint,
-                    config,
-                    api_key=plan.api_key,
-                    gpu=plan.gpu,
-                    progress=display,
-                    scrape_interval=plan.scrape_interval,
-                    stream_limits=plan.stream_limits,
-                )
-            )
-
-    try:
-        outcome = run_sweep(
-            plan.spec,
-            plan.provider,
-            store,
-            run=one,
-            baseline_tok_s=plan.baseline,
-            on_event=lambda s: print(f"specmon sweep: {s}", file=sys.stderr, flush=True),
-            specmon_version=__version__,
-            stop_requested=stop_requested,
-        )
-    except SweepError as exc:  # a file of the folder that cannot be written (or is a link)
-        return fail(NAME, str(exc), 1)
-    width = None if sys.stdout.isatty() else 140
-    print_sweep(outcome.summary, Console(highlight=False, width=width))
-    if plan.plot and outcome.summary.cells:
-        try:
-            write_plot(outcome.summary, plan.plot)
-            print(f"specmon sweep: plot written to {plan.plot}", file=sys.stderr)
-        except (PlotUnavailable, OSError) as exc:
-            print(f"specmon sweep: no plot: {exc}", file=sys.stderr)
-    emitted = True
-    if plan.emit_vllm_dynamic and outcome.summary.cells:
-        from specmon.bench.vllm_dynamic import emit
-
-        emitted, note = emit(outcome.summary, plan.emit_vllm_dynamic)
-        print(f"specmon sweep: {note}", file=sys.stderr)
-    if outcome.interrupted:
-        return fail(NAME, f"interrupted; continue with --resume {store.folder}", 130)
-    return 0 if outcome.summary.cells and emitted else 1
+    return run_sweep_plan(plan)

@@ -33,8 +33,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from specmon.cli.args import (
     PlanError,
@@ -42,7 +41,6 @@ from specmon.cli.args import (
     add_command,
     add_gpu_argument,
     api_key_of,
-    fail,
     http_url,
     scrape_interval,
     server_url,
@@ -53,19 +51,12 @@ from specmon.cli.session_setup import (
     add_baseline_argument,
     add_redact_argument,
     add_theme_argument,
-    default_gpu_source,
-    gpu_sampler,
+    gpu_choice,
 )
-from specmon.core.canary import DEFAULT_INTERVAL_S
-
-if TYPE_CHECKING:  # imported in run(): `specmon --help` must not import openai/httpx
-    from specmon.cli.fleet_cmd import FleetPlan
-    from specmon.runtime.monitor import Target
-
-DEFAULT_CANARY_S = DEFAULT_INTERVAL_S
-"""`--canary` without a value."""
-MIN_CANARY_S = 10.0
-MAX_CANARY_S = 86_400.0
+from specmon.core.canary import DEFAULT_INTERVAL_S as DEFAULT_CANARY_S  # --canary alone
+from specmon.core.canary import MAX_INTERVAL_S as MAX_CANARY_S
+from specmon.core.canary import MIN_INTERVAL_S as MIN_CANARY_S
+from specmon.ui.watch_output import FleetPlan, WatchPlan
 
 NAME = "watch"
 NO_SERVERS = (
@@ -139,25 +130,6 @@ def register(subparsers: Any) -> None:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class WatchPlan:
-    """What `specmon watch --attach ...` does, read from its command line (`plan_from`)."""
-
-    targets: tuple[Target, ...]
-    api_key: str | None = field(default=None, repr=False)
-    gpu: str = "none"
-    baseline: float | None = None
-    interval: float = 1.0
-    theme: str | None = None
-    record: str | None = None
-    redact: tuple[str, ...] = ()
-    once: bool = False
-    json: bool = False
-    export: tuple[str, int] | None = None
-    canary_s: float | None = None
-    canary_relearn: bool = False
-
-
 def _canary_problem(args: argparse.Namespace) -> str | None:
     """Why --canary cannot be used with these arguments (None: it can)."""
     if not MIN_CANARY_S <= args.canary <= MAX_CANARY_S:  # NaN fails too
@@ -207,7 +179,7 @@ def plan_from(args: argparse.Namespace) -> WatchPlan | FleetPlan:
     return WatchPlan(
         tuple(targets),
         api_key=api_key_of(args),
-        gpu=args.gpu if args.gpu is not None else default_gpu_source(args.attach),
+        gpu=gpu_choice(args.gpu, args.attach),
         baseline=args.baseline,
         interval=args.interval if args.interval is not None else 1.0,
         theme=args.theme,
@@ -226,58 +198,11 @@ ALIAS_NOTE = "specmon watch: --prometheus URL is `specmon fleet URL` now (the sa
 
 
 def run(plan: WatchPlan | FleetPlan) -> int:
-    from specmon.cli.app_runner import wants_app  # a terminal, or a browser (specmon web)
-    from specmon.cli.watch_output import run_monitor
-    from specmon.runtime.baseline import state_factory
-    from specmon.runtime.monitor import Monitor
-
     if not isinstance(plan, WatchPlan):
         from specmon.cli import fleet_cmd
 
         print(ALIAS_NOTE, file=sys.stderr, flush=True)
         return fleet_cmd.run(plan)
-    if not plan.json and not plan.once and wants_app():
-        return _app(plan)
-    try:
-        monitor = Monitor(
-            plan.targets,
-            state_factory(plan.baseline),
-            api_key=plan.api_key,
-            gpu=gpu_sampler(plan.gpu),
-            interval=plan.interval,
-            record=plan.record,
-            redact=plan.redact,
-        )
-    except ValueError as exc:
-        return fail(NAME, str(exc))
-    return run_monitor(
-        monitor,
-        NAME,
-        plan.export,
-        once=plan.once,
-        as_json=plan.json,
-        canary_s=plan.canary_s,
-        canary_relearn=plan.canary_relearn,
-    )
+    from specmon.ui.watch_output import run_watch
 
-
-def _app(plan: WatchPlan) -> int:
-    """On a terminal: the app's dashboard screen (the chat's side panel, full-width), with the
-    collector in its own process."""
-    from specmon.cli.app_runner import Dashboard, run_dashboard
-    from specmon.runtime.session import SessionConfig
-
-    config = SessionConfig(
-        plan.targets,
-        api_key=plan.api_key,
-        gpu=plan.gpu,
-        interval=plan.interval,
-        record=plan.record,
-        redact=plan.redact,
-        quiet=True,
-        canary_s=plan.canary_s,
-        canary_relearn=plan.canary_relearn,
-        baseline_tok_s=plan.baseline,
-    )
-    dashboard = Dashboard(NAME, "watch", theme=plan.theme, export=plan.export)
-    return run_dashboard(lambda: config, dashboard)
+    return run_watch(plan)

@@ -25,6 +25,7 @@ speed levels: core.detectors.speed_class). The HTTP server (prometheus_client's)
 from __future__ import annotations
 
 import math
+import sys
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -238,3 +239,22 @@ def _final(row: RequestRow) -> bool:
     return (
         row.settled or row.quality is not None or (row.vanilla is not None and row.vanilla.flagged)
     )
+
+
+def start_exporter(
+    listen: tuple[str, int], read_view: Callable[[], SessionView | None], command: str
+) -> Exporter:
+    """Serve /metrics on `listen`, fed from `read_view`, and say where on stderr (and when it is
+    not loopback). Raises ExporterError (a port in use: one line) before anything is served."""
+    from specmon.sources.addresses import is_loopback
+
+    exporter = Exporter()
+    exporter.serve(*listen)
+    exporter.follow(read_view)
+    host, port = listen
+    where = "loopback only" if is_loopback(host) else "NOT loopback: reachable from the network"
+    print(
+        f"specmon {command}: serving /metrics on http://{host}:{port}/metrics ({where})",
+        file=sys.stderr,
+    )
+    return exporter

@@ -1,6 +1,7 @@
-"""Host-mode start-up shared by `specmon serve` and `specmon chat --model` (the plan and the
-launch, with their one-line errors, are cli/host_launch.py's `plan_or_exit` and `launch_or_exit`).
+"""Host-mode start-up shared by `specmon serve` and `specmon chat --model`.
 
+    plan_or_exit(flags, "serve")               the plan, or the exit code (--dry-run, a bad flag)
+    launch_or_exit(plan, "serve")              the started server, or the exit code
     raise_stop_grace()                         the bounded shutdown waits for the group's stop
     with stop_signals(): ...                   without the bounded shutdown, SIGTERM/SIGHUP raise
                                                Terminated (every way out reaches the caller's
@@ -25,6 +26,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from specmon.runtime.host_plan import HostFlags, HostPlan
+from specmon.runtime.one_line import fail
 
 if TYPE_CHECKING:
     from specmon.core.events import SessionInfo
@@ -238,3 +240,43 @@ class AppHost:
     def session_info(self) -> SessionInfo:
         """The recording header's host fields (with the version the log named, once ready)."""
         return self.plan.session_info(self._ready)
+
+
+def plan_or_exit(
+    args: HostFlags, command: str, *, say: Callable[[str], None] = _stderr
+) -> HostPlan | int:
+    """Resolve presets and flags and run the pre-launch checks. Returns the plan, or the exit
+    code: 0 after --dry-run (the command and environment printed), 2 for bad input or a failed
+    check (one line on stderr)."""
+    from specmon.core.errors import SpecmonError
+    from specmon.runtime.host_plan import dry_run_text, plan_host
+
+    try:
+        plan = plan_host(args, launching=not args.dry_run, say=say)
+    except SpecmonError as exc:
+        return fail(command, str(exc))
+    for warning in plan.warnings:
+        say(warning)
+    if args.dry_run:
+        print(dry_run_text(plan))
+        return 0
+    return plan
+
+
+def launch_or_exit(
+    plan: HostPlan,
+    command: str,
+    *,
+    on_line: Callable[[str], None] | None = None,
+    say: Callable[[str], None] = _stderr,
+) -> HostedServer | int:
+    """Start the planned server; 2 when it cannot be executed. Says where its log goes."""
+    from specmon.runtime.host_plan import launch_host
+
+    try:
+        server = launch_host(plan, on_line=on_line)
+    except OSError as exc:
+        return fail(command, f"cannot start {plan.command.argv[0]}: {exc}")
+    say(f"vLLM log: {server.log_path}")
+    say(f"vLLM pid {server.pid} (process group {server.pgid}) at {server.base_url}")
+    return server

@@ -1,8 +1,6 @@
 """Running a command's screen: the Textual app (the same start and stop for chat, demo, watch,
 replay and serve), or without it the plain lines (watch, demo, serve).
 
-    on_terminal()                      the one answer to "is there a terminal?"
-                                       (runtime/terminal.py, re-exported here)
     run_dashboard(config, dashboard)   a live session (runtime.session.open_session) in the app:
                                        chat, demo, watch, fleet and chat's host mode
 """
@@ -13,12 +11,6 @@ import asyncio
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
-
-# The terminal check's home is runtime/terminal.py; the commands still import it from here.
-from specmon.runtime.terminal import WEB_DRIVER as WEB_DRIVER
-from specmon.runtime.terminal import on_terminal as on_terminal
-from specmon.runtime.terminal import served_to_browser as served_to_browser
-from specmon.runtime.terminal import wants_app as wants_app
 
 if TYPE_CHECKING:  # imported by the commands' run(), not when `specmon --help` registers
     import threading
@@ -109,13 +101,12 @@ def run_app(
     a port in use is a one-line error (exit 2) before the app starts. `before_close`: called
     when the app has ended, before the session stops (host mode stops its server there, so
     that the server's last lines still reach the session and its recording)."""
-    from specmon.cli.args import fail
     from specmon.runtime import shutdown
+    from specmon.runtime.one_line import fail
 
     exporter: Exporter | None = None
     if export is not None:  # prometheus_client only when asked for (the first paint waits)
-        from specmon.cli.export_args import start_exporter
-        from specmon.runtime.exporter import ExporterError
+        from specmon.runtime.exporter import ExporterError, start_exporter
 
         try:
             exporter = start_exporter(export, port.view, command)

@@ -1,6 +1,7 @@
-"""The output of `specmon watch` and `specmon fleet` without the app: one snapshot (`--once`,
-the servers table or JSON), JSON lines (`--json`), or the Rich console; specmon's /metrics
-(`--export`) served meanwhile."""
+"""`specmon watch` and `specmon fleet` from their plans (read by cli/watch_cmd.py and
+cli/fleet_cmd.py): the app's dashboard on a terminal, else the output without the app: one
+snapshot (`--once`, the servers table or JSON), JSON lines (`--json`), or the Rich console;
+specmon's /metrics (`--export`) served meanwhile."""
 
 from __future__ import annotations
 
@@ -9,18 +10,165 @@ import os
 import sys
 import threading
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from specmon.cli.args import fail
-from specmon.cli.export_args import start_exporter
-from specmon.core.watch_json import snapshot_of
+from specmon.runtime.one_line import fail
 
-if TYPE_CHECKING:  # imported in run(): `specmon --help` must not import openai/httpx
+if TYPE_CHECKING:  # the plans are imported by `specmon --help`: nothing heavy at the top
     from specmon.core.views import SessionView
     from specmon.runtime.fleet_run import FleetSpec
-    from specmon.runtime.monitor import Monitor
+    from specmon.runtime.monitor import Monitor, Target
     from specmon.sources.prometheus_fleet import PrometheusFleet
+
+
+FLEET_INTERVAL_S = 5.0
+"""Default seconds between reads of a Prometheus (its own scrape interval is usually 15 s)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WatchPlan:
+    """What `specmon watch --attach ...` does, read from its command line (`plan_from`)."""
+
+    targets: tuple[Target, ...]
+    api_key: str | None = field(default=None, repr=False)
+    gpu: str = "none"
+    baseline: float | None = None
+    interval: float = 1.0
+    theme: str | None = None
+    record: str | None = None
+    redact: tuple[str, ...] = ()
+    once: bool = False
+    json: bool = False
+    export: tuple[str, int] | None = None
+    canary_s: float | None = None
+    canary_relearn: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class FleetPlan:
+    """What `specmon fleet` (or `watch --prometheus`) does, read from its command line."""
+
+    command: str
+    """The command as typed ("fleet", or "watch" for `watch --prometheus`): its messages."""
+    url: str
+    match: str | None = None
+    bearer_token_file: str | None = None
+    rate_window_s: float = 60.0
+    interval: float = FLEET_INTERVAL_S
+    baseline: float | None = None
+    theme: str | None = None
+    record: str | None = None
+    redact: tuple[str, ...] = ()
+    once: bool = False
+    json: bool = False
+    export: tuple[str, int] | None = None
+
+    def spec(self) -> FleetSpec:
+        from specmon.runtime.fleet_run import FleetSpec
+
+        return FleetSpec(
+            self.url,
+            self.match,
+            self.interval,
+            self.rate_window_s,
+            bearer_token_file=self.bearer_token_file,
+        )
+
+
+def run_watch(plan: WatchPlan) -> int:
+    """`specmon watch --attach ...` from its plan: the app on a terminal (or a browser), else
+    one snapshot, JSON lines or plain lines; the exit status."""
+    from specmon.runtime.baseline import state_factory
+    from specmon.runtime.monitor import Monitor
+    from specmon.runtime.terminal import wants_app  # a terminal, or a browser (specmon web)
+    from specmon.sources.gpu import make_sampler
+
+    if not plan.json and not plan.once and wants_app():
+        return _watch_app(plan)
+    try:
+        monitor = Monitor(
+            plan.targets,
+            state_factory(plan.baseline),
+            api_key=plan.api_key,
+            gpu=make_sampler(plan.gpu),
+            interval=plan.interval,
+            record=plan.record,
+            redact=plan.redact,
+        )
+    except ValueError as exc:
+        return fail("watch", str(exc))
+    return run_monitor(
+        monitor,
+        "watch",
+        plan.export,
+        once=plan.once,
+        as_json=plan.json,
+        canary_s=plan.canary_s,
+        canary_relearn=plan.canary_relearn,
+    )
+
+
+def _watch_app(plan: WatchPlan) -> int:
+    """On a terminal: the app's dashboard screen (the chat's side panel, full-width), with the
+    collector in its own process."""
+    from specmon.runtime.session import SessionConfig
+    from specmon.ui.app_runner import Dashboard, run_dashboard
+
+    config = SessionConfig(
+        plan.targets,
+        api_key=plan.api_key,
+        gpu=plan.gpu,
+        interval=plan.interval,
+        record=plan.record,
+        redact=plan.redact,
+        quiet=True,
+        canary_s=plan.canary_s,
+        canary_relearn=plan.canary_relearn,
+        baseline_tok_s=plan.baseline,
+    )
+    dashboard = Dashboard("watch", "watch", theme=plan.theme, export=plan.export)
+    return run_dashboard(lambda: config, dashboard)
+
+
+def run_fleet(plan: FleetPlan) -> int:
+    """The session's servers are the vLLM targets the Prometheus scrapes: the app on a
+    terminal, else one snapshot, JSON lines or plain lines."""
+    from specmon.runtime.baseline import state_factory
+    from specmon.runtime.monitor import Monitor
+    from specmon.runtime.terminal import wants_app  # a terminal, or a browser (specmon web)
+
+    spec = plan.spec()
+    if not plan.json and not plan.once and wants_app():
+        return _fleet_app(plan, spec)
+    monitor = Monitor(
+        [],
+        state_factory(plan.baseline),
+        interval=plan.interval,
+        record=plan.record,
+        redact=plan.redact,
+    )
+    return run_monitor(
+        monitor, plan.command, plan.export, once=plan.once, as_json=plan.json, fleet_spec=spec
+    )
+
+
+def _fleet_app(plan: FleetPlan, spec: FleetSpec) -> int:
+    """On a terminal: the app's dashboard screen, the fleet source in the collector process."""
+    from specmon.runtime.session import SessionConfig
+    from specmon.ui.app_runner import Dashboard, run_dashboard
+
+    config = SessionConfig(
+        (),
+        interval=plan.interval,
+        record=plan.record,
+        redact=plan.redact,
+        quiet=True,
+        fleet=spec,
+        baseline_tok_s=plan.baseline,
+    )
+    dashboard = Dashboard(plan.command, "watch", theme=plan.theme, export=plan.export)
+    return run_dashboard(lambda: config, dashboard)
 
 
 def run_monitor(
@@ -37,7 +185,7 @@ def run_monitor(
     """Run a started watch or fleet without the app: one snapshot (`once`), JSON lines, or the
     Rich console, with /metrics served on `export`."""
     from specmon.core.errors import RecordingError
-    from specmon.runtime.exporter import Exporter, ExporterError
+    from specmon.runtime.exporter import Exporter, ExporterError, start_exporter
 
     exporter: Exporter | None = None
     try:
@@ -77,6 +225,8 @@ def _print_snapshot(view: SessionView, *, as_json: bool, title: str) -> None:
     """One snapshot: a line of JSON (`--json`), else the app's servers table printed once, at
     the terminal's width (COLUMNS when set)."""
     if as_json:
+        from specmon.core.watch_json import snapshot_of
+
         print(dumps(snapshot_of(view)))
         return
     from rich.console import Console
@@ -153,6 +303,8 @@ def dumps(snapshot: dict[str, Any]) -> str:
 
 def _json_lines(monitor: Monitor) -> int:
     """One snapshot line per interval until interrupted (130) or the reader goes away (0)."""
+    from specmon.core.watch_json import snapshot_of
+
     stop = threading.Event()
     try:
         while not stop.wait(monitor.interval):
@@ -167,7 +319,7 @@ def _json_lines(monitor: Monitor) -> int:
 
 
 def _live(monitor: Monitor) -> int:
-    from specmon.cli.app_runner import show_console
+    from specmon.ui.app_runner import show_console
 
     show_console(monitor, done=threading.Event())
     return 0
