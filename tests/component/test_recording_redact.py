@@ -152,7 +152,11 @@ def test_a_pattern_that_backtracks_without_end_cannot_freeze_the_stream(tmp_path
         chunks = [e for e in recording.events if isinstance(e, StreamChunk) and e.request_id == rid]
         assert "".join(c.text for c in chunks) == REDACT_TIMED_OUT
     warnings = [r.getMessage() for r in caplog.records]
-    assert len(warnings) == 1 and "(a|aa)+b" in warnings[0]
+    # the patterns share one deadline per text: which one it runs out in depends on how the
+    # machine schedules the matching ((a+)+b is fast with the regex package, but not on a
+    # loaded machine), so the warning names either of the two that can backtrack
+    assert len(warnings) == 1
+    assert "'(a|aa)+b'" in warnings[0] or "'(a+)+b'" in warnings[0]
 
 
 @pytest.mark.timeout(60)
