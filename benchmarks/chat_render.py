@@ -29,7 +29,10 @@ the header on screen, and to the connected header (server identified).
 `git archive REV src benchmarks | tar -x -C DIR`): specmon's chat only, at each rate, with that
 tree's code and this one's alternately (each in a child process of its own, running its own
 tree's chat_render.py against a simulator of its own tree), N rounds: a before/after comparison
-in one run on a loaded machine. The calibration is measured once, here, and given to both.
+in one run on a loaded machine. The calibration is measured once, here, and given to both. A
+tree whose chat_render gave the chat an in-process Monitor (before `open_session`) is run with
+the chat's session as that tree's `specmon chat` opened it, a CollectorProcess, whose CPU is
+counted as here.
 
 Usage: python benchmarks/chat_render.py [--rates 100,600,5000] [--seconds 3] [--out FILE]
        [--modes specmon,specmon-uncut,update,stream] [--texts corpus,newline-free]
@@ -460,7 +463,7 @@ async def main_async(
 
 
 CHILD = """\
-import asyncio, dataclasses, importlib.util, json, sys
+import asyncio, dataclasses, importlib.util, json, sys, time
 path, base, rates, seconds, texts = sys.argv[1:6]
 spec = importlib.util.spec_from_file_location("chat_render_tree", path)
 mod = importlib.util.module_from_spec(spec)
@@ -469,11 +472,45 @@ spec.loader.exec_module(mod)
 async def calibrated():
     return float(base)
 mod.calibrate = calibrated
+readings = []
+if not hasattr(mod, "chat_session"):
+    # That tree's chat_render gave the chat a Monitor in this process; its `specmon chat` ran
+    # a CollectorProcess: measure what the user ran, and count the collector's CPU.
+    from specmon.cli.session_setup import state_factory
+    from specmon.runtime.monitor import Target
+    from specmon.runtime.session import CollectorProcess, SessionConfig
+    sessions = []
+    def make(url):
+        config = SessionConfig(targets=(Target(url),), quiet=True)
+        sessions.append(CollectorProcess(config, state_factory(None)))
+        return sessions[-1]
+    mod.make_monitor = make
+    class Clock:
+        def __getattr__(self, name):
+            return getattr(time, name)
+        def process_time(self):
+            collector = mod.process_cpu_s(sessions[-1].pid) if sessions else 0.0
+            readings.append(collector)
+            return time.process_time() + collector
+    def process_cpu_s(pid):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, TypeError):
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    import os
+    mod.process_cpu_s = process_cpu_s
+    mod.time = Clock()
 results = asyncio.run(
     mod.main_async([float(r) for r in rates.split(",")], float(seconds), ["specmon"],
                    texts.split(","))
 )
-print("RESULTS " + json.dumps([dataclasses.asdict(r) for r in results]), flush=True)
+rows = [dataclasses.asdict(r) for r in results]
+for i, r in enumerate(rows):
+    if readings:
+        r["collector_cpu_s"] = readings[2 * i + 1] - readings[2 * i]
+print("RESULTS " + json.dumps(rows), flush=True)
 """
 """`--before`'s child: one tree's chat_render.main_async with the calibration given."""
 
