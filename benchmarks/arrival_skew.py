@@ -10,8 +10,10 @@ Setup, per target rate (~100, ~600, ~5,000 tok/s):
 - The tap proxy is a TCP relay in a separate process: for each server->client SSE `data:` event it
   records `time.monotonic()` when the bytes arrive, before forwarding them. It is the reference
   "taken outside the UI process on the same stream".
-- The UI process runs specmon's collector (Monitor: hub thread, StreamClient, /metrics scraper)
-  with the hub's clock = time.monotonic (CLOCK_MONOTONIC is system-wide on Linux, so both
+- The UI process runs specmon's collector (`--mode inproc`: a Monitor, i.e. hub thread,
+  StreamClient, /metrics scraper, in this process; `--mode process`: the same in a collector
+  process of its own, `runtime.session.CollectorProcess`, as every live screen runs it) with the
+  hub's clock = time.monotonic (CLOCK_MONOTONIC is system-wide on Linux, so both
   processes' times compare directly), and, in `--ui` mode, a headless Textual app on the main
   thread that streams the answer into a Markdown widget through `Markdown.get_stream` at 20 Hz and
   redraws a dashboard (the snapshot as a table) at 4 Hz. `--ui none` runs the same collector with
@@ -117,17 +119,60 @@ def _pct(values: list[float], q: float) -> float:
 # --------------------------------------------------------------------------- the UI process
 
 
+class HubThreadSession:
+    """`--mode inproc`: the collector on a hub thread of this process (a `runtime.monitor.Monitor`,
+    as the commands without a live screen run it), with the few calls of a live session this
+    benchmark makes. No command runs a live screen this way any more (`open_session` always puts
+    the collector in its own process); it stays here as the comparison that decided it."""
+
+    def __init__(self, url: str) -> None:
+        from specmon.core.session_state import SessionState
+        from specmon.runtime.hub import Hub
+        from specmon.runtime.monitor import Monitor, Target
+
+        self.monitor = Monitor(
+            [Target(url)], SessionState, interval=1.0, hub=Hub(clock=time.monotonic)
+        )
+
+    def start(self) -> None:
+        self.monitor.start()
+
+    def subscribe(self, subscriber: Any) -> None:
+        self.monitor.hub.subscribe(subscriber)
+
+    def submit_chat(self, request: Any) -> str:
+        from specmon.runtime.prompt_loop import run_request
+        from specmon.sources.stream_client import new_request_id
+
+        rid = new_request_id()
+        monitor, hub = self.monitor, self.monitor.hub
+        scraper = monitor.scrapers[0]
+        hub.submit(
+            run_request(monitor.clients[0], request, hub.emit, scraper=scraper, request_id=rid)
+        )
+        return rid
+
+    def snapshot(self) -> dict[str, Any]:
+        return self.monitor.snapshot()
+
+    def stop(self) -> None:
+        self.monitor.stop()
+
+
 def _collect(url: str, requests: int, ui: bool, max_tokens: int, mode: str) -> dict[str, Any]:
-    """Run a session (collector in this process, or in its own) with or without a Textual app
-    rendering on this process's main thread; sends `requests` chats one after another."""
+    """Run a session (collector on a hub thread of this process, or in its own process as every
+    live screen runs it) with or without a Textual app rendering on this process's main thread;
+    sends `requests` chats one after another."""
     from specmon.core.events import RequestEnded, StreamChunk
     from specmon.core.session_state import SessionState
     from specmon.runtime.monitor import Target
-    from specmon.runtime.session import CollectorProcess, InProcessSession, SessionConfig
+    from specmon.runtime.session import CollectorProcess, SessionConfig
     from specmon.sources.stream_client import ChatRequest
 
     config = SessionConfig(targets=(Target(url),), interval=1.0, absolute_clock=True)
-    session = (CollectorProcess if mode == "process" else InProcessSession)(config, SessionState)
+    session: CollectorProcess | HubThreadSession = (
+        CollectorProcess(config, SessionState) if mode == "process" else HubThreadSession(url)
+    )
     chunks: list[tuple[str, float, str]] = []
     text: list[str] = []
     ended: queue.SimpleQueue[str] = queue.SimpleQueue()

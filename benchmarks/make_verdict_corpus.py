@@ -325,13 +325,25 @@ def canary(record: Path, truth: Path) -> None:
 
 def mid_answer(record: Path, truth: Path) -> None:
     """30 answers on the seeds' cycle; the recording starts while the 4th is streaming (once
-    it has 40 tokens), as F5 starts one in the app (the session's recording switch)."""
+    it has 40 tokens), as F5 starts one in the app: the session's recording switch, subscribed
+    to the monitor's hub and started and stopped on the hub thread as the collector process does
+    (runtime.session)."""
     from specmon.core.events import Event, RequestStarted, StreamChunk
-    from specmon.runtime.session import InProcessSession, _install_switch
+    from specmon.runtime.session import RecordingSwitch
 
     rig = _Rig("cycle:5f,1t,3d,1r", truth, record=None)
-    session = InProcessSession.of(rig.monitor)
-    session._switch = _install_switch(rig.monitor, ())  # as InProcessSession.start() does
+    hub = rig.monitor.hub
+    switch = RecordingSwitch(rig.monitor, ())
+    hub.subscribe(switch)
+    hub.every(0.5, switch.flush_if_due)
+    hub.add_closer(switch.close)
+
+    def on_hub(action: Callable[[], str | None]) -> str | None:
+        async def call() -> str | None:
+            return action()
+
+        return hub.submit(call()).result(30)
+
     started = threading.Event()
     order: list[str] = []
 
@@ -351,9 +363,9 @@ def mid_answer(record: Path, truth: Path) -> None:
         loop = rig.monitor.prompt_loop(_requests(), count=30, name_requests=True)
         if not started.wait(120):
             raise SystemExit("mid-answer: the 4th answer never reached 40 tokens")
-        session.start_recording(str(record))
+        on_hub(lambda: switch.start(str(record)))
         loop.result(600)
-        session.stop_recording()
+        on_hub(switch.stop)
     finally:
         rig.close()
 
@@ -706,7 +718,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("names", nargs="*", default=[], help="scenarios (default: all)")
     parser.add_argument("--force", action="store_true", help="rewrite existing files")
+    parser.add_argument(
+        "--out", type=Path, default=None, metavar="DIR",
+        help="write the recordings, truths and manifest to DIR instead of tests/verdict_corpus/ "
+        "(to compare one regenerated scenario with the stored one)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    global CORPUS
+    if args.out is not None:
+        CORPUS = args.out
     known = {s.name: s for s in SCENARIOS}
     unknown = [n for n in args.names if n not in known]
     if unknown:

@@ -2,9 +2,10 @@
 
 The chat runs headless (Textual's run_test, 120x40) against an attached server, with the GPU
 sampled locally; one prompt per round, `ignore_eos`, --max-tokens tokens. Lag = time the frame
-that shows a chunk was painted - the chunk's arrival (hub clock); CPU = this process's CPU seconds
-(stream client + UI, all threads) from the send to the last chunk painted, as in
-benchmarks/chat_render.py, whose measuring code this reuses. After the last round an SVG
+that shows a chunk was painted - the chunk's arrival (hub clock); CPU = the CPU seconds of this
+process (UI, all threads) and of the session's collector process (stream client, GPU sampler) from
+the send to the last chunk painted, as in benchmarks/chat_render.py, whose measuring code this
+reuses (the session opened as `specmon chat --attach` opens it). After the last round an SVG
 screenshot of the chat is saved (--svg).
 
 Pin this process with `taskset -c 0,1` to measure it on 2 cores (the goal's machine).
@@ -23,10 +24,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from chat_render import GIVE_UP_S, SIZE, Result, header, machine, measure_chat, row
-from specmon.runtime.baseline import state_factory
-from specmon.runtime.monitor import Monitor, Target
-from specmon.sources.gpu import NvmlSampler
+from chat_render import (
+    GIVE_UP_S,
+    SIZE,
+    Result,
+    chat_session,
+    header,
+    machine,
+    measure_chat,
+    row,
+)
 from specmon.ui.app import SpecmonApp
 
 
@@ -43,7 +50,7 @@ async def one_round(
             app.save_screenshot(filename=svg.name, path=str(svg.parent))
 
     return await measure_chat(
-        lambda: Monitor([Target(url)], state_factory(None), gpu=NvmlSampler()),
+        chat_session(url, gpu="local"),
         max_tokens,
         temperature=temperature,
         settle_s=1.2,  # a GPU sample or two before the answer
