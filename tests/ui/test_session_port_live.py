@@ -38,7 +38,12 @@ def test_the_view_is_published_from_the_collectors_events_and_the_row_has_a_clas
         wait_for(lambda: row() is not None, "the request's row", timeout=30)
         r = row()
         assert r.completion_tokens == 40
-        assert r.speed_class is not None and r.speed_class.kind == "ok"  # one request: one level
+        # one request: one level, so its class is ok; when every token came in one chunk (the
+        # machine busy) there is no decode time to class, and the answer has no speed class
+        if r.decode_tok_s is None:
+            assert r.speed_class is None
+        else:
+            assert r.speed_class is not None and r.speed_class.kind == "ok"
         numbers = port.numbers(feed)
         assert numbers.tokens == 40 and numbers.request_id == rid
         assert port.now() > 0
