@@ -19,7 +19,10 @@ MIN_HISTORY unflagged answers.
   its last TAIL_CHARS characters repeat at least LOOP_TAIL_SHARE of their CHAR_NGRAM-character
   pieces (a loop inside one word, `cach/cach/…`, has no word n-grams; real loops from a small
   learned drafter were served at AL 1.4-1.8 and repeat 0.64-0.96 of them, ordinary code at
-  most about 0.3).
+  most about 0.3). Or its end repeats one piece of at most LOOP_MAX_PERIOD characters exactly,
+  at least LOOP_END_REPEATS times over at least LOOP_END_CHARS characters, whatever the answer's
+  length (a loop that starts late covers too little of the last TAIL_CHARS; ordinary code and
+  prose end in such a repeat over at most about 130 characters, twice).
 - "garbled": AL at least GARBLED_Z spreads below the healthy level while that level is at least
   GOOD_DRAFTER_AL, or (the text's own evidence) AL within GARBLED_NEAR_ONE of 1.0 on such a
   drafter, AND the text is mostly not words (share of whitespace-separated pieces without a letter
