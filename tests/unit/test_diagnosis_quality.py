@@ -8,17 +8,47 @@ import pytest
 
 from specmon.core.diagnosis import quality
 from specmon.core.diagnosis.quality import (
+    LOOP_END_CHARS,
+    LOOP_END_REPEATS,
     LOOP_TAIL_SHARE,
     MIN_SPREAD,
     ALStats,
     HealthyAL,
     check_answer,
+    periodic_end,
     repeated_ngram_share,
     tail_repeat_share,
 )
 
 PROSE = " ".join(f"word{i}" for i in range(300))
 LOOP = " ".join(["the cat sat on the mat"] * 60)
+# A real answer that ends in a loop late (a real vLLM on a GPU, the trained DFlash pair's target
+# served alone, held-out code, greedy, 192 tokens; docs/gpu.md, "Second run: two H200s"): vLLM's
+# token ids repeat a period of 7 over the last 79 tokens, one line of 25 characters. Text as
+# decoded from those ids; the answer was cut off mid-line.
+LATE_LOOP_HEAD = (
+    ":\n"
+    "                    return item\n"
+    "                if isinstance(item, int):\n"
+    "                    return item.item()\n"
+    "                return item\n"
+    "            return item\n"
+    "        return item\n"
+    "\n"
+    "    def __repr__(self) -> str:\n"
+    '        return f"__iter__(self)={self.data}"\n'
+    "\n"
+    "\n"
+    "class _Symbol:\n"
+    '    """\n'
+    "    A class to handles a new ``__iter__``.\n"
+    "\n"
+    "    This class is used to handle this class.\n"
+    '    """\n'
+    "\n"
+)
+LATE_LOOP_LINE = "        self.item = item\n"
+LATE_LOOP = LATE_LOOP_HEAD + "    def __init__(self, item):\n" + LATE_LOOP_LINE * 11 + " " * 7
 SOUP = " ".join(["##", "@!", "}{", "ok", "<>", "%%"] * 40)
 
 
@@ -155,3 +185,68 @@ def test_ordinary_code_at_a_low_al_is_not_a_loop() -> None:
         assert share is not None and share < LOOP_TAIL_SHARE
         v = check_answer("r", 1.0, code[:end], 300, 1.3, stats, n_spec=7)
         assert v is None or v.flag != "loop"
+
+
+def test_the_periodic_end_is_the_longest_end_that_repeats_one_piece() -> None:
+    assert periodic_end("intro: " + "abc" * 5 + "ab") == (3, 17)  # the last repeat cut off
+    assert periodic_end("xyz" + "ab" * 8) == (2, 16)  # the shortest period, not 4 or 8
+    assert periodic_end("abcdefg") is None
+    assert periodic_end("") is None
+
+
+def test_an_answer_that_ends_in_a_loop_late_is_a_loop_at_any_al() -> None:
+    # The loop covers about 300 of the last 512 characters: too few of their 8-character pieces
+    # repeat for the tail share, and too few word 4-grams for the text share. Its end repeats one
+    # line exactly, 11 times over and a cut-off twelfth.
+    stats = _healthy([2.6, 2.8, 2.4, 2.7, 2.5, 2.6, 2.8, 2.4])
+    tail = tail_repeat_share(LATE_LOOP)
+    assert tail is not None and tail < LOOP_TAIL_SHARE
+    assert periodic_end(LATE_LOOP) == (25, 283)
+    for al, history in ((1.0, HealthyAL()), (1.0, stats), (2.6, stats)):
+        v = check_answer("r1", 1.0, LATE_LOOP, 192, al, history, n_spec=7)
+        assert v is not None and v.flag == "loop", (al, v)
+        assert "its last 283 characters repeat one 25-character piece 11 times" in v.evidence
+
+
+def test_a_loop_at_the_end_is_a_loop_whatever_the_answer_s_length() -> None:
+    # The same loop after a long ordinary answer: the rule reads the end, not a share of the text.
+    stats = _healthy([2.6, 2.8, 2.4, 2.7, 2.5, 2.6, 2.8, 2.4])
+    code = Path(quality.__file__).read_text(encoding="utf-8")[:6000]
+    text = code + "\n    def __init__(self, item):\n" + LATE_LOOP_LINE * 11 + " " * 7
+    v = check_answer("r", 1.0, text, 1500, 1.0, stats, n_spec=7)
+    assert v is not None and v.flag == "loop"
+
+
+def test_a_phrase_repeated_a_few_times_at_the_end_is_not_a_loop() -> None:
+    # Twice (even a long piece over more than LOOP_END_CHARS characters), or a short line
+    # repeated LOOP_END_REPEATS times over fewer than LOOP_END_CHARS characters, is ordinary.
+    stats = _healthy([2.6, 2.8, 2.4, 2.7, 2.5, 2.6, 2.8, 2.4])
+    phrase = (
+        "    result = compute_the_next_value(previous_value, with_options=defaults)\n"
+        "    log.info('the next value is %s', result)\n"
+    )
+    twice = LATE_LOOP_HEAD + phrase * 2
+    found = periodic_end(twice)
+    assert found is not None and found[1] >= LOOP_END_CHARS
+    assert found[1] < LOOP_END_REPEATS * found[0]
+    short = LATE_LOOP_HEAD + "        self.item = item\n" * LOOP_END_REPEATS
+    found = periodic_end(short)
+    assert found is not None and found[1] >= LOOP_END_REPEATS * found[0]
+    assert found[1] < LOOP_END_CHARS
+    for text in (twice, short):
+        v = check_answer("r", 1.0, text, 192, 1.0, stats, n_spec=7)
+        assert v is not None and v.flag is None, v.evidence
+
+
+def test_ordinary_code_and_prose_do_not_end_in_a_loop() -> None:
+    # This package's code and docs, cut at every line end: none ends in a repeated piece over
+    # LOOP_END_CHARS characters (the longest: a separator line of about 75 characters).
+    root = Path(quality.__file__).resolve().parents[2]
+    texts = [p.read_text(encoding="utf-8") for p in sorted(root.rglob("*.py"))]
+    docs = root.parents[1] / "docs"
+    texts += [p.read_text(encoding="utf-8") for p in sorted(docs.glob("*.md"))]
+    assert len(texts) > 50
+    for text in texts:
+        for end in (i + 1 for i, c in enumerate(text) if c == "\n"):
+            found = periodic_end(text[max(0, end - 2048) : end])
+            assert found is None or found[1] < LOOP_END_CHARS, (text[:60], end, found)

@@ -729,8 +729,11 @@ DEFINITIONS: tuple[Definition, ...] = (
         "loop served at AL 1.0 while the drafter fails); or, at any AL, its last "
         f"{quality.TAIL_CHARS} characters repeat at least {quality.LOOP_TAIL_SHARE:.0%} of "
         f"their {quality.CHAR_NGRAM}-character pieces (a loop inside one word has no word "
-        "n-grams; a small drafter may fail to follow a loop). Checked once at the answer's end "
-        "(core/diagnosis/quality.py).",
+        "n-grams; a small drafter may fail to follow a loop); or, at any AL, its end repeats "
+        f"one piece of at most {quality.LOOP_MAX_PERIOD} characters exactly, at least "
+        f"{quality.LOOP_END_REPEATS} times over at least {quality.LOOP_END_CHARS} characters "
+        "(a loop that starts late, whatever the answer's length). Checked once at the answer's "
+        "end (core/diagnosis/quality.py).",
     ),
     _d(
         "quality_garbled",

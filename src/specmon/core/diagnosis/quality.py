@@ -19,7 +19,10 @@ MIN_HISTORY unflagged answers.
   its last TAIL_CHARS characters repeat at least LOOP_TAIL_SHARE of their CHAR_NGRAM-character
   pieces (a loop inside one word, `cach/cach/…`, has no word n-grams; real loops from a small
   learned drafter were served at AL 1.4-1.8 and repeat 0.64-0.96 of them, ordinary code at
-  most about 0.3).
+  most about 0.3). Or its end repeats one piece of at most LOOP_MAX_PERIOD characters exactly,
+  at least LOOP_END_REPEATS times over at least LOOP_END_CHARS characters, whatever the answer's
+  length (a loop that starts late covers too little of the last TAIL_CHARS; ordinary code and
+  prose end in such a repeat over at most about 130 characters, twice).
 - "garbled": AL at least GARBLED_Z spreads below the healthy level while that level is at least
   GOOD_DRAFTER_AL, or (the text's own evidence) AL within GARBLED_NEAR_ONE of 1.0 on such a
   drafter, AND the text is mostly not words (share of whitespace-separated pieces without a letter
@@ -71,6 +74,15 @@ LOOP_TAIL_SHARE = 0.6
 character pieces fell into a loop, at any AL: a loop inside one word (`cach/cach/…`,
 `_test_test_…`) has no word n-grams, and a small drafter can fail to follow a loop (real loops
 were served at AL 1.4-1.8). Ordinary text and code repeat at most about 0.3 of them."""
+LOOP_MAX_PERIOD = 256
+"""The longest loop period, in characters, that the periodic-end rule looks for."""
+LOOP_END_REPEATS = 4
+LOOP_END_CHARS = 192
+"""A text whose end repeats one piece of at most LOOP_MAX_PERIOD characters exactly, at least
+LOOP_END_REPEATS times over at least LOOP_END_CHARS characters, ends in a loop, at any AL and
+whatever the answer's length: a loop that starts late covers too little of the last TAIL_CHARS
+characters for LOOP_TAIL_SHARE (a real one: one 25-character line repeated over the last 300 of
+700 characters repeats 53% of their pieces)."""
 GARBLED_Z = 3.0
 GOOD_DRAFTER_AL = 2.0
 GARBLED_ODD_SHARE = 0.5
@@ -126,6 +138,29 @@ def tail_repeat_share(text: str, n: int = CHAR_NGRAM, width: int = TAIL_CHARS) -
         return None
     seen = {tail[i : i + n] for i in range(total)}
     return 1.0 - len(seen) / total
+
+
+def periodic_end(text: str, max_period: int = LOOP_MAX_PERIOD) -> tuple[int, int] | None:
+    """(period, length): the longest end of `text` that repeats one piece of `period` characters
+    exactly (each character equals the one `period` before it; the last repeat may be cut off),
+    with the shortest such period; None when no end repeats a piece at least twice."""
+    n = len(text)
+    best: tuple[int, int] | None = None
+    for period in range(1, min(max_period, n // 2) + 1):
+        if text[-1] != text[-1 - period]:
+            continue
+        # the longest k with text[n-k:] == text[n-k-period : n-period] (monotone in k)
+        lo, hi = 1, n - period
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if text[n - mid :] == text[n - mid - period : n - period]:
+                lo = mid
+            else:
+                hi = mid - 1
+        length = lo + period
+        if length >= 2 * period and (best is None or length > best[1]):
+            best = (period, length)
+    return best
 
 
 def odd_piece_share(text: str) -> float | None:
@@ -196,6 +231,18 @@ class HealthyAL:
         return (value - level) / spread
 
 
+def _loop_end(text: str) -> tuple[int, int] | None:
+    """The periodic end of `text` when it is long enough to be a loop (LOOP_END_REPEATS,
+    LOOP_END_CHARS), else None."""
+    end = periodic_end(text[-MAX_TEXT_CHARS:])
+    if end is None:
+        return None
+    period, length = end
+    if length < LOOP_END_CHARS or length < LOOP_END_REPEATS * period:
+        return None
+    return end
+
+
 def check_answer(
     request_id: str,
     t: float | None,
@@ -246,6 +293,14 @@ def check_answer(
         evidence = (
             f"its last {TAIL_CHARS} characters repeat {tail:.0%} of their {CHAR_NGRAM}-character "
             f"pieces over {tokens} tokens (the text's own evidence, at AL "
+            f"{acceptance_length:.2f})"
+        )
+    elif (end := _loop_end(text)) is not None and words:
+        flag = "loop"
+        period, length = end
+        evidence = (
+            f"its last {length} characters repeat one {period}-character piece "
+            f"{length / period:.0f} times over {tokens} tokens (the text's own evidence, at AL "
             f"{acceptance_length:.2f})"
         )
     elif (
