@@ -228,3 +228,44 @@ def test_dataset_file_prompts_and_output_lengths(tmp_path) -> None:
         _, result = bench(s.url, config)
     # file order, cycled; output_len from the line, else --output-len
     assert [r.completion_tokens for r in result.requests] == [40, 24, 40, 24]
+
+
+def test_a_recorded_baseline_judges_the_replay_as_it_judged_the_bench(tmp_path, capsys) -> None:
+    """`bench --baseline X --record F` then `replay F --json` (no --baseline): the replay judges
+    the answers against X, read from the recording's header, so the same answers are flagged
+    vanilla-speed; `bench --replay F` too; a --baseline given to the replay wins."""
+    rec, live = tmp_path / "run.ndjson", tmp_path / "live.json"
+    with sim(n_spec=8, speed=50.0) as s:
+        code = main(["bench", "--attach", s.url, "--input-len", "32", "--output-len", "64",
+                     "--num-prompts", "3", "--warmups", "0", "--gpu", "none", "--ignore-eos",
+                     "--baseline", "1000000", "--record", str(rec), "--json", str(live)])  # fmt: skip
+    assert code == 0
+    flagged_live = {r.request_id for r in load_result(live).requests if r.vanilla}
+    assert flagged_live  # a baseline far above any speed: the answers are at vanilla speed
+    header = json.loads(rec.read_text().splitlines()[0])
+    assert (header["baseline_tok_s"], header["baseline_from"]) == (1e6, "given")
+    capsys.readouterr()
+
+    assert main(["replay", str(rec), "--json"]) == 0
+    snap = json.loads(capsys.readouterr().out)
+    assert snap["session"]["baseline_tok_s"] == 1e6
+    assert snap["session"]["baseline_from"] == "recording"
+    replayed = {
+        r["request_id"]
+        for r in snap["requests"]["rows"]
+        if r["verdict"]["kind"] == "vanilla-speed"
+    }
+    assert replayed == flagged_live
+
+    again = tmp_path / "again.json"
+    assert main(["bench", "--replay", str(rec), "--json", str(again)]) == 0
+    assert {r.request_id for r in load_result(again).requests if r.vanilla} == flagged_live
+
+    capsys.readouterr()
+    assert main(["replay", str(rec), "--json", "--baseline", "0.001"]) == 0
+    snap = json.loads(capsys.readouterr().out)
+    assert (snap["session"]["baseline_tok_s"], snap["session"]["baseline_from"]) == (
+        0.001,
+        "given",
+    )
+    assert not [r for r in snap["requests"]["rows"] if r["verdict"]["kind"] == "vanilla-speed"]

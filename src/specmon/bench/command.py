@@ -163,6 +163,7 @@ def _live(bench: BenchRun, endpoint: Any) -> int:
                     api_key=bench.api_key,
                     gpu=bench.gpu,
                     record=bench.record,
+                    baseline_tok_s=bench.baseline,
                     progress=display,
                     scrape_interval=bench.scrape_interval,
                     stream_limits=bench.stream_limits,
@@ -272,11 +273,14 @@ def _replay(plan: BenchReplay) -> int:
         n_spec=info.n_spec,
         gpu=info.gpu,
     )
+    baseline = plan.baseline
+    if baseline is None and recording.baseline is not None:
+        baseline = recording.baseline.tok_s  # the one the recorded bench was judged against
     result = analyze(
         recording.events,
         server=server,
         config=config,
-        baseline_tok_s=plan.baseline,
+        baseline_tok_s=baseline,
         label=plan.outputs.label,
         created_at=recording.started_at,
     )

@@ -62,6 +62,7 @@ from specmon.core.events import (
     SessionInfo,
     StreamChunk,
 )
+from specmon.core.recording_format import RecordedBaseline
 from specmon.core.specdecode import n_spec_of, spec_configured
 from specmon.core.stream_limits import DEFAULT_LIMITS, StreamLimits
 from specmon.runtime.hub import SessionClock
@@ -242,10 +243,13 @@ async def run_bench(
     session_extra: dict[str, Any] | None = None,
     stream_limits: StreamLimits = DEFAULT_LIMITS,
     dataset_context: bool = False,
+    baseline_tok_s: float | None = None,
 ) -> RunOutput:
     """Run one bench (see the module docstring); raises BenchError when it cannot start.
     `dataset_context` (bench --context-sweep with a dataset): the dataset's text is cut to
-    `input_len` tokens (prompts.text_prompts) instead of its prompts being sent whole."""
+    `input_len` tokens (prompts.text_prompts) instead of its prompts being sent whole.
+    `baseline_tok_s` (`--baseline`): written to the recording's header, so a replay judges the
+    answers against the same vanilla baseline (docs/recording-format.md)."""
     progress = progress or NoProgress()
     clock = clock or SessionClock()
     keys = KeyScope.of(api_key, [endpoint.base_url])
@@ -325,7 +329,15 @@ async def run_bench(
             extra={"bench": config.as_dict(), **(session_extra or {})},
         )
         if record is not None:
-            recorder = Recorder(record, session, secrets=(api_key,) if api_key else (), clock=clock)
+            recorder = Recorder(
+                record,
+                session,
+                secrets=(api_key,) if api_key else (),
+                clock=clock,
+                baseline=None
+                if baseline_tok_s is None
+                else RecordedBaseline(baseline_tok_s, "given"),
+            )
         collect = _Collector(recorder, progress)
         for e in sink:
             collect(e)

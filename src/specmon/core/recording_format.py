@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 from specmon.core.dispatch import event_table
@@ -47,10 +47,12 @@ __all__ = [
     "VERSION",
     "EventDecoder",
     "EventEncoder",
+    "RecordedBaseline",
     "RecordingFormatError",
     "RecordingTimeError",
     "decode_header",
     "encode_header",
+    "header_baseline",
     "redact_text",
     "redact_url",
 ]
@@ -111,15 +113,53 @@ CODES: dict[type, str] = {
 _INFO_FIELDS = tuple(f.name for f in fields(SessionInfo))
 
 
+MAX_BASELINE_TOK_S = 1e7
+"""The largest vanilla baseline a header may give (the bound `--baseline` accepts)."""
+BASELINE_SOURCES = ("given", "stored")
+"""Where a recorded baseline came from: `--baseline`, or the baseline store."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedBaseline:
+    """The vanilla baseline a session's vanilla-speed flag was judged against, and where it came
+    from (`BASELINE_SOURCES`; None when a header named none this specmon knows)."""
+
+    tok_s: float
+    source: str | None = None
+
+
+def header_baseline(header: dict[str, Any]) -> tuple[RecordedBaseline | None, str | None]:
+    """The header's `baseline_tok_s` (and `baseline_from`), and a notice when it is present but
+    unusable: not a finite number in (0, MAX_BASELINE_TOK_S]; the notice names the field. Absent
+    (an older recording, or none was in effect): (None, None)."""
+    if "baseline_tok_s" not in header or header["baseline_tok_s"] is None:
+        return None, None
+    value = header["baseline_tok_s"]
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not 0 < value <= MAX_BASELINE_TOK_S
+    ):
+        return None, (
+            f"header baseline_tok_s {value!r:.40} is not a number in "
+            f"(0, {MAX_BASELINE_TOK_S:g}] tok/s; ignored"
+        )
+    source = header.get("baseline_from")
+    return RecordedBaseline(float(value), source if source in BASELINE_SOURCES else None), None
+
+
 def encode_header(
     info: SessionInfo,
     *,
     started_at: str | None = None,
     secrets: Iterable[str] = (),
     scrubber: Scrubber | None = None,
+    baseline: RecordedBaseline | None = None,
 ) -> dict[str, Any]:
     """The header object (line 1) for a session: format, version, and every SessionInfo field,
-    scrubbed (`scrubber`, else one for the known `secrets` and the server URL's password)."""
+    scrubbed (`scrubber`, else one for the known `secrets` and the server URL's password); then
+    the vanilla `baseline` in effect, if any (`baseline_tok_s`, `baseline_from`)."""
     if scrubber is None:
         scrubber = Scrubber.of(secrets, urls=[info.server])
     header: dict[str, Any] = {"format": FORMAT, "version": VERSION}
@@ -128,6 +168,10 @@ def encode_header(
     for name in _INFO_FIELDS:
         value = getattr(info, name)
         header[name] = scrubber.url(value) if name == "server" else scrubber.value(value)
+    if baseline is not None:
+        header["baseline_tok_s"] = baseline.tok_s
+        if baseline.source is not None:
+            header["baseline_from"] = baseline.source
     return header
 
 

@@ -189,6 +189,7 @@ class SessionState:
         history_seconds: float = DEFAULT_HISTORY_SECONDS,
         window_seconds: float = DEFAULT_WINDOW_SECONDS,
         baseline_tok_s: float | None = None,
+        baseline_from: str | None = None,
         vanilla_margin: float = vanilla.DEFAULT_MARGIN,
         publish_interval_s: float = 0.05,
     ) -> None:
@@ -196,6 +197,7 @@ class SessionState:
             raise ValueError(f"max_requests must be at least 1 (got {max_requests})")
         self.info = info
         self.baseline_tok_s = baseline_tok_s
+        self.baseline_from = baseline_from if baseline_tok_s is not None else None
         self.vanilla_margin = vanilla_margin
         self.window_seconds = window_seconds
         self.history_points = max(int(history_seconds), 2)
@@ -696,6 +698,7 @@ class SessionState:
             info=self.info,
             simulated=self.info.simulated,
             baseline_tok_s=finite(self.baseline_tok_s),
+            baseline_from=self.baseline_from if finite(self.baseline_tok_s) is not None else None,
             window_seconds=self.window_seconds,
             servers=self.server_views(),
             rows=rows,

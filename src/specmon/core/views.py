@@ -482,6 +482,9 @@ class SessionView:
     diagnosis: DiagnosisView | None = None
     """The diagnosis analyses (core.diagnosis, docs/diagnosis.md): AL by context, thermal
     attribution, seconds saved, quality sentinel. None where a view is built without them."""
+    baseline_from: str | None = None
+    """Where `baseline_tok_s` came from: "given" (`--baseline`), "recording" (a replay: the
+    baseline the recording was judged against), "stored"; None without a baseline."""
 
     def server(self, source: str) -> ServerView | None:
         """The view of one server by its base URL."""

@@ -71,6 +71,7 @@ def snapshot_of(view: SessionView) -> dict[str, Any]:
             "vllm_version": info.vllm_version,
             "gpu": info.gpu,
             "baseline_tok_s": view.baseline_tok_s,
+            "baseline_from": view.baseline_from,
             "window_seconds": view.window_seconds,
         },
         "servers": {s.source: server_json(s) for s in view.servers},

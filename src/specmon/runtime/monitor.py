@@ -19,10 +19,12 @@ from typing import Any, Protocol
 
 from specmon.core.credentials import KeyScope
 from specmon.core.events import Event, GpuSampled, RequestEnded, ServerStatusChanged, SessionInfo
+from specmon.core.recording_format import RecordedBaseline
 from specmon.core.redaction import compile_redactions, url_secrets
 from specmon.core.server_identities import IDENTITIES_KEY, identities_extra
 from specmon.core.stream_limits import DEFAULT_LIMITS, StreamLimits
 from specmon.core.views import SessionView
+from specmon.runtime.baseline import recorded_baseline
 from specmon.runtime.hub import Hub, SourceRun
 from specmon.runtime.prompt_loop import prompt_loop
 from specmon.runtime.recorder import Recorder
@@ -168,6 +170,13 @@ def complete_info(identified: SessionInfo, known: SessionInfo | None) -> Session
 class Monitor:
     """Wires hub, state, recorder and sources for a set of attached servers."""
 
+    def recorded_baseline(self) -> RecordedBaseline | None:
+        """The vanilla baseline in effect (`--baseline`, else the stored one), for a
+        recording's header; an unreadable store is reported by the state's factory."""
+        if self.info is None:
+            return None
+        return recorded_baseline(self._baseline, self.info, warn=lambda _message: None)
+
     def __init__(
         self,
         targets: Sequence[Target],
@@ -182,6 +191,7 @@ class Monitor:
         known: SessionInfo | None = None,
         stream_limits: StreamLimits = DEFAULT_LIMITS,
         secrets: Sequence[str] = (),
+        baseline: float | None = None,
     ) -> None:
         if interval <= 0:
             raise ValueError(f"--interval must be positive, got {interval}")
@@ -195,6 +205,8 @@ class Monitor:
         self._sampler = gpu
         self.interval = interval
         self._record = record
+        self._baseline = baseline
+        """`--baseline`: with the stored one, what a recording's header says was in effect."""
         self.stream_limits = stream_limits
         self.redact = tuple(redact)
         """`--redact` patterns for every recording of this session (checked here: a bad one
@@ -268,7 +280,12 @@ class Monitor:
         if self._record is not None:
             secrets = ((self._api_key,) if self._api_key else ()) + self._secrets
             self.recorder = Recorder(
-                self._record, self.info, secrets=secrets, redact=self.redact, urls=self.urls
+                self._record,
+                self.info,
+                secrets=secrets,
+                redact=self.redact,
+                urls=self.urls,
+                baseline=self.recorded_baseline(),
             )
             hub.subscribe(self.recorder)
             self._futures.append(hub.every(0.5, self.recorder.flush_if_due))

@@ -27,7 +27,7 @@ from typing import IO
 from specmon.core.clock import Clock, monotonic_clock
 from specmon.core.errors import RecordingError
 from specmon.core.events import Event, RequestEnded, SessionInfo, StreamChunk
-from specmon.core.recording_format import EventEncoder, encode_header
+from specmon.core.recording_format import EventEncoder, RecordedBaseline, encode_header
 from specmon.core.redaction import SECRET_ENV_VARS, Scrubber, StreamRedactor
 from specmon.core.redaction import environment_secrets as _environment_secrets
 
@@ -61,10 +61,12 @@ class Recorder:
         started_at: str | None = None,
         redact: Iterable[str] = (),
         urls: Iterable[str | None] = (),
+        baseline: RecordedBaseline | None = None,
     ) -> None:
         """`secrets`: known values (the API key); `urls`: the session's server URLs, whose
         passwords are known values too (the header's server is one of them); `redact`: the
-        `--redact` patterns (a bad one raises RedactPatternError before the file exists)."""
+        `--redact` patterns (a bad one raises RedactPatternError before the file exists);
+        `baseline`: the vanilla baseline in effect, written to the header."""
         self._scrubber = Scrubber.of(
             secrets, urls=(info.server, *urls), environ=os.environ, redact=redact
         )
@@ -93,7 +95,9 @@ class Recorder:
         self._dumps = json.JSONEncoder(separators=(",", ":")).encode
         if started_at is None:
             started_at = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-        header = encode_header(info, started_at=started_at, scrubber=self._scrubber)
+        header = encode_header(
+            info, started_at=started_at, scrubber=self._scrubber, baseline=baseline
+        )
         self._out.write(self._dumps(header) + "\n")
         self.closed = False
         self._last_flush = clock()

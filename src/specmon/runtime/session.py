@@ -137,7 +137,12 @@ class RecordingSwitch:
             raise RuntimeError(f"already recording to {current}")
         info = self._monitor.info or SessionInfo()
         self._recorder = Recorder(
-            path, info, secrets=self._secrets, redact=self._monitor.redact, urls=self._monitor.urls
+            path,
+            info,
+            secrets=self._secrets,
+            redact=self._monitor.redact,
+            urls=self._monitor.urls,
+            baseline=self._monitor.recorded_baseline(),
         )
         return str(self._recorder.path)
 
@@ -670,6 +675,7 @@ def collector_main(config: SessionConfig, conn: Connection, parent_pid: int) -> 
         known=config.known,
         stream_limits=config.stream_limits,
         secrets=config.secrets,
+        baseline=config.baseline_tok_s,
     )
     sending = threading.Thread(target=sender, name="specmon-collector-sender", daemon=True)
     sending.start()

@@ -32,9 +32,11 @@ from specmon.core.events import Emit, Event, SessionInfo
 from specmon.core.recording_format import (
     MAX_N_SPEC,
     EventDecoder,
+    RecordedBaseline,
     RecordingFormatError,
     RecordingTimeError,
     decode_header,
+    header_baseline,
 )
 from specmon.core.safe_json import depth_of
 
@@ -62,6 +64,9 @@ class Recording:
     events: list[Event]
     problems: list[ReadProblem] = field(default_factory=list)
     started_at: str | None = None
+    baseline: RecordedBaseline | None = None
+    """The vanilla baseline the header says the session was judged against (None: none, or
+    an unusable one, reported in `problems`)."""
 
 
 _TORN = "\x00TORN"
@@ -135,6 +140,8 @@ class RecordingReader:
         _check_file(p)
         self.path = p
         self.problems: list[ReadProblem] = problems if problems is not None else []
+        self.baseline: RecordedBaseline | None = None
+        """The header's vanilla baseline (`header_baseline`), once the header is read."""
         try:
             self._f: BinaryIO = open(p, "rb")  # noqa: SIM115 - kept open for the reader's life
         except OSError as exc:
@@ -344,6 +351,9 @@ class RecordingReader:
                     f"header n_spec {n_spec!r:.40} is not an integer in 0..{MAX_N_SPEC}; ignored",
                 )
             )
+        self.baseline, notice = header_baseline(header)
+        if notice is not None:
+            self.problems.append(ReadProblem(1, notice))
         return header, info
 
     def _iter_events(self) -> Generator[Event, None, None]:
@@ -463,6 +473,7 @@ def read_recording(path: str | os.PathLike[str]) -> Recording:
         events=list(events),
         problems=problems,
         started_at=started if isinstance(started, str) else None,
+        baseline=header_baseline(header)[0],
     )
 
 
@@ -487,6 +498,7 @@ class RecordingPlayer:
         self.problems: list[ReadProblem] = []
         self._reader = RecordingReader(path, self.problems)
         self.info = self._reader.info
+        self.baseline = self._reader.baseline
         self._speed = speed
         self._clock = clock
         self._sleep = sleep

@@ -80,6 +80,7 @@ def run_demo(
         monitor = Monitor(
             [Target(url)],
             state_factory(show.baseline),
+            baseline=show.baseline,
             interval=1.0,
             record=show.record,
             redact=show.redact,

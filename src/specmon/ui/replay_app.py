@@ -121,13 +121,13 @@ def run_replay(
         player, started_at = _open(path, None if json else speed)
     except RecordingError as exc:
         return fail(NAME, str(exc))
-    state = state_factory(baseline)(player.info)
+    state = state_factory(baseline, recorded=player.baseline)(player.info)
     from specmon.runtime.terminal import wants_app  # a terminal, or a browser (specmon web)
 
     if not json and wants_app():
         player.close()
         label = recorded_label(player.info, started_at)
-        return _app(path, state.baseline_tok_s, speed, label, theme)
+        return _app(path, state.baseline_tok_s, speed, label, theme, state.baseline_from)
     try:
         if json:
             status = _json_snapshot(player, state)
@@ -177,6 +177,7 @@ def replay_port(
     speed: float,
     label: str,
     clock: Clock | None = None,
+    baseline_from: str | None = None,
 ) -> ReplayPort:
     """Open the recording and make the replay screen's port: the replay session (at `speed`,
     clamped to x0.5..x64, on `clock`), which folds the recording once as it streams by (the
@@ -195,7 +196,7 @@ def replay_port(
         session = ReplaySession(
             info,
             reader,
-            lambda: SessionState(info, baseline_tok_s=baseline_tok_s),
+            lambda: SessionState(info, baseline_tok_s=baseline_tok_s, baseline_from=baseline_from),
             clock=clock or monotonic_clock,
             speed=clamp_speed(speed),
         )
@@ -210,7 +211,12 @@ def replay_port(
 
 
 def _app(
-    path: str, baseline_tok_s: float | None, speed: float, label: str, theme: str | None
+    path: str,
+    baseline_tok_s: float | None,
+    speed: float,
+    label: str,
+    theme: str | None,
+    baseline_from: str | None = None,
 ) -> int:
     """On a terminal: the Textual replay screen (ui/screens/replay.py). The whole recording
     is folded once here, before the app starts (streamed: memory does not grow with its size);
@@ -220,7 +226,13 @@ def _app(
     from specmon.ui.app_runner import run_textual
 
     try:
-        port = replay_port(path, baseline_tok_s=baseline_tok_s, speed=speed, label=label)
+        port = replay_port(
+            path,
+            baseline_tok_s=baseline_tok_s,
+            speed=speed,
+            label=label,
+            baseline_from=baseline_from,
+        )
     except RecordingError as exc:
         return fail(NAME, str(exc))
     try:  # nothing runs behind the app: no session to stop; Ctrl-C raises KeyboardInterrupt

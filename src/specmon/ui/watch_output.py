@@ -90,6 +90,7 @@ def run_watch(plan: WatchPlan) -> int:
         monitor = Monitor(
             plan.targets,
             state_factory(plan.baseline),
+            baseline=plan.baseline,
             api_key=plan.api_key,
             gpu=make_sampler(plan.gpu),
             interval=plan.interval,
@@ -144,6 +145,7 @@ def run_fleet(plan: FleetPlan) -> int:
     monitor = Monitor(
         [],
         state_factory(plan.baseline),
+        baseline=plan.baseline,
         interval=plan.interval,
         record=plan.record,
         redact=plan.redact,
