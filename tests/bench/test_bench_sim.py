@@ -238,7 +238,8 @@ def test_a_recorded_baseline_judges_the_replay_as_it_judged_the_bench(tmp_path, 
     with sim(n_spec=8, speed=50.0) as s:
         code = main(["bench", "--attach", s.url, "--input-len", "32", "--output-len", "64",
                      "--num-prompts", "3", "--warmups", "0", "--gpu", "none", "--ignore-eos",
-                     "--baseline", "1000000", "--record", str(rec), "--json", str(live)])  # fmt: skip
+                     "--baseline", "1000000", "--record", str(rec),
+                     "--json", str(live)])  # fmt: skip
     assert code == 0
     flagged_live = {r.request_id for r in load_result(live).requests if r.vanilla}
     assert flagged_live  # a baseline far above any speed: the answers are at vanilla speed
@@ -251,9 +252,7 @@ def test_a_recorded_baseline_judges_the_replay_as_it_judged_the_bench(tmp_path, 
     assert snap["session"]["baseline_tok_s"] == 1e6
     assert snap["session"]["baseline_from"] == "recording"
     replayed = {
-        r["request_id"]
-        for r in snap["requests"]["rows"]
-        if r["verdict"]["kind"] == "vanilla-speed"
+        r["request_id"] for r in snap["requests"]["rows"] if r["verdict"]["kind"] == "vanilla-speed"
     }
     assert replayed == flagged_live
 

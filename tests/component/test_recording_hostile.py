@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from specmon.cli.main import main
 from specmon.core.errors import RecordingError
 from specmon.core.recording_format import MAX_BACKWARD_S, MAX_JUMP_S
 from specmon.sources import recording_player
@@ -199,6 +200,48 @@ def test_a_header_n_spec_out_of_range_is_unknown_with_a_notice(tmp_path, n_spec)
     assert len(recording.events) == 1
     [problem] = recording.problems
     assert problem.line == 1 and "n_spec" in problem.message and "ignored" in problem.message
+
+
+@pytest.mark.parametrize(
+    "value", ["0", "-133.6", "1e400", "1e9", '"133.6"', "true", "[133.6]", "{}", "NaN"]
+)
+def test_a_header_baseline_that_is_not_a_speed_is_ignored_with_a_notice(
+    tmp_path, capsys, value
+) -> None:
+    # The header's vanilla baseline is untrusted: a replay must not judge answers against it.
+    header = (
+        '{"format":"specmon-session","version":1,"model":"m","simulated":true,'
+        '"baseline_tok_s":' + value + ',"baseline_from":"given"}'
+    )
+    path = _write(tmp_path / "b.ndjson", [header, _marker(1.0, "a")])
+    recording = read_recording(path)
+    assert recording.baseline is None
+    assert len(recording.events) == 1
+    assert main(["replay", str(path), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["session"]["baseline_tok_s"] is None
+    [line] = captured.err.splitlines()
+    assert str(path) in line and "baseline_tok_s" in line and "ignored" in line
+
+
+def test_a_header_baseline_and_an_unknown_source_are_kept(tmp_path) -> None:
+    header = (
+        '{"format":"specmon-session","version":1,"baseline_tok_s":133.6,'
+        '"baseline_from":"somewhere"}'
+    )
+    recording = read_recording(_write(tmp_path / "b.ndjson", [header, _marker(1.0, "a")]))
+    assert recording.baseline is not None
+    assert (recording.baseline.tok_s, recording.baseline.source) == (133.6, None)
+    assert recording.problems == []
+
+
+def test_a_recording_without_a_baseline_replays_without_one(tmp_path, capsys) -> None:
+    header = '{"format":"specmon-session","version":1,"model":"m","simulated":true}'
+    path = _write(tmp_path / "old.ndjson", [header, _marker(1.0, "a")])
+    assert read_recording(path).baseline is None
+    assert main(["replay", str(path), "--json"]) == 0
+    session = json.loads(capsys.readouterr().out)["session"]
+    assert (session["baseline_tok_s"], session["baseline_from"]) == (None, None)
 
 
 @pytest.mark.parametrize("filler", ["[1.0, broken", "", "   ", "# a comment"])
