@@ -118,7 +118,8 @@ def add_server_arguments(p: argparse.ArgumentParser, *, single: bool) -> None:
         default=None,
         metavar="TOK_S",
         help="vanilla (n_spec 0) decode tok/s for the vanilla-speed flag (default: none; a "
-        "sweep uses its n=0 point)",
+        "sweep uses its n=0 point; --replay: the one the recording was judged against); "
+        "--record writes it to the recording's header",
     )
 
 

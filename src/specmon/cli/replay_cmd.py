@@ -9,6 +9,10 @@ was simulated): space pauses, +/- change the speed, left/right seek 10 s (shift:
 home/end, n/N jump to the next/previous flag or marker, a click on the timeline seeks. Without a
 terminal, one line per request (the plain lines: docs/app.md, "Without a terminal").
 
+The vanilla-speed flag is judged against `--baseline`, else the baseline the recording says the
+session was judged against (its header's `baseline_tok_s`), else the stored one; `--json` says
+which (`session.baseline_tok_s`, `session.baseline_from`: given, recording or stored).
+
 Exit status: 0 after a replay, also one that stopped at a torn, cut or over-long line or at an
 impossible time (a notice naming the line goes to stderr; bad lines skipped are counted in one
 notice); 2 for a recording that is missing, not a regular file, not a recording, or from a newer
@@ -44,7 +48,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the final snapshot as JSON")
     add_theme_argument(p)
-    add_baseline_argument(p)
+    add_baseline_argument(p, recorded=True)
 
 
 @dataclass(frozen=True, slots=True)

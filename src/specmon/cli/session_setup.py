@@ -10,15 +10,18 @@ from specmon.cli.args import positive_float
 from specmon.sources.addresses import url_is_loopback
 
 
-def add_baseline_argument(parser: argparse.ArgumentParser) -> None:
+def add_baseline_argument(parser: argparse.ArgumentParser, *, recorded: bool = False) -> None:
+    """`--baseline`; `recorded` (replay): the recording's baseline comes before the stored one."""
+    default = "the one the recording was judged against (its header), else " if recorded else ""
     parser.add_argument(
         "--baseline",
         type=positive_float,
         default=None,
         metavar="TOK_S",
         help="vanilla (n_spec 0) decode tok/s of this model on this GPU, for the vanilla-speed "
-        "flag (default: the stored n_spec 0 bench for the same model + GPU + vLLM version, if "
-        "any; without one only acceptance-based reasons apply)",
+        f"flag (default: {default}the stored n_spec 0 bench for the same model + GPU + vLLM "
+        "version, if any; without one only acceptance-based reasons apply); a recording "
+        "(--record) carries the baseline in effect",
     )
 
 
