@@ -227,9 +227,10 @@ def fold(
     recording: Path, baseline_tok_s: float | None = None
 ) -> tuple[Any, int, list[tuple[Any, Any]]]:
     """Fold a recording as the replay does (with `specmon replay --baseline` where the manifest
-    gives one: a real server's recording made with `bench --baseline`); returns the final view,
-    the answers whose first verdict (as the timeline draws it) flagged them, and (probe event,
-    canary view after it) for every probe."""
+    gives one: a real server's recording made with `bench --baseline`; else the baseline its
+    header carries; never a stored one, so the score does not depend on this machine's store);
+    returns the final view, the answers whose first verdict (as the timeline draws it) flagged
+    them, and (probe event, canary view after it) for every probe."""
     from specmon.core.events import CanaryProbed
     from specmon.core.session_state import SessionState
     from specmon.sources.recording_player import RecordingReader
@@ -237,6 +238,8 @@ def fold(
     problems: list[Any] = []
     reader = RecordingReader(str(recording), problems)
     try:
+        if baseline_tok_s is None and reader.baseline is not None:
+            baseline_tok_s = reader.baseline.tok_s  # the one the recorded session was judged by
         state = SessionState(reader.info, baseline_tok_s=baseline_tok_s)
         first: dict[str, str] = {}  # each request's first verdict, as the timeline shows it
         seen = 0

@@ -87,3 +87,32 @@ def test_restart_recording_shows_the_reset_and_lifetime_numbers_since_it() -> No
     # The session's own totals are reset-corrected: every token of all 14 requests.
     assert server.totals.generation_tokens == sum(r.completion_tokens or 0 for r in view.rows)
     assert lifetime.acceptance_length is not None and lifetime.acceptance_length > 2
+
+
+def test_real_gpu_bench_recordings_replay_with_the_baseline_they_were_judged_against(
+    capsys,
+) -> None:
+    """`bench --baseline 133.6 --record` on a real GPU flagged r1, r2 and r4 of the temperature-1
+    run VANILLA SPEED (docs/gpu.md); `specmon replay FILE --json` without --baseline flags the same
+    answers, with the recording's baseline (its header), not the stored one."""
+    import json
+
+    from specmon.cli.main import main
+
+    path = RECORDINGS / "gpu-h200x2-real-dflash-trained-k7-low-temp1.ndjson.gz"
+    assert main(["replay", str(path), "--json"]) == 0
+    snap = json.loads(capsys.readouterr().out)
+    assert (snap["session"]["baseline_tok_s"], snap["session"]["baseline_from"]) == (
+        133.6,
+        "recording",
+    )
+    kinds = {r["request_id"]: r["verdict"]["kind"] for r in snap["requests"]["rows"]}
+    assert kinds == {
+        "r1": "vanilla-speed",
+        "r2": "vanilla-speed",
+        "r3": "loop",
+        "r4": "vanilla-speed",
+    }
+    for name in ("k7-memorised-recited", "k7-prose-loops", "ctx256-long-answer"):
+        recording = read_recording(RECORDINGS / f"gpu-h200x2-real-dflash-trained-{name}.ndjson.gz")
+        assert recording.baseline is not None and recording.baseline.tok_s == 133.6
