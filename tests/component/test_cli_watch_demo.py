@@ -214,3 +214,20 @@ def test_watch_interval_out_of_range_is_a_one_line_error(capsys):
         err = capsys.readouterr().err
         assert "--interval" in err
         assert "Traceback" not in err
+
+
+def test_watch_record_carries_the_given_baseline(sim, tmp_path, capsys):
+    """`watch --baseline X --record F`: the header says which baseline the session was judged
+    against, so `replay F` judges with it; without --baseline (a simulated server never takes a
+    stored one) the header has none."""
+    with_baseline, without = tmp_path / "b.ndjson", tmp_path / "n.ndjson"
+    argv = ["watch", "--attach", sim.url, "--once", "--json", "--interval", "0.1"]
+    assert main([*argv, "--baseline", "123.4", "--record", str(with_baseline)]) == 0
+    assert main([*argv, "--record", str(without)]) == 0
+    header = json.loads(with_baseline.read_text().splitlines()[0])
+    assert (header["baseline_tok_s"], header["baseline_from"]) == (123.4, "given")
+    assert "baseline_tok_s" not in json.loads(without.read_text().splitlines()[0])
+    capsys.readouterr()
+    assert main(["replay", str(with_baseline), "--json"]) == 0
+    session = json.loads(capsys.readouterr().out)["session"]
+    assert (session["baseline_tok_s"], session["baseline_from"]) == (123.4, "recording")
