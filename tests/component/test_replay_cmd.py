@@ -203,6 +203,11 @@ def test_recorded_label() -> None:
     assert label == " · ".join([*parts, "draft d[31m", "n_spec 8"])
     assert recorded_label(SessionInfo(simulated=True), None) == "RECORDED · SIMULATED"
     assert "method ngram" in recorded_label(SessionInfo(method="ngram"), None)
+    # the vanilla baseline the replay judges with, and where it came from
+    with_baseline = recorded_label(
+        SessionInfo(), None, baseline_tok_s=133.6, baseline_from="recording"
+    )
+    assert with_baseline == "RECORDED · vanilla 133.6 tok/s (recording)"
 
 
 def test_register_is_free_of_heavy_imports() -> None:

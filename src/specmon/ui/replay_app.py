@@ -23,9 +23,16 @@ if TYPE_CHECKING:
 NAME = "replay"
 
 
-def recorded_label(info: SessionInfo, started_at: str | None) -> str:
+def recorded_label(
+    info: SessionInfo,
+    started_at: str | None,
+    *,
+    baseline_tok_s: float | None = None,
+    baseline_from: str | None = None,
+) -> str:
     """What a replay's header says: RECORDED, the date, server, model, draft and n_spec, and
-    SIMULATED for a simulated session; unknown parts left out. Untrusted text is cleaned."""
+    SIMULATED for a simulated session; then the vanilla baseline in use and where it came from
+    (given, recording, stored); unknown parts left out. Untrusted text is cleaned."""
     from specmon.ui.formatting import clean
 
     parts = ["RECORDED"]
@@ -43,6 +50,8 @@ def recorded_label(info: SessionInfo, started_at: str | None) -> str:
         parts.append(f"method {info.method}")
     if info.n_spec is not None:
         parts.append(f"n_spec {info.n_spec}")
+    if baseline_tok_s is not None:
+        parts.append(f"vanilla {baseline_tok_s:g} tok/s ({baseline_from or 'given'})")
     return clean(" · ".join(parts))
 
 
@@ -124,15 +133,17 @@ def run_replay(
     state = state_factory(baseline, recorded=player.baseline)(player.info)
     from specmon.runtime.terminal import wants_app  # a terminal, or a browser (specmon web)
 
+    label = recorded_label(
+        player.info,
+        started_at,
+        baseline_tok_s=state.baseline_tok_s,
+        baseline_from=state.baseline_from,
+    )
     if not json and wants_app():
         player.close()
-        label = recorded_label(player.info, started_at)
         return _app(path, state.baseline_tok_s, speed, label, theme, state.baseline_from)
     try:
-        if json:
-            status = _json_snapshot(player, state)
-        else:
-            status = _live(player, state, recorded_label(player.info, started_at), path)
+        status = _json_snapshot(player, state) if json else _live(player, state, label, path)
     except KeyboardInterrupt:
         player.close()
         status = 130
