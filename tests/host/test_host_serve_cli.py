@@ -39,6 +39,7 @@ def test_quit_by_signal_stops_the_whole_group(fake_vllm, tmp_path, how):
     recording = tmp_path / "session.ndjson"
     proc, out, err = start_serve(
         tmp_path, fake_vllm, "--record", str(recording), "--env", "MY_TOKEN=tok-12345678",
+        "--baseline", "88.5",
         "--", "--api-key", "sk-fake-secret-123", "--max-model-len", "1024",
     )  # fmt: skip
     try:
@@ -59,6 +60,7 @@ def test_quit_by_signal_stops_the_whole_group(fake_vllm, tmp_path, how):
     header = json.loads(lines[0])
     host = header["extra"]["host"]
     assert header["method"] == "ngram" and header["n_spec"] == 4 and header["model"] == "tiny"
+    assert (header["baseline_tok_s"], header["baseline_from"]) == (88.5, "given")  # replay's
     assert host["argv"][1:3] == ["serve", "tiny"]
     assert "--api-key" in host["command"] and REDACTED in host["command"]
     assert host["env"]["NO_COLOR"] == "1" and host["env"]["MY_TOKEN"] == REDACTED

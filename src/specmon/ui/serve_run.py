@@ -119,6 +119,7 @@ def _host(serve: ServePlan, plan: HostPlan) -> int:
     from specmon.core.errors import RecordingError
     from specmon.core.events import ServerLogLine
     from specmon.core.server_state import MAX_LOG_TAIL
+    from specmon.runtime.baseline import recorded_baseline
     from specmon.runtime.host_launch import (
         Terminated,
         launch_or_exit,
@@ -151,7 +152,14 @@ def _host(serve: ServePlan, plan: HostPlan) -> int:
         if serve.record:
             # Subscribed before launch, so the recording has every line vLLM prints.
             try:
-                recorder = Recorder(serve.record, plan.session_info(), secrets=plan.command.secrets)
+                known = plan.session_info()
+                recorder = Recorder(
+                    serve.record,
+                    known,
+                    secrets=plan.command.secrets,
+                    # the baseline the session judges with (the state's factory warns once)
+                    baseline=recorded_baseline(serve.baseline, known, warn=lambda _m: None),
+                )
             except RecordingError as exc:
                 return fail(NAME, str(exc))
             hub.subscribe(recorder)
