@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sys
 from pathlib import Path
 
@@ -102,3 +103,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             # One worker runs the whole real tier, in collection order, so the server pool plans
             # its servers' lifetimes as in a serial run (and at most its cap run at once).
             item.add_marker(pytest.mark.xdist_group(XDIST_GROUP_REAL))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A suite started under `nohup` inherits SIGHUP ignored, and so would every specmon it
+    starts, which keeps an ignored SIGHUP ignored as nohup asks: the tests of what SIGHUP does
+    would then see nothing happen. They test a command started the usual way, so the suite
+    gives its processes SIGHUP's default action (each xdist worker imports this file too)."""
+    if hasattr(signal, "SIGHUP") and signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
