@@ -50,7 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 _REPLAY_APP = """
 import json, sys, time
-from specmon.cli.replay_cmd import replay_port
+from specmon.ui.replay_app import replay_port
 t0, c0 = time.perf_counter(), time.process_time()
 port = replay_port(sys.argv[1], baseline_tok_s=None, speed=1.0, label="bench")
 port.view()
@@ -80,7 +80,7 @@ print(json.dumps({"open_s": time.perf_counter() - t0, "cpu_s": time.process_time
 
 _RESUME = """
 import argparse, json, sys, time
-from specmon.cli.chat_history_args import chat_history_for, pick_resumed
+from specmon.ui.saved_chats import chat_history_for, pick_resumed
 args = argparse.Namespace(resume=sys.argv[1], attach=None, model=None, preset=None, system=None,
     temperature=None, top_p=None, max_tokens=None, no_save=True, api_key=None)
 t0 = time.perf_counter()
@@ -96,7 +96,7 @@ print(json.dumps({"open_s": time.perf_counter() - t0, "turns": len(restored), "l
 _RESUME_SCREEN = """
 import argparse, asyncio, json, sys, time
 from tests.support.ui_fakes import FakePort
-from specmon.cli.chat_history_args import chat_history_for, pick_resumed
+from specmon.ui.saved_chats import chat_history_for, pick_resumed
 from specmon.ui.app import SpecmonApp
 from textual.pilot import Pilot
 

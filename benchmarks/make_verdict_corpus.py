@@ -273,8 +273,8 @@ class _Rig:
 
 
 def _requests(max_tokens: int = 256) -> list[ChatRequest]:
-    from specmon.cli.demo_cmd import DEMO_PROMPTS
     from specmon.sources.stream_client import ChatRequest
+    from specmon.ui.demo_run import DEMO_PROMPTS
 
     return [ChatRequest(prompt=p, max_tokens=max_tokens) for p in DEMO_PROMPTS]
 

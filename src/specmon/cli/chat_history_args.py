@@ -10,8 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 from specmon.cli.args import fail, server_url
 from specmon.ui.saved_chats import HistoryFlags as HistoryFlags
-from specmon.ui.saved_chats import chat_history_for as chat_history_for  # benchmarks/ use these
-from specmon.ui.saved_chats import pick_resumed as pick_resumed
 
 if TYPE_CHECKING:
     from specmon.core.chat_record import SavedConversation

@@ -28,7 +28,6 @@ from specmon.cli.session_setup import (
 )
 from specmon.cli.stream_args import add_stream_args, stream_limits_from
 from specmon.sim.drift import DRIFT_SYNTAX
-from specmon.ui.demo_run import DEMO_PROMPTS as DEMO_PROMPTS  # tests and benchmarks/ use it
 from specmon.ui.demo_run import DemoShow
 
 if TYPE_CHECKING:  # imported in run(): `specmon --help` must not import openai/httpx/rich

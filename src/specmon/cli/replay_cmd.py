@@ -28,7 +28,6 @@ from typing import Any
 
 from specmon.cli.args import add_command, positive_float
 from specmon.cli.session_setup import add_baseline_argument, add_theme_argument
-from specmon.ui.replay_app import replay_port as replay_port  # benchmarks/ import it from here
 
 NAME = "replay"
 SUMMARY = "replay a recorded session (--json: print its final snapshot)"
