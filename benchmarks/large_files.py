@@ -13,10 +13,10 @@ Each measurement runs in its own child process; its peak RSS is the child's `ru_
 CPU (`time.process_time`: steadier than the wall time on a shared machine):
 
 - `replay --json`: `specmon replay FILE --json` (the streaming path), the whole command;
-- replay app, open: `cli.replay_cmd.replay_port`, the loader the replay screen uses before the app
+- replay app, open: `ui.replay_app.replay_port`, the loader the replay screen uses before the app
   starts (headless, no terminal), then the view at the start;
 - replay app, seek back: from the end to the middle, then the view;
-- resume: `cli.chat_history_args.pick_resumed` for `--resume ID` and the turns the chat screen
+- resume: `ui.saved_chats.pick_resumed` for `--resume ID` and the turns the chat screen
   puts back (`ChatHistory.restored`), without drawing them; then the same on the chat screen
   (a headless Textual app with a fake port, tests/support/ui_fakes.py), until the turns are
   mounted and the resume line is shown.
