@@ -180,8 +180,11 @@ http.server.HTTPServer(("127.0.0.1", port), Health).serve_forever()
 """
 
 RUN = """\
-import sys, time
+import signal, sys, time
 from pathlib import Path
+# A run Ctrl-C can stop, as one started from a terminal: a suite started in the background of a
+# non-interactive shell (`bash .ci/run &` in a script) inherits SIGINT ignored, and so would this.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from tests.real_vllm import server as harness
 from tests.real_vllm.server import SPECS, start_server
 from tests.real_vllm.tiny_models import TinyModels
