@@ -278,3 +278,16 @@ class StartupFailed:
     seen_in: str | None = None
     after_ready: bool = False
     """True when the server stopped while serving (not during the start)."""
+
+    def report(self) -> str:
+        """The failure as text for stderr: the reason, the log's last lines, the likely cause."""
+        head = "vLLM stopped: " if self.after_ready else "vLLM did not start: "
+        lines = [head + self.reason, f"last {len(self.tail)} lines of {self.log_path}:"]
+        lines += [f"  | {line}" for line in self.tail]
+        if self.cause is not None:
+            lines.append(f"likely cause: {self.cause}")
+            lines.append(f"  seen in: {self.seen_in}")
+            lines.append(f"  try: {self.hint}")
+        else:
+            lines.append("likely cause: not recognised (see the log lines above)")
+        return "\n".join(lines)

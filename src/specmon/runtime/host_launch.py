@@ -31,7 +31,7 @@ from specmon.runtime.one_line import fail
 if TYPE_CHECKING:
     from specmon.core.events import SessionInfo
     from specmon.core.startup_log import StartupFailed, StartupProgress
-    from specmon.sources.host.process import HostedServer, HostStartError
+    from specmon.sources.host.process import HostedServer
 
 
 def _stderr(message: str) -> None:
@@ -131,35 +131,6 @@ def stop_server(server: HostedServer | None, command: str) -> None:
         print(f"vLLM stopped (process group {server.pgid} gone)", file=sys.stderr)
 
 
-def startup_failed(error: HostStartError, *, after_ready: bool = False) -> StartupFailed:
-    from specmon.core.startup_log import StartupFailed
-
-    cause = error.cause
-    return StartupFailed(
-        reason=error.reason,
-        tail=tuple(error.tail),
-        log_path=str(error.log_path),
-        cause=cause.summary if cause else None,
-        hint=cause.hint if cause else None,
-        seen_in=cause.line if cause else None,
-        after_ready=after_ready,
-    )
-
-
-def failure_report(failure: StartupFailed) -> str:
-    """The failure as text for stderr (as serve prints it), after the app closed."""
-    head = "vLLM stopped: " if failure.after_ready else "vLLM did not start: "
-    lines = [head + failure.reason, f"last {len(failure.tail)} lines of {failure.log_path}:"]
-    lines += [f"  | {line}" for line in failure.tail]
-    if failure.cause is not None:
-        lines.append(f"likely cause: {failure.cause}")
-        lines.append(f"  seen in: {failure.seen_in}")
-        lines.append(f"  try: {failure.hint}")
-    else:
-        lines.append("likely cause: not recognised (see the log lines above)")
-    return "\n".join(lines)
-
-
 class AppHost:
     """The hosted server as the app's startup view and log pane see it (HostWatch)."""
 
@@ -221,7 +192,7 @@ class AppHost:
         try:
             progress = self.server.wait_ready(self.timeout_s, cancel=cancel)
         except HostStartError as exc:
-            return startup_failed(exc)
+            return exc.failure()
         self.mark_ready(progress)
         return None
 
@@ -235,7 +206,7 @@ class AppHost:
         if code is None:
             return None
         error = self.server.failure(f"the server exited with code {code} while serving")
-        return startup_failed(error, after_ready=True)
+        return error.failure(after_ready=True)
 
     def session_info(self) -> SessionInfo:
         """The recording header's host fields (with the version the log named, once ready)."""

@@ -214,9 +214,7 @@ def run_dashboard(
     if code != 0:
         return code
     if app.host_failure is not None:
-        from specmon.runtime.host_launch import failure_report
-
-        print(failure_report(app.host_failure), file=sys.stderr)
+        print(app.host_failure.report(), file=sys.stderr)
         return 1
     return 0
 

@@ -238,6 +238,6 @@ def _dashboard(
     code = server.poll()
     if code is not None:
         error = server.failure(f"the server exited with code {code} while serving")
-        print(error.report().replace("vLLM did not start: ", "vLLM stopped: "), file=sys.stderr)
+        print(error.failure(after_ready=True).report(), file=sys.stderr)
         return 1
     return 0

@@ -38,6 +38,7 @@ from specmon.core.events import SessionInfo
 from specmon.core.redaction import Scrubber
 from specmon.core.startup_log import (
     FailureCause,
+    StartupFailed,
     StartupProgress,
     StartupTracker,
     recognise_failure,
@@ -77,17 +78,22 @@ class HostStartError(SpecmonError):
         self.log_path = log_path
         self.returncode = returncode
 
+    def failure(self, *, after_ready: bool = False) -> StartupFailed:
+        """This error as the app's and stderr's StartupFailed (`after_ready`: it stopped while
+        serving)."""
+        cause = self.cause
+        return StartupFailed(
+            reason=self.reason,
+            tail=tuple(self.tail),
+            log_path=str(self.log_path),
+            cause=cause.summary if cause else None,
+            hint=cause.hint if cause else None,
+            seen_in=cause.line if cause else None,
+            after_ready=after_ready,
+        )
+
     def report(self) -> str:
-        lines = [f"vLLM did not start: {self.reason}"]
-        lines.append(f"last {len(self.tail)} lines of {self.log_path}:")
-        lines += [f"  | {line}" for line in self.tail]
-        if self.cause is not None:
-            lines.append(f"likely cause: {self.cause.summary}")
-            lines.append(f"  seen in: {self.cause.line}")
-            lines.append(f"  try: {self.cause.hint}")
-        else:
-            lines.append("likely cause: not recognised (see the log lines above)")
-        return "\n".join(lines)
+        return self.failure().report()
 
 
 def default_log_path(port: int, environ: dict[str, str] | None = None) -> Path:
