@@ -9,6 +9,7 @@ Each test uses its own tmux server (`-L`), so the pane gets this process's envir
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -20,7 +21,9 @@ from tests.support.canned_server import CannedServer
 from tests.support.terminal_chat import quit_chat
 from tests.terminal import MISSING, SPECMON, Terminal, needs_terminal
 
+from specmon.core.session_state import SessionState
 from specmon.sim.corpus import ANSWERS
+from specmon.sources.recording_player import RecordingPlayer, read_recording
 
 pytestmark = needs_terminal
 
@@ -65,9 +68,10 @@ def terminal(tmp_path: Path) -> Iterator[Callable[[str], Terminal]]:
 
 
 def test_chat_attached_to_a_simulator_streams_an_answer_with_its_numbers(
-    sim_url: str, terminal
+    sim_url: str, terminal, tmp_path: Path
 ) -> None:
-    term = terminal(f"--attach {sim_url} --max-tokens 60")
+    recording = tmp_path / "chat.jsonl"
+    term = terminal(f"--attach {sim_url} --max-tokens 60 --record {recording}")
     term.wait_for(lambda: "SIMULATED" in term.screen(), "the SIMULATED badge")
     term.wait_for(lambda: sim_url in term.screen(), "the connected header")
     term.type("What is speculative decoding?")
@@ -80,10 +84,17 @@ def test_chat_attached_to_a_simulator_streams_an_answer_with_its_numbers(
     numbers = next(line for line in screen.splitlines() if "60 tokens" in line)
     assert " tok/s" in numbers and "AL " in numbers
     assert "AL —" not in numbers  # the simulator's chunks give a client-side AL
-    assert "tok/s" in numbers and "— tok/s" not in numbers
     assert "SIMULATED" in screen
     assert "\x1b" not in screen
     quit_chat(term)
+    # The decode speed is shown whenever the chunks' arrival times measure one: a loaded machine
+    # can read a whole short answer at one instant, and then it is "—" (not a made-up number).
+    replayed = SessionState(read_recording(recording).info)
+    asyncio.run(RecordingPlayer(recording).run(replayed.apply))
+    (row,) = replayed.view().rows
+    assert row.completion_tokens == 60
+    measured = row.decode_tok_s is not None
+    assert ("— tok/s" not in numbers) == measured, (numbers, row.decode_tok_s)
 
 
 def _chunk(text: str, tokens: int, finish: str | None = None) -> dict:

@@ -110,10 +110,15 @@ def test_exporter_series_are_queryable_in_the_real_prometheus(
     server = f'server="{sim.url}"'
     assert server in page
     assert float(al_count[0]["value"][1]) == requests
-    assert float(tok_count[0]["value"][1]) == requests
+    # One decode-speed observation per answer that has a decode speed (an answer read at one
+    # instant on a loaded machine has none, and is not judged on speed).
+    timed = [r for r in view.rows if r.decode_tok_s is not None]
+    assert timed and float(tok_count[0]["value"][1]) == len(timed)
     reasons = {r["metric"]["reason"]: float(r["value"][1]) for r in flagged}
-    assert sum(1 for r in view.rows if r.vanilla and r.vanilla.flagged) == requests
-    assert reasons.get("net_loss", 0) + reasons.get("acceptance_near_zero", 0) >= requests
+    assert all(r.vanilla and r.vanilla.flagged for r in timed)
+    flagged_rows = sum(1 for r in view.rows if r.vanilla and r.vanilla.flagged)
+    assert flagged_rows >= len(timed)
+    assert reasons.get("net_loss", 0) + reasons.get("acceptance_near_zero", 0) >= flagged_rows
     # The gauges say what the view's cycle report says (its detection is tested in
     # tests/unit/test_cycle.py; here, and with a detected cycle below, that it is exported).
     assert view.cycle is not None
