@@ -10,6 +10,7 @@ Each test uses its own tmux server (`-L`), so the pane gets this process's envir
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from tests.terminal import MISSING, SPECMON, Terminal, needs_terminal
 from specmon.core.session_state import SessionState
 from specmon.sim.corpus import ANSWERS
 from specmon.sources.recording_player import RecordingPlayer, read_recording
+from specmon.ui.widgets.turn import FLAG_WORDS
 
 pytestmark = needs_terminal
 
@@ -76,7 +78,9 @@ def test_chat_attached_to_a_simulator_streams_an_answer_with_its_numbers(
     term.wait_for(lambda: sim_url in term.screen(), "the connected header")
     term.type("What is speculative decoding?")
     term.key("Enter")
-    term.wait_for(lambda: "60 tokens" in term.screen(), "the answer's numbers line")
+    # The finished answer's line ends with its verdict; the line of an answer still streaming
+    # has none (quitting then would cancel it).
+    term.wait_for(lambda: _finished_line(term.screen()), "the finished answer's numbers line")
     screen = term.screen()
     assert "What is speculative decoding?" in screen  # the prompt, echoed in the conversation
     # The answer's text: the simulator writes the start of one of its corpus answers.
@@ -89,12 +93,24 @@ def test_chat_attached_to_a_simulator_streams_an_answer_with_its_numbers(
     quit_chat(term)
     # The decode speed is shown whenever the chunks' arrival times measure one: a loaded machine
     # can read a whole short answer at one instant, and then it is "—" (not a made-up number).
-    replayed = SessionState(read_recording(recording).info)
+    recorded = read_recording(recording)
+    replayed = SessionState(recorded.info)
     asyncio.run(RecordingPlayer(recording).run(replayed.apply))
+    kinds = collections.Counter(type(e).__name__ for e in recorded.events)
+    assert len(replayed.view().rows) == 1, (kinds, recorded.problems)
     (row,) = replayed.view().rows
     assert row.completion_tokens == 60
     measured = row.decode_tok_s is not None
     assert ("— tok/s" not in numbers) == measured, (numbers, row.decode_tok_s)
+
+
+def _finished_line(screen: str) -> bool:
+    """Whether the screen shows the 60-token answer's numbers line with its verdict."""
+    verdicts = [word for word in FLAG_WORDS.values() if word]
+    return any(
+        "60 tokens" in line and any(line.rstrip(" ▏").endswith(v) for v in verdicts)
+        for line in screen.splitlines()
+    )
 
 
 def _chunk(text: str, tokens: int, finish: str | None = None) -> dict:
