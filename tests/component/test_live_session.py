@@ -104,6 +104,33 @@ def test_cancel_ends_a_streaming_request_as_cancelled():
     assert [(e.request_id, e.outcome) for e in got] == [(rid, "cancelled")]
 
 
+def test_a_collector_started_from_a_thread_outlives_that_thread(tmp_path):
+    """The app starts its session from a worker thread that ends when the app quits, before the
+    session is stopped: the collector must still stop cleanly then, so the answer cut by the quit
+    is recorded as cancelled (it was killed with the thread: the answer had no end)."""
+    slow = start_in_thread(SimConfig(speed=0.5, n_spec=8, seed=1), log_sink=lambda _l: None)
+    path = tmp_path / "quit.ndjson"
+    session = CollectorProcess(
+        SessionConfig(targets=(Target(slow.url),), record=str(path)), SessionState
+    )
+    streaming = threading.Event()
+    try:
+        worker = threading.Thread(target=session.start)
+        worker.start()
+        worker.join(WAIT_S)
+        assert session.info is not None, "the session did not start"
+        session.subscribe(lambda e: isinstance(e, StreamChunk) and streaming.set())
+        rid = session.submit_chat(ChatRequest("A long story, please.", max_tokens=4000))
+        assert streaming.wait(WAIT_S)
+        assert _alive(session.pid)
+    finally:
+        session.stop()  # as the app's quit does, after the thread has ended
+        slow.stop()
+    ends = [e for e in read_recording(path).events if isinstance(e, RequestEnded)]
+    assert [(e.request_id, e.outcome) for e in ends] == [(rid, "cancelled")]
+    assert session.errors == []
+
+
 def test_the_collector_process_dies_with_a_killed_parent(sim):
     code = (
         "import sys\n"

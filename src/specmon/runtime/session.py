@@ -21,8 +21,8 @@ else to do, so that rendering here cannot delay its arrival timestamps through t
 (docs/benchmarks.md, "Arrival skew"); it sends events in batches (every 20 ms, pickled) over a
 pipe, and this process folds them on a receiver thread. Commands go the other way. Both
 directions are typed, frozen messages (runtime/collector_messages.py), each side dispatching its
-set exhaustively. The child dies with its parent (PR_SET_PDEATHSIG on Linux, and the pipe's
-end-of-file everywhere), ignores Ctrl-C (its parent stops it: a terminal's SIGINT reaches the
+set exhaustively. The child dies with its parent (the pipe's end-of-file, and a thread
+watching the parent's pid), ignores Ctrl-C (its parent stops it: a terminal's SIGINT reaches the
 whole process group), and stops within the same bound as the hub; `stop()` ends it by force past
 that. Commands without a live screen (`watch --json`, the plain console of demo and serve) run a
 `runtime.monitor.Monitor` on a hub thread of their own process instead.
@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import ctypes
 import functools
 import multiprocessing
 import os
@@ -601,15 +600,26 @@ def _quiet_stdio() -> None:
     os.close(devnull)
 
 
+PARENT_POLL_S = 0.25
+"""How often the collector checks that the process that started it is still alive."""
+
+
 def _die_with_parent(parent_pid: int) -> None:
-    """SIGKILL this process when its parent dies (Linux); the pipe's EOF covers the rest."""
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            libc = ctypes.CDLL(None, use_errno=True)
-            pr_set_pdeathsig = 1
-            libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+    """End this process soon after its parent dies. The pipe's end-of-file usually comes first
+    and stops the collector cleanly (recording closed); a thread watching the parent's pid covers
+    the rest. Not PR_SET_PDEATHSIG: Linux sends it when the *thread* that started the child ends,
+    and the app starts the collector from a worker thread that Textual ends as the app quits: the
+    collector was killed before it could stop, and the recording lost its last second (a chat
+    quit while an answer streamed left the answer without its end)."""
+    if os.getppid() != parent_pid:  # the parent died already
         os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="specmon-collector-parent", daemon=True).start()
 
 
 def _warm_up(first_sent: threading.Event) -> None:
