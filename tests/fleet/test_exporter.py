@@ -117,7 +117,6 @@ def test_exporter_series_are_queryable_in_the_real_prometheus(
     reasons = {r["metric"]["reason"]: float(r["value"][1]) for r in flagged}
     assert all(r.vanilla and r.vanilla.flagged for r in timed)
     flagged_rows = sum(1 for r in view.rows if r.vanilla and r.vanilla.flagged)
-    assert flagged_rows >= len(timed)
     assert reasons.get("net_loss", 0) + reasons.get("acceptance_near_zero", 0) >= flagged_rows
     # The gauges say what the view's cycle report says (its detection is tested in
     # tests/unit/test_cycle.py; here, and with a detected cycle below, that it is exported).

@@ -23,7 +23,6 @@ nobody here wrote) against specmon's /metrics deltas over the same window.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import math
 import re
@@ -439,25 +438,15 @@ async def _overlapping(
     scraper = MetricsScraper(metrics_url_for(server.url), source=server.url)
     try:
         before = await scrape(scraper, events)
-        async with contextlib.AsyncExitStack() as stack:
-            # Every connection made first, so the four sends follow one another closely.
-            clients = [
-                await stack.enter_async_context(StreamClient(server.url)) for _ in OVERLAP_PROMPTS
-            ]
-            requests = [
-                ChatRequest(
-                    prompt,
-                    max_tokens=OVERLAP_TOKENS,
-                    temperature=0.0,
-                    extra_body={"ignore_eos": True},
-                )
-                for prompt in OVERLAP_PROMPTS
-            ]
-            ended = list(
-                await asyncio.gather(
-                    *(c.chat(r, events.append) for c, r in zip(clients, requests, strict=True))
-                )
+
+        async def one(prompt: str) -> RequestEnded:
+            request = ChatRequest(
+                prompt, max_tokens=OVERLAP_TOKENS, temperature=0.0, extra_body={"ignore_eos": True}
             )
+            async with StreamClient(server.url) as client:
+                return await client.chat(request, events.append)
+
+        ended = list(await asyncio.gather(*(one(p) for p in OVERLAP_PROMPTS)))
         for e in ended:
             assert e.outcome == "ok", e.error
         total = sum(e.completion_tokens or 0 for e in ended)

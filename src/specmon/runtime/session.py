@@ -617,6 +617,9 @@ def _die_with_parent(parent_pid: int) -> None:
     def watch() -> None:
         while os.getppid() == parent_pid:
             time.sleep(PARENT_POLL_S)
+        # The pipe's end-of-file has come too: give that clean stop (it ends the process) its
+        # bound before ending it here.
+        time.sleep(STOP_TIMEOUT_S + 0.5)
         os._exit(1)
 
     threading.Thread(target=watch, name="specmon-collector-parent", daemon=True).start()
