@@ -1,5 +1,5 @@
 """The cycle detector's false-positive rate on aperiodic input and its detection rate on cycles
-whose spacing varies, on the generators of tests/unit/cycle_sequences.py (fixed seeds).
+whose spacing varies, on the generators of tests/support/cycle_sequences.py (fixed seeds).
 
 - aperiodic: the generator the stated bound (cycle.FALSE_POSITIVE_BOUND) is measured with: iid
   two-level speeds, iid Gaussian, random walks, single step changes (20-60 speeds each);
@@ -31,9 +31,9 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "unit"))
+sys.path.insert(0, str(ROOT))
 
-from cycle_sequences import (  # noqa: E402
+from tests.support.cycle_sequences import (  # noqa: E402
     APERIODIC_KINDS,
     SEED_CYCLE,
     Jittered,

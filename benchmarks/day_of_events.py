@@ -24,9 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tests.support.diagnosis_feed import answer, gpu
 from tests.support.retained import session_retained
-from tests.unit.diagnosis_feed import answer, gpu
-from tests.unit.session_feed import SRC, Server
+from tests.support.session_feed import SRC, Server
 
 from specmon.core.events import SessionInfo
 from specmon.core.session_state import MEMORY_CAP_BYTES, SessionState

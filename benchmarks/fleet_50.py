@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.fleet.prom import Prometheus, find_or_install_prometheus  # noqa: E402
+from tests.support.prometheus import Prometheus, find_or_install_prometheus  # noqa: E402
 
 from specmon.core.events import SessionInfo  # noqa: E402
 from specmon.core.session_state import SessionState  # noqa: E402

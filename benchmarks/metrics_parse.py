@@ -2,7 +2,7 @@
 of the same page (parse_metrics_page_full), in the same run. Target: at most a fifth of the time.
 
 Pages: the golden captures of a real vLLM server (tests/golden/metrics/*-after.txt) and generated
-vLLM-shaped pages with 1 and 4 engines (tests/unit/metrics_page_fixtures.py). Interleaved rounds,
+vLLM-shaped pages with 1 and 4 engines (tests/support/metrics_page_fixtures.py). Interleaved rounds,
 median per page. Prints a Markdown table.
 
     python benchmarks/metrics_parse.py [--rounds 21] [--number 50]
@@ -20,9 +20,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "unit"))
+sys.path.insert(0, str(ROOT))
 
-from metrics_page_fixtures import vllm_page  # noqa: E402
+from tests.support.metrics_page_fixtures import vllm_page  # noqa: E402
 
 from specmon.core.metrics_page import parse_metrics_page, parse_metrics_page_full  # noqa: E402
 

@@ -26,8 +26,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.support.retained import session_retained
+from tests.support.session_feed import SRC
 from tests.support.session_soak import Soak
-from tests.unit.session_feed import SRC
 
 from specmon.core.events import SessionInfo
 from specmon.core.session_state import MEMORY_CAP_BYTES, SessionState

@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.unit.session_feed import SRC, Server, gpu_sample, request_events
+from tests.support.session_feed import SRC, Server, gpu_sample, request_events
 
 from specmon.core.events import SessionInfo
 from specmon.core.session_state import SessionState

@@ -58,10 +58,10 @@ sys.path.insert(0, str(ROOT))
 from tests.real_vllm.server import (  # noqa: E402
     SPECS,
     VllmServer,
-    _wait_healthy,
     free_port,
     serve_args,
     server_env,
+    wait_healthy,
 )
 from tests.real_vllm.tiny_models import TinyModels, ensure_models  # noqa: E402
 from tests.real_vllm.vllm_env import ensure_env  # noqa: E402
@@ -305,7 +305,7 @@ def start(name: str, python: Path, models: TinyModels, log_dir: Path, split: boo
         )
     server = VllmServer(spec, f"http://127.0.0.1:{port}", port, log_path, args, process)
     try:
-        _wait_healthy(server, 600.0)
+        wait_healthy(server, 600.0)
     except BaseException:
         server.stop()
         raise

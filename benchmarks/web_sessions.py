@@ -26,7 +26,7 @@ import aiohttp
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.web helpers
 
 from tests.support.waiting import wait_for
-from tests.web.serving import group_alive, start_web
+from tests.support.web_serving import group_alive, start_web
 
 SIZE = {"width": 140, "height": 40}
 

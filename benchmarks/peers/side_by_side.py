@@ -121,7 +121,7 @@ def measured(
 @contextlib.contextmanager
 def real_server(log_dir: Path) -> Iterator[tuple[str, str, Path]]:
     """The tier's noised-draft server, prefix caching off: (url, model name, tokenizer dir)."""
-    from tests.real_vllm.server import SPECS, VllmServer, _wait_healthy, free_port, serve_args
+    from tests.real_vllm.server import SPECS, VllmServer, free_port, serve_args, wait_healthy
     from tests.real_vllm.server import server_env as vllm_env
     from tests.real_vllm.tiny_models import ensure_models
     from tests.real_vllm.vllm_env import ensure_env
@@ -143,7 +143,7 @@ def real_server(log_dir: Path) -> Iterator[tuple[str, str, Path]]:
         )
     server = VllmServer(spec, f"http://127.0.0.1:{port}", port, log_path, args, process)
     try:
-        _wait_healthy(server, 600.0)
+        wait_healthy(server, 600.0)
         yield server.url, server.model_name, models.target
     finally:
         server.stop()

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # tests.web: the browser driver shared with the tests
 
 from tests.web.browser import Chromium, wait_for_screen  # noqa: E402
-from tests.web.serving import start_web  # noqa: E402
+from tests.support.web_serving import start_web  # noqa: E402
 
 SIZE = (1400, 860)
 FLAGGED = re.compile(r"vanilla-speed\s+[1-9]")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import io
 import json
 
-from tests.unit.session_feed import Server, request_events
+from tests.support.session_feed import Server, request_events
 
 from specmon.bench.analysis import END, START, analyze
 from specmon.bench.card import bench_card, card_json, card_markdown

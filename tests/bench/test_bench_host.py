@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.host.host_helpers import alive
+from tests.support.host_mode import alive
 
 from specmon.bench.config import ConfigError, grid_combinations, parse_serve_grid
 from specmon.cli.main import main

@@ -184,7 +184,7 @@ def test_host_mode_bench_interrupted_writes_and_stops_the_server(
     sig: signal.Signals, sim_vllm: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Host mode: the signal also stops the started server's whole group, nothing is left."""
-    from tests.host.host_helpers import alive
+    from tests.support.host_mode import alive
 
     monkeypatch.setenv("FAKE_SWEEP_SPEED", "20")
     out_json = tmp_path / "r.json"

@@ -12,8 +12,8 @@ from dataclasses import replace
 from random import Random
 
 import pytest
+from tests.support.session_feed import Server
 from tests.support.sim_servers import sims
-from tests.unit.session_feed import Server
 
 from specmon.bench.config import BenchConfig
 from specmon.bench.result import ServerInfo, load_result

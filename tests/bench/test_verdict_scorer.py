@@ -94,7 +94,7 @@ def test_a_loop_at_vanilla_speed_is_scored_by_the_badge_it_shows() -> None:
     # shows LOOP (quality before speed), so it is no vanilla-speed badge.
     import dataclasses
 
-    from tests.unit.session_feed import SRC, request_events
+    from tests.support.session_feed import SRC, request_events
 
     from specmon.core.events import SessionInfo
     from specmon.core.session_state import SessionState

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from tests.hostile_stream import ROLE, Body, HostileServer, content, event, send
+from tests.support.hostile_stream import ROLE, Body, HostileServer, content, event, send
 
 from specmon.core.events import RequestEnded, StreamChunk
 from specmon.sources.stream_client import ChatRequest, StreamClient

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.hostile_http import HostileServer, Page, RedirectLoop, Silent, Trickle
+from tests.support.hostile_http import HostileServer, Page, RedirectLoop, Silent, Trickle
 
 from specmon.cli.main import main
 from specmon.core.events import ServerStatusChanged, SessionInfo

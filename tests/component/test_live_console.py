@@ -125,7 +125,7 @@ def test_a_server_cannot_forge_lines_in_plain_output() -> None:
 def test_plain_lines_say_a_verdict_again_when_it_changes() -> None:
     # r6 (the seed's 103 tok/s) ends before the speed levels exist: its line says ok; once the
     # levels appear it is classed a transition, and a line says so (the panel counts it).
-    from tests.unit.session_feed import request_events
+    from tests.support.session_feed import request_events
 
     from specmon.ui.live_console import run_plain
 

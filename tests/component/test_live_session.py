@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.loopback import SilentServer
+from tests.support.loopback import SilentServer
 from tests.support.waiting import wait_for
 
 from specmon.core.events import Marker, RequestEnded, StreamChunk

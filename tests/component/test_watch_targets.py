@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 
 import pytest
-from tests.loopback import SilentServer
+from tests.support.loopback import SilentServer
 from tests.support.waiting import wait_for
 
 from specmon.core.session_state import SessionState

@@ -19,7 +19,7 @@ output)`): its standard input is still the shell's terminal, which it must not s
 background.
 
 These tests start processes (the e2e folder's tiers: `process`, `slow`); each case takes a few
-seconds. The simulator and the fake `vllm` (tests/host/fake_vllm.py) are shared by the module.
+seconds. The simulator and the fake `vllm` (tests/support/fake_vllm.py) are shared by the module.
 Waits are bounded by generous limits (failure bounds, not speed goals: the 2 s bound is
 tests/e2e/test_shutdown_under_load.py's).
 """
@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from tests.host.conftest import make_fake_vllm
+from tests.support.host_mode import make_fake_vllm
 from tests.support.waiting import wait_for
 
 from specmon.sim.server import SimConfig, start_in_thread

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from tests.loopback import LoopbackServer
+from tests.support.loopback import LoopbackServer
 
 from specmon.sim.server import SimConfig, start_in_thread
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from tests.loopback import SilentServer
 from tests.real_vllm.guard import live_members
+from tests.support.loopback import SilentServer
 
 from specmon.sim.server import SimConfig, start_in_thread
 from specmon.sources.recording_player import read_recording

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.terminal import MISSING, SPECMON, Terminal, needs_terminal
+from tests.support.terminal import MISSING, SPECMON, Terminal, needs_terminal
 
 from specmon.sim.server import SimConfig, start_in_thread
 

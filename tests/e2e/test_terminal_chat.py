@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 from tests.support.canned_server import CannedServer
+from tests.support.terminal import MISSING, SPECMON, Terminal, needs_terminal
 from tests.support.terminal_chat import quit_chat
-from tests.terminal import MISSING, SPECMON, Terminal, needs_terminal
 
 from specmon.core.session_state import SessionState
 from specmon.sim.corpus import ANSWERS

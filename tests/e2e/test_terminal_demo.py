@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.terminal import MISSING, SPECMON, Terminal, needs_terminal
+from tests.support.terminal import MISSING, SPECMON, Terminal, needs_terminal
 
 pytestmark = needs_terminal
 

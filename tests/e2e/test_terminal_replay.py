@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.support.terminal import MISSING, SPECMON, Terminal, needs_terminal
 from tests.support.ui_apps import recording_port
-from tests.terminal import MISSING, SPECMON, Terminal, needs_terminal
 
 pytestmark = needs_terminal
 SAMPLE = Path(__file__).resolve().parents[2] / "recordings" / "demo-cycle.ndjson.gz"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests.terminal import MISSING, SPECMON, Terminal, needs_terminal
+from tests.support.terminal import MISSING, SPECMON, Terminal, needs_terminal
 
 pytestmark = needs_terminal
 

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.fleet.prom import Prometheus, PrometheusUnavailable, find_or_install_prometheus
 from tests.support.fleet import StartPrometheus
+from tests.support.prometheus import Prometheus, PrometheusUnavailable, find_or_install_prometheus
 
 
 def _in_ci() -> bool:

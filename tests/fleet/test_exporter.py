@@ -155,7 +155,7 @@ def test_watch_export_serves_metrics_and_says_where(start_prometheus: StartProme
     import subprocess
     import sys
 
-    from tests.fleet.prom import free_port
+    from tests.support.prometheus import free_port
     from tests.support.specmon_cli import SRC
 
     port = free_port()

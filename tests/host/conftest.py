@@ -1,24 +1,11 @@
-"""Fixtures for host-mode tests: a fake `vllm` executable (tests/host/fake_vllm.py)."""
+"""Fixtures for host-mode tests: the fake `vllm` executable (tests/support/fake_vllm.py)."""
 
 from __future__ import annotations
 
-import stat
-import sys
 from pathlib import Path
 
 import pytest
-
-FAKE = Path(__file__).with_name("fake_vllm.py")
-
-
-def make_fake_vllm(directory: Path) -> Path:
-    """An executable named `vllm` whose `#!` line is this python, running fake_vllm.py."""
-    exe = directory / "vllm"
-    exe.write_text(
-        f"#!{sys.executable}\nimport runpy\nrunpy.run_path({str(FAKE)!r}, run_name='__main__')\n"
-    )
-    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
-    return exe
+from tests.support.host_mode import make_fake_vllm
 
 
 @pytest.fixture

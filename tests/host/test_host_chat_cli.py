@@ -15,8 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from host_helpers import Terminal, alive, recorded_pids
-from tests.support.host_mode import wait_gone
+from tests.support.host_mode import Terminal, alive, recorded_pids, wait_gone
 from tests.support.specmon_cli import specmon_env
 
 from specmon.cli.main import main

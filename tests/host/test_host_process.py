@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from host_helpers import alive, recorded_pids
-from tests.support.host_mode import launch_fake
+from tests.support.host_mode import alive, launch_fake, recorded_pids
 from tests.support.waiting import wait_for
 
 from specmon.core.redaction import REDACTED

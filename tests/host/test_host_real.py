@@ -155,7 +155,7 @@ def test_chat_host_mode_in_a_terminal_answers_and_quits_leaving_no_process(
     import re
     import shlex
 
-    from host_helpers import TMUX, Terminal
+    from tests.support.host_mode import TMUX, Terminal
 
     assert TMUX is not None, "tmux is needed (it is in the base image)"
     recording = tmp_path / "chat.ndjson"

@@ -10,8 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from host_helpers import alive, recorded_pids
-from tests.support.host_mode import output_match, wait_gone
+from tests.support.host_mode import alive, output_match, recorded_pids, wait_gone
 from tests.support.specmon_cli import specmon_env
 
 from specmon.cli.main import main
@@ -173,7 +172,7 @@ def test_a_port_in_use_is_refused_before_launch(fake_vllm, capsys):
 def open_serve(tmp_path: Path, fake: Path, mode: str, *extra: str):
     import shlex
 
-    from host_helpers import Terminal
+    from tests.support.host_mode import Terminal
 
     argv = [
         sys.executable, "-m", "specmon", "serve", "--vllm", str(fake), "--model", "tiny",

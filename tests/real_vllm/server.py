@@ -330,7 +330,7 @@ def start_server(
         )  # fmt: skip
         launched = time.monotonic()
         try:
-            _wait_healthy(server, ready_timeout_s)
+            wait_healthy(server, ready_timeout_s)
         except ServerStartError:
             server.stop()
             if attempt == 1 and "address already in use" in log_tail(log_path).lower():
@@ -344,7 +344,7 @@ def start_server(
     raise AssertionError("unreachable")
 
 
-def _wait_healthy(server: VllmServer, timeout_s: float) -> None:
+def wait_healthy(server: VllmServer, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     with httpx.Client(timeout=2.0) as client:
         while True:

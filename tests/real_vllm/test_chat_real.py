@@ -112,8 +112,8 @@ async def test_a_real_vllm_answer_is_literal_and_shows_vllms_own_acceptance(
 
 @pytest.mark.terminal
 def test_a_real_vllm_chat_in_a_real_terminal(vllm_draft_noised: VllmServer, tmp_path) -> None:
+    from tests.support.terminal import MISSING, SPECMON, TMUX, Terminal
     from tests.support.terminal_chat import quit_chat
-    from tests.terminal import MISSING, SPECMON, TMUX, Terminal
 
     if TMUX is None or SPECMON is None:
         pytest.fail(MISSING)  # the real tier runs where the terminal tier runs

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conformance_checks import (
+from tests.sim.conformance_checks import (
     check_spec_object,
     check_steps_are_chunks,
     exchange_shape,

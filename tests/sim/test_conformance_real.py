@@ -8,7 +8,8 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from conformance_checks import (
+from tests.real_vllm.server import SPEC_METRICS
+from tests.sim.conformance_checks import (
     check_chunks_are_runs_of_steps,
     check_spec_object,
     check_steps_are_chunks,
@@ -20,7 +21,6 @@ from conformance_checks import (
     stream_spec_object,
     stream_step_tokens,
 )
-from tests.real_vllm.server import SPEC_METRICS
 
 from specmon.sim.server import RunningSim, SimConfig, start_in_thread
 

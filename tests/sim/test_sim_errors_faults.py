@@ -6,7 +6,7 @@ import json
 
 import httpx
 import pytest
-from simtest_helpers import CHAT, MESSAGES, chat_body, scrape, sse_messages, stream, total
+from tests.sim.simtest_helpers import CHAT, MESSAGES, chat_body, scrape, sse_messages, stream, total
 
 
 def assert_vllm_error(response: httpx.Response, status: int) -> dict:

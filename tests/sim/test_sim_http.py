@@ -8,7 +8,7 @@ import threading
 import httpx
 import openai
 import pytest
-from simtest_helpers import CHAT, MESSAGES, chat_body, scrape, step_tokens, stream, total
+from tests.sim.simtest_helpers import CHAT, MESSAGES, chat_body, scrape, step_tokens, stream, total
 
 from specmon.sim import step_model
 from specmon.sim.profiles import PROFILES

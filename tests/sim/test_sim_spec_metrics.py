@@ -11,13 +11,13 @@ from typing import Any
 
 import httpx
 import pytest
-from conformance_checks import (
+from tests.sim.conformance_checks import (
     check_spec_object,
     check_steps_are_chunks,
     stream_spec_object,
     stream_step_tokens,
 )
-from simtest_helpers import CHAT, chat_body, scrape, step_tokens, stream, total
+from tests.sim.simtest_helpers import CHAT, chat_body, scrape, step_tokens, stream, total
 
 from specmon.sim.server import SimConfig, SimConfigError, resolve
 from specmon.sim.spec_metrics import RequestSpecMetrics

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from tests.loopback import LoopbackServer
+from tests.support.loopback import LoopbackServer
 
 
 class CannedServer(LoopbackServer):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from tests.fleet.prom import Prometheus
+from tests.support.prometheus import Prometheus
 
 from specmon.core.events import FleetSampled
 from specmon.core.session_state import SessionState

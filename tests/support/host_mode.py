@@ -1,15 +1,20 @@
-"""Helpers of the host-mode tests (a fake or the real `vllm serve` started by specmon): what a
-`specmon` child process printed, a hosted server's process group, and the plan → launch → ready
+"""Helpers of the host-mode tests (a fake or the real `vllm serve` started by specmon): the fake
+`vllm` executable, what a `specmon` child process printed, the pids the fake wrote and their
+liveness, a hosted server's process group, a wide tmux terminal, and the plan → launch → ready
 sequence in one call."""
 
 from __future__ import annotations
 
 import argparse
 import re
+import stat
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from tests.support import terminal
+from tests.support.terminal import TMUX as TMUX  # the host tests' skip conditions
 from tests.support.waiting import wait_for
 
 from specmon.core.startup_log import StartupProgress
@@ -17,6 +22,46 @@ from specmon.runtime.host_plan import HostFlags, launch_host, plan_host
 from specmon.sources.host.checks import pick_free_port
 from specmon.sources.host.process import DEFAULT_READY_TIMEOUT_S, HostedServer, group_members
 from specmon.sources.host.spec import HostSettings, build_command
+
+FAKE = Path(__file__).with_name("fake_vllm.py")
+
+WAIT_LIMIT_S = 120.0
+"""Upper bound on waiting for the screen to show something: a failure bound, not a speed target."""
+
+
+def make_fake_vllm(directory: Path) -> Path:
+    """An executable named `vllm` whose `#!` line is this python, running fake_vllm.py."""
+    exe = directory / "vllm"
+    exe.write_text(
+        f"#!{sys.executable}\nimport runpy\nrunpy.run_path({str(FAKE)!r}, run_name='__main__')\n"
+    )
+    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+    return exe
+
+
+def recorded_pids(tmp_path: Path) -> list[int]:
+    """The pids the fake `vllm`'s processes wrote (FAKE_VLLM_PIDS = tmp_path/pids)."""
+    path = tmp_path / "pids"
+    if not path.exists():
+        return []
+    return [int(p) for p in path.read_text().split()]
+
+
+def alive(pid: int) -> bool:
+    """True while `pid` is a live (not zombie) process."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return state[state.rfind(")") + 2] != "Z"
+
+
+class Terminal(terminal.Terminal):
+    """The shared tmux terminal, 160 columns wide, waiting up to WAIT_LIMIT_S (a hosted server's
+    start is slower than the simulator's)."""
+
+    def __init__(self, command: str, exit_file: Path, env: dict[str, str]) -> None:
+        super().__init__(command, exit_file, env, width=160, wait_limit_s=WAIT_LIMIT_S)
 
 
 def output_match(path: Path, pattern: str, proc: subprocess.Popen, timeout_s: float = 120.0) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tests.unit.session_feed import SRC, Server, gpu_sample, request_events
+from tests.support.session_feed import SRC, Server, gpu_sample, request_events
 
 from specmon.core.events import Marker, ServerLogLine
 from specmon.core.session_state import SessionState

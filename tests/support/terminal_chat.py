@@ -1,9 +1,9 @@
-"""`specmon chat` in a real terminal (tests.terminal): the steps the e2e and real-vLLM chat tests
-share."""
+"""`specmon chat` in a real terminal (tests.support.terminal): the steps the e2e and real-vLLM
+chat tests share."""
 
 from __future__ import annotations
 
-from tests.terminal import Terminal
+from tests.support.terminal import Terminal
 
 
 def quit_chat(term: Terminal) -> None:

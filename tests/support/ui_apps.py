@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tests.support.ui_fakes import FakePort, screen_text
 from tests.support.waiting import wait_for_app
-from tests.ui.watch_views import watch_view
+from tests.support.watch_views import watch_view
 from textual.widgets import Input
 
 from specmon.core.clock import FakeClock

@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
-from tests.loopback import LoopbackServer
+from tests.support.loopback import LoopbackServer
 
 from specmon.core.events import RequestEnded, RequestStarted, SessionInfo, StreamChunk
 from specmon.core.session_state import SessionState

@@ -8,7 +8,7 @@ import re
 
 import aiohttp
 from tests.support.waiting import wait_for
-from tests.web.serving import WAIT_LIMIT_S, WebRun
+from tests.support.web_serving import WAIT_LIMIT_S, WebRun
 
 PAGE_SIZE = {"width": 140, "height": 40}
 """The terminal size a test page asks for."""

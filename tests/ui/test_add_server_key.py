@@ -7,7 +7,7 @@ from __future__ import annotations
 from tests.support.ui_apps import WATCH_SIZE, WatchPort, watch_ready
 from tests.support.ui_fakes import screen_text
 from tests.support.waiting import wait_for_app
-from tests.ui.watch_views import watch_view
+from tests.support.watch_views import watch_view
 from textual.widgets import Input
 
 from specmon.ui.app import SpecmonApp

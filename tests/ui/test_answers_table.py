@@ -5,9 +5,9 @@ f filters the rows (all, flagged, failed; the title says which)."""
 from __future__ import annotations
 
 import pytest
+from tests.support.fake_views import SEED_SPEEDS, session_view
 from tests.support.ui_fakes import FakePort, screen_text
 from tests.support.waiting import wait_for_app
-from tests.ui.fake_views import SEED_SPEEDS, session_view
 from textual.widgets import DataTable
 
 from specmon.core.verdict import request_verdict

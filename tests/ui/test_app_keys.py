@@ -5,9 +5,9 @@ panel, the transition badge and F3, the answers table (F4), recording (F5 / r) a
 from __future__ import annotations
 
 import pytest
+from tests.support.fake_views import session_view
 from tests.support.ui_fakes import FakePort, screen_text
 from tests.support.waiting import wait_for_app
-from tests.ui.fake_views import session_view
 from textual.widgets import DataTable, Input
 
 from specmon.ui.app import SpecmonApp

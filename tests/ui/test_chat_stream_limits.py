@@ -8,7 +8,7 @@ import time
 import tracemalloc
 
 import pytest
-from tests.hostile_stream import ROLE, HostileServer, content, event, send
+from tests.support.hostile_stream import ROLE, HostileServer, content, event, send
 from tests.support.retained import feed_retained
 from tests.support.ui_fakes import FakePort, screen_text
 from tests.support.waiting import wait_for_app

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from tests.ui.fake_views import SEED_SPEEDS, session_view
+from tests.support.fake_views import SEED_SPEEDS, session_view
 
 from specmon.ui.answer_numbers import AnswerNumbers
 from specmon.ui.widgets.side_panel import (

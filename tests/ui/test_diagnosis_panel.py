@@ -7,15 +7,15 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from tests.support.ui_fakes import FakePort, screen_text
-from tests.support.waiting import wait_for_app
-from tests.ui.fake_views import (
+from tests.support.fake_views import (
     NO_CONTEXT,
     NO_QUALITY,
     NO_SAVING,
     QUIET_THERMAL,
     session_view,
 )
+from tests.support.ui_fakes import FakePort, screen_text
+from tests.support.waiting import wait_for_app
 from textual.app import App, ComposeResult
 from textual.content import Content
 from textual.widgets import DataTable

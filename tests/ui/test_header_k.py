@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tests.support.fake_views import session_view
 from tests.support.ui_fakes import SIM_SERVER, FakePort
 from tests.support.waiting import wait_for_app
-from tests.ui.fake_views import session_view
 
 from specmon.ui.app import SpecmonApp
 from specmon.ui.port import Connection

@@ -9,9 +9,9 @@ import re
 from pathlib import Path
 
 import pytest
+from tests.support.fake_views import session_view
 from tests.support.ui_fakes import FakePort, screen_text
 from tests.support.waiting import wait_for_app
-from tests.ui.fake_views import session_view
 from textual.binding import Binding
 from textual.command import CommandPalette
 from textual.filter import Monochrome

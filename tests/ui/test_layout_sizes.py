@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from tests.support.fake_views import SEED_SPEEDS, session_view
 from tests.support.ui_apps import (
     chat_app_with_view,
     chat_with_graphs,
@@ -16,8 +17,7 @@ from tests.support.ui_apps import (
     watch_settled,
 )
 from tests.support.ui_fakes import SIM_SERVER, screen_text
-from tests.ui.fake_views import SEED_SPEEDS, session_view
-from tests.ui.watch_views import watch_view
+from tests.support.watch_views import watch_view
 from textual.widgets import DataTable
 
 from specmon.ui.app import SpecmonApp

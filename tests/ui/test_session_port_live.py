@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.loopback import SilentServer
+from tests.support.loopback import SilentServer
 from tests.support.ui_fakes import sim_port
 from tests.support.waiting import wait_for
 

@@ -4,6 +4,7 @@ number is fixed. The snapshots are committed under tests/ui/__snapshots__; CI ne
 
 from __future__ import annotations
 
+from tests.support.fake_views import session_view
 from tests.support.ui_apps import (
     ANSWER,
     chat_app_with_view,
@@ -13,7 +14,6 @@ from tests.support.ui_apps import (
 )
 from tests.support.ui_fakes import FakePort
 from tests.support.waiting import wait_for_app
-from tests.ui.fake_views import session_view
 
 from specmon.ui.app import SpecmonApp
 from specmon.ui.conversation import ChatSettings

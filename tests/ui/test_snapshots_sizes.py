@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from tests.support.fake_views import SEED_SPEEDS, session_view
 from tests.support.ui_apps import (
     chat_app_with_view,
     chat_with_graphs,
@@ -19,8 +20,7 @@ from tests.support.ui_apps import (
 )
 from tests.support.ui_fakes import screen_text
 from tests.support.waiting import wait_for_app
-from tests.ui.fake_views import SEED_SPEEDS, session_view
-from tests.ui.watch_views import watch_view
+from tests.support.watch_views import watch_view
 
 from specmon.ui.app import SpecmonApp
 

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 from rich.console import Console
+from tests.support.fake_views import NO_CONTEXT, NO_QUALITY, NO_SAVING, QUIET_THERMAL, session_view
 from tests.support.ui_apps import (
     chat_app_with_view,
     chat_one_answer,
@@ -19,8 +20,7 @@ from tests.support.ui_apps import (
 )
 from tests.support.ui_fakes import FakePort, screen_text
 from tests.support.waiting import wait_for_app
-from tests.ui.fake_views import NO_CONTEXT, NO_QUALITY, NO_SAVING, QUIET_THERMAL, session_view
-from tests.ui.watch_views import watch_view
+from tests.support.watch_views import watch_view
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Label
 from textual.widgets._footer import FooterKey, FooterLabel

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tests.support.session_feed import gpu_sample
 from tests.support.ui_apps import WATCH_SIZE, watch_app, watch_ready
 from tests.support.ui_fakes import screen_text
 from tests.support.waiting import wait_for_app
-from tests.ui.watch_views import A, B, C, watch_view
-from tests.unit.session_feed import gpu_sample
+from tests.support.watch_views import A, B, C, watch_view
 from textual.widgets import Input
 
 from specmon.core.events import GpuReading

@@ -6,7 +6,7 @@ who has looked at the new picture)."""
 from __future__ import annotations
 
 from tests.support.ui_apps import watch_app, watch_settled
-from tests.ui.watch_views import watch_view
+from tests.support.watch_views import watch_view
 
 WIDE = (160, 48)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from tests.ui.fake_views import session_view
+from tests.support.fake_views import session_view
 
 from specmon.core.views import SessionView
 from specmon.ui.screens.worth import worth_text

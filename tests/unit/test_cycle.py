@@ -7,7 +7,9 @@ import itertools
 import random
 
 import pytest
-from cycle_sequences import (
+from hypothesis import given
+from hypothesis import strategies as st
+from tests.support.cycle_sequences import (
     SEED_CYCLE,
     aperiodic,
     aperiodic_of_kind,
@@ -15,8 +17,6 @@ from cycle_sequences import (
     jittered,
     with_stray_dip,
 )
-from hypothesis import given
-from hypothesis import strategies as st
 
 from specmon.core.detectors.cycle import (
     FALSE_POSITIVE_BOUND,

@@ -3,8 +3,8 @@ session length (the day-long measurement is benchmarks/day_of_events.py)."""
 
 from __future__ import annotations
 
+from tests.support.diagnosis_feed import answer
 from tests.support.retained import session_retained
-from tests.unit.diagnosis_feed import answer
 
 from specmon.core.diagnosis import state as dstate
 from specmon.core.diagnosis.quality import MAX_TEXT_CHARS

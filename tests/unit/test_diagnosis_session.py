@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.unit.diagnosis_feed import answer, gpu
+from tests.support.diagnosis_feed import answer, gpu
 
 from specmon.core.events import Event, SessionInfo
 from specmon.core.session_state import SessionState

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from session_feed import LAB, SRC, Server
+from tests.support.session_feed import LAB, SRC, Server
 
 from specmon.core import families
 from specmon.core.events import (

@@ -6,9 +6,10 @@
 - no import cycle anywhere in src/specmon (grimp's graph: every module's imports at top level,
   inside functions and under TYPE_CHECKING alike), so each module can be read, tested and
   replaced from the bottom up;
-- the tests' own layout: no test module imports from another test module (`test_*.py`), and none
-  imports another tests module's private (underscore) names; shared helpers live in
-  tests/support/ (or a helper module beside the tests) under public names.
+- the tests' own layout (docs/testing.md, "Layout of tests/"): no import from a test module
+  (`test_*.py`) or a conftest, nor of another tests module's private (underscore) names; a helper
+  used from another folder or from benchmarks/ lives in tests/support/ (or is the real-vLLM
+  harness, tests/real_vllm/); tests modules are imported by their absolute name.
 """
 
 from __future__ import annotations
@@ -138,25 +139,31 @@ def test_no_import_cycle_in_specmon(monkeypatch) -> None:
 # ---------------------------------------------------------------- the tests' own layout
 
 
-def _tests_module(name: str, importer: Path, tests: Path) -> Path | None:
-    """The file under `tests` that the absolute module `name`, imported from `importer`, is:
-    `tests.x.y`, or a bare name of a file beside the importer (pytest puts a test's folder on
-    sys.path); None for anything else (specmon, libraries)."""
+SHARED = ("support", "real_vllm")
+"""The folders of tests/ whose modules may be imported from other folders and from benchmarks/:
+the shared helpers and the real-vLLM harness."""
+
+
+def _tests_module(name: str, importer: Path, tests: Path) -> tuple[Path, bool] | None:
+    """The file under `tests` that the absolute module `name`, imported from `importer`, is, and
+    whether it was named by a bare name (a file beside the importer, which pytest puts on
+    sys.path): `tests.x.y` or a bare name; None for anything else (specmon, libraries)."""
     parts = name.split(".")
-    if parts[0] == tests.name:
-        base = tests.joinpath(*parts[1:])
-    else:
-        base = importer.parent.joinpath(*parts)
+    bare = parts[0] != tests.name
+    base = importer.parent.joinpath(*parts) if bare else tests.joinpath(*parts[1:])
     for candidate in (base.with_suffix(".py"), base / "__init__.py"):
         if candidate.is_file() and candidate.resolve().is_relative_to(tests.resolve()):
-            return candidate
+            return candidate, bare
     return None
 
 
 def layout_problems(path: Path, source: str, tests: Path = TESTS) -> list[str]:
-    """Imports in the tests module `path` (its `source`) that break the tests' layout: from a
-    `test_*` module, or of an underscore name of another tests module."""
+    """Imports in `path` (its `source`: a module under `tests`, or one beside it such as a
+    benchmark) that break the tests' layout: from a `test_*` module or a conftest, of an
+    underscore name of another tests module, of a helper of another folder that is not shared
+    (SHARED), or of a tests module by a bare name."""
     problems = []
+    root = tests.parent
     for node in ast.walk(ast.parse(source, str(path))):
         if isinstance(node, ast.Import):
             targets = [(a.name, None) for a in node.names]
@@ -165,7 +172,7 @@ def layout_problems(path: Path, source: str, tests: Path = TESTS) -> list[str]:
                 package = path.parent
                 for _ in range(node.level - 1):
                     package = package.parent
-                rel = package.relative_to(tests.parent).parts
+                rel = package.relative_to(root).parts
                 module = ".".join((*rel, *((node.module or "").split(".") if node.module else ())))
             else:
                 module = node.module or ""
@@ -173,12 +180,19 @@ def layout_problems(path: Path, source: str, tests: Path = TESTS) -> list[str]:
         else:
             continue
         for module, names in targets:
-            target = _tests_module(module, path, tests)
-            if target is None or target.resolve() == path.resolve():
+            found = _tests_module(module, path, tests)
+            if found is None or found[0].resolve() == path.resolve():
                 continue
-            where = f"{path.relative_to(tests.parent)}:{node.lineno}"
+            target, bare = found
+            where = f"{path.relative_to(root)}:{node.lineno}"
             if target.stem.startswith("test_"):
                 problems.append(f"{where}: imports from the test module {module}")
+            elif target.stem == "conftest":
+                problems.append(f"{where}: imports from the conftest {module}")
+            elif target.parent != path.parent and target.relative_to(tests).parts[0] not in SHARED:
+                problems.append(f"{where}: imports {module}, a helper of another folder")
+            if bare:
+                problems.append(f"{where}: imports {module} by a bare name")
             private = [n for n in names or () if n.startswith("_")]
             if private:
                 problems.append(f"{where}: imports private {', '.join(private)} from {module}")
@@ -187,18 +201,26 @@ def layout_problems(path: Path, source: str, tests: Path = TESTS) -> list[str]:
 
 def test_layout_check_finds_what_it_must(tmp_path) -> None:
     tests = tmp_path / "tests"
-    (tests / "ui").mkdir(parents=True)
-    (tests / "support").mkdir()
-    for name in ("ui/test_a.py", "ui/helpers.py", "support/waiting.py", "ui/__init__.py"):
+    for folder in ("ui", "support", "unit", "real_vllm"):
+        (tests / folder).mkdir(parents=True)
+    (tmp_path / "benchmarks").mkdir()
+    for name in (
+        "ui/test_a.py", "ui/helpers.py", "ui/conftest.py", "ui/__init__.py", "support/waiting.py",
+        "unit/feed.py", "real_vllm/server.py",
+    ):  # fmt: skip
         (tests / name).write_text("")
     importer = tests / "ui" / "test_b.py"
     source = (
         "from tests.ui.test_a import SIZE\n"  # a test module
         "import tests.ui.test_a\n"
         "from tests.ui.helpers import _private, public\n"  # a private name
-        "from helpers import _bare\n"  # a bare name of a file beside the test
+        "from helpers import _bare\n"  # a bare name of a file beside the test, and private
         "from .test_a import thing\n"  # relative
-        "from tests.support.waiting import wait_for\n"  # fine
+        "from tests.ui.conftest import fixture_maker\n"  # a conftest
+        "from tests.unit.feed import events\n"  # another folder's helper
+        "from tests.ui.helpers import public\n"  # fine: a helper beside the test
+        "from tests.support.waiting import wait_for\n"  # fine: shared
+        "from tests.real_vllm.server import start\n"  # fine: the real-vLLM harness
         "from specmon.core import _internal\n"  # not a tests module: not this check's business
         "from __future__ import annotations\n"
     )
@@ -207,19 +229,24 @@ def test_layout_check_finds_what_it_must(tmp_path) -> None:
         "imports from the test module tests.ui.test_a",
         "imports from the test module tests.ui.test_a",
         "imports private _private from tests.ui.helpers",
+        "imports helpers by a bare name",
         "imports private _bare from helpers",
         "imports from the test module tests.ui.test_a",
+        "imports from the conftest tests.ui.conftest",
+        "imports tests.unit.feed, a helper of another folder",
     ]
     assert found[0].startswith("tests/ui/test_b.py:1: ")
+    benchmark = tmp_path / "benchmarks" / "b.py"
+    source = "from tests.unit.feed import events\nfrom tests.support.waiting import wait_for\n"
+    assert [p.split(": ", 1)[1] for p in layout_problems(benchmark, source, tests)] == [
+        "imports tests.unit.feed, a helper of another folder"
+    ]
 
 
 @pytest.mark.slow
 def test_no_test_module_imports_from_another_or_its_private_names() -> None:
-    problems = [
-        problem
-        for path in sorted(TESTS.rglob("*.py"))
-        for problem in layout_problems(path, path.read_text())
-    ]
+    paths = sorted([*TESTS.rglob("*.py"), *(ROOT / "benchmarks").rglob("*.py")])
+    problems = [problem for path in paths for problem in layout_problems(path, path.read_text())]
     assert problems == [], "move shared helpers to tests/support/:\n" + "\n".join(problems)
 
 

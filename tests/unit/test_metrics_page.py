@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from metrics_page_fixtures import vllm_page
+from tests.support.metrics_page_fixtures import vllm_page
 
 from specmon.core import families
 from specmon.core.events import MetricSample

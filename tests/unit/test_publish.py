@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from tests.unit.session_feed import SRC, Server, request_events
+from tests.support.session_feed import SRC, Server, request_events
 
 from specmon.core.events import SessionInfo
 from specmon.core.publish import ViewPublisher

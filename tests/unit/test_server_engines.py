@@ -4,7 +4,7 @@ watched server from the view, and counter resets of one server among several."""
 from __future__ import annotations
 
 import pytest
-from tests.unit.session_feed import Server
+from tests.support.session_feed import Server
 
 from specmon.core import families
 from specmon.core.events import MetricSample, MetricsScraped, ServerStatusChanged, SessionInfo

@@ -7,8 +7,8 @@ import json
 import tracemalloc
 
 import pytest
-from session_feed import SRC, Server, gpu_sample, request_events
 from tests.support.retained import session_retained
+from tests.support.session_feed import SRC, Server, gpu_sample, request_events
 from tests.support.session_soak import Soak
 
 from specmon.core.diagnosis.state import MAX_RECENT_SAVINGS

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from metrics_page_fixtures import vllm_page
+from tests.support.metrics_page_fixtures import vllm_page
 
 from specmon.core import families
 from specmon.core.counters import CounterBank, deltas_between

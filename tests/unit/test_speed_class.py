@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from tests.unit.session_feed import SRC, request_events
+from tests.support.session_feed import SRC, request_events
 
 from specmon.core.detectors.speed_class import (
     SpeedLevels,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from tests.unit.session_feed import SRC, request_events
+from tests.support.session_feed import SRC, request_events
 
 from specmon.core.events import SessionInfo
 from specmon.core.session_state import SessionState

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from tests.unit.diagnosis_feed import SRC, answer
+from tests.support.diagnosis_feed import SRC, answer
 
 from specmon.core.events import Event, RequestEnded, SessionInfo, StreamChunk
 from specmon.core.session_state import SessionState
@@ -214,7 +214,7 @@ def test_a_gpu_that_throttles_mid_cycle_moves_no_badge() -> None:
     # a fifth slower, as the simulator's thermal drift makes it). Before: the cool and the hot
     # GPU's fast answers made one wide fast level and its degraded ones one wide slow level, so
     # fast answers on the hot GPU were badged transition and its transitions vanilla-speed.
-    from tests.unit.diagnosis_feed import gpu
+    from tests.support.diagnosis_feed import gpu
 
     events: list[Event] = []
     t = 0.0

@@ -9,7 +9,7 @@ import json
 import math
 
 import pytest
-from tests.unit.session_feed import LAB, SRC, Server, request_events
+from tests.support.session_feed import LAB, SRC, Server, request_events
 
 from specmon.core import families
 from specmon.core.events import MetricSample, MetricsScraped, RequestEnded, SessionInfo

@@ -3,7 +3,7 @@ mode: /version and /v1/models say nothing of it; seen on vLLM 0.26.0 on an H100,
 
 from __future__ import annotations
 
-from session_feed import SRC, Server
+from tests.support.session_feed import SRC, Server
 
 from specmon.core.events import SessionInfo
 from specmon.core.session_state import SessionState

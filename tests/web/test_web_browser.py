@@ -10,8 +10,8 @@ import re
 import struct
 from pathlib import Path
 
+from tests.support.web_serving import group_alive, start_web
 from tests.web.browser import Chromium, wait_for_screen
-from tests.web.serving import group_alive, start_web
 
 ANSWER = re.compile(r"\d+ tokens · [\d.]+ tok/s · TTFT \d+ ms · AL [\d.]+")
 SERVER_SPEED = re.compile(r"tok/s\s+server\s+\d+(\.\d+)?")

@@ -18,7 +18,7 @@ import aiohttp
 import pytest
 from tests.support.waiting import wait_for
 from tests.support.web_pages import open_page, read_screen_until
-from tests.web.serving import WAIT_LIMIT_S, run_web, start_web
+from tests.support.web_serving import WAIT_LIMIT_S, run_web, start_web
 
 from specmon.web.limits import (
     MAX_CONNECTIONS,

@@ -16,7 +16,7 @@ import aiohttp
 import pytest
 from tests.support.waiting import wait_for
 from tests.support.web_pages import PAGE_SIZE, app_groups, open_page, read_screen_until
-from tests.web.serving import (
+from tests.support.web_serving import (
     WAIT_LIMIT_S,
     WebRun,
     children,

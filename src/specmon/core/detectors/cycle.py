@@ -59,7 +59,7 @@ the transition phase of a period-7 cycle made its episode start one request late
    among its neighbours each fast phase is fast again (period 10). Only when the whole sequence
    holds two levels: on iid Gaussian speeds (one level) it found cycles in noise.
 
-False positives (benchmarks/cycle_detection.py, generators in tests/unit/cycle_sequences.py;
+False positives (benchmarks/cycle_detection.py, generators in tests/support/cycle_sequences.py;
 2026-11-23, x86-64, 2 cores): on 20,000 aperiodic sequences of 20-60 speeds, a quarter each of
 iid two-level speeds (degraded with probability 0.1-0.5, noise up to 10%), iid Gaussian (sigma
 1-40%), random walks (step sigma 10%) and single step changes, 0.12% reported a cycle (24; the

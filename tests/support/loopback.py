@@ -9,7 +9,8 @@ import threading
 
 
 class LoopbackServer:
-    """Starts listening on 127.0.0.1 (a free port) at construction; `stop()` ends it."""
+    """Starts listening on 127.0.0.1 (a free port) at construction; `stop()` ends it and the
+    connections it is still handling."""
 
     def __init__(self) -> None:
         self._loop = asyncio.new_event_loop()
@@ -34,8 +35,17 @@ class LoopbackServer:
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         raise NotImplementedError
 
+    async def _shutdown(self) -> None:
+        """Stop listening and end the connections still being handled (a trickle, a stall) on the
+        running loop, so that none is left to finish after the loop is closed."""
+        self._server.close()
+        handlers = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in handlers:
+            task.cancel()
+        await asyncio.gather(*handlers, return_exceptions=True)
+
     def stop(self) -> None:
-        self._loop.call_soon_threadsafe(self._server.close)
+        asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join()
         self._loop.close()

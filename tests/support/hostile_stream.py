@@ -9,7 +9,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from tests.loopback import LoopbackServer
+from tests.support.loopback import LoopbackServer
 
 Body = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
@@ -22,18 +22,6 @@ class HostileServer(LoopbackServer):
         self.body = body
         self.head = head
         super().__init__()
-
-    def stop(self) -> None:
-        """End the handlers still waiting (a stalled body waits for a hang-up), then the loop."""
-
-        async def cancel_handlers() -> None:
-            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-
-        asyncio.run_coroutine_threadsafe(cancel_handlers(), self._loop).result(10)
-        super().stop()
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:

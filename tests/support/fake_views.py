@@ -3,7 +3,7 @@ real SessionState, with fixed timestamps (no live timing)."""
 
 from __future__ import annotations
 
-from tests.unit.session_feed import SRC, Server, gpu_sample, request_events
+from tests.support.session_feed import SRC, Server, gpu_sample, request_events
 
 from specmon.core.diagnosis.context_cliff import ContextCliffView
 from specmon.core.diagnosis.quality import QualityView

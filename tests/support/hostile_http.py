@@ -14,7 +14,7 @@ import asyncio
 import json
 from dataclasses import dataclass
 
-from tests.loopback import LoopbackServer
+from tests.support.loopback import LoopbackServer
 
 
 @dataclass(frozen=True)

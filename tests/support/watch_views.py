@@ -3,8 +3,8 @@ snapshots: the real SessionState folds scrapes with fixed timestamps (no live ti
 
 from __future__ import annotations
 
-from tests.ui.fake_views import INFO
-from tests.unit.session_feed import Server, gpu_sample
+from tests.support.fake_views import INFO
+from tests.support.session_feed import Server, gpu_sample
 
 from specmon.core.events import MetricSample, MetricsScraped, ServerStatusChanged
 from specmon.core.session_state import SessionState
