@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import statistics
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -119,8 +120,9 @@ def test_an_engine_that_dies_is_reported(tmp_path, capsys) -> None:
 @pytest.mark.slow
 def test_the_cycle_the_schedule_sets_is_reported() -> None:
     """`cycle:5f,1t,3d,1r` at n=8 (the test's schedule, seed 000's shape): the period and the
-    phase counts it sets, and the speeds the step model gives its phases: fast-phase mean = the
-    fast speed, long-run mean = the plain mean of the ten requests' speeds of a cycle."""
+    phase counts it sets, the phase each request reads as, the slow phase's requests flagged
+    vanilla with acceptance near zero, and the report's fast-phase and long-run means as the
+    plain means of the fast requests' and of every request's measured speed."""
     # 5x (about 1,100 tok/s fast, 330 chunks a second): the client keeps up with every chunk
     # with two busy loops on the machine's two cores; at 20x it fell behind and the speeds it
     # read no longer showed the phases.
@@ -160,15 +162,15 @@ def test_the_cycle_the_schedule_sets_is_reported() -> None:
     if not stalled:
         assert (c.fast_per_cycle, c.transitions_per_cycle) == (5, 1)
         assert (c.degraded_per_cycle, c.recoveries_per_cycle) == (3, 1)
-    fast = model["f"]
-    long_run = (5 * model["f"] + model["t"] + 3 * model["d"] + model["r"]) / 10
-    # Within 10%: measured end to end through HTTP at 5x speed on a shared 2-core machine,
-    # requests read 2-8% below the model (docs/bench.md). Their ratio does not depend on that
-    # bias and is held tighter (a harmonic long-run mean, or one without the slow phases, would
-    # be 27% off or more).
-    assert c.fast_mean_tok_s / speed == pytest.approx(fast, rel=0.10)
-    assert c.long_run_mean_tok_s / speed == pytest.approx(long_run, rel=0.10)
-    assert c.long_run_mean_tok_s / c.fast_mean_tok_s == pytest.approx(long_run / fast, rel=0.04)
+        # The means are folds of the speeds measured, whatever the machine made them: the
+        # fast-phase mean is the plain mean of the fast requests (the recoveries and the slow
+        # phases left out), the long-run mean the plain mean of every request (a harmonic mean,
+        # or one without the slow phases, would differ). How near the measured speeds come to
+        # the step model's is measured by benchmarks/bench_cycle_speeds.py (docs/benchmarks.md).
+        fast = [r.output_tok_s for r in result.requests if schedule[r.index % 10] == "f"]
+        every = [r.output_tok_s for r in result.requests]
+        assert c.fast_mean_tok_s == pytest.approx(statistics.fmean(fast), rel=1e-9)
+        assert c.long_run_mean_tok_s == pytest.approx(statistics.fmean(every), rel=1e-9)
     degraded = [r for r in result.requests if schedule[r.index % len(schedule)] == "d"]
     assert len(degraded) == 9 and all(r.vanilla for r in degraded)
     assert all("acceptance_near_zero" in dict(r.vanilla_reasons) for r in degraded)
