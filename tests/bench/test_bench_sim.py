@@ -167,7 +167,7 @@ def test_the_cycle_the_schedule_sets_is_reported() -> None:
         # phases left out), the long-run mean the plain mean of every request (a harmonic mean,
         # or one without the slow phases, would differ). How near the measured speeds come to
         # the step model's is measured by benchmarks/bench_cycle_speeds.py (docs/benchmarks.md).
-        fast = [r.output_tok_s for r in result.requests if schedule[r.index % 10] == "f"]
+        fast = [r.output_tok_s for r in result.requests if schedule[r.index % len(schedule)] == "f"]
         every = [r.output_tok_s for r in result.requests]
         assert c.fast_mean_tok_s == pytest.approx(statistics.fmean(fast), rel=1e-9)
         assert c.long_run_mean_tok_s == pytest.approx(statistics.fmean(every), rel=1e-9)
