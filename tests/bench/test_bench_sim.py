@@ -20,7 +20,6 @@ from specmon.bench.result import load_result
 from specmon.bench.runner import BenchError, NoProgress, run_bench
 from specmon.bench.servers import endpoint_for
 from specmon.cli.main import main
-from specmon.sim import step_model as sm
 from specmon.sim.profiles import PROFILES
 from specmon.sim.server import SimConfig, start_in_thread
 from specmon.sources.gpu.nvml import NvmlSampler
@@ -129,7 +128,8 @@ def test_the_cycle_the_schedule_sets_is_reported() -> None:
     speed = 5.0
     profile = PROFILES["gemma4-26b-rtx5090m"]
     config = BenchConfig(input_len=256, output_len=256, num_prompts=30, warmups=0, ignore_eos=True)
-    with sim(profile=profile.name, n_spec=8, speed=speed, schedule="cycle:5f,1t,3d,1r") as s:
+    cycle = "cycle:5f,1t,3d,1r"
+    with sim(profile=profile.name, n_spec=8, speed=speed, schedule=cycle, seed=1) as s:
         # Scraped only before and after: the in-process simulator renders /metrics on its own loop
         # and, on a loaded 2-core machine, a scrape could stall a stream enough to turn one fast
         # request into a "transition" (seen: 131 tok/s among 200s).
@@ -137,41 +137,48 @@ def test_the_cycle_the_schedule_sets_is_reported() -> None:
     c = result.cycle
     assert c is not None
     assert c.period == 10 and c.cycles == 3
-    model = {
-        phase: sm.expected_output_throughput(
-            profile, 8, 256, 256, sm.phase_acceptance_scale(profile, 8, phase)
-        )
-        for phase in "ftdr"
-    }
-    # The schedule's phase of each request (one at a time, in order), and the class the detector
-    # gives it (a recovery is a fast answer after a slow one). A request the machine stalled (a
-    # whole test suite beside this one once made a fast request read 30% slow) reads slower than
-    # its phase and is not held to it; the phase counts hold when none was stalled.
+    # The schedule's phase of each request (one at a time, in order), the acceptance it sets
+    # (drawn at random per step, so a fast request can read 20% below the phase's mean speed),
+    # and the class the detector gives it (a recovery is a fast answer after a slow one).
     schedule = "ffffftdddr"
-    expected = {"f": "fast", "t": "transition", "d": "degraded", "r": "fast"}
-    stalled = [
-        r
+    phase_of = {r.request_id: schedule[r.index % len(schedule)] for r in result.requests}
+    al = {p: [r.client_al for r in result.requests if phase_of[r.request_id] == p] for p in "ftdr"}
+    assert all(a == 1.0 for a in al["d"]), al["d"]
+    assert max(al["t"]) < min(al["f"] + al["r"]), al
+    # The machine's share: every step of the simulator takes the same time whatever it accepts,
+    # so a request's steps per second (its speed over its acceptance length) is the same for all
+    # but those the machine stalled (the first, which pays the client's start, is often one; a
+    # whole test suite beside this one once made a fast request read 30% slow). A stalled
+    # request is not held to its phase; the counts per cycle hold when none was stalled.
+    steps_per_s = {
+        r.request_id: r.output_tok_s / r.client_al
         for r in result.requests
-        if r.output_tok_s is None
-        or r.output_tok_s / speed < 0.85 * model[schedule[r.index % len(schedule)]]
-    ]
-    assert len(stalled) <= 3, f"{len(stalled)} of 30 requests read far below their phase's speed"
+        if r.output_tok_s is not None and r.client_al
+    }
+    typical = statistics.median(steps_per_s.values())
+    stalled = [r for r in result.requests if steps_per_s.get(r.request_id, 0.0) < 0.85 * typical]
+    expected = {"f": "fast", "t": "transition", "d": "degraded", "r": "fast"}
     for r in result.requests:
         if r not in stalled:
-            assert r.phase == expected[schedule[r.index % len(schedule)]], (r.index, r.phase)
+            assert r.phase == expected[phase_of[r.request_id]], (r.index, r.phase)
     if not stalled:
         assert (c.fast_per_cycle, c.transitions_per_cycle) == (5, 1)
         assert (c.degraded_per_cycle, c.recoveries_per_cycle) == (3, 1)
-        # The means are folds of the speeds measured, whatever the machine made them: the
-        # fast-phase mean is the plain mean of the fast requests (the recoveries and the slow
-        # phases left out), the long-run mean the plain mean of every request (a harmonic mean,
-        # or one without the slow phases, would differ). How near the measured speeds come to
-        # the step model's is measured by benchmarks/bench_cycle_speeds.py (docs/benchmarks.md).
-        fast = [r.output_tok_s for r in result.requests if schedule[r.index % len(schedule)] == "f"]
-        every = [r.output_tok_s for r in result.requests]
-        assert c.fast_mean_tok_s == pytest.approx(statistics.fmean(fast), rel=1e-9)
-        assert c.long_run_mean_tok_s == pytest.approx(statistics.fmean(every), rel=1e-9)
-    degraded = [r for r in result.requests if schedule[r.index % len(schedule)] == "d"]
+    # The means are folds of the speeds measured, whatever the machine made them: the fast-phase
+    # mean is the plain mean of the requests read as fast (the recoveries, fast after a slow
+    # one, left out), the long-run mean the plain mean of every request (a harmonic mean, or one
+    # without the slow phases, would differ). How near the measured speeds come to the step
+    # model's is measured by benchmarks/bench_cycle_speeds.py (docs/benchmarks.md).
+    requests = result.requests
+    fast = [
+        r.output_tok_s
+        for i, r in enumerate(requests)
+        if r.phase == "fast" and (i == 0 or requests[i - 1].phase == "fast")
+    ]
+    every = [r.output_tok_s for r in requests]
+    assert c.fast_mean_tok_s == pytest.approx(statistics.fmean(fast), rel=1e-9)
+    assert c.long_run_mean_tok_s == pytest.approx(statistics.fmean(every), rel=1e-9)
+    degraded = [r for r in result.requests if phase_of[r.request_id] == "d"]
     assert len(degraded) == 9 and all(r.vanilla for r in degraded)
     assert all("acceptance_near_zero" in dict(r.vanilla_reasons) for r in degraded)
 
