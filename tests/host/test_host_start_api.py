@@ -34,10 +34,10 @@ def old_parser_python(tmp_path: Path, *, reject: str | None = None) -> Path:
     script.write_text(
         f"#!{sys.executable}\n"
         "import json, sys\n"
-        "args = json.load(sys.stdin)\n"
+        "(args,) = json.load(sys.stdin)\n"
         f"marker = {RESULT_MARKER!r}\n"
         "def say(v, m=''):\n"
-        "    print(marker + json.dumps({'verdict': v, 'message': m}))\n"
+        "    print(marker + json.dumps({'index': 0, 'verdict': v, 'message': m}))\n"
         f"reject = {reject!r}\n"
         "if reject and reject in args:\n"
         "    say('invalid', 'unrecognized arguments: ' + reject)\n"

@@ -25,28 +25,20 @@ DEFAULT_TIMEOUT_S = 180.0
 # Flags whose value is a secret (matched on the flag name, before any "=").
 _SECRET_FLAG = re.compile(r"api[-_]?key|(^|-)token$|secret|password", re.IGNORECASE)
 
-# Runs inside the python that has vLLM. Builds the `vllm serve` parser the way vLLM's own CLI main
-# does, parses ["serve", *argv], then runs the serve command's own validation.
+# Runs inside the python that has vLLM, which it imports once for every argument list: stdin holds
+# a JSON list of argument lists; for each, builds the `vllm serve` parser the way vLLM's own CLI
+# main does, parses ["serve", *argv], then runs the serve command's own validation, and writes one
+# MARKER line {"index", "verdict", "message"}.
 _CHECK_SCRIPT = r"""
 import contextlib, io, json, sys
 
-def report(verdict, message=""):
-    sys.__stdout__.write(MARKER + json.dumps({"verdict": verdict, "message": message}) + "\n")
+def report(index, verdict, message=""):
+    sys.__stdout__.write(
+        MARKER + json.dumps({"index": index, "verdict": verdict, "message": message}) + "\n"
+    )
     sys.__stdout__.flush()
-    raise SystemExit(0)
 
-argv = json.load(sys.stdin)
-noise = io.StringIO()
-with contextlib.redirect_stdout(noise), contextlib.redirect_stderr(noise):
-    try:
-        try:
-            from vllm.utils.argparse_utils import FlexibleArgumentParser
-        except ImportError:
-            from vllm.utils import FlexibleArgumentParser
-        from vllm.entrypoints.cli.serve import ServeSubcommand
-        from vllm.engine.arg_utils import AsyncEngineArgs
-    except Exception as error:
-        report("unchecked", f"cannot import vLLM: {type(error).__name__}: {error}")
+def check(argv):
     parser = FlexibleArgumentParser(prog="vllm")
     subparsers = parser.add_subparsers(dest="subparser")
     command = ServeSubcommand()
@@ -57,10 +49,10 @@ with contextlib.redirect_stdout(noise), contextlib.redirect_stderr(noise):
             args = parser.parse_args(["serve", *argv])
     except SystemExit as exit_:
         if exit_.code in (0, None):
-            report("valid")
+            return "valid", ""
         lines = [line for line in errors.getvalue().splitlines() if line.strip()]
         found = [line.split("error:", 1)[1].strip() for line in lines if "error:" in line]
-        report("invalid", found[-1] if found else (lines[-1] if lines else "rejected"))
+        return "invalid", found[-1] if found else (lines[-1] if lines else "rejected")
     # As `vllm serve` itself does (ServeSubcommand.cmd): the positional model wins; without this
     # the default model would be checked (and looked up on the hub) instead of the given one.
     if getattr(args, "model_tag", None) is not None:
@@ -69,10 +61,27 @@ with contextlib.redirect_stdout(noise), contextlib.redirect_stderr(noise):
         command.validate(args)
         AsyncEngineArgs.from_cli_args(args)
     except SystemExit as exit_:
-        report("invalid", f"rejected by vllm serve (exit {exit_.code})")
+        return "invalid", f"rejected by vllm serve (exit {exit_.code})"
     except Exception as error:
-        report("invalid", f"{type(error).__name__}: {error}")
-report("valid")
+        return "invalid", f"{type(error).__name__}: {error}"
+    return "valid", ""
+
+argvs = json.load(sys.stdin)
+noise = io.StringIO()
+with contextlib.redirect_stdout(noise), contextlib.redirect_stderr(noise):
+    try:
+        try:
+            from vllm.utils.argparse_utils import FlexibleArgumentParser
+        except ImportError:
+            from vllm.utils import FlexibleArgumentParser
+        from vllm.entrypoints.cli.serve import ServeSubcommand
+        from vllm.engine.arg_utils import AsyncEngineArgs
+    except Exception as error:
+        for index in range(len(argvs)):
+            report(index, "unchecked", f"cannot import vLLM: {type(error).__name__}: {error}")
+        raise SystemExit(0)
+    for index, argv in enumerate(argvs):
+        report(index, *check(argv))
 """
 
 
@@ -124,13 +133,29 @@ def check_serve_args(
     timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> ServeArgsCheck:
     """Validate `args` (what follows `vllm serve`) with the vLLM importable by `python`."""
-    arguments = [str(arg) for arg in args]
-    secrets = secret_values(arguments)
+    return check_serve_args_each([args], python, env=env, timeout_s=timeout_s)[0]
+
+
+def check_serve_args_each(
+    arg_lists: Sequence[Sequence[str]],
+    python: str | Path,
+    *,
+    env: dict[str, str] | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> list[ServeArgsCheck]:
+    """Validate each argument list, in order, with one run of `python` (vLLM is imported once:
+    the import is most of a check's time, 5-20 s)."""
+    argvs = [[str(arg) for arg in args] for args in arg_lists]
+    secrets = [value for argv in argvs for value in secret_values(argv)]
+
+    def every(verdict: ArgsVerdict, message: str) -> list[ServeArgsCheck]:
+        return [ServeArgsCheck(verdict, redact(message, secrets)) for _ in argvs]
+
     script = f"MARKER = {RESULT_MARKER!r}\n{_CHECK_SCRIPT}"
     try:
         completed = subprocess.run(
             [str(python), "-c", script],
-            input=json.dumps(arguments),
+            input=json.dumps(argvs),
             capture_output=True,
             text=True,
             timeout=timeout_s,
@@ -138,22 +163,29 @@ def check_serve_args(
             check=False,
         )
     except FileNotFoundError:
-        return ServeArgsCheck(ArgsVerdict.UNCHECKED, f"python not found: {python}")
+        return every(ArgsVerdict.UNCHECKED, f"python not found: {python}")
     except PermissionError:
-        return ServeArgsCheck(ArgsVerdict.UNCHECKED, f"python not executable: {python}")
+        return every(ArgsVerdict.UNCHECKED, f"python not executable: {python}")
     except subprocess.TimeoutExpired:
-        return ServeArgsCheck(
+        return every(
             ArgsVerdict.UNCHECKED, f"vLLM's argument parser did not answer in {timeout_s:.0f} s"
         )
-    for line in reversed(completed.stdout.splitlines()):
-        if line.startswith(RESULT_MARKER):
-            try:
-                result = json.loads(line[len(RESULT_MARKER) :])
-                verdict = ArgsVerdict(result["verdict"])
-                message = str(result.get("message", ""))
-            except (ValueError, KeyError, TypeError):
-                break
-            return ServeArgsCheck(verdict, redact(message, secrets))
+    found: dict[int, ServeArgsCheck] = {}
+    for line in completed.stdout.splitlines():
+        if not line.startswith(RESULT_MARKER):
+            continue
+        try:
+            result = json.loads(line[len(RESULT_MARKER) :])
+            index = int(result["index"])
+            verdict = ArgsVerdict(result["verdict"])
+            message = str(result.get("message", ""))
+        except (ValueError, KeyError, TypeError):
+            continue
+        if 0 <= index < len(argvs):
+            found[index] = ServeArgsCheck(verdict, redact(message, secrets))
+    if len(found) == len(argvs):
+        return [found[index] for index in range(len(argvs))]
     tail = (completed.stderr or completed.stdout).strip().splitlines()[-3:]
     detail = redact(" | ".join(tail), secrets) or f"exit code {completed.returncode}"
-    return ServeArgsCheck(ArgsVerdict.UNCHECKED, f"{python} could not run the check: {detail}")
+    unchecked = ServeArgsCheck(ArgsVerdict.UNCHECKED, f"{python} could not run the check: {detail}")
+    return [found.get(index, unchecked) for index in range(len(argvs))]

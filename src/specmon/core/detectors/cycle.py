@@ -173,6 +173,14 @@ def two_means_split(sorted_xs: Sequence[float]) -> int:
     return best_k
 
 
+def _median(xs: list[float]) -> float:
+    """statistics.median of a non-empty list, without its generality (the refinement's hot loop)."""
+    xs.sort()
+    n = len(xs)
+    mid = n // 2
+    return xs[mid] if n % 2 else (xs[mid - 1] + xs[mid]) / 2
+
+
 def robust_sigma(xs: Sequence[float]) -> float:
     """1.4826 x the median absolute deviation: the standard deviation of normal data, robust."""
     med = statistics.median(xs)
@@ -220,8 +228,8 @@ def _refined(
         if new == classes:
             break
         classes = new
-        hi_level = statistics.median(x for x, c in zip(xs, classes, strict=True) if c == FAST)
-        lo_level = statistics.median(x for x, c in zip(xs, classes, strict=True) if c == DEGRADED)
+        hi_level = _median([x for x in xs if x >= fast_at])
+        lo_level = _median([x for x in xs if x <= degraded_at])
         gap = hi_level - lo_level
         if gap <= 0:
             return None
@@ -479,9 +487,23 @@ def local_classes(
     centred on it (the first or last as many at either end), the point's own class taken; fast
     where they do not form two levels."""
     xs = [float(x) for x in speeds]
-    return tuple(
-        local_class(xs, i, min_drop=min_drop, min_separation=min_separation) for i in range(len(xs))
-    )
+    width = min(len(xs), 2 * LOCAL_REACH + 1)
+    windows: dict[int, tuple[str, ...] | None] = {}  # the first and last points share a window
+    local: list[str] = []
+    for i in range(len(xs)):
+        a = _window_start(len(xs), width, i)
+        if a not in windows:
+            windows[a] = classify(
+                xs[a : a + width], min_drop=min_drop, min_separation=min_separation
+            )
+        classes = windows[a]
+        local.append(FAST if classes is None else classes[i - a])
+    return tuple(local)
+
+
+def _window_start(n: int, width: int, i: int) -> int:
+    """Where point i's window of `width` points among n starts: centred on it, inside the n."""
+    return max(0, min(i - LOCAL_REACH, n - width))
 
 
 def local_class(
@@ -489,7 +511,7 @@ def local_class(
 ) -> str:
     """Point i's class among its neighbours (see `local_classes`)."""
     width = min(len(speeds), 2 * LOCAL_REACH + 1)
-    a = max(0, min(i - LOCAL_REACH, len(speeds) - width))
+    a = _window_start(len(speeds), width, i)
     classes = classify(speeds[a : a + width], min_drop=min_drop, min_separation=min_separation)
     return FAST if classes is None else classes[i - a]
 
