@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import getpass
+import tempfile
+from pathlib import Path
+
 import pytest
 from tests.support.host_mode import alive, launch_fake, recorded_pids
 from tests.support.waiting import wait_for
 
 from specmon.core.redaction import REDACTED
 from specmon.core.startup_log import StartupPhase
-from specmon.sources.host.process import HostStartError
+from specmon.sources.host.process import HostedServer, HostStartError
 
 
 def test_a_server_that_dies_with_an_oom_trace_reports_the_cause_and_tail(
@@ -104,8 +108,39 @@ def test_the_watchdog_stops_the_group_when_its_pipe_closes(fake_vllm, tmp_path, 
     wait_for(lambda: len(recorded_pids(tmp_path)) == 2, "the server and its child", timeout=30)
     watchdog = server._watchdog
     assert watchdog is not None and watchdog.stdin is not None
+    scratch = left_in_scratch(server)
     watchdog.stdin.close()  # as the kernel does when specmon dies
     wait_for(lambda: not server.members(), "the group to end", timeout=30)
     watchdog.wait(timeout=30)
     assert not any(alive(pid) for pid in recorded_pids(tmp_path))
+    assert not scratch.exists()  # the watchdog removed the server's temporary folder
     server.stop()
+
+
+def left_in_scratch(server: HostedServer) -> Path:
+    """The server's temporary folder, once the fake has left vLLM's files in it (the
+    distributed-init file its log names), checked to be outside the usual temporary folder."""
+    wait_for(lambda: "distributed_init_method" in "".join(server.tail()), "the init file's line")
+    line = next(line for line in server.tail() if "distributed_init_method" in line)
+    init_file = Path(line.split("file://", 1)[1].split()[0])
+    assert server.scratch is not None and init_file.parent == server.scratch
+    assert init_file.exists() and Path(init_file.read_text()).is_dir()
+    assert server.scratch.parent == Path(tempfile.gettempdir())
+    return server.scratch
+
+
+def test_the_servers_temporary_files_go_with_it(fake_vllm, tmp_path, monkeypatch):
+    """vLLM leaves its IPC sockets and distributed-init file in its temporary folder; the server
+    gets a folder of its own, removed with it, and torch's compile cache keeps its usual place."""
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    server = launch_fake(fake_vllm, tmp_path, monkeypatch, "ok")
+    server.wait_ready(timeout_s=120)
+    scratch = left_in_scratch(server)
+    raw = (Path("/proc") / str(server.pid) / "environ").read_bytes()
+    env = dict(item.split("=", 1) for item in raw.decode().split("\0") if "=" in item)
+    assert env["TMPDIR"] == str(scratch)
+    assert env["TORCHINDUCTOR_CACHE_DIR"] == str(
+        Path(tempfile.gettempdir()) / f"torchinductor_{getpass.getuser()}"
+    )
+    assert server.stop().survivors == ()
+    assert not scratch.exists()

@@ -15,6 +15,7 @@ Skipped locally with SPECMON_SKIP_REAL_VLLM=1, mandatory in CI (tests/real_vllm/
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -27,6 +28,7 @@ from tests.real_vllm.server import server_env
 from tests.real_vllm.tiny_models import TinyModels
 from tests.support.host_mode import output_match, wait_gone
 from tests.support.specmon_cli import specmon_env
+from tests.support.waiting import wait_for
 
 READY_S = 420.0
 
@@ -102,6 +104,12 @@ def test_host_mode_with_a_draft_model_survives_no_sigkill_of_specmon(
     assert "per_step_accepted" in spec
     assert "[startup] KV cache sized" in result["err"]
     assert "[startup] ready (/health 200)" in result["err"]
+    # vLLM's IPC sockets and init file were in the server's own temporary folder, which the
+    # watchdog removed with the group.
+    (log,) = (tmp_path / "state").rglob("vllm-*.log")
+    init_file = Path(re.search(r"distributed_init_method=file://(\S+)", log.read_text()).group(1))
+    assert init_file.parent.name.startswith("specmon-vllm-tmp-")
+    wait_for(lambda: not init_file.parent.exists(), "the server's temporary folder to go")
     # The recording's header was on disk before the kill.
     header = json.loads((tmp_path / "session.ndjson").read_text().splitlines()[0])
     assert header["vllm_version"].startswith("0.32.0")
@@ -115,7 +123,6 @@ def test_chat_host_mode_in_a_terminal_answers_and_quits_leaving_no_process(
 ):
     """`specmon chat --model <tiny> --method ngram` in tmux: the startup view, then the chat;
     one prompt gets an answer with its numbers; ctrl+q stops the whole group."""
-    import re
     import shlex
 
     from tests.support.host_mode import TMUX, Terminal

@@ -1,11 +1,12 @@
 """Stops one real `vllm serve` process group when the test run that started it dies.
 
-`tests/real_vllm/server.py` starts one guard per server: `python guard.py PGID`, in a session of
-its own (so a signal to the run's process group or terminal does not reach it), with a pipe from
-the run on its standard input. The run writes `release` when it has stopped the server itself;
-an end of file without it means the run died (SIGTERM, SIGKILL, a pytest-xdist worker ended by
-its controller), and the guard stops the group as `VllmServer.stop` would: SIGTERM to the API
-server, then to the whole group, then SIGKILL.
+`tests/real_vllm/server.py` starts one guard per server: `python guard.py PGID [SCRATCH]`, in a
+session of its own (so a signal to the run's process group or terminal does not reach it), with a
+pipe from the run on its standard input. The run writes `release` when it has stopped the server
+itself; an end of file without it means the run died (SIGTERM, SIGKILL, a pytest-xdist worker ended
+by its controller), and the guard stops the group as `VllmServer.stop` would: SIGTERM to the API
+server, then to the whole group, then SIGKILL; then it removes the server's temporary folder
+SCRATCH.
 
 Standard library only, and no import from the tests: it runs beside the run, not in it.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import sys
 import time
@@ -82,6 +84,8 @@ def main(argv: list[str]) -> int:
     if sys.stdin.readline().strip() == RELEASE:
         return 0
     stop_group(pgid)
+    if len(argv) > 2 and not live_members(pgid):  # the server's temporary folder
+        shutil.rmtree(argv[2], ignore_errors=True)
     return 0
 
 

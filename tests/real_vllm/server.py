@@ -11,10 +11,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +26,8 @@ from tests.real_vllm import guard as guard_script
 from tests.real_vllm.guard import group_members
 from tests.real_vllm.tiny_models import TinyModels
 from tests.real_vllm.vllm_env import vllm_cache_root
+
+from specmon.sources.host.process import SCRATCH_PREFIX, inductor_cache_dir
 
 MODEL_NAME = "tiny"
 N_SPEC = 4
@@ -203,6 +207,8 @@ class VllmServer:
     model_name: str = MODEL_NAME
     guard: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     """Stops the group if this run dies first (guard.py); released once `stop` has."""
+    scratch: Path | None = field(default=None, repr=False)
+    """The server's TMPDIR (vLLM's IPC sockets and init file), removed with the group."""
 
     @property
     def name(self) -> str:
@@ -235,6 +241,8 @@ class VllmServer:
         """
         try:
             self._stop_group()
+            if self.scratch is not None:
+                shutil.rmtree(self.scratch, ignore_errors=True)
         finally:
             release_guard(self.guard)
 
@@ -258,11 +266,12 @@ class VllmServer:
         )
 
 
-def start_guard(pgid: int) -> subprocess.Popen[bytes]:
-    """A guard.py process for group `pgid`: it stops the group when this process's end of its
-    standard input closes without a release (this process died)."""
+def start_guard(pgid: int, scratch: Path | None = None) -> subprocess.Popen[bytes]:
+    """A guard.py process for group `pgid`: it stops the group (and removes its `scratch`
+    folder) when this process's end of its standard input closes without a release (this
+    process died)."""
     return subprocess.Popen(
-        [sys.executable, guard_script.__file__, str(pgid)],
+        [sys.executable, guard_script.__file__, str(pgid), *([str(scratch)] if scratch else [])],
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -315,18 +324,24 @@ def start_server(
         log_path = log_dir / f"vllm-{spec.name}.log"
         args = serve_args(spec, models, port)
         vllm = python.parent / "vllm"
+        # vLLM leaves its IPC sockets and init file in its temporary folder: one of its own,
+        # removed with it (the compile cache stays where it was), as host mode does.
+        scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
+        env = server_env()
+        env.setdefault("TORCHINDUCTOR_CACHE_DIR", inductor_cache_dir())
+        env["TMPDIR"] = str(scratch)
         with log_path.open("wb") as log_file:
             process = subprocess.Popen(
                 [str(vllm), "serve", *args],
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                env=server_env(),
+                env=env,
                 start_new_session=True,
             )
         server = VllmServer(
             spec, f"http://127.0.0.1:{port}", port, log_path, args, process,
-            guard=start_guard(process.pid),
+            guard=start_guard(process.pid, scratch), scratch=scratch,
         )  # fmt: skip
         launched = time.monotonic()
         try:

@@ -9,6 +9,7 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,11 +67,20 @@ def test_stop_kills_children_that_ignore_sigterm(tmp_path: Path):
     assert live(server.pid) == []
 
 
-def test_a_server_that_exits_reports_the_last_lines_of_its_log(tmp_path: Path):
+def test_a_server_that_exits_reports_the_last_lines_of_its_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    temp = tmp_path / "temp"  # the usual temporary folder, for this test
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     vllm = bin_dir / "vllm"
-    vllm.write_text("#!/bin/sh\nfor i in $(seq 1 80); do echo log line $i; done\nexit 3\n")
+    # Like vLLM, it leaves a file in its temporary folder.
+    vllm.write_text(
+        '#!/bin/sh\ntouch "$TMPDIR/vllm_dist_1"\n'
+        "for i in $(seq 1 80); do echo log line $i; done\nexit 3\n"
+    )
     vllm.chmod(vllm.stat().st_mode | stat.S_IXUSR)
     with pytest.raises(ServerStartError) as error:
         start_server(SPECS["ngram"], bin_dir / "python", TinyModels(tmp_path), tmp_path)
@@ -79,6 +89,7 @@ def test_a_server_that_exits_reports_the_last_lines_of_its_log(tmp_path: Path):
     assert "log line 80" in message
     assert f"log line {80 - LOG_TAIL_LINES + 1}\n" in message
     assert f"log line {80 - LOG_TAIL_LINES}\n" not in message
+    assert list(temp.iterdir()) == []  # its own temporary folder went with it
 
 
 def test_skip_variable_skips_locally(monkeypatch: pytest.MonkeyPatch):

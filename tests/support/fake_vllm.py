@@ -10,7 +10,9 @@ FAKE_VLLM_MODE picks the behaviour:
 - "nonc": fails with the DFlash "non-causal attention not supported" error.
 - "dies": like "ok", then exits with an EngineDeadError line 3 s after it is ready.
 Every pid of the group is appended to FAKE_VLLM_PIDS (a file) when that variable is set, and the
-environment's NO_COLOR is printed, so tests can check what the launcher set.
+environment's NO_COLOR is printed, so tests can check what the launcher set. Once loaded, it leaves
+in its temporary folder what vLLM leaves there (a folder and a `vllm_dist_*` file, whose path it
+prints in a `distributed_init_method=file://...` line, as vLLM does).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -99,6 +102,13 @@ def main() -> int:
     if mode == "never":
         while True:
             time.sleep(1)
+    # What vLLM leaves in the temporary folder and never removes: its engine's IPC socket paths
+    # and its distributed-init file.
+    leftovers = tempfile.mkdtemp(prefix="ipc-")
+    init_file = os.path.join(tempfile.gettempdir(), f"vllm_dist_{os.getpid()}")
+    with open(init_file, "w") as f:
+        f.write(leftovers)
+    say(f"world_size=1 rank=0 distributed_init_method=file://{init_file} backend=gloo")
     subprocess.Popen(
         [sys.executable, __file__, "--child", "ignore" if mode == "ignore-term" else "plain"]
     )

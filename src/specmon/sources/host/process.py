@@ -13,16 +13,25 @@
 - Watchdog: a tiny separate process holds the read end of a pipe whose write end only specmon
   has. When specmon goes away in any way, SIGKILL included, the pipe closes and the watchdog stops
   the group (TERM, then KILL after the grace period), then exits itself.
+- Scratch folder: the server's TMPDIR is a folder of its own, removed once its group is gone (by
+  `stop`, or by the watchdog). vLLM puts its engine's IPC sockets and its distributed-init file
+  there and never removes them: every start used to leave eight entries in /tmp. Torch's compile
+  cache, which also defaults to the temporary folder, keeps its usual place
+  (TORCHINDUCTOR_CACHE_DIR, unless set) so that later starts still find it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import getpass
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import deque
@@ -105,8 +114,8 @@ def default_log_path(port: int, environ: dict[str, str] | None = None) -> Path:
 
 
 _WATCHDOG = r"""
-import os, signal, sys, time
-pgid, grace = int(sys.argv[1]), float(sys.argv[2])
+import os, shutil, signal, sys, time
+pgid, grace, scratch = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
 for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
     signal.signal(s, signal.SIG_IGN)
 try:
@@ -144,7 +153,34 @@ if alive():
             time.sleep(0.1)
         if not alive():
             break
+if scratch and not alive():
+    shutil.rmtree(scratch, ignore_errors=True)
 """
+SCRATCH_PREFIX = "specmon-vllm-tmp-"
+"""The server's own temporary folder: mkdtemp(prefix=...) in the usual temporary folder."""
+
+
+def inductor_cache_dir() -> str:
+    """Where torch's compile cache lives when TORCHINDUCTOR_CACHE_DIR is not set: in the temporary
+    folder of this process, under torchinductor_<user> (torch._inductor's default_cache_dir)."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid
+        user = str(os.getuid())
+    return os.path.join(
+        tempfile.gettempdir(), "torchinductor_" + re.sub(r'[\\/:*?"<>|]', "_", user)
+    )
+
+
+def server_environment(
+    command: HostCommand, environ: dict[str, str] | None, scratch: Path
+) -> dict[str, str]:
+    """The server's environment: the command's, with its own TMPDIR (the compile cache kept where
+    it was)."""
+    env = command.environment(environ)
+    env.setdefault("TORCHINDUCTOR_CACHE_DIR", inductor_cache_dir())
+    env["TMPDIR"] = str(scratch)
+    return env
 
 
 def group_members(pgid: int) -> list[int]:
@@ -190,6 +226,7 @@ class HostedServer:
         watchdog: subprocess.Popen[bytes] | None,
         *,
         grace_s: float,
+        scratch: Path | None = None,
     ) -> None:
         self.command = command
         self.base_url = command.base_url
@@ -198,6 +235,8 @@ class HostedServer:
         self.pid = process.pid
         self.pgid = process.pid  # leader of its own session and group
         self.grace_s = grace_s
+        self.scratch = scratch
+        """The server's TMPDIR, removed once its group is gone."""
         self._log_file = log_file
         self._watchdog = watchdog
         self._scrub = Scrubber.of(command.secrets, environ=command.environment())
@@ -230,23 +269,25 @@ class HostedServer:
         """Start the server (does not wait for it). Raises OSError if it cannot be executed."""
         log_path.parent.mkdir(parents=True, exist_ok=True)
         log_file = log_path.open("a", encoding="utf-8", errors="replace")
+        scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
         try:
             process = subprocess.Popen(
                 list(command.argv),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
-                env=command.environment(environ),
+                env=server_environment(command, environ, scratch),
                 start_new_session=True,
             )
         except BaseException:
             log_file.close()
+            shutil.rmtree(scratch, ignore_errors=True)
             raise
         guard = None
         if watchdog:
             try:
                 guard = subprocess.Popen(
-                    [sys.executable, "-c", _WATCHDOG, str(process.pid), str(grace_s)],
+                    [sys.executable, "-c", _WATCHDOG, str(process.pid), str(grace_s), str(scratch)],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
@@ -257,8 +298,9 @@ class HostedServer:
                     os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
                 log_file.close()
+                shutil.rmtree(scratch, ignore_errors=True)
                 raise
-        return cls(command, process, log_path, log_file, guard, grace_s=grace_s)
+        return cls(command, process, log_path, log_file, guard, grace_s=grace_s, scratch=scratch)
 
     # ------------------------------------------------------------ output
 
@@ -420,7 +462,10 @@ class HostedServer:
                         break
         self._pump.join(timeout=5.0)
         self._release_watchdog()
-        return StopReport(tuple(sent), tuple(self.members()))
+        survivors = tuple(self.members())
+        if self.scratch is not None and not survivors:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+        return StopReport(tuple(sent), survivors)
 
     def _release_watchdog(self) -> None:
         guard = self._watchdog
