@@ -11,6 +11,7 @@ from tests.support.waiting import wait_for_app
 from textual.widgets import DataTable, Input
 
 from specmon.ui.app import SpecmonApp
+from specmon.ui.screens import chat
 from specmon.ui.screens.dialogs import AnswersScreen, MarkerScreen
 from specmon.ui.widgets.answer import AnswerView
 from specmon.ui.widgets.side_panel import SidePanel
@@ -92,9 +93,12 @@ async def test_a_transition_answer_has_its_badge_and_f3_says_why():
 
 
 @pytest.mark.slow
-async def test_an_earlier_answers_badge_is_redrawn_when_its_verdict_changes():
+async def test_an_earlier_answers_badge_is_redrawn_when_its_verdict_changes(monkeypatch):
     """An answer whose verdict came after its numbers were drawn (classed once the speed levels
     appeared) gets its badge when a later answer ends, as the panel's counts do."""
+    # Each answer settles (its numbers refreshed once, then the earlier answers rejudged) in
+    # one numbers period instead of 3 s: the fake port's numbers are final at once.
+    monkeypatch.setattr(chat, "SETTLE_FRAMES", chat.NUMBERS_EVERY)
     port = FakePort(answers=[["a"]] * 10)
     app = SpecmonApp(port)
     async with app.run_test(size=SIZE) as pilot:

@@ -20,6 +20,8 @@ from tests.ui.chat_pilot import SIZE
 from tests.ui.chat_pilot import answers as _answers
 from tests.ui.chat_pilot import ask as _ask
 from tests.ui.chat_pilot import connected as _connected
+from textual import events
+from textual.widgets import Input, TextArea
 
 from specmon.core.chat_record import SavedConversation, SavedServer, SavedTurn
 from specmon.sources import conversation_store
@@ -70,6 +72,25 @@ def saved(path: Path):
 def finished(app, n: int) -> bool:
     found = _answers(app)
     return len(found) == n and found[-1].finished
+
+
+async def paste(pilot, text: str) -> None:
+    """`text` pasted into the focused field (one Paste event, as a terminal sends a paste), and
+    its line there: the pilot types ~15 keys a second, and what these tests check is what
+    the line becomes once sent, not the keys."""
+    field = pilot.app.focused
+    assert isinstance(field, Input | TextArea), field
+    pilot.app.post_message(events.Paste(text))
+    await wait_for_app(
+        pilot, lambda: text in (field.value if isinstance(field, Input) else field.text)
+    )
+
+
+async def ask_pasted(pilot, prompt: str) -> None:
+    """`chat_pilot.ask`, with the prompt pasted rather than typed."""
+    await pilot.click("#prompt")
+    await paste(pilot, prompt)
+    await pilot.press("enter")
 
 
 async def test_answers_are_saved_with_numbers_server_and_settings(data_home: Path) -> None:
@@ -236,7 +257,7 @@ async def test_no_url_password_env_token_or_redacted_text_reaches_the_files(
     history = install_history(app, args)
     async with app.run_test(size=SIZE) as pilot:
         await _connected(pilot)
-        await _ask(pilot, f"log in as {PASSWORD} with {HF_TOKEN} for {ticket}")
+        await ask_pasted(pilot, f"log in as {PASSWORD} with {HF_TOKEN} for {ticket}")
         await wait_for_app(pilot, lambda: finished(app, 1))
         assert history.saver is not None and history.saver.flush()
         live = sorted(data_home.parent.iterdir())
@@ -526,16 +547,18 @@ async def test_the_system_prompt_is_edited_per_conversation_sent_and_saved(
         await pilot.pause()
         await pilot.press("escape")  # cancel: unchanged
         await pilot.pause()
-        await _ask(pilot, "one")
+        await ask_pasted(pilot, "one")
         await wait_for_app(pilot, lambda: finished(app, 1))
         assert port.requests[0].system == "old system"
         await pilot.press("ctrl+o")
         await pilot.pause()
         app.screen.query_one("#system-text").text = ""
-        await pilot.press(*"be terse", "enter", *"always")
+        await paste(pilot, "be terse")
+        await pilot.press("enter")  # a new line in the system prompt: it is not sent yet
+        await paste(pilot, "always")
         await pilot.press("ctrl+s")
         await wait_for_app(pilot, lambda: "system prompt set: be terse" in screen_text(app))
-        await _ask(pilot, "two")
+        await ask_pasted(pilot, "two")
         await wait_for_app(pilot, lambda: finished(app, 2))
         assert port.requests[1].system == "be terse\nalways"
         assert history.saver is not None and history.saver.flush()
@@ -545,7 +568,7 @@ async def test_the_system_prompt_is_edited_per_conversation_sent_and_saved(
         app.screen.query_one("#system-text").text = "   "
         await pilot.click("#system-save")
         await wait_for_app(pilot, lambda: "no system prompt" in screen_text(app))
-        await _ask(pilot, "three")
+        await ask_pasted(pilot, "three")
         await wait_for_app(pilot, lambda: finished(app, 3))
         assert port.requests[2].system is None
     close_history(history)

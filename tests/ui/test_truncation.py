@@ -180,17 +180,32 @@ def _labels_inside(app) -> None:
         assert box.content_region.contains_region(label.region), str(label.render())
 
 
+async def _each_dialog_checked(pilot, keys: tuple[str, ...]) -> None:
+    """Each key opens its dialog, whose labels are checked once it is laid out (its labels
+    placed: what a dialog shows is set by the end of its mount, its refresh timers tick once a
+    second at the soonest), and Esc closes it before the next key."""
+    app = pilot.app
+
+    def laid_out() -> bool:
+        screen = app.screen
+        return isinstance(screen, ModalScreen) and any(lb.region for lb in screen.query(Label))
+
+    for key in keys:
+        await pilot.press(key)
+        await wait_for_app(pilot, laid_out, f"the dialog of {key} laid out")
+        _labels_inside(app)
+        await pilot.press("escape")
+        await wait_for_app(
+            pilot, lambda: not isinstance(app.screen, ModalScreen), f"the dialog of {key} closed"
+        )
+
+
 @pytest.mark.slow
 async def test_watch_dialogs_titles_are_not_cut_at_80_columns():
     app, _ = watch_app()
     async with app.run_test(size=SMALL) as pilot:
         await watch_ready(pilot)
-        for key in ("a", "m"):
-            await pilot.press(key)
-            await pilot.pause(0.2)
-            _labels_inside(app)
-            await pilot.press("escape")
-            await pilot.pause(0.2)
+        await _each_dialog_checked(pilot, ("a", "m"))
 
 
 @pytest.mark.slow
@@ -198,12 +213,7 @@ async def test_chat_dialogs_titles_are_not_cut_at_80_columns():
     app = chat_app_with_view(session_view(prefix="r"))
     async with app.run_test(size=SMALL) as pilot:
         await chat_one_answer(pilot)
-        for key in ("f2", "f6", "f4", "f1", "f8", "ctrl+o"):
-            await pilot.press(key)
-            await pilot.pause(0.2)
-            _labels_inside(app)
-            await pilot.press("escape")
-            await pilot.pause(0.2)
+        await _each_dialog_checked(pilot, ("f2", "f6", "f4", "f1", "f8", "ctrl+o"))
 
 
 @pytest.mark.slow
