@@ -112,3 +112,15 @@ def pytest_configure(config: pytest.Config) -> None:
     gives its processes SIGHUP's default action (each xdist worker imports this file too)."""
     if hasattr(signal, "SIGHUP") and signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
         signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """`-n auto` (addopts): one worker per core this process may run on, plus one. A good part of
+    the suite waits rather than computes (on vLLM servers starting, terminals redrawing, processes
+    stopping, a slow server's timeouts): with one worker per core the cores sat idle for much of
+    the run (docs/testing.md, "Workers", for the figures). PYTEST_XDIST_AUTO_NUM_WORKERS still
+    decides when set."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # pytest-xdist's own hook reads it
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return (cores or 1) + 1
