@@ -96,9 +96,9 @@ def worlds(
 ) -> Iterator[dict[str, World]]:
     """The world of every test of this module that this run selected, all launched at once."""
     selected = {
-        item.originalname  # type: ignore[attr-defined]
+        getattr(item, "originalname", item.name)
         for item in request.session.items
-        if item.module is request.module  # type: ignore[attr-defined]
+        if getattr(item, "module", None) is request.module
     }
     started: dict[str, World] = {}
     with ExitStack() as every:
