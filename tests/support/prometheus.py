@@ -98,6 +98,13 @@ class Prometheus:
         return path
 
     def start(self, timeout: float = 60.0) -> Prometheus:
+        """Launch the process and wait until it is ready."""
+        self.launch()
+        return self.wait_ready(timeout)
+
+    def launch(self) -> Prometheus:
+        """Start the process and return at once (`wait_ready` waits for it): several can then
+        start side by side, each taking its few seconds before its first scrape at once."""
         config = self.write_config()
         log = open(self.workdir / "prometheus.log", "ab")  # noqa: SIM115 (kept with the process)
         self.proc = subprocess.Popen(
@@ -114,6 +121,12 @@ class Prometheus:
             start_new_session=True,
         )
         log.close()
+        return self
+
+    def wait_ready(self, timeout: float = 60.0) -> Prometheus:
+        """Until /-/ready answers 200; RuntimeError (with the log's tail) if the process exits or
+        is not ready within `timeout` s."""
+        assert self.proc is not None, "launch() first"
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

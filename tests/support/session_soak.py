@@ -1,13 +1,15 @@
 """A long monitoring session as events, for the session state's memory checks: the short test
 (tests/unit/test_session_state.py) and the 10-hour benchmark (benchmarks/session_soak.py).
 
-Each second of session time: a /metrics scrape and a GPU sample; a log line every 10 s; and, as
-configured, a request (40 steps of 5 tokens), a marker and a server restart (its counters reset).
+Each second of session time: a /metrics scrape and a GPU sample; and, as configured, a log line
+(every 10 s by default), a request (40 steps of 5 tokens), markers and a server restart (its
+counters reset).
 Time is the events' own `t`: no clock is read, so an hour takes a second or two to fold.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from tests.support.session_feed import SRC, Server, gpu_sample, request_events
@@ -23,7 +25,10 @@ class Soak:
 
     request_every: int = 10
     """Seconds between two requests."""
-    marker_every: int = 600
+    marker_every: float = 600
+    """Seconds between two markers (0.5: two a second)."""
+    log_every: int = 10
+    """Seconds between two log lines (each half-way through its period)."""
     restart_every: int = 3600
     """Seconds between two server restarts (the first half-way through the first period)."""
     t: int = 0
@@ -48,10 +53,13 @@ class Soak:
             state.apply(self.server.scrape(float(t)))
             state.apply(gpu_sample(t + 0.5))
             self.events += 2
-            if t % 10 == 5:
+            if t % self.log_every == self.log_every // 2:
                 state.apply(ServerLogLine(t=t + 0.6, source=SRC, line=f"INFO line {t}"))
                 self.events += 1
-            if t % self.marker_every == 0:
-                state.apply(Marker(t=t + 0.7, label=f"m{t}"))
+            # the markers due in [t, t + 1): at t, t + marker_every, ... (one at t = 0)
+            for n in range(
+                math.ceil(t / self.marker_every), math.ceil((t + 1) / self.marker_every)
+            ):
+                state.apply(Marker(t=t + 0.7, label=f"m{n * self.marker_every!r}"))
                 self.events += 1
         self.t += seconds

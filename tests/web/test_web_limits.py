@@ -28,7 +28,7 @@ from specmon.web.limits import (
     caps_for,
     loop_exception_handler,
 )
-from specmon.web.plan import IDLE_TIMEOUT_ENV
+from specmon.web.plan import IDLE_TIMEOUT_ENV, MAX_IDLE_TIMEOUT_S
 
 FLOOD = 1100
 """Idle connections the flood opens (the issue's count: above a soft limit of 1024 files)."""
@@ -44,9 +44,12 @@ each: together they reach the cap on all connections."""
 
 
 def closed_by_server(sock: socket.socket) -> bool:
-    """Whether the server has closed `sock`'s connection (EOF or reset waiting to be read)."""
+    """Whether the server has closed `sock`'s connection (EOF or reset waiting to be read), now:
+    a socket with a timeout would first wait up to that long for something to read, and then
+    its TimeoutError (an OSError) would read as a reset."""
+    sock.setblocking(False)
     try:
-        return sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+        return sock.recv(1, socket.MSG_PEEK) == b""
     except BlockingIOError:
         return False
     except OSError:  # reset
@@ -97,8 +100,13 @@ def flood_socks() -> Iterator[list[tuple[str, socket.socket]]]:
 
 
 def test_a_flood_of_idle_connections_does_not_keep_the_owner_out(flood_socks):
+    """The caps alone keep the flood down: the idle timeout is the longest allowed, so no idle
+    connection is closed for being idle while the test runs (with the default 5 s it would
+    close them all whatever the caps did)."""
     count, nofile = flood_sizes()
-    run = start_web("demo", "--speed", "20", nofile=nofile)
+    run = start_web(
+        "demo", "--speed", "20", nofile=nofile, environ={IDLE_TIMEOUT_ENV: str(MAX_IDLE_TIMEOUT_S)}
+    )
     try:
         caps = caps_for(8, nofile)  # the server's: --max-tabs 8, its file limit
         assert count > nofile > caps.total
