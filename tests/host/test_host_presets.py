@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+from tests.support.host_mode import settings_of
 
 from specmon.cli.main import main
 from specmon.sources.host.presets import (
@@ -18,19 +19,7 @@ from specmon.sources.host.presets import (
     find_preset,
     load_user_presets,
 )
-from specmon.sources.host.spec import HostSettings, build_command
-
-
-def settings_of(preset) -> HostSettings:
-    return HostSettings(
-        model=preset.model,
-        draft=preset.draft,
-        method=preset.method,
-        n_spec=preset.n_spec,
-        spec_options=preset.spec_options,
-        vllm_args=preset.vllm_args,
-        env=preset.env,
-    )
+from specmon.sources.host.spec import build_command
 
 
 def test_the_four_seed_presets_with_their_seed_and_build():

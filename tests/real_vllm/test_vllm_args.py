@@ -5,14 +5,16 @@ from __future__ import annotations
 import os
 import stat
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from tests.real_vllm.server import SPECS, serve_args
 from tests.real_vllm.tiny_models import TinyModels
+from tests.support.host_mode import settings_of
 
 from specmon.sources.host.presets import BUILTIN_PRESETS, Preset
-from specmon.sources.host.spec import HostSettings, build_command, metrics_flags
+from specmon.sources.host.spec import build_command, metrics_flags
 from specmon.sources.vllm_args import (
     REDACTED,
     RESULT_MARKER,
@@ -32,15 +34,7 @@ def preset_args(preset: Preset, models: TinyModels) -> list[str]:
     """A built-in preset's `vllm serve` arguments with the detailed metrics flags host mode asks
     for, the models replaced by local ones: the parser resolves a hub id on the hub (offline here,
     and the 31B is gated); every other argument is the preset's own."""
-    settings = HostSettings(
-        model=str(models.target),
-        draft=str(models.draft_same),
-        method=preset.method,
-        n_spec=preset.n_spec,
-        spec_options=preset.spec_options,
-        vllm_args=preset.vllm_args,
-        env=preset.env,
-    )
+    settings = replace(settings_of(preset), model=str(models.target), draft=str(models.draft_same))
     args = list(build_command(settings, "vllm").argv[2:])
     return [*args, *metrics_flags(args)]
 

@@ -20,6 +20,7 @@ from tests.support.waiting import wait_for
 from specmon.core.startup_log import StartupProgress
 from specmon.runtime.host_plan import HostFlags, launch_host, plan_host
 from specmon.sources.host.checks import pick_free_port
+from specmon.sources.host.presets import Preset
 from specmon.sources.host.process import DEFAULT_READY_TIMEOUT_S, HostedServer, group_members
 from specmon.sources.host.spec import HostSettings, build_command
 
@@ -134,3 +135,16 @@ def start_host(
         raise
     server.session_info = plan.session_info(progress)
     return server
+
+
+def settings_of(preset: Preset) -> HostSettings:
+    """What host mode runs for a preset given alone (no flags over it)."""
+    return HostSettings(
+        model=preset.model,
+        draft=preset.draft,
+        method=preset.method,
+        n_spec=preset.n_spec,
+        spec_options=preset.spec_options,
+        vllm_args=preset.vllm_args,
+        env=preset.env,
+    )
