@@ -131,16 +131,26 @@ def left_in_scratch(server: HostedServer) -> Path:
 
 def test_the_servers_temporary_files_go_with_it(fake_vllm, tmp_path, monkeypatch):
     """vLLM leaves its IPC sockets and distributed-init file in its temporary folder; the server
-    gets a folder of its own, removed with it, and torch's compile cache keeps its usual place."""
+    gets a folder of its own, removed with it, and torch's compile cache keeps its usual place:
+    TORCHINDUCTOR_CACHE_DIR, and a link from the folder for what torch keeps under TMPDIR
+    whatever that says (its precompiled headers)."""
+    temp = tmp_path / "temp"  # the usual temporary folder, for this test
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
     monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    cache = temp / f"torchinductor_{getpass.getuser()}"
+    (cache / "precompiled_headers").mkdir(parents=True)
+    (cache / "precompiled_headers" / "kept.h.gch").write_text("built once")
     server = launch_fake(fake_vllm, tmp_path, monkeypatch, "ok")
     server.wait_ready(timeout_s=120)
     scratch = left_in_scratch(server)
     raw = (Path("/proc") / str(server.pid) / "environ").read_bytes()
     env = dict(item.split("=", 1) for item in raw.decode().split("\0") if "=" in item)
     assert env["TMPDIR"] == str(scratch)
-    assert env["TORCHINDUCTOR_CACHE_DIR"] == str(
-        Path(tempfile.gettempdir()) / f"torchinductor_{getpass.getuser()}"
-    )
+    assert env["TORCHINDUCTOR_CACHE_DIR"] == str(cache)
+    # torch's default_cache_dir() in the server: TMPDIR/torchinductor_<user>, the same cache
+    assert (scratch / cache.name / "precompiled_headers" / "kept.h.gch").read_text() == "built once"
     assert server.stop().survivors == ()
     assert not scratch.exists()
+    assert (cache / "precompiled_headers" / "kept.h.gch").read_text() == "built once"
+    assert sorted(p.name for p in temp.iterdir()) == [cache.name]  # nothing else left

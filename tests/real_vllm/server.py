@@ -16,7 +16,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +26,7 @@ from tests.real_vllm.guard import group_members
 from tests.real_vllm.tiny_models import TinyModels
 from tests.real_vllm.vllm_env import vllm_cache_root
 
-from specmon.sources.host.process import SCRATCH_PREFIX, inductor_cache_dir
+from specmon.sources.host.process import make_scratch, scratch_environment
 
 MODEL_NAME = "tiny"
 N_SPEC = 4
@@ -326,10 +325,8 @@ def start_server(
         vllm = python.parent / "vllm"
         # vLLM leaves its IPC sockets and init file in its temporary folder: one of its own,
         # removed with it (the compile cache stays where it was), as host mode does.
-        scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
-        env = server_env()
-        env.setdefault("TORCHINDUCTOR_CACHE_DIR", inductor_cache_dir())
-        env["TMPDIR"] = str(scratch)
+        scratch = make_scratch()
+        env = scratch_environment(server_env(), scratch)
         with log_path.open("wb") as log_file:
             process = subprocess.Popen(
                 [str(vllm), "serve", *args],

@@ -16,8 +16,8 @@
 - Scratch folder: the server's TMPDIR is a folder of its own, removed once its group is gone (by
   `stop`, or by the watchdog). vLLM puts its engine's IPC sockets and its distributed-init file
   there and never removes them: every start used to leave eight entries in /tmp. Torch's compile
-  cache, which also defaults to the temporary folder, keeps its usual place
-  (TORCHINDUCTOR_CACHE_DIR, unless set) so that later starts still find it.
+  cache, which also defaults to the temporary folder, keeps its usual place (make_scratch) so
+  that later starts still find it.
 """
 
 from __future__ import annotations
@@ -172,12 +172,22 @@ def inductor_cache_dir() -> str:
     )
 
 
-def server_environment(
-    command: HostCommand, environ: dict[str, str] | None, scratch: Path
-) -> dict[str, str]:
-    """The server's environment: the command's, with its own TMPDIR (the compile cache kept where
-    it was)."""
-    env = command.environment(environ)
+def make_scratch() -> Path:
+    """A new temporary folder for one server. Its torchinductor_<user> is a link to torch's usual
+    compile cache: torch finds some of its cache (the precompiled headers) under the temporary
+    folder whatever TORCHINDUCTOR_CACHE_DIR says, and would otherwise build it again on every
+    start. Removing the folder removes the link, never what it points to."""
+    scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
+    cache = Path(inductor_cache_dir())
+    with contextlib.suppress(OSError):  # without the link, torch builds that cache again
+        cache.mkdir(parents=True, exist_ok=True)
+        (scratch / cache.name).symlink_to(cache, target_is_directory=True)
+    return scratch
+
+
+def scratch_environment(env: dict[str, str], scratch: Path) -> dict[str, str]:
+    """`env` with TMPDIR the server's own folder, and torch's compile cache kept where it was."""
+    env = dict(env)
     env.setdefault("TORCHINDUCTOR_CACHE_DIR", inductor_cache_dir())
     env["TMPDIR"] = str(scratch)
     return env
@@ -269,14 +279,14 @@ class HostedServer:
         """Start the server (does not wait for it). Raises OSError if it cannot be executed."""
         log_path.parent.mkdir(parents=True, exist_ok=True)
         log_file = log_path.open("a", encoding="utf-8", errors="replace")
-        scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
+        scratch = make_scratch()
         try:
             process = subprocess.Popen(
                 list(command.argv),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
-                env=server_environment(command, environ, scratch),
+                env=scratch_environment(command.environment(environ), scratch),
                 start_new_session=True,
             )
         except BaseException:
