@@ -58,3 +58,13 @@ def test_demo_in_a_real_terminal_shows_simulated_answers_and_numbers_and_quits(
     assert term.exit_file.read_text().strip() == {"C-c": "130", "C-q": "0"}[key]
     term.wait_for(lambda: not term.descendants(), "no process of the demo left")
     assert "Traceback" not in term.screen()
+
+
+def test_a_closed_terminal_leaves_no_tmux_socket(tmp_path: Path) -> None:
+    # The harness's own hygiene: tmux 3.3's kill-server leaves its socket file behind.
+    term = Terminal("true", tmp_path / "exit")
+    term.wait_for(lambda: (tmp_path / "exit").exists(), "the command to end")
+    socket = Path(term.tmux("display-message", "-p", "#{socket_path}").strip())
+    assert socket.exists()
+    term.close()
+    assert not socket.exists()

@@ -3,6 +3,7 @@ a command, and what a person would read off it (the screen, the title, tmux's pa
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -116,5 +117,16 @@ class Terminal:
         wait_for(predicate, what, timeout=self.wait_limit_s, interval=0.3, detail=self.screen)
 
     def close(self) -> None:
+        """Stop the tmux server and remove its socket file (tmux 3.3 leaves it behind: one file
+        in /tmp/tmux-UID for every terminal test otherwise)."""
         assert TMUX is not None
+        where = subprocess.run(
+            [TMUX, "-L", self.socket, "display-message", "-p", "#{socket_path}"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout.strip()
         subprocess.run([TMUX, "-L", self.socket, "kill-server"], capture_output=True, timeout=30)
+        if where:
+            with contextlib.suppress(OSError):
+                Path(where).unlink()
