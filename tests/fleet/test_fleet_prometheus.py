@@ -153,6 +153,17 @@ def traffic(sim: RunningSim, requests: int = 3, max_tokens: int = 64) -> None:
         r.raise_for_status()
 
 
+def one_server_served(world: World, *, up: int, requests: int) -> tuple[RunningSim, Prometheus]:
+    """The world's one server and its Prometheus, once `up` targets are up, the server's counters
+    have samples from before the traffic, and the final values of `requests` requests are in."""
+    (sim,), prom = world.sims, world.prom
+    prom.wait_for_scrapes("up == 1", up)
+    wait_for_samples_before_traffic(prom, 1)
+    traffic(sim, requests=requests)
+    prom.wait_for_counters(sim.url)
+    return sim, prom
+
+
 def test_fleet_lists_vllm_targets_with_the_same_al_as_attach(world: World) -> None:
     (a, b), prom = world.sims, world.prom
     attach = Monitor(
@@ -205,11 +216,7 @@ def test_fleet_lists_vllm_targets_with_the_same_al_as_attach(world: World) -> No
 
 
 def test_fleet_survives_the_prometheus_restarting(world: World) -> None:
-    (a,), prom = world.sims, world.prom
-    prom.wait_for_scrapes("up == 1", 2)
-    wait_for_samples_before_traffic(prom, 1)
-    traffic(a, requests=2)
-    prom.wait_for_counters(a.url)
+    _, prom = one_server_served(world, up=2, requests=2)
     fleet = fleet_for(prom.url, timeout=2.0)
     state = SessionState(SessionInfo())
     assert read(fleet, state).error is None
@@ -307,11 +314,7 @@ def dcgm_exporter() -> Iterator[str]:
 
 
 def test_a_target_shows_its_history_and_its_hosts_gpus(world: World) -> None:
-    (a,), prom = world.sims, world.prom
-    prom.wait_for_scrapes("up == 1", 3)
-    wait_for_samples_before_traffic(prom, 1)
-    traffic(a, requests=2)
-    prom.wait_for_counters(a.url)
+    a, prom = one_server_served(world, up=3, requests=2)
     # more than 5 s of samples: the history below can reach 4 s into the past
     prom.wait_for_scrapes("count_over_time(vllm:generation_tokens_total[10m]) >= 7", 1)
     state = SessionState(SessionInfo())
@@ -342,11 +345,7 @@ def test_a_target_shows_its_history_and_its_hosts_gpus(world: World) -> None:
 
 
 def test_fleet_once_json(world: World) -> None:
-    (a,), prom = world.sims, world.prom
-    prom.wait_for_scrapes("up == 1", 2)
-    wait_for_samples_before_traffic(prom, 1)
-    traffic(a, requests=1)
-    prom.wait_for_counters(a.url)
+    a, prom = one_server_served(world, up=2, requests=1)
     done = run_specmon("fleet", prom.url, "--once", "--json", "--rate-window", "30")
     url = prom.url
     prom.stop()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from tests.support.waiting import wait_for_app
+from textual import events
+from textual.widgets import Input, TextArea
 
 from specmon.ui.widgets.answer import AnswerView
 
@@ -24,3 +26,22 @@ async def ask(pilot, prompt: str) -> None:
 
 def answers(app) -> list[AnswerView]:
     return list(app.screen.query(AnswerView))
+
+
+async def paste(pilot, text: str) -> None:
+    """`text` pasted into the focused field (one Paste event, as a terminal sends a paste), and
+    its line there: the pilot types ~15 keys a second, and what these tests check is what
+    the line becomes once sent, not the keys."""
+    field = pilot.app.focused
+    assert isinstance(field, Input | TextArea), field
+    pilot.app.post_message(events.Paste(text))
+    await wait_for_app(
+        pilot, lambda: text in (field.value if isinstance(field, Input) else field.text)
+    )
+
+
+async def ask_pasted(pilot, prompt: str) -> None:
+    """`chat_pilot.ask`, with the prompt pasted rather than typed."""
+    await pilot.click("#prompt")
+    await paste(pilot, prompt)
+    await pilot.press("enter")

@@ -16,12 +16,10 @@ from pathlib import Path
 import pytest
 from tests.support.ui_fakes import SIM_SERVER, FakePort, screen_text
 from tests.support.waiting import wait_for_app
-from tests.ui.chat_pilot import SIZE
+from tests.ui.chat_pilot import SIZE, ask_pasted, paste
 from tests.ui.chat_pilot import answers as _answers
 from tests.ui.chat_pilot import ask as _ask
 from tests.ui.chat_pilot import connected as _connected
-from textual import events
-from textual.widgets import Input, TextArea
 
 from specmon.core.chat_record import SavedConversation, SavedServer, SavedTurn
 from specmon.sources import conversation_store
@@ -72,25 +70,6 @@ def saved(path: Path):
 def finished(app, n: int) -> bool:
     found = _answers(app)
     return len(found) == n and found[-1].finished
-
-
-async def paste(pilot, text: str) -> None:
-    """`text` pasted into the focused field (one Paste event, as a terminal sends a paste), and
-    its line there: the pilot types ~15 keys a second, and what these tests check is what
-    the line becomes once sent, not the keys."""
-    field = pilot.app.focused
-    assert isinstance(field, Input | TextArea), field
-    pilot.app.post_message(events.Paste(text))
-    await wait_for_app(
-        pilot, lambda: text in (field.value if isinstance(field, Input) else field.text)
-    )
-
-
-async def ask_pasted(pilot, prompt: str) -> None:
-    """`chat_pilot.ask`, with the prompt pasted rather than typed."""
-    await pilot.click("#prompt")
-    await paste(pilot, prompt)
-    await pilot.press("enter")
 
 
 async def test_answers_are_saved_with_numbers_server_and_settings(data_home: Path) -> None:

@@ -236,7 +236,7 @@ class HostedServer:
         watchdog: subprocess.Popen[bytes] | None,
         *,
         grace_s: float,
-        scratch: Path | None = None,
+        scratch: Path | None,
     ) -> None:
         self.command = command
         self.base_url = command.base_url
