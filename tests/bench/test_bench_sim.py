@@ -20,6 +20,7 @@ from specmon.bench.result import load_result
 from specmon.bench.runner import BenchError, NoProgress, run_bench
 from specmon.bench.servers import endpoint_for
 from specmon.cli.main import main
+from specmon.core.detectors.cycle import detect_cycle
 from specmon.sim.profiles import PROFILES
 from specmon.sim.server import SimConfig, start_in_thread
 from specmon.sources.gpu.nvml import NvmlSampler
@@ -121,7 +122,9 @@ def test_the_cycle_the_schedule_sets_is_reported() -> None:
     """`cycle:5f,1t,3d,1r` at n=8 (the test's schedule, seed 000's shape): the period and the
     phase counts it sets, the phase each request reads as, the slow phase's requests flagged
     vanilla with acceptance near zero, and the report's fast-phase and long-run means as the
-    plain means of the fast requests' and of every request's measured speed."""
+    plain means of the fast requests' and of every request's measured speed. Whatever the load,
+    the report is the cycle rule on the measured speeds; the schedule's exact cycle is asserted
+    when the machine stalled no request (a loaded machine can stall enough to hide it)."""
     # 5x (about 1,100 tok/s fast, 330 chunks a second): the client keeps up with every chunk
     # with two busy loops on the machine's two cores; at 20x it fell behind and the speeds it
     # read no longer showed the phases.
@@ -135,8 +138,13 @@ def test_the_cycle_the_schedule_sets_is_reported() -> None:
         # request into a "transition" (seen: 131 tok/s among 200s).
         _, result = bench(s.url, config, scrape_interval=60.0)
     c = result.cycle
-    assert c is not None
-    assert c.period == 10 and c.cycles == 3
+    # Whatever the machine made of the speeds, the report is the cycle rule on them (the rule of
+    # live and replay); a loop or garbled answer would set no level.
+    measured = [r.output_tok_s if r.quality is None else None for r in result.requests]
+    rule = detect_cycle(measured)
+    assert (c is None) == (rule is None)
+    if c is not None and rule is not None:
+        assert (c.period, c.cycles, c.score) == (rule.period, rule.cycles, rule.score)
     # The schedule's phase of each request (one at a time, in order), the acceptance it sets
     # (drawn at random per step, so a fast request can read 20% below the phase's mean speed),
     # and the class the detector gives it (a recovery is a fast answer after a slow one).
@@ -157,13 +165,20 @@ def test_the_cycle_the_schedule_sets_is_reported() -> None:
     }
     typical = statistics.median(steps_per_s.values())
     stalled = [r for r in result.requests if steps_per_s.get(r.request_id, 0.0) < 0.85 * typical]
+    if not stalled:  # every request kept its speed: the schedule's cycle, exactly
+        assert c is not None
+        assert c.period == 10 and c.cycles == 3
+        assert (c.fast_per_cycle, c.transitions_per_cycle) == (5, 1)
+        assert (c.degraded_per_cycle, c.recoveries_per_cycle) == (3, 1)
+    degraded = [r for r in result.requests if phase_of[r.request_id] == "d"]
+    assert len(degraded) == 9 and all(r.vanilla for r in degraded)
+    assert all("acceptance_near_zero" in dict(r.vanilla_reasons) for r in degraded)
+    if c is None:  # the machine stalled enough requests to hide the cycle (seen beside two
+        return  # hogs and three busy workers): nothing below was reported
     expected = {"f": "fast", "t": "transition", "d": "degraded", "r": "fast"}
     for r in result.requests:
         if r not in stalled:
             assert r.phase == expected[phase_of[r.request_id]], (r.index, r.phase)
-    if not stalled:
-        assert (c.fast_per_cycle, c.transitions_per_cycle) == (5, 1)
-        assert (c.degraded_per_cycle, c.recoveries_per_cycle) == (3, 1)
     # The means are folds of the speeds measured, whatever the machine made them: the fast-phase
     # mean is the plain mean of the requests read as fast (the recoveries, fast after a slow
     # one, left out), the long-run mean the plain mean of every request (a harmonic mean, or one
@@ -178,9 +193,6 @@ def test_the_cycle_the_schedule_sets_is_reported() -> None:
     every = [r.output_tok_s for r in requests]
     assert c.fast_mean_tok_s == pytest.approx(statistics.fmean(fast), rel=1e-9)
     assert c.long_run_mean_tok_s == pytest.approx(statistics.fmean(every), rel=1e-9)
-    degraded = [r for r in result.requests if phase_of[r.request_id] == "d"]
-    assert len(degraded) == 9 and all(r.vanilla for r in degraded)
-    assert all("acceptance_near_zero" in dict(r.vanilla_reasons) for r in degraded)
 
 
 def test_ctrl_c_keeps_what_was_measured() -> None:
